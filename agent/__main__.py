@@ -1,0 +1,53 @@
+"""`python -m agent serve|attach|status`: the agent's command line on the GPU container."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from agent.state import StateDirError, prepare_state_dir, read_json
+
+DEFAULT_STATE_DIR = "~/.eagle-agent"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The agent's argument parser."""
+    parser = argparse.ArgumentParser(prog="python -m agent", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, text in (
+        ("serve", "run the daemon in the foreground on <state>/agent.sock"),
+        ("attach", "start the daemon if needed, then bridge stdin/stdout to it"),
+        ("status", "print the running daemon's identity as JSON"),
+    ):
+        command = commands.add_parser(name, help=text, description=text)
+        command.add_argument("--state-dir", default=DEFAULT_STATE_DIR, help="private state dir")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one agent command; returns its exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        paths = prepare_state_dir(args.state_dir)
+    except StateDirError as exc:
+        print(f"agent: {exc}", file=sys.stderr)  # noqa: T201
+        return 1
+    if args.command == "serve":
+        from agent.daemon import serve
+
+        return serve(paths)
+    if args.command == "attach":
+        from agent.attach import AttachError, attach
+
+        try:
+            return attach(paths)
+        except AttachError as exc:
+            print(f"agent: {exc}", file=sys.stderr)  # noqa: T201
+            return 1
+    print(json.dumps(read_json(paths.daemon_info)))  # noqa: T201
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

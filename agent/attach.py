@@ -1,0 +1,180 @@
+"""`python -m agent attach`: make sure the right daemon runs, then bridge stdin/stdout to it.
+
+This is the one fixed command the console runs over SSH (or as a local subprocess). Parameters
+never travel in the command line: everything after the bridge is JSON lines on the channel.
+If no daemon runs, or one runs other agent code than this bundle, attach starts this bundle's
+daemon detached (its own session, stdin from /dev/null, output to `agent.log`). Jobs are not the
+daemon's children in a way that ties them to it, so replacing the daemon leaves them running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from agent.bundle import AGENT_PACKAGE, running_bundle_sha256
+from agent.state import SOCKET_NAME, StatePaths, read_json
+
+START_TIMEOUT_S = 15.0
+POLL_S = 0.02
+
+
+class AttachError(Exception):
+    """The daemon could not be reached or started."""
+
+
+def attach(paths: StatePaths) -> int:
+    """Ensure this bundle's daemon runs, then bridge until either side closes."""
+    os.chdir(paths.root)
+    ensure_daemon(paths)
+    asyncio.run(_bridge())
+    return 0
+
+
+def ensure_daemon(paths: StatePaths) -> None:
+    """Start this bundle's daemon unless it already runs; replace a daemon of other code."""
+    with _held(paths.start_lock):
+        info = read_json(paths.daemon_info)
+        running = isinstance(info, dict) and _accepts_connections()
+        if running and info.get("bundle_sha256") == running_bundle_sha256():
+            return
+        if running:
+            _stop_old_daemon(int(info["pid"]))
+        _start_daemon(paths)
+
+
+@contextlib.contextmanager
+def _held(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _accepts_connections() -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(SOCKET_NAME)
+        except OSError:
+            return False
+    return True
+
+
+def _stop_old_daemon(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while _accepts_connections() and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+
+
+def _start_daemon(paths: StatePaths) -> None:
+    env = dict(os.environ, PYTHONPATH=str(AGENT_PACKAGE.parent))
+    with paths.daemon_log.open("ab") as log_file:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "agent", "serve", "--state-dir", str(paths.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=paths.root,
+            env=env,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not _daemon_ready(paths, daemon.pid):
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            raise AttachError(f"agent daemon did not start; see {paths.daemon_log}")
+        time.sleep(POLL_S)
+
+
+def _daemon_ready(paths: StatePaths, pid: int) -> bool:
+    info = read_json(paths.daemon_info)
+    return isinstance(info, dict) and info.get("pid") == pid and _accepts_connections()
+
+
+async def _bridge() -> None:
+    sock_reader, sock_writer = await asyncio.open_unix_connection(SOCKET_NAME)
+    stdin = await _stdin_reader()
+    stdout = await _stdout_writer()
+    upstream = asyncio.create_task(_pump(stdin, sock_writer, half_close=True))
+    downstream = asyncio.create_task(_pump(sock_reader, stdout, half_close=False))
+    await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
+    if not downstream.done():
+        await downstream
+    upstream.cancel()
+
+
+async def _stdin_reader() -> asyncio.StreamReader:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    except ValueError:  # a regular file: asyncio pipes refuse it, a thread reads it instead
+        threading.Thread(target=_feed_from_file, args=(loop, reader), daemon=True).start()
+    return reader
+
+
+def _feed_from_file(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader) -> None:
+    while chunk := os.read(sys.stdin.fileno(), 256 * 1024):
+        loop.call_soon_threadsafe(reader.feed_data, chunk)
+    loop.call_soon_threadsafe(reader.feed_eof)
+
+
+async def _stdout_writer() -> Sink:
+    loop = asyncio.get_running_loop()
+    try:
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, sys.stdout
+        )
+    except ValueError:  # a regular file: plain blocking writes are fine there
+        return _FileSink()
+    return asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+class Sink(Protocol):
+    """Where the bridge writes: a stream writer or a plain file."""
+
+    def write(self, data: bytes) -> None: ...  # noqa: D102
+
+    async def drain(self) -> None: ...  # noqa: D102
+
+    def can_write_eof(self) -> bool: ...  # noqa: D102
+
+    def write_eof(self) -> None: ...  # noqa: D102
+
+
+class _FileSink:
+    def write(self, data: bytes) -> None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+    async def drain(self) -> None:
+        return None
+
+    def can_write_eof(self) -> bool:
+        return False
+
+    def write_eof(self) -> None:
+        return None
+
+
+async def _pump(source: asyncio.StreamReader, sink: Sink, *, half_close: bool) -> None:
+    with contextlib.suppress(ConnectionError):
+        while chunk := await source.read(256 * 1024):
+            sink.write(chunk)
+            await sink.drain()
+        if half_close and sink.can_write_eof():
+            sink.write_eof()

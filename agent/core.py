@@ -1,0 +1,114 @@
+"""What the agent knows and does, independent of any one connection.
+
+One `AgentCore` lives as long as the daemon; consoles come and go through sessions that call
+its handlers. Handlers take a typed params dataclass and return a typed result dataclass.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agent.bundle import running_bundle_sha256
+from agent.datasets import DatasetsRootError, DatasetTracker
+from agent.protocol import (
+    AGENT_VERSION,
+    PROTOCOL_VERSION,
+    Alert,
+    ErrorCode,
+    HelloParams,
+    HelloResult,
+    PingParams,
+    PingResult,
+    PipelineConfig,
+    Snapshot,
+    SnapshotParams,
+    from_wire,
+    to_wire,
+)
+from agent.state import StatePaths, read_json, write_json_atomic
+
+CAPABILITIES = ("datasets",)
+
+
+class AgentError(Exception):
+    """A request the agent understood but cannot carry out; the console shows the message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+class AgentCore:
+    """The daemon's long-lived state and the handlers for every method it serves."""
+
+    def __init__(self, paths: StatePaths) -> None:
+        self.paths = paths
+        self.started_at = time.time()
+        self.pipeline = _load_pipeline(paths)
+        self._tracker = _tracker_for(self.pipeline)
+        self.handlers: dict[str, Handler] = {
+            "hello": self.hello,
+            "ping": self.ping,
+            "snapshot": self.snapshot,
+        }
+
+    async def hello(self, params: HelloParams) -> HelloResult:
+        """Check the console speaks our protocol, and take its pipeline config."""
+        if params.protocol_version != PROTOCOL_VERSION:
+            raise AgentError(
+                ErrorCode.UNSUPPORTED_VERSION,
+                f"console {params.client_version} speaks protocol {params.protocol_version}, "
+                f"agent {AGENT_VERSION} speaks protocol {PROTOCOL_VERSION}; "
+                "run the same eagle-console version on both sides",
+            )
+        if params.pipeline is not None and params.pipeline != self.pipeline:
+            self.pipeline = params.pipeline
+            self._tracker = _tracker_for(params.pipeline)
+            write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
+        return HelloResult(
+            protocol_version=PROTOCOL_VERSION,
+            agent_version=AGENT_VERSION,
+            bundle_sha256=running_bundle_sha256(),
+            capabilities=CAPABILITIES,
+            pid=os.getpid(),
+            host_name=socket.gethostname(),
+            started_at=self.started_at,
+        )
+
+    async def ping(self, params: PingParams) -> PingResult:
+        """The agent's clock."""
+        return PingResult(agent_time=time.time())
+
+    async def snapshot(self, params: SnapshotParams) -> Snapshot:
+        """Everything the dashboard shows, now."""
+        datasets: tuple[Any, ...] = ()
+        alerts: list[Alert] = []
+        root = None
+        if self._tracker is not None:
+            root = self._tracker.config.root
+            try:
+                datasets = self._tracker.progress()
+                alerts = self._tracker.alerts(datasets)
+            except DatasetsRootError as exc:
+                alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
+        return Snapshot(time.time(), socket.gethostname(), root, datasets, tuple(alerts))
+
+
+def _load_pipeline(paths: StatePaths) -> PipelineConfig:
+    saved = read_json(paths.pipeline_config)
+    try:
+        return from_wire(PipelineConfig, saved) if saved is not None else PipelineConfig()
+    except ValueError:
+        return PipelineConfig()
+
+
+def _tracker_for(pipeline: PipelineConfig) -> DatasetTracker | None:
+    return DatasetTracker(pipeline.datasets) if pipeline.datasets is not None else None

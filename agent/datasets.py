@@ -1,0 +1,227 @@
+"""Dataset progress read from the files on disk, followed incrementally by byte offset.
+
+Works on the files any script writes (DESIGN §3): a response line needs only `id` and
+`output_ids` (or `completion_tokens`). A torn last line is normal after a kill and is not counted
+until it is complete; an unparseable complete line is corruption and is reported, never skipped
+silently. This module reads files and never writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.protocol import Alert, DatasetProgress, DatasetsConfig
+
+READ_CHUNK_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class LineFollower:
+    """Follows one append-only JSONL file, consuming only the bytes appended since last time."""
+
+    path: Path
+    offset: int = 0
+    """Bytes consumed: always just past a newline."""
+    inode: int | None = None
+    torn_tail_bytes: int = 0
+
+    def update(self) -> None:
+        """Consume complete lines appended since the last call; rescan a replaced or cut file."""
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            self._restart(None)
+            return
+        if info.st_ino != self.inode or info.st_size < self.offset:
+            self._restart(info.st_ino)
+        if info.st_size > self.offset:
+            self._consume(info.st_size)
+        self.torn_tail_bytes = info.st_size - self.offset
+
+    def _restart(self, inode: int | None) -> None:
+        self.inode = inode
+        self.offset = 0
+        self.torn_tail_bytes = 0
+        self.reset()
+
+    def _consume(self, size: int) -> None:
+        with self.path.open("rb") as handle:
+            handle.seek(self.offset)
+            while self.offset < size:
+                chunk = handle.read(min(READ_CHUNK_BYTES, size - self.offset))
+                end = chunk.rfind(b"\n")
+                if end < 0:
+                    return
+                self.take_lines(chunk[: end + 1], self.offset)
+                self.offset += end + 1
+                handle.seek(self.offset)
+
+    def reset(self) -> None:
+        """Forget everything counted; the file is read again from byte 0."""
+
+    def take_lines(self, block: bytes, block_offset: int) -> None:
+        """Count a block of complete lines that starts at byte `block_offset` of the file."""
+
+
+@dataclass
+class PromptCounter(LineFollower):
+    """Counts the non-blank lines of a prompts file."""
+
+    prompts: int = 0
+
+    def reset(self) -> None:
+        """Forget the count."""
+        self.prompts = 0
+
+    def take_lines(self, block: bytes, block_offset: int) -> None:
+        """Count the non-blank lines of the block."""
+        self.prompts += sum(1 for line in block.split(b"\n") if line.strip())
+
+
+@dataclass
+class ResponseCounter(LineFollower):
+    """Counts the responses and completion tokens of a `raw_responses.jsonl`, each id once."""
+
+    responses: int = 0
+    tokens: int = 0
+    corrupt_offsets: list[int] = field(default_factory=list)
+    seen_ids: set[str] = field(default_factory=set)
+
+    def reset(self) -> None:
+        """Forget every response counted."""
+        self.responses = self.tokens = 0
+        self.corrupt_offsets = []
+        self.seen_ids = set()
+
+    def take_lines(self, block: bytes, block_offset: int) -> None:
+        """Count each response line of the block; note the byte offset of each corrupt one."""
+        position = block_offset
+        for line in block.split(b"\n")[:-1]:
+            if line.strip():
+                self._take_line(line, position)
+            position += len(line) + 1
+
+    def _take_line(self, line: bytes, offset: int) -> None:
+        record = _parse_response(line)
+        if record is None:
+            self.corrupt_offsets.append(offset)
+            return
+        response_id, tokens = record
+        if response_id in self.seen_ids:
+            return
+        self.seen_ids.add(response_id)
+        self.responses += 1
+        self.tokens += tokens
+
+
+def _parse_response(line: bytes) -> tuple[str, int] | None:
+    """(id, completion tokens) of one response line, or None if it is not a response."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or "id" not in record:
+        return None
+    tokens = record.get("completion_tokens")
+    if not isinstance(tokens, int):
+        output_ids = record.get("output_ids")
+        if not isinstance(output_ids, list):
+            return None
+        tokens = len(output_ids)
+    return str(record["id"]), tokens
+
+
+@dataclass
+class DatasetFollower:
+    """The prompts and responses of one dataset folder."""
+
+    name: str
+    prompts: PromptCounter
+    responses: ResponseCounter
+
+    def progress(self, budget: int | None) -> DatasetProgress:
+        """Where this dataset stands now."""
+        self.prompts.update()
+        self.responses.update()
+        return DatasetProgress(
+            name=self.name,
+            prompts=self.prompts.prompts,
+            responses=self.responses.responses,
+            tokens=self.responses.tokens,
+            budget=budget,
+            corrupt_lines=len(self.responses.corrupt_offsets),
+            torn_tail_bytes=self.responses.torn_tail_bytes,
+            status=_status(self.prompts.prompts, self.responses.responses, self.responses.tokens, budget),
+        )
+
+
+def _status(prompts: int, responses: int, tokens: int, budget: int | None) -> str:
+    if budget is not None and tokens > budget:
+        return "over_budget"
+    if (budget is not None and tokens >= budget) or (prompts and responses >= prompts):
+        return "complete"
+    return "pending" if responses == 0 else "idle"
+
+
+class DatasetsRootError(Exception):
+    """The datasets root cannot be listed."""
+
+
+class DatasetTracker:
+    """Every dataset under a root, each followed by its own offsets across calls."""
+
+    def __init__(self, config: DatasetsConfig) -> None:
+        self.config = config
+        self._followers: dict[str, DatasetFollower] = {}
+
+    def progress(self) -> tuple[DatasetProgress, ...]:
+        """The progress of every dataset folder under the root, by name."""
+        names = self._dataset_names()
+        self._followers = {name: self._follower(name) for name in names}
+        return tuple(
+            follower.progress(self.config.budgets.get(name, self.config.budget))
+            for name, follower in self._followers.items()
+        )
+
+    def alerts(self, progress: tuple[DatasetProgress, ...]) -> list[Alert]:
+        """Corruption alerts for the datasets in `progress`."""
+        return [
+            Alert(
+                kind="corrupt_file",
+                severity="error",
+                subject=item.name,
+                message=f"{item.name}/{self.config.responses_file}: {item.corrupt_lines} "
+                f"unparseable line(s), first at byte "
+                f"{self._followers[item.name].responses.corrupt_offsets[0]}",
+            )
+            for item in progress
+            if item.corrupt_lines
+        ]
+
+    def _follower(self, name: str) -> DatasetFollower:
+        existing = self._followers.get(name)
+        if existing is not None:
+            return existing
+        folder = Path(self.config.root) / name
+        return DatasetFollower(
+            name,
+            PromptCounter(folder / self.config.prompts_file),
+            ResponseCounter(folder / self.config.responses_file),
+        )
+
+    def _dataset_names(self) -> list[str]:
+        root = self.config.root
+        try:
+            entries = list(os.scandir(root))
+        except FileNotFoundError:
+            raise DatasetsRootError(f"datasets root {root} does not exist") from None
+        except NotADirectoryError:
+            raise DatasetsRootError(f"datasets root {root} is not a directory") from None
+        except OSError as exc:
+            raise DatasetsRootError(f"datasets root {root} is not readable: {exc.strerror}") from None
+        return sorted(
+            entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")
+        )

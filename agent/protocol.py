@@ -1,0 +1,485 @@
+"""The wire contract between the console and the agent: every message, and how it is encoded.
+
+Newline-delimited JSON, one message per line, UTF-8 (DESIGN §2). Requests go console → agent,
+responses and events agent → console. Every message body is a frozen dataclass whose field names
+carry their units (`tokens_per_s`, `eta_s`, `taken_at` in epoch seconds).
+
+This module is the only part of `agent` the console may import, so it must stay standard-library
+only and free of I/O: it turns lines into values and values into lines, nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union
+
+PROTOCOL_VERSION = 1
+"""Bumped whenever a message changes in a way an older peer cannot read."""
+
+AGENT_VERSION = "0.1.0"
+"""The version of the agent code shipped with this console."""
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""Longest line either side accepts; a longer one is discarded whole and answered with an error."""
+
+
+class ErrorCode:
+    """The `code` values an error response can carry."""
+
+    MALFORMED = "malformed"
+    OVERSIZED = "oversized"
+    UNKNOWN_METHOD = "unknown_method"
+    INVALID_PARAMS = "invalid_params"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    HELLO_REQUIRED = "hello_required"
+    NOT_FOUND = "not_found"
+    UNREADABLE = "unreadable"
+    READ_ONLY = "read_only"
+    INTERNAL = "internal"
+
+
+class ProtocolError(Exception):
+    """A line that is not a valid message; carries what to answer with."""
+
+    def __init__(self, code: str, message: str, request_id: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+# ---------------------------------------------------------------- message bodies
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetsConfig:
+    """Where a host keeps its datasets and what each may cost (DESIGN §3, §9)."""
+
+    root: str
+    prompts_file: str = "prompts.jsonl"
+    responses_file: str = "raw_responses.jsonl"
+    budget: int | None = None
+    """Default token budget per dataset; None means unlimited."""
+    budgets: dict[str, int] = field(default_factory=dict)
+    """Per-dataset budgets in tokens, overriding `budget`."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """The part of a host's config the agent needs; sent at hello and kept by the agent."""
+
+    datasets: DatasetsConfig | None = None
+    sglang_url: str | None = None
+    sglang_log: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HelloParams:
+    """The console's half of the first exchange."""
+
+    protocol_version: int
+    client_version: str
+    pipeline: PipelineConfig | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HelloResult:
+    """The agent's half of the first exchange."""
+
+    protocol_version: int
+    agent_version: str
+    bundle_sha256: str
+    capabilities: tuple[str, ...]
+    pid: int
+    host_name: str
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PingParams:
+    """Asks the agent for its clock, to measure latency and skew."""
+
+
+@dataclass(frozen=True, slots=True)
+class PingResult:
+    """The agent's clock when it answered a ping."""
+
+    agent_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotParams:
+    """Asks for one snapshot now."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetProgress:
+    """One dataset's state, as the agent sees it on disk."""
+
+    name: str
+    prompts: int
+    responses: int
+    tokens: int
+    budget: int | None
+    corrupt_lines: int = 0
+    torn_tail_bytes: int = 0
+    tokens_per_s: float | None = None
+    eta_s: float | None = None
+    projected_tokens: int | None = None
+    projected_overrun_tokens: int | None = None
+    status: str = "idle"
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """Something the user should look at."""
+
+    kind: str
+    severity: str
+    """One of info, warning, error."""
+    message: str
+    subject: str = ""
+    raised_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything the dashboard shows, taken at one moment."""
+
+    taken_at: float
+    host_name: str
+    datasets_root: str | None
+    datasets: tuple[DatasetProgress, ...]
+    alerts: tuple[Alert, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """Why a request failed, and what to do about it."""
+
+    code: str
+    message: str
+
+
+# ---------------------------------------------------------------- envelopes
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Console → agent: call `method` with `params`."""
+
+    id: int
+    method: str
+    params: Any
+    idempotency_key: str | None = None
+    """Required on mutating methods, so a retry after a reconnect is not done twice."""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """Agent → console: the result of request `id` (decode it with `parse_result`)."""
+
+    id: int
+    result: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResponse:
+    """Agent → console: request `id` failed (`id` is None when the line had no readable id)."""
+
+    id: int | None
+    error: ErrorInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Agent → console, unprompted: a snapshot, a log chunk, an alert or a job change."""
+
+    event: str
+    data: Any
+
+
+Message = Union[Request, Response, ErrorResponse, Event]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    """What one method takes and returns, and whether it changes anything."""
+
+    params: type
+    result: type
+    mutating: bool = False
+
+
+METHODS: dict[str, MethodSpec] = {
+    "hello": MethodSpec(HelloParams, HelloResult),
+    "ping": MethodSpec(PingParams, PingResult),
+    "snapshot": MethodSpec(SnapshotParams, Snapshot),
+}
+"""Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
+
+EVENTS: dict[str, type] = {
+    "snapshot": Snapshot,
+    "alert": Alert,
+}
+"""Every event the protocol knows, with the type of its data."""
+
+
+# ---------------------------------------------------------------- encode
+
+
+def encode(message: Message) -> bytes:
+    """One message as one wire line, newline included."""
+    return (json.dumps(_envelope(message), separators=(",", ":")) + "\n").encode()
+
+
+def _envelope(message: Message) -> dict[str, Any]:
+    if isinstance(message, Request):
+        line = {"id": message.id, "method": message.method, "params": to_wire(message.params)}
+        if message.idempotency_key is not None:
+            line["idempotency_key"] = message.idempotency_key
+        return line
+    if isinstance(message, Response):
+        return {"id": message.id, "result": to_wire(message.result)}
+    if isinstance(message, ErrorResponse):
+        return {"id": message.id, "error": to_wire(message.error)}
+    return {"event": message.event, "data": to_wire(message.data)}
+
+
+def to_wire(value: Any) -> Any:
+    """A dataclass (or anything nested in one) as plain JSON-ready values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_wire(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [to_wire(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): to_wire(item) for key, item in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------- decode
+
+
+def decode(line: bytes | str) -> Message:
+    """Parse one wire line; raises ProtocolError saying what is wrong with it."""
+    obj = _parse_object(line)
+    if "method" in obj:
+        return _decode_request(obj)
+    if "event" in obj:
+        return _decode_event(obj)
+    if "result" in obj or "error" in obj:
+        return _decode_response(obj)
+    raise ProtocolError(ErrorCode.MALFORMED, "line has none of method, event, result or error")
+
+
+def _parse_object(line: bytes | str) -> dict[str, Any]:
+    size = len(line.encode() if isinstance(line, str) else line)
+    if size > MAX_LINE_BYTES:
+        raise ProtocolError(
+            ErrorCode.OVERSIZED, f"line of {size} bytes exceeds the {MAX_LINE_BYTES}-byte limit"
+        )
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(ErrorCode.MALFORMED, f"line is not UTF-8: {exc.reason}") from None
+    except json.JSONDecodeError as exc:
+        raise ProtocolError(
+            ErrorCode.MALFORMED, f"line is not JSON: {exc.msg} at column {exc.colno}"
+        ) from None
+    if not isinstance(obj, dict):
+        raise ProtocolError(ErrorCode.MALFORMED, f"line is JSON {type(obj).__name__}, not object")
+    return obj
+
+
+def _decode_request(obj: dict[str, Any]) -> Request:
+    request_id = obj.get("id")
+    if not isinstance(request_id, int) or isinstance(request_id, bool):
+        raise ProtocolError(ErrorCode.MALFORMED, "request has no integer id")
+    method = obj["method"]
+    spec = METHODS.get(method) if isinstance(method, str) else None
+    if spec is None:
+        raise ProtocolError(ErrorCode.UNKNOWN_METHOD, f"unknown method {method!r}", request_id)
+    key = obj.get("idempotency_key")
+    if spec.mutating and not (isinstance(key, str) and key):
+        raise ProtocolError(
+            ErrorCode.INVALID_PARAMS, f"{method} changes state and needs an idempotency_key",
+            request_id,
+        )
+    params = _from_wire_or_error(spec.params, obj.get("params", {}), request_id)
+    return Request(request_id, method, params, key if isinstance(key, str) else None)
+
+
+def _decode_response(obj: dict[str, Any]) -> Response | ErrorResponse:
+    request_id = obj.get("id")
+    if request_id is not None and (not isinstance(request_id, int) or isinstance(request_id, bool)):
+        raise ProtocolError(ErrorCode.MALFORMED, "response id is not an integer")
+    if "error" in obj:
+        return ErrorResponse(request_id, _from_wire_or_error(ErrorInfo, obj["error"], request_id))
+    result = obj["result"]
+    if request_id is None or not isinstance(result, dict):
+        raise ProtocolError(ErrorCode.MALFORMED, "response needs an integer id and object result")
+    return Response(request_id, result)
+
+
+def _decode_event(obj: dict[str, Any]) -> Event:
+    name = obj["event"]
+    data_type = EVENTS.get(name) if isinstance(name, str) else None
+    if data_type is None:
+        raise ProtocolError(ErrorCode.MALFORMED, f"unknown event {name!r}")
+    return Event(name, _from_wire_or_error(data_type, obj.get("data"), None))
+
+
+def parse_result(method: str, response: Response) -> Any:
+    """The typed result of `method` from its response; raises ProtocolError if it does not fit."""
+    return _from_wire_or_error(METHODS[method].result, response.result, response.id)
+
+
+def _from_wire_or_error(cls: type, data: Any, request_id: int | None) -> Any:
+    try:
+        return from_wire(cls, data)
+    except WireTypeError as exc:
+        raise ProtocolError(ErrorCode.INVALID_PARAMS, str(exc), request_id) from None
+
+
+T = TypeVar("T")
+
+
+class WireTypeError(ValueError):
+    """A wire value does not have the type its dataclass field declares."""
+
+
+def from_wire(cls: type[T], data: Any, where: str = "") -> T:
+    """Build dataclass `cls` from plain JSON values, checking every field's type."""
+    where = where or cls.__name__
+    if not isinstance(data, dict):
+        raise WireTypeError(f"{where}: expected an object, got {_json_type(data)}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise WireTypeError(f"{where}: unknown field {unknown[0]!r}")
+    values = {
+        name: _convert(hints[name], value, f"{where}.{name}") for name, value in data.items()
+    }
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise WireTypeError(f"{where}: {exc}") from None
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        return _convert_union(typing.get_args(hint), value, where)
+    if origin is tuple:
+        return tuple(_convert(typing.get_args(hint)[0], v, f"{where}[]") for v in _list(value, where))
+    if origin is dict:
+        value_hint = typing.get_args(hint)[1]
+        return {str(k): _convert(value_hint, v, f"{where}.{k}") for k, v in _dict(value, where).items()}
+    if dataclasses.is_dataclass(hint):
+        return from_wire(typing.cast(type, hint), value, where)
+    return _scalar(hint, value, where)
+
+
+def _convert_union(options: tuple[Any, ...], value: Any, where: str) -> Any:
+    if value is None and type(None) in options:
+        return None
+    real = [option for option in options if option is not type(None)]
+    return _convert(real[0], value, where)
+
+
+def _scalar(hint: Any, value: Any, where: str) -> Any:
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
+        return value
+    raise WireTypeError(f"{where}: expected {hint.__name__}, got {_json_type(value)}")
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise WireTypeError(f"{where}: expected a list, got {_json_type(value)}")
+    return value
+
+
+def _dict(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise WireTypeError(f"{where}: expected an object, got {_json_type(value)}")
+    return value
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "integer"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------- framing
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedLine:
+    """Stands in for a line that was longer than the limit; its bytes were dropped."""
+
+    size_bytes: int
+
+
+class LineFramer:
+    """Splits a byte stream into lines, dropping (and reporting) any line over `max_bytes`.
+
+    Memory stays bounded by `max_bytes` however long a line grows, and the stream stays usable
+    after an oversized line: framing resumes at the next newline.
+    """
+
+    def __init__(self, max_bytes: int = MAX_LINE_BYTES) -> None:
+        self._max_bytes = max_bytes
+        self._buffer = bytearray()
+        self._dropped = 0
+        """Bytes of the current oversized line dropped so far (0 while not dropping)."""
+
+    def feed(self, chunk: bytes) -> list[bytes | OversizedLine]:
+        """The complete lines (newline stripped) that `chunk` finishes, in order."""
+        lines: list[bytes | OversizedLine] = []
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            lines.append(self._finish(chunk[start:end]))
+            start = end + 1
+        self._keep(chunk[start:])
+        return lines
+
+    def _finish(self, tail: bytes) -> bytes | OversizedLine:
+        size = self._dropped + len(self._buffer) + len(tail)
+        line = bytes(self._buffer) + tail
+        self._buffer.clear()
+        self._dropped = 0
+        return OversizedLine(size) if size > self._max_bytes else line
+
+    def _keep(self, rest: bytes) -> None:
+        if self._dropped or len(self._buffer) + len(rest) > self._max_bytes:
+            self._dropped += len(self._buffer) + len(rest)
+            self._buffer.clear()
+        else:
+            self._buffer += rest
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of an unfinished line held or dropped so far."""
+        return self._dropped + len(self._buffer)
+
+
+# ---------------------------------------------------------------- bundle identity
+
+
+def bundle_digest(files: Iterable[tuple[str, bytes]]) -> str:
+    """The sha256 that names an agent bundle: over its files' relative paths and contents."""
+    digest = hashlib.sha256()
+    for path, content in sorted(files):
+        digest.update(path.encode() + b"\0" + str(len(content)).encode() + b"\0" + content)
+    return digest.hexdigest()

@@ -1,0 +1,112 @@
+"""One console connection: read request lines, answer each, never let a bad line kill the link.
+
+A malformed, oversized or unknown request gets an error response and the session goes on. Only
+end of input ends it. Anything a handler raises that is not an `AgentError` is logged with its
+traceback to the daemon log and answered as an internal error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Protocol
+
+from agent.core import AgentCore, AgentError
+from agent.protocol import (
+    ErrorCode,
+    ErrorInfo,
+    ErrorResponse,
+    LineFramer,
+    Message,
+    OversizedLine,
+    ProtocolError,
+    Request,
+    Response,
+    decode,
+    encode,
+    to_wire,
+)
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 256 * 1024
+
+
+class ByteReader(Protocol):
+    """Anything with asyncio's `StreamReader.read`."""
+
+    async def read(self, n: int = -1) -> bytes: ...  # noqa: D102
+
+
+class ByteWriter(Protocol):
+    """Anything with asyncio's `StreamWriter.write` and `drain`."""
+
+    def write(self, data: bytes) -> None: ...  # noqa: D102
+
+    async def drain(self) -> None: ...  # noqa: D102
+
+
+class Session:
+    """Serves one connected console until its input ends."""
+
+    def __init__(self, core: AgentCore, reader: ByteReader, writer: ByteWriter) -> None:
+        self.core = core
+        self.reader = reader
+        self.writer = writer
+        self.greeted = False
+        self._write_lock = asyncio.Lock()
+
+    async def run(self) -> None:
+        """Answer every line until end of input."""
+        framer = LineFramer()
+        while chunk := await self.reader.read(READ_SIZE):
+            for line in framer.feed(chunk):
+                await self._take(line)
+
+    async def send(self, message: Message) -> None:
+        """Write one message; safe to call from several tasks."""
+        async with self._write_lock:
+            self.writer.write(encode(message))
+            await self.writer.drain()
+
+    async def _take(self, line: bytes | OversizedLine) -> None:
+        if isinstance(line, OversizedLine):
+            error = ProtocolError(ErrorCode.OVERSIZED, f"line of {line.size_bytes} bytes dropped")
+            await self._send_error(error.request_id, error.code, error.message)
+            return
+        if not line.strip():
+            return
+        try:
+            message = decode(line)
+        except ProtocolError as exc:
+            await self._send_error(exc.request_id, exc.code, exc.message)
+            return
+        if not isinstance(message, Request):
+            await self._send_error(None, ErrorCode.MALFORMED, "the agent accepts requests only")
+            return
+        await self._answer(message)
+
+    async def _answer(self, request: Request) -> None:
+        if not self.greeted and request.method != "hello":
+            await self._send_error(request.id, ErrorCode.HELLO_REQUIRED, "send hello first")
+            return
+        handler = self.core.handlers.get(request.method)
+        if handler is None:
+            message = f"this agent does not implement {request.method}"
+            await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)
+            return
+        try:
+            result = await handler(request.params)
+        except AgentError as exc:
+            await self._send_error(request.id, exc.code, exc.message)
+            return
+        except Exception as exc:
+            log.exception("request %s (%s) failed", request.id, request.method)
+            message = f"{request.method} failed inside the agent: {exc!r}; see agent.log"
+            await self._send_error(request.id, ErrorCode.INTERNAL, message)
+            return
+        self.greeted = self.greeted or request.method == "hello"
+        await self.send(Response(request.id, to_wire(result)))
+
+    async def _send_error(self, request_id: int | None, code: str, message: str) -> None:
+        await self.send(ErrorResponse(request_id, ErrorInfo(code, message)))

@@ -1,0 +1,1 @@
+"""eagle-console: the workstation side, a Textual console and headless commands over SSH."""

@@ -1,0 +1,5 @@
+"""`python -m console` runs the same entry point as the `eagle-console` command."""
+
+from console.cli import main
+
+raise SystemExit(main())
