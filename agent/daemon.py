@@ -72,7 +72,8 @@ async def _serve(paths: StatePaths) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    Path(SOCKET_NAME).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(SOCKET_NAME)
     server = await asyncio.start_unix_server(
         lambda r, w: _serve_client(core, r, w), SOCKET_NAME, limit=MAX_LINE_BYTES
     )

@@ -154,7 +154,9 @@ class DatasetFollower:
             budget=budget,
             corrupt_lines=len(self.responses.corrupt_offsets),
             torn_tail_bytes=self.responses.torn_tail_bytes,
-            status=_status(self.prompts.prompts, self.responses.responses, self.responses.tokens, budget),
+            status=_status(
+                self.prompts.prompts, self.responses.responses, self.responses.tokens, budget
+            ),
         )
 
 
@@ -221,7 +223,9 @@ class DatasetTracker:
         except NotADirectoryError:
             raise DatasetsRootError(f"datasets root {root} is not a directory") from None
         except OSError as exc:
-            raise DatasetsRootError(f"datasets root {root} is not readable: {exc.strerror}") from None
+            raise DatasetsRootError(
+                f"datasets root {root} is not readable: {exc.strerror}"
+            ) from None
         return sorted(
             entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")
         )

@@ -205,7 +205,7 @@ class Event:
     data: Any
 
 
-Message = Union[Request, Response, ErrorResponse, Event]
+Message = Request | Response | ErrorResponse | Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +308,8 @@ def _decode_request(obj: dict[str, Any]) -> Request:
     key = obj.get("idempotency_key")
     if spec.mutating and not (isinstance(key, str) and key):
         raise ProtocolError(
-            ErrorCode.INVALID_PARAMS, f"{method} changes state and needs an idempotency_key",
+            ErrorCode.INVALID_PARAMS,
+            f"{method} changes state and needs an idempotency_key",
             request_id,
         )
     params = _from_wire_or_error(spec.params, obj.get("params", {}), request_id)
@@ -364,9 +365,7 @@ def from_wire(cls: type[T], data: Any, where: str = "") -> T:
     unknown = sorted(set(data) - names)
     if unknown:
         raise WireTypeError(f"{where}: unknown field {unknown[0]!r}")
-    values = {
-        name: _convert(hints[name], value, f"{where}.{name}") for name, value in data.items()
-    }
+    values = {name: _convert(hints[name], value, f"{where}.{name}") for name, value in data.items()}
     try:
         return cls(**values)
     except TypeError as exc:
@@ -380,10 +379,14 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
     if origin in (Union, types.UnionType):
         return _convert_union(typing.get_args(hint), value, where)
     if origin is tuple:
-        return tuple(_convert(typing.get_args(hint)[0], v, f"{where}[]") for v in _list(value, where))
+        return tuple(
+            _convert(typing.get_args(hint)[0], v, f"{where}[]") for v in _list(value, where)
+        )
     if origin is dict:
         value_hint = typing.get_args(hint)[1]
-        return {str(k): _convert(value_hint, v, f"{where}.{k}") for k, v in _dict(value, where).items()}
+        return {
+            str(k): _convert(value_hint, v, f"{where}.{k}") for k, v in _dict(value, where).items()
+        }
     if dataclasses.is_dataclass(hint):
         return from_wire(typing.cast(type, hint), value, where)
     return _scalar(hint, value, where)

@@ -1,0 +1,230 @@
+"""The console's TOML config: hosts, how to reach them, and their pipeline layout (DESIGN §9).
+
+Every mistake is reported as the file, the key and what was expected, so a user can fix it
+without reading code. This module never imports Textual: the headless commands use it too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import tomllib
+
+from agent.protocol import DatasetsConfig, PipelineConfig
+
+CONFIG_NAME = "eagle-console.toml"
+DEFAULT_STATE_DIR = "~/.eagle-agent"
+
+
+class ConfigError(Exception):
+    """The config file is missing or wrong; the message names the file, the key and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class SshTarget:
+    """Where to connect: `user@host:port`, or a `~/.ssh/config` alias (host only)."""
+
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    def __str__(self) -> str:
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{user}{self.host}{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class HostConfig:
+    """One GPU box: how to reach it, which Python runs the agent, and its pipeline."""
+
+    name: str
+    ssh: SshTarget
+    python: str = "python3"
+    state_dir: str = DEFAULT_STATE_DIR
+    known_hosts: str | None = None
+    """None means ~/.ssh/known_hosts; host keys are checked in every case."""
+    identity: str | None = None
+    ssh_config: str | None = None
+    """An ssh_config file to honour; None means ~/.ssh/config when it exists."""
+    read_only: bool = False
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleConfig:
+    """Every host in one config file."""
+
+    path: Path
+    hosts: dict[str, HostConfig]
+
+    def host(self, name: str) -> HostConfig:
+        """The host called `name`, or a ConfigError listing the ones there are."""
+        if name not in self.hosts:
+            known = ", ".join(sorted(self.hosts)) or "none"
+            raise ConfigError(f"{self.path}: no host {name!r} in [hosts] (configured: {known})")
+        return self.hosts[name]
+
+
+def config_search_path() -> list[Path]:
+    """Where the config is looked for when --config is not given, in order."""
+    user_dir = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [Path.cwd() / CONFIG_NAME, user_dir / "eagle-console" / "config.toml"]
+
+
+def load_config(path: Path | None = None) -> ConsoleConfig:
+    """Read and check the config at `path`, or the first one on the search path."""
+    if path is None:
+        candidates = config_search_path()
+        path = next((c for c in candidates if c.exists()), None)
+        if path is None:
+            tried = ", ".join(str(c) for c in candidates)
+            raise ConfigError(f"no config file found (tried {tried}); pass --config FILE")
+    try:
+        document = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(document, path)
+
+
+def parse_config(document: Mapping[str, Any], path: Path) -> ConsoleConfig:
+    """Check a parsed TOML document and build the config from it."""
+    reader = _Reader(path)
+    reader.only(document, "", {"hosts"})
+    hosts = reader.table(document, "hosts", "", required=False)
+    return ConsoleConfig(path, {name: _host(reader, name, hosts) for name in hosts})
+
+
+def _host(reader: _Reader, name: str, hosts: Mapping[str, Any]) -> HostConfig:
+    where = f"hosts.{name}"
+    table = reader.table(hosts, name, "hosts")
+    reader.only(table, where, _HOST_KEYS)
+    text = reader.text
+    return HostConfig(
+        name=name,
+        ssh=_ssh_target(reader, text(table, "ssh", where), f"{where}.ssh"),
+        python=text(table, "python", where, "python3"),
+        state_dir=text(table, "state_dir", where, DEFAULT_STATE_DIR),
+        known_hosts=reader.optional(table, "known_hosts", where, str, "a file path"),
+        identity=reader.optional(table, "identity", where, str, "a key file path"),
+        ssh_config=reader.optional(table, "ssh_config", where, str, "a file path"),
+        read_only=reader.optional(table, "read_only", where, bool, "true or false") or False,
+        pipeline=_pipeline(reader, table, where),
+    )
+
+
+_HOST_KEYS = {
+    "ssh", "python", "state_dir", "known_hosts", "identity", "ssh_config", "read_only",
+    "datasets", "sglang", "deploy", "jobs",
+}  # fmt: skip
+
+
+def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineConfig:
+    sglang = reader.table(host, "sglang", where, required=False)
+    reader.only(sglang, f"{where}.sglang", {"url", "log"})
+    return PipelineConfig(
+        datasets=_datasets(reader, host, where) if "datasets" in host else None,
+        sglang_url=reader.optional(sglang, "url", f"{where}.sglang", str, "an http:// URL"),
+        sglang_log=reader.optional(sglang, "log", f"{where}.sglang", str, "a file path"),
+    )
+
+
+def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsConfig:
+    table = reader.table(host, "datasets", where)
+    where = f"{where}.datasets"
+    reader.only(table, where, {"root", "prompts", "responses", "budget", "budgets"})
+    budgets = reader.table(table, "budgets", where, required=False)
+    return DatasetsConfig(
+        root=reader.text(table, "root", where),
+        prompts_file=reader.text(table, "prompts", where, "prompts.jsonl"),
+        responses_file=reader.text(table, "responses", where, "raw_responses.jsonl"),
+        budget=reader.count(table, "budget", where),
+        budgets={name: reader.count(budgets, name, f"{where}.budgets") or 0 for name in budgets},
+    )
+
+
+_SSH_TARGET = re.compile(
+    r"^(?:(?P<user>[^@\s]+)@)?(?P<host>\[[^\]]+\]|[^:@\s\[\]]+)(?::(?P<port>\d+))?$"
+)
+
+
+def _ssh_target(reader: _Reader, value: str, where: str) -> SshTarget:
+    match = _SSH_TARGET.match(value)
+    port = int(match["port"]) if match and match["port"] else None
+    if match is None or (port is not None and not 0 < port < 65536):
+        raise reader.error(where, f"got {value!r}", "user@host[:port] or an ~/.ssh/config alias")
+    return SshTarget(match["host"].strip("[]"), match["user"], port)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    """Typed look-ups in a TOML document that fail with the file, key and expectation."""
+
+    path: Path
+
+    def error(self, key: str, problem: str, expected: str) -> ConfigError:
+        return ConfigError(f"{self.path}: {key}: {problem}; expected {expected}")
+
+    def only(self, table: Mapping[str, Any], where: str, allowed: set[str]) -> None:
+        for key in table:
+            if key not in allowed:
+                full = f"{where}.{key}" if where else key
+                raise self.error(full, "unknown key", "one of " + ", ".join(sorted(allowed)))
+
+    def table(
+        self, parent: Mapping[str, Any], key: str, where: str, *, required: bool = True
+    ) -> Mapping[str, Any]:
+        full = f"{where}.{key}" if where else key
+        if key not in parent and not required:
+            return {}
+        value = self.optional(parent, key, where, dict, "a table")
+        if value is None:
+            raise self.error(full, "missing", "a table")
+        return value
+
+    def text(self, table: Mapping[str, Any], key: str, where: str, default: str = "") -> str:
+        value = self.optional(table, key, where, str, "a string")
+        if value is None and not default:
+            raise self.error(f"{where}.{key}", "missing", "a string")
+        if value == "":
+            raise self.error(f"{where}.{key}", "empty", "a non-empty string")
+        return value if value is not None else default
+
+    def count(self, table: Mapping[str, Any], key: str, where: str) -> int | None:
+        value = self.optional(table, key, where, int, "a whole number of tokens")
+        if value is not None and value <= 0:
+            raise self.error(f"{where}.{key}", f"got {value}", "a positive number of tokens")
+        return value
+
+    def optional(
+        self, table: Mapping[str, Any], key: str, where: str, kind: type[T], expected: str
+    ) -> T | None:
+        value = table.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise self.error(f"{where}.{key}", f"got {_describe(value)}", expected)
+        return value
+
+
+def _describe(value: Any) -> str:
+    names: dict[type, Callable[[Any], str]] = {
+        str: lambda v: f"the string {v!r}",
+        bool: lambda v: f"the boolean {str(v).lower()}",
+        int: lambda v: f"the number {v}",
+        dict: lambda v: "a table",
+        list: lambda v: "a list",
+    }
+    return names.get(type(value), lambda v: type(v).__name__)(value)

@@ -1,0 +1,187 @@
+"""The console's end of the wire: requests with futures, events in a queue, over any byte stream.
+
+`AgentLink` does not know whether its bytes cross SSH or a local pipe; `ssh_link` and
+`local_link` build one for each case. It never imports Textual, so the headless commands and the
+app share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from agent.protocol import (
+    AGENT_VERSION,
+    PROTOCOL_VERSION,
+    ErrorResponse,
+    Event,
+    HelloParams,
+    HelloResult,
+    LineFramer,
+    OversizedLine,
+    PipelineConfig,
+    ProtocolError,
+    Request,
+    Response,
+    decode,
+    encode,
+    parse_result,
+)
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 256 * 1024
+REQUEST_TIMEOUT_S = 30.0
+
+
+class LinkError(Exception):
+    """The agent cannot be reached or used; the message is one line for the user."""
+
+
+class AgentRequestError(LinkError):
+    """The agent answered a request with an error."""
+
+    def __init__(self, method: str, code: str, message: str) -> None:
+        super().__init__(f"{method}: {message}")
+        self.code = code
+        self.detail = message
+
+
+class ByteReader(Protocol):
+    """The read half of a channel: asyncio's or asyncssh's stream reader."""
+
+    async def read(self, n: int = -1) -> bytes: ...  # noqa: D102
+
+
+class ByteWriter(Protocol):
+    """The write half of a channel: asyncio's or asyncssh's stream writer."""
+
+    def write(self, data: bytes) -> None: ...  # noqa: D102
+
+    async def drain(self) -> None: ...  # noqa: D102
+
+    def write_eof(self) -> None: ...  # noqa: D102
+
+
+class AgentLink:
+    """One conversation with one agent: typed requests out, responses and events in."""
+
+    def __init__(
+        self,
+        reader: ByteReader,
+        writer: ByteWriter,
+        close: Callable[[], Awaitable[None]],
+        description: str,
+    ) -> None:
+        self.description = description
+        self.events: asyncio.Queue[Event] = asyncio.Queue()
+        self.hello_result: HelloResult | None = None
+        self._reader = reader
+        self._writer = writer
+        self._close = close
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        self._receiver = asyncio.create_task(self._receive(), name=f"receive {description}")
+        self.closed_reason: str | None = None
+
+    async def hello(self, pipeline: PipelineConfig | None) -> HelloResult:
+        """The first exchange; fails with both versions named when they do not match."""
+        params = HelloParams(PROTOCOL_VERSION, f"eagle-console {AGENT_VERSION}", pipeline)
+        result: HelloResult = await self.request("hello", params)
+        self.hello_result = result
+        return result
+
+    async def request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        idempotency_key: str | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> Any:
+        """Send one request and wait for its typed result."""
+        if self.closed_reason is not None:
+            raise LinkError(f"{self.description}: link closed: {self.closed_reason}")
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (method, future)
+        try:
+            self._writer.write(encode(Request(request_id, method, params, idempotency_key)))
+            await self._writer.drain()
+            return await asyncio.wait_for(future, timeout_s)
+        except (ConnectionError, BrokenPipeError) as exc:
+            raise LinkError(
+                f"{self.description}: link lost while sending {method}: {exc}"
+            ) from None
+        except TimeoutError:
+            raise LinkError(
+                f"{self.description}: no answer to {method} in {timeout_s:g} s"
+            ) from None
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def close(self) -> None:
+        """End the conversation and release the channel."""
+        with contextlib.suppress(Exception):
+            self._writer.write_eof()
+        self._receiver.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._receiver
+        await self._close()
+
+    async def _receive(self) -> None:
+        framer = LineFramer()
+        try:
+            while chunk := await self._reader.read(READ_SIZE):
+                for line in framer.feed(chunk):
+                    self._take(line)
+            self._fail_all("the agent closed the connection")
+        except (ConnectionError, OSError) as exc:
+            self._fail_all(f"connection lost: {exc}")
+
+    def _take(self, line: bytes | OversizedLine) -> None:
+        if isinstance(line, OversizedLine):
+            log.warning(
+                "%s: dropped an oversized line of %d bytes", self.description, line.size_bytes
+            )
+            return
+        if not line.strip():
+            return
+        try:
+            message = decode(line)
+        except ProtocolError as exc:
+            log.warning("%s: ignored a bad line from the agent: %s", self.description, exc)
+            return
+        if isinstance(message, Event):
+            self.events.put_nowait(message)
+        elif isinstance(message, (Response, ErrorResponse)):
+            self._resolve(message)
+
+    def _resolve(self, message: Response | ErrorResponse) -> None:
+        pending = self._pending.get(message.id) if message.id is not None else None
+        if pending is None:
+            if isinstance(message, ErrorResponse):
+                log.warning("%s: agent error: %s", self.description, message.error.message)
+            return
+        method, future = pending
+        if future.done():
+            return
+        if isinstance(message, ErrorResponse):
+            future.set_exception(
+                AgentRequestError(method, message.error.code, message.error.message)
+            )
+            return
+        try:
+            future.set_result(parse_result(method, message))
+        except ProtocolError as exc:
+            future.set_exception(LinkError(f"{method}: the agent's answer does not fit: {exc}"))
+
+    def _fail_all(self, reason: str) -> None:
+        self.closed_reason = reason
+        for method, future in self._pending.values():
+            if not future.done():
+                future.set_exception(LinkError(f"{self.description}: {method}: {reason}"))

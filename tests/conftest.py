@@ -1,0 +1,83 @@
+"""Fixtures shared by every test: an isolated HOME, agent state dirs that clean up, SSH servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
+
+STOP_TIMEOUT_S = 10.0
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME at an empty folder: no test reads the user's ~/.ssh or config dir."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return home
+
+
+def stop_agent_daemon(state_dir: Path) -> None:
+    """SIGTERM the daemon of `state_dir`, if one runs, and wait until it is gone."""
+    try:
+        pid = int(json.loads((state_dir / "daemon.json").read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Iterator[Path]:
+    """A fresh agent state dir; its daemon is stopped after the test."""
+    path = tmp_path / "state"
+    yield path
+    stop_agent_daemon(path)
+
+
+@pytest.fixture
+async def asyncssh_endpoint(tmp_path: Path) -> AsyncIterator[SshEndpoint]:
+    """asyncssh's server on loopback, trusted through a pinned known_hosts."""
+    async with asyncssh_server(tmp_path / "asyncssh-server") as server:
+        yield server.endpoint
+
+
+@pytest.fixture
+def sshd_endpoint(tmp_path: Path) -> Iterator[SshEndpoint]:
+    """OpenSSH's sshd on loopback; skipped only where it is not installed."""
+    if sshd_binary() is None:
+        pytest.skip("OpenSSH's sshd is not installed here (make test installs openssh-server)")
+    with openssh_server(tmp_path / "sshd") as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(params=["asyncssh", pytest.param("sshd", marks=pytest.mark.sshd)])
+async def ssh_endpoint(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[SshEndpoint]:
+    """Each loopback SSH server in turn."""
+    if request.param == "asyncssh":
+        async with asyncssh_server(tmp_path / "asyncssh-server") as server:
+            yield server.endpoint
+        return
+    yield request.getfixturevalue("sshd_endpoint")

@@ -1,0 +1,181 @@
+"""Every way a connection can fail gives one clear line, a non-zero exit and no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from tests.datasets import write_sample_root
+from tests.e2e.test_status_over_ssh import CliResult, run_cli, write_config
+from tests.ssh_servers import SshEndpoint
+
+
+def assert_one_clear_failure(result: CliResult, *fragments: str, code: int = 1) -> None:
+    assert result.code == code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "datasets"
+    write_sample_root(path)
+    return path
+
+
+async def test_unknown_host_key_is_refused_with_its_fingerprint(
+    ssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    config = write_config(tmp_path, ssh_endpoint, state_dir, root, known_hosts=str(empty))
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(
+        result, "unknown host key", ssh_endpoint.host_key_fingerprint, "eagle-console trust gpu"
+    )
+    assert not state_dir.exists(), "nothing may run on a host whose key is not trusted"
+
+
+async def test_changed_host_key_is_refused_loudly_naming_both_keys(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    impostor = asyncssh.generate_private_key("ssh-ed25519")
+    pinned = tmp_path / "pinned_known_hosts"
+    algorithm, blob = impostor.export_public_key().decode().split()[:2]
+    pinned.write_text(f"[127.0.0.1]:{asyncssh_endpoint.port} {algorithm} {blob}\n")
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, known_hosts=str(pinned))
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(
+        result,
+        "HOST KEY CHANGED",
+        asyncssh_endpoint.host_key_fingerprint,
+        impostor.get_fingerprint("sha256"),
+    )
+    trust = await run_cli("trust", "gpu", "--yes", config=config)
+    assert_one_clear_failure(trust, "HOST KEY CHANGED")
+    assert pinned.read_text().count("\n") == 1, "a changed key is never replaced"
+
+
+async def test_ssh_config_cannot_turn_host_key_checking_off(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path,
+    isolated_home: Path,
+) -> None:  # fmt: skip
+    ssh_dir = isolated_home / ".ssh"
+    ssh_dir.mkdir(mode=0o700)
+    (ssh_dir / "config").write_text("Host *\n  UserKnownHostsFile none\n  ForwardAgent yes\n")
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, known_hosts="")
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "unknown host key", asyncssh_endpoint.host_key_fingerprint)
+
+
+async def test_trust_pins_only_on_a_typed_yes(
+    ssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    known = tmp_path / "fresh_known_hosts"
+    config = write_config(tmp_path, ssh_endpoint, state_dir, root, known_hosts=str(known))
+
+    declined = await run_cli("trust", "gpu", config=config, stdin=b"y\n")
+    assert declined.code == 1
+    assert ssh_endpoint.host_key_fingerprint in declined.stdout
+    assert not known.exists()
+
+    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
+    assert accepted.code == 0, accepted.stderr
+    status = await run_cli("status", "--json", "gpu", config=config)
+    assert status.code == 0, status.stderr
+
+
+async def test_failed_authentication(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    stranger = tmp_path / "stranger_key"
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(stranger))
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, identity=str(stranger))
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "authentication failed", "hosts.gpu.identity")
+
+
+async def test_unreachable_host(tmp_path: Path, state_dir: Path, root: Path) -> None:
+    closed = SshEndpoint("127.0.0.1", 1, "nobody", tmp_path / "id", tmp_path / "kh", "")
+    config = write_config(tmp_path, closed, state_dir, root)
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "cannot reach", "127.0.0.1:1")
+
+
+async def test_missing_python_on_the_host(
+    ssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    config = write_config(tmp_path, ssh_endpoint, state_dir, root, python="/no/such/python3")
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "cannot run Python '/no/such/python3'", "hosts.gpu.python")
+
+
+async def test_too_old_python_on_the_host(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    old = tmp_path / "python3.8"
+    old.write_text('#!/bin/sh\necho \'{"version": [3, 8, 10], "home": "/root"}\'\n')
+    old.chmod(0o755)
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, python=str(old))
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "Python 3.8.10", "needs 3.10 or newer")
+
+
+async def test_missing_datasets_root(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+) -> None:
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, tmp_path / "nowhere")
+
+    result = await run_cli("status", "--json", "gpu", config=config)
+
+    assert_one_clear_failure(result, "does not exist", str(tmp_path / "nowhere"))
+
+
+async def test_datasets_root_that_is_not_a_folder(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+) -> None:
+    not_a_folder = tmp_path / "datasets.tar"
+    not_a_folder.write_text("")
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, not_a_folder)
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "is not a directory", str(not_a_folder))
+
+
+async def test_malformed_config_names_file_key_and_expectation(tmp_path: Path) -> None:
+    config = tmp_path / "eagle-console.toml"
+    config.write_text('[hosts.gpu]\nssh = "root@box"\nread_only = "yes"\n')
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, str(config), "hosts.gpu.read_only", "true or false", code=2)
+
+
+async def test_identity_that_is_not_a_key(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    garbage = tmp_path / "id_garbage"
+    garbage.write_text("not a key\n")
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, identity=str(garbage))
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "cannot load hosts.gpu.identity", str(garbage))
