@@ -9,7 +9,7 @@ import pytest
 
 from tests.datasets import write_sample_root
 from tests.e2e.test_status_over_ssh import CliResult, run_cli, write_config
-from tests.ssh_servers import SshEndpoint
+from tests.ssh_servers import SshEndpoint, write_client_key
 
 
 def assert_one_clear_failure(result: CliResult, *fragments: str, code: int = 1) -> None:
@@ -107,7 +107,8 @@ async def test_failed_authentication(
 
 
 async def test_unreachable_host(tmp_path: Path, state_dir: Path, root: Path) -> None:
-    closed = SshEndpoint("127.0.0.1", 1, "nobody", tmp_path / "id", tmp_path / "kh", "")
+    identity, _ = write_client_key(tmp_path)
+    closed = SshEndpoint("127.0.0.1", 1, "nobody", identity, tmp_path / "kh", "")
     config = write_config(tmp_path, closed, state_dir, root)
 
     result = await run_cli("status", "gpu", config=config)
