@@ -285,13 +285,15 @@ def _parse_object(line: bytes | str) -> dict[str, Any]:
             ErrorCode.OVERSIZED, f"line of {size} bytes exceeds the {MAX_LINE_BYTES}-byte limit"
         )
     try:
-        obj = json.loads(line)
+        obj = json.loads(line.decode() if isinstance(line, bytes) else line)
     except UnicodeDecodeError as exc:
         raise ProtocolError(ErrorCode.MALFORMED, f"line is not UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise ProtocolError(
             ErrorCode.MALFORMED, f"line is not JSON: {exc.msg} at column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise ProtocolError(ErrorCode.MALFORMED, "line is JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise ProtocolError(ErrorCode.MALFORMED, f"line is JSON {type(obj).__name__}, not object")
     return obj

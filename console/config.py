@@ -180,13 +180,13 @@ class _Reader:
     def only(self, table: Mapping[str, Any], where: str, allowed: set[str]) -> None:
         for key in table:
             if key not in allowed:
-                full = f"{where}.{key}" if where else key
+                full = _join(where, key)
                 raise self.error(full, "unknown key", "one of " + ", ".join(sorted(allowed)))
 
     def table(
         self, parent: Mapping[str, Any], key: str, where: str, *, required: bool = True
     ) -> Mapping[str, Any]:
-        full = f"{where}.{key}" if where else key
+        full = _join(where, key)
         if key not in parent and not required:
             return {}
         value = self.optional(parent, key, where, dict, "a table")
@@ -197,15 +197,15 @@ class _Reader:
     def text(self, table: Mapping[str, Any], key: str, where: str, default: str = "") -> str:
         value = self.optional(table, key, where, str, "a string")
         if value is None and not default:
-            raise self.error(f"{where}.{key}", "missing", "a string")
+            raise self.error(_join(where, key), "missing", "a string")
         if value == "":
-            raise self.error(f"{where}.{key}", "empty", "a non-empty string")
+            raise self.error(_join(where, key), "empty", "a non-empty string")
         return value if value is not None else default
 
     def count(self, table: Mapping[str, Any], key: str, where: str) -> int | None:
         value = self.optional(table, key, where, int, "a whole number of tokens")
         if value is not None and value <= 0:
-            raise self.error(f"{where}.{key}", f"got {value}", "a positive number of tokens")
+            raise self.error(_join(where, key), f"got {value}", "a positive number of tokens")
         return value
 
     def optional(
@@ -215,8 +215,12 @@ class _Reader:
         if value is None:
             return None
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise self.error(f"{where}.{key}", f"got {_describe(value)}", expected)
+            raise self.error(_join(where, key), f"got {_describe(value)}", expected)
         return value
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
 
 
 def _describe(value: Any) -> str:

@@ -17,10 +17,11 @@ STOP_TIMEOUT_S = 10.0
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Point HOME at an empty folder: no test reads the user's ~/.ssh or config dir."""
-    home = tmp_path / "home"
-    home.mkdir()
+    home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)

@@ -41,7 +41,10 @@ def write_sample_root(root: Path) -> dict[str, Expected]:
     """Three datasets: one in progress with a torn tail, one not started, one with duplicates."""
     write_prompts(root / "B1_sharegpt", 5)
     (root / "B1_sharegpt" / "raw_responses.jsonl").write_text(
-        response_line("p0", 10) + response_line("p1", 20) + response_line("p2", 30) + '{"id": "p3", "out'
+        response_line("p0", 10)
+        + response_line("p1", 20)
+        + response_line("p2", 30)
+        + '{"id": "p3", "out'
     )
     write_prompts(root / "B2_ultrachat", 2)
     write_prompts(root / "B3_math", 4)

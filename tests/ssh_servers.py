@@ -139,9 +139,7 @@ def openssh_server(folder: Path) -> Iterator[SshEndpoint]:
     folder.mkdir(parents=True, exist_ok=True)
     folder.chmod(0o700)
     host_key = folder / "ssh_host_ed25519_key"
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True
-    )
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(host_key)], check=True)
     identity, client_key = write_client_key(folder)
     authorized = folder / "authorized_keys"
     authorized.write_text(client_key.export_public_key().decode())
@@ -158,9 +156,7 @@ def openssh_server(folder: Path) -> Iterator[SshEndpoint]:
         known_hosts = folder / "known_hosts"
         write_known_hosts(known_hosts, port, Path(str(host_key) + ".pub").read_text())
         fingerprint = asyncssh.read_public_key(str(host_key) + ".pub").get_fingerprint("sha256")
-        yield SshEndpoint(
-            "127.0.0.1", port, getpass.getuser(), identity, known_hosts, fingerprint
-        )
+        yield SshEndpoint("127.0.0.1", port, getpass.getuser(), identity, known_hosts, fingerprint)
     finally:
         process.terminate()
         process.wait(timeout=10)

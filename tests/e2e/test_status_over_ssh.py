@@ -45,7 +45,10 @@ def write_config(
     config = tmp_path / "eagle-console.toml"
     config.write_text(
         endpoint.config_toml(
-            "gpu", state_dir=state_dir, datasets_root=root, **({"python": sys.executable} | overrides)
+            "gpu",
+            state_dir=state_dir,
+            datasets_root=root,
+            **({"python": sys.executable} | overrides),
         )
     )
     return config

@@ -1,0 +1,235 @@
+"""The wire contract: golden lines for every message, and clear errors for every bad line."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.protocol import (
+    EVENTS,
+    MAX_LINE_BYTES,
+    METHODS,
+    Alert,
+    DatasetProgress,
+    DatasetsConfig,
+    ErrorCode,
+    ErrorInfo,
+    ErrorResponse,
+    Event,
+    HelloParams,
+    HelloResult,
+    LineFramer,
+    Message,
+    OversizedLine,
+    PingParams,
+    PingResult,
+    PipelineConfig,
+    ProtocolError,
+    Request,
+    Response,
+    Snapshot,
+    SnapshotParams,
+    bundle_digest,
+    decode,
+    encode,
+    parse_result,
+)
+
+DATASET = DatasetProgress("B1_sharegpt", 10, 4, 4000, 10_000, tokens_per_s=12.5, status="idle")
+SNAPSHOT = Snapshot(
+    taken_at=1700000000.5,
+    host_name="gpu-0",
+    datasets_root="/data",
+    datasets=(DATASET,),
+    alerts=(Alert("over_budget", "error", "B1 is over budget", subject="B1_sharegpt"),),
+)
+HELLO_RESULT = HelloResult(1, "0.1.0", "ab" * 32, ("datasets",), 42, "gpu-0", 1700000000.0)
+
+GOLDEN_REQUESTS: list[tuple[Request, str]] = [
+    (
+        Request(
+            1,
+            "hello",
+            HelloParams(
+                1,
+                "eagle-console 0.1.0",
+                PipelineConfig(
+                    DatasetsConfig("/data", budget=10_000_000, budgets={"B8_math": 5_000_000}),
+                    sglang_url="http://127.0.0.1:30000",
+                ),
+            ),
+        ),  # fmt: skip
+        '{"id":1,"method":"hello","params":{"protocol_version":1,"client_version":"eagle-console'
+        ' 0.1.0","pipeline":{"datasets":{"root":"/data","prompts_file":"prompts.jsonl",'
+        '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000}},'
+        '"sglang_url":"http://127.0.0.1:30000","sglang_log":null}}}',
+    ),
+    (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
+    (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
+]
+
+GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
+    (
+        "hello",
+        HELLO_RESULT,
+        '{"id":1,"result":{"protocol_version":1,"agent_version":"0.1.0","bundle_sha256":"'
+        + "ab" * 32
+        + '","capabilities":["datasets"],"pid":42,"host_name":"gpu-0","started_at":1700000000.0}}',
+    ),
+    ("ping", PingResult(1700000001.25), '{"id":1,"result":{"agent_time":1700000001.25}}'),
+    (
+        "snapshot",
+        SNAPSHOT,
+        '{"id":1,"result":{"taken_at":1700000000.5,"host_name":"gpu-0","datasets_root":"/data",'
+        '"datasets":[{"name":"B1_sharegpt","prompts":10,"responses":4,"tokens":4000,'
+        '"budget":10000,"corrupt_lines":0,"torn_tail_bytes":0,"tokens_per_s":12.5,"eta_s":null,'
+        '"projected_tokens":null,"projected_overrun_tokens":null,"status":"idle"}],"alerts":[{'
+        '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
+        '"subject":"B1_sharegpt","raised_at":0.0}]}}',
+    ),
+]
+
+GOLDEN_OTHERS: list[tuple[Message, str]] = [
+    (
+        ErrorResponse(7, ErrorInfo(ErrorCode.NOT_FOUND, "no job 'x'")),
+        '{"id":7,"error":{"code":"not_found","message":"no job \'x\'"}}',
+    ),
+    (
+        ErrorResponse(None, ErrorInfo(ErrorCode.MALFORMED, "line is not JSON")),
+        '{"id":null,"error":{"code":"malformed","message":"line is not JSON"}}',
+    ),
+    (
+        Event("alert", Alert("stalled", "warning", "no response for 10 min", "B2", 5.0)),
+        '{"event":"alert","data":{"kind":"stalled","severity":"warning","message":'
+        '"no response for 10 min","subject":"B2","raised_at":5.0}}',
+    ),
+    (
+        Event("snapshot", Snapshot(1.0, "h", None, ())),
+        '{"event":"snapshot","data":{"taken_at":1.0,"host_name":"h","datasets_root":null,'
+        '"datasets":[],"alerts":[]}}',
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("request_", "golden"), GOLDEN_REQUESTS, ids=lambda v: getattr(v, "method", "")
+)
+def test_every_request_round_trips_through_its_golden_line(request_: Request, golden: str) -> None:
+    assert encode(request_) == golden.encode() + b"\n"
+    assert decode(golden) == request_
+
+
+@pytest.mark.parametrize(("method", "result", "golden"), GOLDEN_RESULTS, ids=lambda v: str(v)[:8])
+def test_every_result_round_trips_through_its_golden_line(
+    method: str, result: Any, golden: str
+) -> None:
+    response = Response(1, json.loads(golden)["result"])
+    assert encode(Response(1, result)) == golden.encode() + b"\n"
+    decoded = decode(golden)
+    assert decoded == response
+    assert isinstance(decoded, Response)
+    assert parse_result(method, decoded) == result
+
+
+@pytest.mark.parametrize(("message", "golden"), GOLDEN_OTHERS, ids=lambda v: type(v).__name__)
+def test_errors_and_events_round_trip(message: Message, golden: str) -> None:
+    assert encode(message) == golden.encode() + b"\n"
+    assert decode(golden) == message
+
+
+def test_the_goldens_cover_every_method_and_event() -> None:
+    assert {r.method for r, _ in GOLDEN_REQUESTS} == set(METHODS)
+    assert {m for m, _, _ in GOLDEN_RESULTS} == set(METHODS)
+    assert {m.event for m, _ in GOLDEN_OTHERS if isinstance(m, Event)} == set(EVENTS)
+
+
+@pytest.mark.parametrize(
+    ("line", "code", "fragment"),
+    [
+        (b"not json", ErrorCode.MALFORMED, "not JSON"),
+        (b"\xff\xfe", ErrorCode.MALFORMED, "not UTF-8"),
+        (b"[1, 2]", ErrorCode.MALFORMED, "not object"),
+        (b'{"id": 1}', ErrorCode.MALFORMED, "none of method"),
+        (b'{"id": "1", "method": "ping"}', ErrorCode.MALFORMED, "integer id"),
+        (b'{"id": 1, "method": "jobs.nuke", "params": {}}', ErrorCode.UNKNOWN_METHOD, "jobs.nuke"),
+        (
+            b'{"id": 1, "method": "ping", "params": []}',
+            ErrorCode.INVALID_PARAMS,
+            "expected an object",
+        ),
+        (
+            b'{"id": 1, "method": "hello", "params": {"protocol_version": "1", "client_version": "x"}}',
+            ErrorCode.INVALID_PARAMS,
+            "HelloParams.protocol_version: expected int, got string",
+        ),
+        (
+            b'{"id": 1, "method": "hello", "params": {"protocol_version": 1}}',
+            ErrorCode.INVALID_PARAMS,
+            "client_version",
+        ),
+        (
+            b'{"id": 1, "method": "ping", "params": {"surprise": true}}',
+            ErrorCode.INVALID_PARAMS,
+            "unknown field 'surprise'",
+        ),
+        (b'{"event": "fireworks", "data": {}}', ErrorCode.MALFORMED, "unknown event"),
+        (b"x" * (MAX_LINE_BYTES + 1), ErrorCode.OVERSIZED, "exceeds"),
+        (b"[" * 100_000, ErrorCode.MALFORMED, "nested too deeply"),
+    ],
+)
+def test_bad_lines_raise_a_clear_protocol_error(line: bytes, code: str, fragment: str) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode(line)
+    assert caught.value.code == code
+    assert fragment in caught.value.message
+
+
+def test_an_error_for_a_known_id_carries_that_id() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode(b'{"id": 9, "method": "nope"}')
+    assert caught.value.request_id == 9
+
+
+@given(st.binary(max_size=300))
+def test_any_bytes_decode_or_raise_protocol_error(line: bytes) -> None:
+    with contextlib.suppress(ProtocolError):
+        decode(line)
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda c: st.lists(c) | st.dictionaries(st.text(), c),
+    )
+)
+def test_any_json_in_a_request_decodes_or_raises_protocol_error(params: Any) -> None:
+    for method in METHODS:
+        with contextlib.suppress(ProtocolError):
+            decode(json.dumps({"id": 1, "method": method, "params": params}))
+
+
+def test_framer_splits_lines_across_chunks() -> None:
+    framer = LineFramer(max_bytes=100)
+    assert framer.feed(b'{"a"') == []
+    assert framer.feed(b':1}\n{"b":2}\n{"c"') == [b'{"a":1}', b'{"b":2}']
+    assert framer.pending_bytes == 4
+
+
+def test_framer_drops_an_oversized_line_and_keeps_going() -> None:
+    framer = LineFramer(max_bytes=10)
+    out = framer.feed(b"short\n" + b"y" * 25)
+    out += framer.feed(b"y" * 25 + b"\nnext\n")
+    assert out == [b"short", OversizedLine(50), b"next"]
+    assert framer.pending_bytes == 0
+
+
+def test_bundle_digest_depends_on_paths_and_contents_not_order() -> None:
+    files = [("agent/a.py", b"x"), ("agent/b.py", b"y")]
+    assert bundle_digest(files) == bundle_digest(list(reversed(files)))
+    assert bundle_digest(files) != bundle_digest([("agent/a.py", b"y"), ("agent/b.py", b"x")])
+    assert bundle_digest([("agent/ab", b"")]) != bundle_digest([("agent/a", b"b")])

@@ -1,0 +1,115 @@
+"""Config files: a good one loads; every mistake names the file, the key and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from console.config import ConfigError, SshTarget, load_config
+
+GOOD = """
+[hosts.kimi]
+ssh = "root@10.1.230.174"
+python = "/opt/venv/bin/python3"
+
+[hosts.kimi.datasets]
+root = "/data/eagle3/datasets"
+budget = 10_000_000
+budgets = { B8_math = 5_000_000 }
+
+[hosts.kimi.sglang]
+url = "http://127.0.0.1:30000"
+log = "/root/sglang.log"
+
+[hosts.alias]
+ssh = "gpu-box"
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "eagle-console.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_good_config_loads(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    kimi = config.host("kimi")
+    assert kimi.ssh == SshTarget("10.1.230.174", "root", None)
+    assert kimi.python == "/opt/venv/bin/python3"
+    assert kimi.state_dir == "~/.eagle-agent"
+    assert kimi.pipeline.datasets is not None
+    assert kimi.pipeline.datasets.budget == 10_000_000
+    assert kimi.pipeline.datasets.budgets == {"B8_math": 5_000_000}
+    assert kimi.pipeline.sglang_url == "http://127.0.0.1:30000"
+    assert config.host("alias").ssh == SshTarget("gpu-box")
+    assert config.host("alias").pipeline.datasets is None
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "expected"),
+    [
+        ('[hosts.a]\nssh = "x"\npyhton = "p"\n', "hosts.a.pyhton", "one of"),
+        ("[hosts.a]\npython = 'p'\n", "hosts.a.ssh", "a string"),
+        ('[hosts.a]\nssh = "root@box:99999"\n', "hosts.a.ssh", "user@host[:port]"),
+        ('[hosts.a]\nssh = "root@@box"\n', "hosts.a.ssh", "user@host[:port]"),
+        ('[hosts.a]\nssh = "b"\nread_only = 1\n', "hosts.a.read_only", "true or false"),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.datasets]\nbudget = 5\n',
+            "hosts.a.datasets.root",
+            "a string",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.datasets]\nroot = "/d"\nbudget = "10M"\n',
+            "hosts.a.datasets.budget",
+            "whole number",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.datasets]\nroot = "/d"\nbudget = -1\n',
+            "hosts.a.datasets.budget",
+            "positive",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.datasets]\nroot = "/d"\nbudgets = { B1 = true }\n',
+            "hosts.a.datasets.budgets.B1",
+            "whole number",
+        ),
+        ("hosts = 3\n", "hosts", "a table"),
+        ('[host.a]\nssh = "b"\n', "host", "one of hosts"),
+    ],
+)
+def test_mistakes_name_file_key_and_expectation(
+    tmp_path: Path, text: str, key: str, expected: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: {key}:")
+    assert expected in message
+
+
+def test_invalid_toml_says_where(tmp_path: Path) -> None:
+    path = write(tmp_path, "[hosts.a\nssh = 1\n")
+    with pytest.raises(ConfigError, match=r"not valid TOML.*line 1"):
+        load_config(path)
+
+
+def test_missing_file_and_unknown_host(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "nope.toml")
+    config = load_config(write(tmp_path, GOOD))
+    with pytest.raises(ConfigError, match=r"no host 'kimmi'.*alias, kimi"):
+        config.host("kimmi")
+
+
+def test_search_path_finds_the_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="no config file found"):
+        load_config()
+    user_config = tmp_path / "xdg" / "eagle-console" / "config.toml"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(GOOD)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    assert load_config().path == user_config
