@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("serve", "run the daemon in the foreground on <state>/agent.sock"),
         ("attach", "start the daemon if needed, then bridge stdin/stdout to it"),
         ("status", "print the running daemon's identity as JSON"),
+        ("stop", "stop the daemon (jobs it started keep running)"),
     ):
         command = commands.add_parser(name, help=text, description=text)
         command.add_argument("--state-dir", default=DEFAULT_STATE_DIR, help="private state dir")
@@ -45,6 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         except AttachError as exc:
             print(f"agent: {exc}", file=sys.stderr)  # noqa: T201
             return 1
+    if args.command == "stop":
+        from agent.attach import AttachError, stop_daemon
+
+        try:
+            stop_daemon(paths)
+        except AttachError as exc:
+            print(f"agent: {exc}", file=sys.stderr)  # noqa: T201
+            return 1
+        return 0
     print(json.dumps(read_json(paths.daemon_info)))  # noqa: T201
     return 0
 

@@ -50,7 +50,7 @@ def ensure_daemon(paths: StatePaths) -> None:
         if running and info.get("bundle_sha256") == running_bundle_sha256():
             return
         if running:
-            _stop_old_daemon(int(info["pid"]))
+            stop_daemon(paths)
         _start_daemon(paths)
 
 
@@ -73,12 +73,37 @@ def _accepts_connections() -> bool:
     return True
 
 
-def _stop_old_daemon(pid: int) -> None:
+def stop_daemon(paths: StatePaths) -> bool:
+    """SIGTERM the daemon of `paths` and wait until it has let go of its lock; jobs live on.
+
+    The pid comes from `daemon.json`, and the signal goes only to a process that still holds
+    the daemon lock (a recycled pid never does). Returns False when no daemon was running.
+    """
+    info = read_json(paths.daemon_info)
+    if not isinstance(info, dict) or not _lock_is_held(paths.daemon_lock):
+        return False
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+        os.kill(int(info["pid"]), signal.SIGTERM)
     deadline = time.monotonic() + START_TIMEOUT_S
-    while _accepts_connections() and time.monotonic() < deadline:
+    while _lock_is_held(paths.daemon_lock):
+        if time.monotonic() > deadline:
+            raise AttachError(f"agent daemon {info['pid']} did not stop within {START_TIMEOUT_S} s")
         time.sleep(POLL_S)
+    return True
+
+
+def _lock_is_held(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _start_daemon(paths: StatePaths) -> None:

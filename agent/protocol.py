@@ -11,11 +11,12 @@ only and free of I/O: it turns lines into values and values into lines, nothing 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union
 
@@ -362,9 +363,8 @@ def from_wire(cls: type[T], data: Any, where: str = "") -> T:
     where = where or cls.__name__
     if not isinstance(data, dict):
         raise WireTypeError(f"{where}: expected an object, got {_json_type(data)}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - names)
+    hints = _field_types(typing.cast(Hashable, cls))
+    unknown = sorted(set(data) - hints.keys())
     if unknown:
         raise WireTypeError(f"{where}: unknown field {unknown[0]!r}")
     values = {name: _convert(hints[name], value, f"{where}.{name}") for name, value in data.items()}
@@ -372,6 +372,12 @@ def from_wire(cls: type[T], data: Any, where: str = "") -> T:
         return cls(**values)
     except TypeError as exc:
         raise WireTypeError(f"{where}: {exc}") from None
+
+
+@functools.cache
+def _field_types(cls: Any) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {name: hint for name, hint in typing.get_type_hints(cls).items() if name in names}
 
 
 def _convert(hint: Any, value: Any, where: str) -> Any:

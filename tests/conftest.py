@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from agent.attach import stop_daemon
+from agent.state import StatePaths
 from tests.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
-
-STOP_TIMEOUT_S = 10.0
 
 
 @pytest.fixture(autouse=True)
@@ -28,32 +24,13 @@ def isolated_home(
     return home
 
 
-def stop_agent_daemon(state_dir: Path) -> None:
-    """SIGTERM the daemon of `state_dir`, if one runs, and wait until it is gone."""
-    try:
-        pid = int(json.loads((state_dir / "daemon.json").read_text())["pid"])
-    except (OSError, ValueError, KeyError):
-        return
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
-
-
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Iterator[Path]:
     """A fresh agent state dir; its daemon is stopped after the test."""
     path = tmp_path / "state"
     yield path
-    stop_agent_daemon(path)
+    if path.exists():
+        stop_daemon(StatePaths(path))
 
 
 @pytest.fixture
