@@ -88,10 +88,16 @@ class AgentLink:
         self._receiver = asyncio.create_task(self._receive(), name=f"receive {description}")
         self.closed_reason: str | None = None
 
-    async def hello(self, pipeline: PipelineConfig | None) -> HelloResult:
-        """The first exchange; fails with both versions named when they do not match."""
+    async def hello(self, pipeline: PipelineConfig | None, bundle_sha256: str) -> HelloResult:
+        """The first exchange; fails with both versions named unless the agent runs our bundle."""
         params = HelloParams(PROTOCOL_VERSION, f"eagle-console {AGENT_VERSION}", pipeline)
         result: HelloResult = await self.request("hello", params)
+        if result.bundle_sha256 != bundle_sha256:
+            raise LinkError(
+                f"{self.description}: the agent runs version {result.agent_version} "
+                f"(bundle {result.bundle_sha256[:12]}), this console ships {AGENT_VERSION} "
+                f"(bundle {bundle_sha256[:12]}); reconnect to upgrade it"
+            )
         self.hello_result = result
         return result
 

@@ -45,7 +45,7 @@ async def open_local_link(
 
     link = AgentLink(process.stdout, process.stdin, close, f"local agent in {state_dir}")
     try:
-        await link.hello(pipeline)
+        await link.hello(pipeline, local_bundle().sha256)
     except LinkError as exc:
         await link.close()
         stderr = (

@@ -188,10 +188,11 @@ async def open_ssh_link(host: HostConfig) -> AgentLink:
 
 
 async def _attach(conn: asyncssh.SSHClientConnection, host: HostConfig) -> AgentLink:
+    bundle = local_bundle()
     try:
         python = await probe_python(conn, host)
         state_dir = remote_state_dir(host, python)
-        bundle_dir = await ensure_bundle(conn, state_dir, local_bundle())
+        bundle_dir = await ensure_bundle(conn, state_dir, bundle)
         process = await conn.create_process(
             attach_command(host, bundle_dir, state_dir), encoding=None
         )
@@ -208,7 +209,7 @@ async def _attach(conn: asyncssh.SSHClientConnection, host: HostConfig) -> Agent
 
     link = AgentLink(process.stdout, process.stdin, close, f"{host.name} ({host.ssh})")
     try:
-        await link.hello(host.pipeline)
+        await link.hello(host.pipeline, bundle.sha256)
     except LinkError as exc:
         stderr = await _read_some(process.stderr)
         await link.close()

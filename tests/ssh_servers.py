@@ -80,9 +80,33 @@ async def _run_as_subprocess(process: asyncssh.SSHServerProcess[bytes]) -> None:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    await process.redirect(stdin=local.stdin, stdout=local.stdout, stderr=local.stderr)
-    process.exit(await local.wait())
-    await process.wait_closed()  # runs asyncssh's cleanup of the redirected pipes
+    assert local.stdin is not None
+    assert local.stdout is not None
+    assert local.stderr is not None
+    feed = asyncio.create_task(_feed_stdin(process.stdin, local.stdin))
+    # All output is forwarded before the exit status, as sshd does, so no byte is lost.
+    await asyncio.gather(
+        _forward(local.stdout, process.stdout), _forward(local.stderr, process.stderr)
+    )
+    status = await local.wait()
+    feed.cancel()
+    process.exit(status)
+    await process.wait_closed()
+
+
+async def _feed_stdin(source: asyncssh.SSHReader[bytes], sink: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError, asyncssh.Error):
+        while chunk := await source.read(65536):
+            sink.write(chunk)
+            await sink.drain()
+    sink.close()
+
+
+async def _forward(source: asyncio.StreamReader, sink: asyncssh.SSHWriter[bytes]) -> None:
+    while chunk := await source.read(65536):
+        sink.write(chunk)
+        with contextlib.suppress(ConnectionError, asyncssh.Error):
+            await sink.drain()
 
 
 @dataclass

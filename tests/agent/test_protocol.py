@@ -25,6 +25,7 @@ from agent.protocol import (
     HelloResult,
     LineFramer,
     Message,
+    MethodSpec,
     OversizedLine,
     PingParams,
     PingResult,
@@ -233,3 +234,15 @@ def test_bundle_digest_depends_on_paths_and_contents_not_order() -> None:
     assert bundle_digest(files) == bundle_digest(list(reversed(files)))
     assert bundle_digest(files) != bundle_digest([("agent/a.py", b"y"), ("agent/b.py", b"x")])
     assert bundle_digest([("agent/ab", b"")]) != bundle_digest([("agent/a", b"b")])
+
+
+def test_mutating_requests_need_an_idempotency_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(METHODS, "jobs.poke", MethodSpec(PingParams, PingResult, mutating=True))
+    with pytest.raises(ProtocolError) as caught:
+        decode(b'{"id": 4, "method": "jobs.poke", "params": {}}')
+    assert caught.value.code == ErrorCode.INVALID_PARAMS
+    assert "idempotency_key" in caught.value.message
+    assert caught.value.request_id == 4
+    keyed = Request(4, "jobs.poke", PingParams(), idempotency_key="launch-7f3a")
+    assert decode(encode(keyed)) == keyed
+    assert b'"idempotency_key":"launch-7f3a"' in encode(keyed)

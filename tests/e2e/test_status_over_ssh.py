@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import glob
 import json
 import os
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from tests.datasets import write_sample_root
 from tests.ssh_servers import SshEndpoint
@@ -100,4 +105,40 @@ async def test_status_table_for_people(
 
     assert result.code == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if "B1_sharegpt" in line)
-    assert row.split("│")[1:5] == [" B1_sharegpt ", " 3 ", " 5 ", " 60 "] or "60" in row
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert cells == ["B1_sharegpt", "3", "5", "60", "1,000", "idle"]
+
+
+def python_310() -> str | None:
+    """A Python 3.10 interpreter, the oldest the agent supports, if this machine has one."""
+    candidates = [
+        shutil.which("python3.10"),
+        *glob.glob("/root/.pyenv/versions/3.10*/bin/python3.10"),
+    ]
+    for candidate in filter(None, candidates):
+        probe = subprocess.run(
+            [candidate, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode == 0 and probe.stdout.strip() == "(3, 10)":
+            return candidate
+    return None
+
+
+@pytest.mark.skipif(python_310() is None, reason="no Python 3.10 on this machine")
+async def test_the_agent_runs_on_the_oldest_supported_python(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+) -> None:
+    root = tmp_path / "datasets"
+    expected = write_sample_root(root)
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, python=str(python_310()))
+
+    result = await run_cli("status", "--json", "gpu", config=config)
+
+    assert result.code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert {d["name"]: d["tokens"] for d in report["datasets"]} == {
+        n: e.tokens for n, e in expected.items()
+    }
+    assert json.loads((state_dir / "daemon.json").read_text())["python"] == python_310()
