@@ -1,0 +1,1 @@
+"""The jobs eagle-console ships: ordinary command-line programs the agent launches like any other."""

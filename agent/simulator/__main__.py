@@ -1,0 +1,87 @@
+"""`python -m agent.simulator`: run the SGLang stand-in on loopback."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+
+from agent.simulator.engine import EngineSettings
+from agent.simulator.faults import Faults
+from agent.simulator.server import Simulator, SimulatorConfig
+from agent.simulator.tokens import LengthProfile
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The simulator's flags."""
+    parser = argparse.ArgumentParser(prog="python -m agent.simulator", description=__doc__)
+    add = parser.add_argument
+    add("--host", default="127.0.0.1")
+    add("--port", type=int, default=30000, help="0 picks a free port (see --port-file)")
+    add("--port-file", type=Path, help="write the port here once listening")
+    add("--seed", type=int, default=0)
+    add("--vocab-size", type=int, default=32000)
+    add("--context-length", type=int, default=32768)
+    add("--model-path", default="sim/eagle-target-sim")
+    add("--skip-tokenizer-init", action="store_true", help="answer without text, ids only")
+    add("--log-file", type=Path, help="SGLang-format log (default: stderr)")
+    add("--speed", type=float, default=1.0, help="simulated seconds per wall second; 0: instant")
+    add("--decode-rate", type=float, default=5000.0, help="total decode tokens/s")
+    add("--per-request-rate", type=float, default=80.0, help="max decode tokens/s per request")
+    add("--max-running-requests", type=int, default=64)
+    add("--mean-tokens", type=float, default=600.0, help="mean response length")
+    add("--sd-tokens", type=float, default=250.0, help="response length spread")
+    add("--runaway-share", type=float, default=0.0, help="share that runs to max_new_tokens")
+    add("--error-rate", type=float, default=0.0, help="share of HTTP 500 answers")
+    add("--spike-rate", type=float, default=0.0, help="share of requests delayed by --spike-s")
+    add("--spike-s", type=float, default=5.0)
+    add("--hang-rate", type=float, default=0.0, help="share of requests never answered")
+    add("--die-after", type=int, default=0, help="exit after this many /generate requests")
+    return parser
+
+
+def config_from(args: argparse.Namespace) -> SimulatorConfig:
+    """The simulator config the flags describe."""
+    return SimulatorConfig(
+        host=args.host, port=args.port, seed=args.seed, vocab_size=args.vocab_size,
+        context_length=args.context_length, model_path=args.model_path,
+        skip_tokenizer_init=args.skip_tokenizer_init, log_file=args.log_file,
+        port_file=args.port_file,
+        lengths=LengthProfile(args.mean_tokens, args.sd_tokens, args.runaway_share),
+        engine=EngineSettings(
+            decode_tokens_per_s=args.decode_rate,
+            max_tokens_per_s_per_request=args.per_request_rate,
+            max_running_requests=args.max_running_requests,
+            speed=args.speed,
+        ),
+        faults=Faults(
+            error_rate=args.error_rate, spike_rate=args.spike_rate, spike_s=args.spike_s,
+            hang_rate=args.hang_rate, die_after_requests=args.die_after,
+        ),
+    )  # fmt: skip
+
+
+async def serve(config: SimulatorConfig) -> None:
+    """Run until SIGINT or SIGTERM."""
+    simulator = Simulator(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await simulator.start()
+    print(f"sglang simulator listening on http://{config.host}:{simulator.port}", flush=True)  # noqa: T201
+    with contextlib.suppress(asyncio.CancelledError):
+        await stop.wait()
+    await simulator.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse flags and serve."""
+    asyncio.run(serve(config_from(build_parser().parse_args(argv))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""The simulated scheduler, which logs SGLang's Prefill/Decode stats lines as it goes.
+
+A total decode rate is shared by the running requests, with a cap on how many run at once (the
+rest queue).
+
+Time is simulated: `speed` simulated seconds pass per wall second. Speed 0 means instant: every
+request finishes as soon as it arrives, for benchmarks that measure the client, not the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agent.simulator.tokens import PlannedAnswer
+
+TICK_S = 0.02
+DECODE_LOG_INTERVAL = 40
+"""Decode steps between two `Decode batch` lines, SGLang's --decode-log-interval default."""
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """The throughput model."""
+
+    decode_tokens_per_s: float = 5000.0
+    """Total generation rate, shared by the running requests."""
+    max_tokens_per_s_per_request: float = 80.0
+    max_running_requests: int = 64
+    max_total_tokens: int = 500_000
+    """KV cache size in tokens, for `token usage`."""
+    speed: float = 1.0
+
+
+@dataclass(eq=False)
+class SimRequest:
+    """One request inside the engine."""
+
+    rid: str
+    prompt_tokens: int
+    answer: PlannedAnswer
+    max_new_tokens: int
+    arrived_at: float = field(default_factory=time.time)
+    produced: float = 0.0
+    aborted: str | None = None
+    finished: asyncio.Event = field(default_factory=asyncio.Event)
+    progressed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def produced_ids(self) -> list[int]:
+        """The ids generated so far."""
+        return self.answer.output_ids[: int(self.produced)]
+
+    @property
+    def finish_reason(self) -> dict[str, object] | None:
+        """SGLang's finish_reason object, or None while running."""
+        if self.aborted is not None:
+            return {"type": "abort", "message": self.aborted}
+        if not self.finished.is_set():
+            return None
+        if self.answer.finish == "length":
+            return {"type": "length", "length": self.max_new_tokens}
+        return {"type": "stop", "matched": self.answer.output_ids[-1]}
+
+    def advance(self, tokens: float) -> None:
+        """Generate `tokens` more (fractions accumulate); finish at the planned length."""
+        self.produced = min(self.produced + tokens, len(self.answer.output_ids))
+        self.progressed.set()
+        if self.produced >= len(self.answer.output_ids):
+            self.finished.set()
+
+
+class Engine:
+    """Admits, advances and finishes requests; reports what a real scheduler would log."""
+
+    def __init__(self, settings: EngineSettings, log_line: Callable[[str], None]) -> None:
+        self.settings = settings
+        self.log_line = log_line
+        self.queue: collections.deque[SimRequest] = collections.deque()
+        self.running: list[SimRequest] = []
+        self.generated_tokens_total = 0
+        self.prompt_tokens_total = 0
+        self.requests_total = 0
+        self.gen_throughput = 0.0
+        self._steps_since_log = 0.0
+        self._tokens_since_log = 0.0
+        self._sim_seconds_since_log = 0.0
+        self._wake = asyncio.Event()
+
+    @property
+    def token_usage(self) -> float:
+        """Share of the KV cache the running requests hold."""
+        used = sum(r.prompt_tokens + int(r.produced) for r in self.running)
+        return min(1.0, used / self.settings.max_total_tokens)
+
+    def submit(self, request: SimRequest) -> None:
+        """Queue a request; it runs when a slot is free."""
+        self.requests_total += 1
+        self.prompt_tokens_total += request.prompt_tokens
+        if self.settings.speed <= 0:
+            self._finish_now(request)
+            return
+        self.queue.append(request)
+        self._wake.set()
+
+    def abort(self, rid: str | None) -> int:
+        """Abort one request by rid, or all when rid is None; returns how many."""
+        hit = [r for r in [*self.running, *self.queue] if rid is None or r.rid == rid]
+        for request in hit:
+            request.aborted = "Abort requested by client"
+            request.finished.set()
+            request.progressed.set()
+        self.running = [r for r in self.running if r not in hit]
+        self.queue = collections.deque(r for r in self.queue if r not in hit)
+        return len(hit)
+
+    def cancel(self, request: SimRequest) -> None:
+        """Forget a request whose client went away."""
+        if request in self.running:
+            self.running.remove(request)
+        elif request in self.queue:
+            self.queue.remove(request)
+
+    async def run(self) -> None:
+        """Advance the simulation forever."""
+        while True:
+            if not self.running and not self.queue:
+                self._wake.clear()
+                await self._wake.wait()
+            self._admit()
+            await asyncio.sleep(TICK_S)
+            self._tick(TICK_S * self.settings.speed)
+
+    def _finish_now(self, request: SimRequest) -> None:
+        request.produced = len(request.answer.output_ids)
+        self.generated_tokens_total += len(request.answer.output_ids)
+        request.finished.set()
+        request.progressed.set()
+
+    def _admit(self) -> None:
+        admitted = []
+        while self.queue and len(self.running) < self.settings.max_running_requests:
+            admitted.append(self.queue.popleft())
+        if admitted:
+            self.running.extend(admitted)
+            self._log_prefill(admitted)
+
+    def _tick(self, sim_seconds: float) -> None:
+        if not self.running:
+            return
+        per_request = (
+            min(
+                self.settings.decode_tokens_per_s / len(self.running),
+                self.settings.max_tokens_per_s_per_request,
+            )
+            * sim_seconds
+        )
+        before = sum(r.produced for r in self.running)
+        for request in self.running:
+            request.advance(per_request)
+        made = sum(r.produced for r in self.running) - before
+        self.generated_tokens_total += round(made)
+        self._account(per_request, made, sim_seconds)
+        self.running = [r for r in self.running if not r.finished.is_set()]
+
+    def _account(self, steps: float, tokens: float, sim_seconds: float) -> None:
+        self._steps_since_log += steps
+        self._tokens_since_log += tokens
+        self._sim_seconds_since_log += sim_seconds
+        if self._steps_since_log >= DECODE_LOG_INTERVAL:
+            self.gen_throughput = self._tokens_since_log / max(self._sim_seconds_since_log, 1e-9)
+            self._log_decode()
+            self._steps_since_log = self._tokens_since_log = self._sim_seconds_since_log = 0.0
+
+    def _log_decode(self) -> None:
+        used = sum(r.prompt_tokens + int(r.produced) for r in self.running)
+        self.log_line(
+            f"Decode batch, #running-req: {len(self.running)}, #token: {used}, "
+            f"token usage: {self.token_usage:.2f}, cuda graph: True, "
+            f"gen throughput (token/s): {self.gen_throughput:.2f}, #queue-req: {len(self.queue)}, "
+        )
+
+    def _log_prefill(self, admitted: list[SimRequest]) -> None:
+        new_tokens = sum(r.prompt_tokens for r in admitted)
+        self.log_line(
+            f"Prefill batch, #new-seq: {len(admitted)}, #new-token: {new_tokens}, "
+            f"#cached-token: 0, token usage: {self.token_usage:.2f}, "
+            f"#running-req: {len(self.running) - len(admitted)}, #queue-req: {len(self.queue)}, "
+        )

@@ -1,0 +1,63 @@
+"""What the simulated model generates: Zipf-skewed token ids and response lengths.
+
+Token ids follow a Zipf-like law over the vocabulary, so a vocab mapping built from simulator
+output has real structure. Lengths come from a clipped normal distribution plus a share of
+runaway answers that run to `max_new_tokens`. Both are deterministic for a given seed and prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+from dataclasses import dataclass
+
+POOL_SIZE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class LengthProfile:
+    """How long the simulated answers are."""
+
+    mean_tokens: float = 600.0
+    sd_tokens: float = 250.0
+    runaway_share: float = 0.0
+    """Share of answers that never stop by themselves and hit max_new_tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedAnswer:
+    """What one request will produce, decided when it arrives."""
+
+    output_ids: list[int]
+    finish: str
+    """stop or length."""
+
+
+class TokenSource:
+    """Deterministic answers: the same seed and prompt give the same ids and length."""
+
+    def __init__(self, vocab_size: int, seed: int, zipf_exponent: float = 1.1) -> None:
+        self.vocab_size = vocab_size
+        self.eos_id = vocab_size - 1
+        self.seed = seed
+        rng = random.Random(seed)
+        weights = [1.0 / (rank + 1) ** zipf_exponent for rank in range(vocab_size - 1)]
+        ids = list(range(vocab_size - 1))
+        rng.shuffle(ids)  # frequent ids spread over the vocabulary, not just the low ones
+        self._pool = rng.choices(ids, cum_weights=list(itertools.accumulate(weights)), k=POOL_SIZE)
+
+    def plan(self, prompt_key: bytes, max_new_tokens: int, profile: LengthProfile) -> PlannedAnswer:
+        """The answer to one prompt under one length profile."""
+        rng = random.Random(hashlib.sha256(str(self.seed).encode() + prompt_key).digest())
+        wanted = max(1, round(rng.gauss(profile.mean_tokens, profile.sd_tokens)))
+        if rng.random() < profile.runaway_share or wanted >= max_new_tokens:
+            return PlannedAnswer(self._slice(rng, max_new_tokens), "length")
+        return PlannedAnswer(self._slice(rng, wanted - 1) + [self.eos_id], "stop")
+
+    def _slice(self, rng: random.Random, count: int) -> list[int]:
+        start = rng.randrange(POOL_SIZE)
+        ids = self._pool[start : start + count]
+        while len(ids) < count:
+            ids += self._pool[: count - len(ids)]
+        return ids
