@@ -1,0 +1,118 @@
+"""The runner's command line and the options it produces."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_SIGNAL = 0, 1, 2, 3
+"""EXIT_SIGNAL: stopped by SIGINT/SIGTERM after draining (or cancelling) what was in flight."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    """Everything one run is started with."""
+
+    servers: tuple[str, ...]
+    dataset_dir: Path
+    tokenizer: str | None = None
+    token_budget: int | None = None
+    max_samples: int | None = None
+    concurrency: int = 64
+    max_new_tokens: int = 4096
+    temperature: float = 0.0
+    top_p: float = 1.0
+    on_budget: str = "finish"
+    drain_timeout_s: float = 60.0
+    request_timeout_s: float = 600.0
+    max_retries: int = 8
+    server_down_timeout_s: float = 600.0
+    repair: bool = False
+    drop_truncated: bool = False
+    prompts_file: str = "prompts.jsonl"
+    responses_file: str = "raw_responses.jsonl"
+    status_interval_s: float = 1.0
+    progress_interval_s: float = 10.0
+
+    @property
+    def prompts_path(self) -> Path:
+        """The input prompts."""
+        return self.dataset_dir / self.prompts_file
+
+    @property
+    def responses_path(self) -> Path:
+        """The append-only output."""
+        return self.dataset_dir / self.responses_file
+
+    @property
+    def status_path(self) -> Path:
+        """runner.json, rewritten atomically while running."""
+        return self.dataset_dir / "runner.json"
+
+    @property
+    def errors_path(self) -> Path:
+        """Prompts that failed for good."""
+        return self.dataset_dir / "errors.jsonl"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text.replace("_", ""))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The runner's flags (DESIGN §9; more are welcome, these names are fixed)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agent.pipeline.inference",
+        description="Generate a dataset's responses through SGLang, stopping at a token budget.",
+    )
+    add = parser.add_argument
+    add(
+        "--server",
+        action="append",
+        required=True,
+        dest="servers",
+        metavar="URL",
+        help="SGLang (or sglang router) base URL; repeat to spread requests over servers",
+    )
+    add("--dataset-dir", type=Path, required=True)
+    add("--tokenizer", help="local tokenizer path; needed for messages and prompt lines")
+    add("--token-budget", type=_positive_int, help="stop at this many completion tokens")
+    add("--max-samples", type=_positive_int, help="use only the first N prompts")
+    add("--concurrency", type=_positive_int, default=64)
+    add("--max-new-tokens", type=_positive_int, default=4096)
+    add("--temperature", type=float, default=0.0)
+    add("--top-p", type=float, default=1.0)
+    add(
+        "--on-budget",
+        choices=("finish", "cancel"),
+        default="finish",
+        help="finish: let in-flight requests complete and keep them; cancel: abort them",
+    )
+    add("--drain-timeout", type=_positive_float, default=60.0, dest="drain_timeout_s")
+    add("--request-timeout", type=_positive_float, default=600.0, dest="request_timeout_s")
+    add("--max-retries", type=int, default=8)
+    add("--server-down-timeout", type=_positive_float, default=600.0, dest="server_down_timeout_s")
+    add("--repair", action="store_true", help="move corrupt lines aside instead of stopping")
+    add("--drop-truncated", action="store_true", help="do not keep length-capped answers")
+    add("--prompts-file", default="prompts.jsonl")
+    add("--responses-file", default="raw_responses.jsonl")
+    add("--progress-interval", type=_positive_float, default=10.0, dest="progress_interval_s")
+    return parser  # fmt: skip
+
+
+def parse_options(argv: list[str] | None) -> RunnerOptions:
+    """Options from the command line; argparse exits 2 with a message on bad flags."""
+    args = vars(build_parser().parse_args(argv))
+    args["servers"] = tuple(url.rstrip("/") for url in args["servers"])
+    return RunnerOptions(**args)

@@ -1,0 +1,127 @@
+"""Reading `prompts.jsonl` and turning each prompt into the token ids SGLang is sent.
+
+A prompt line is `{"id", "messages": [...]}`, `{"id", "prompt": "text"}` or `{"id", "input_ids"}`
+(DESIGN §3); a missing id means the 0-based line number. Chat messages get the tokenizer's chat
+template with the generation prompt, so the output ids are exactly what EAGLE-3 trains on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class PromptsError(Exception):
+    """The prompts file or the tokenizer cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One prompt, as read from its line."""
+
+    id: str
+    line_no: int
+    """1-based, for messages to people."""
+    messages: list[dict[str, Any]] | None = None
+    text: str | None = None
+    input_ids: list[int] | None = None
+
+    @property
+    def needs_tokenizer(self) -> bool:
+        """True unless the line already carries token ids."""
+        return self.input_ids is None
+
+
+def read_prompts(path: Path, limit: int | None = None) -> list[Prompt]:
+    """The first `limit` prompts of `path` (all when None), checked line by line."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise PromptsError(f"prompts file {path} not found") from None
+    except OSError as exc:
+        raise PromptsError(f"cannot read prompts file {path}: {exc.strerror}") from None
+    prompts: list[Prompt] = []
+    first_line: dict[str, int] = {}
+    with handle:
+        for index, raw in enumerate(handle):
+            if limit is not None and len(prompts) >= limit:
+                break
+            if raw.strip():
+                prompt = _parse(path, index, raw)
+                if prompt.id in first_line:
+                    raise PromptsError(
+                        f"{path} line {index + 1}: duplicate id {prompt.id!r} "
+                        f"(first at line {first_line[prompt.id]})"
+                    )
+                first_line[prompt.id] = index + 1
+                prompts.append(prompt)
+    return prompts
+
+
+def _parse(path: Path, index: int, raw: bytes) -> Prompt:
+    where = f"{path} line {index + 1}"
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        raise PromptsError(f"{where}: not valid JSON ({exc}); fix or remove the line") from None
+    if not isinstance(record, dict):
+        raise PromptsError(f"{where}: expected a JSON object")
+    prompt_id = str(record.get("id", index))
+    if isinstance(record.get("input_ids"), list) and all(
+        isinstance(i, int) and not isinstance(i, bool) for i in record["input_ids"]
+    ):
+        return Prompt(prompt_id, index + 1, input_ids=record["input_ids"])
+    if isinstance(record.get("messages"), list) and record["messages"]:
+        return Prompt(prompt_id, index + 1, messages=record["messages"])
+    if isinstance(record.get("prompt"), str):
+        return Prompt(prompt_id, index + 1, text=record["prompt"])
+    raise PromptsError(f"{where}: needs messages (a list), prompt (text) or input_ids (ints)")
+
+
+class PromptEncoder:
+    """Token ids for each prompt, through a `transformers` tokenizer loaded from a local path."""
+
+    def __init__(self, tokenizer_path: str | None, prompts: Sequence[Prompt]) -> None:
+        self._tokenizer: Any = None
+        needing = next((p for p in prompts if p.needs_tokenizer), None)
+        if needing is None:
+            return
+        if tokenizer_path is None:
+            raise PromptsError(
+                f"prompt {needing.id!r} (line {needing.line_no}) has text, not input_ids; "
+                "pass --tokenizer PATH"
+            )
+        self._tokenizer = load_tokenizer(tokenizer_path)
+        chatting = next((p for p in prompts if p.messages is not None), None)
+        if chatting is not None and not getattr(self._tokenizer, "chat_template", None):
+            raise PromptsError(
+                f"prompt {chatting.id!r} (line {chatting.line_no}) has messages, but the "
+                f"tokenizer at {tokenizer_path} has no chat template"
+            )
+
+    def input_ids(self, prompt: Prompt) -> list[int]:
+        """The ids to send for `prompt`."""
+        if prompt.input_ids is not None:
+            return prompt.input_ids
+        if prompt.messages is not None:
+            ids = self._tokenizer.apply_chat_template(
+                prompt.messages, add_generation_prompt=True, tokenize=True
+            )
+            return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+        return list(self._tokenizer.encode(prompt.text))
+
+
+def load_tokenizer(path: str) -> Any:
+    """A tokenizer from a local folder, never from a hub."""
+    if not Path(path).exists():
+        raise PromptsError(f"tokenizer path {path} does not exist; pass a local folder")
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PromptsError(f"cannot load a tokenizer from {path}: {first}") from None

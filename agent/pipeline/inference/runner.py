@@ -1,0 +1,404 @@
+"""One run over one dataset: dispatch under the budget gate, keep every answer, stop cleanly.
+
+Every request is an asyncio Task owned by the runner, so cancelling is real (`task.cancel()` plus
+SGLang's `/abort_request`), never a bare coroutine that cannot be cancelled. Nothing generated is
+thrown away unless the user asked for `--on-budget cancel` or sent a second signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import secrets
+import signal
+import sys
+import time
+from collections import deque
+from typing import Any
+
+import aiohttp
+
+from agent.pipeline.inference.budget import BudgetGate
+from agent.pipeline.inference.client import (
+    PermanentError,
+    Server,
+    ServerDownError,
+    ServerPool,
+    SglangClient,
+    TransientError,
+    backoff_s,
+)
+from agent.pipeline.inference.options import EXIT_OK, EXIT_SIGNAL, RunnerOptions
+from agent.pipeline.inference.prompts import Prompt, PromptEncoder, PromptsError, read_prompts
+from agent.pipeline.inference.records import (
+    AppendLog,
+    ResumeState,
+    permanently_failed_ids,
+    recover,
+)
+from agent.pipeline.inference.status import (
+    RunStats,
+    progress_line,
+    runner_sha256,
+    status_record,
+    write_status,
+)
+
+log = logging.getLogger("runner")
+
+ABORT_GRACE_S = 5.0
+"""How long aborted requests get to come back with their partial counts before being cancelled."""
+
+
+class RunFailedError(Exception):
+    """The run cannot go on; the message says why."""
+
+
+class Runner:
+    """Generates one dataset's responses up to its budget."""
+
+    def __init__(self, options: RunnerOptions) -> None:
+        self.options = options
+        self.name = options.dataset_dir.name
+        self.stats = RunStats()
+        self.state = "starting"
+        self.stop_reason: str | None = None
+        self.failure: str | None = None
+        self.stop_requested = False
+        self.cancelling = False
+        self.changed = asyncio.Event()
+        self.hard_stop = asyncio.Event()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.in_flight: dict[asyncio.Task[None], tuple[Server, str]] = {}
+        self.rng = random.Random()
+        self.prompts: list[Prompt] = []
+        self.todo: deque[Prompt] = deque()
+        self.resume = ResumeState()
+        self.gate = BudgetGate(options.token_budget, float(options.max_new_tokens))
+
+    # ------------------------------------------------------------ the run
+
+    async def run(self) -> int:
+        """Run to the end; returns the exit code."""
+        self._prepare()
+        async with aiohttp.ClientSession() as session:
+            client = SglangClient(session, self.options.request_timeout_s)
+            pool = ServerPool(
+                client, self.options.servers, self.options.server_down_timeout_s, self.changed.set
+            )
+            await self._check_servers(client, pool)
+            self.writer = AppendLog(self.options.responses_path)
+            self.errors_log = AppendLog(self.options.errors_path)
+            reporter = asyncio.create_task(self._report_forever())
+            self._install_signal_handlers()
+            try:
+                await self._dispatch_all(client, pool)
+                await self._wind_down(client)
+            finally:
+                pool.close()
+                reporter.cancel()
+                self.writer.close()
+                self.errors_log.close()
+        return self._finish()
+
+    def _prepare(self) -> None:
+        options = self.options
+        self.prompts = read_prompts(options.prompts_path, options.max_samples)
+        self.encoder = PromptEncoder(options.tokenizer, self.prompts)
+        self.resume = recover(options.responses_path, repair=options.repair)
+        skip = self.resume.done_ids | permanently_failed_ids(options.errors_path)
+        self.todo = deque(p for p in self.prompts if p.id not in skip)
+        self.gate.tokens_done = self.resume.tokens
+        self.gate.responses_done = len(self.resume.done_ids)
+        log.info(
+            "[%s] %d prompts, %d done before (%d tokens), %d to go; torn tail moved: %d bytes",
+            self.name, len(self.prompts), len(self.resume.done_ids), self.resume.tokens,
+            len(self.todo), self.resume.torn_bytes_moved,
+        )  # fmt: skip
+
+    async def _check_servers(self, client: SglangClient, pool: ServerPool) -> None:
+        answers = [await client.healthy(server) for server in pool.servers]
+        if not any(ok for ok, _ in answers):
+            reasons = "; ".join(
+                f"{s.url}: {why}" for s, (_, why) in zip(pool.servers, answers, strict=True)
+            )
+            raise RunFailedError(f"no SGLang server answers /health ({reasons})")
+        for server, (ok, why) in zip(pool.servers, answers, strict=True):
+            if not ok:
+                pool.mark_down(server, why)
+
+    async def _dispatch_all(self, client: SglangClient, pool: ServerPool) -> None:
+        self.state = "running"
+        while not self.stop_requested and (self.todo or self.tasks):
+            if self._may_dispatch():
+                self._launch(self.todo.popleft(), client, pool)
+                continue
+            if not self.tasks and (not self.todo or not self.gate.may_dispatch()):
+                break
+            if self.options.on_budget == "cancel" and self.gate.reached:
+                break
+            self.changed.clear()
+            await self.changed.wait()
+
+    def _may_dispatch(self) -> bool:
+        """Room for one more request; while every server is down its task waits for one."""
+        return (
+            bool(self.todo)
+            and len(self.tasks) < self.options.concurrency
+            and self.gate.may_dispatch()
+        )
+
+    def _launch(self, prompt: Prompt, client: SglangClient, pool: ServerPool) -> None:
+        task = asyncio.create_task(self._serve(prompt, client, pool), name=f"prompt {prompt.id}")
+        self.tasks.add(task)
+        self.gate.in_flight += 1
+        self.stats.dispatched += 1
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        self.in_flight.pop(task, None)
+        self.gate.in_flight -= 1
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            if isinstance(exc, ServerDownError):
+                self.failure = str(exc)
+                self.stop_requested = True
+            else:
+                log.error("[%s] %s failed: %r", self.name, task.get_name(), exc)
+                self.stats.errors += 1
+        self.changed.set()
+
+    # ------------------------------------------------------------ one prompt
+
+    async def _serve(self, prompt: Prompt, client: SglangClient, pool: ServerPool) -> None:
+        try:
+            input_ids = self.encoder.input_ids(prompt)
+        except (
+            Exception
+        ) as exc:  # a tokenizer can raise anything; the prompt fails, the run goes on
+            self._fail(prompt, f"cannot tokenize: {exc}", permanent=True)
+            return
+        payload = self._payload(prompt, input_ids)
+        failures = 0
+        while True:
+            started = time.monotonic()
+            server = await pool.acquire()
+            self.in_flight[asyncio.current_task()] = (server, payload["rid"])  # type: ignore[index]
+            try:
+                body = await client.generate(server, payload)
+            except TransientError as exc:
+                failures += self._note_transient(exc, server, pool)
+                if failures > self.options.max_retries:
+                    self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
+                    return
+                await asyncio.sleep(backoff_s(failures, self.rng))
+                payload["rid"] = self._rid(prompt)
+                continue
+            except PermanentError as exc:
+                self._fail(prompt, str(exc), permanent=True, status=exc.status)
+                return
+            finally:
+                pool.release(server)
+            if self._keep(prompt, body, time.monotonic() - started):
+                return
+            payload["rid"] = self._rid(prompt)
+
+    def _note_transient(self, exc: TransientError, server: Server, pool: ServerPool) -> int:
+        self.stats.retries += 1
+        if exc.server_down:
+            pool.mark_down(server, str(exc))
+            return 0  # an outage is waited out, not counted against the prompt
+        log.info("[%s] retrying after: %s", self.name, exc)
+        return 1
+
+    def _payload(self, prompt: Prompt, input_ids: list[int]) -> dict[str, Any]:
+        options = self.options
+        return {
+            "input_ids": input_ids,
+            "sampling_params": {
+                "max_new_tokens": options.max_new_tokens,
+                "temperature": options.temperature,
+                "top_p": options.top_p,
+            },
+            "rid": self._rid(prompt),
+        }
+
+    def _rid(self, prompt: Prompt) -> str:
+        return f"{self.name}-{prompt.id}-{secrets.token_hex(4)}"
+
+    def _keep(self, prompt: Prompt, body: dict[str, Any], latency_s: float) -> bool:
+        """Write one answer; False if it was aborted by someone else and should be retried."""
+        meta = body.get("meta_info") or {}
+        finish = (meta.get("finish_reason") or {}).get("type", "stop")
+        tokens = meta.get("completion_tokens")
+        tokens = tokens if isinstance(tokens, int) else len(body["output_ids"])
+        if finish == "abort":
+            if self.cancelling:
+                self.stats.discarded_tokens += tokens
+                return True
+            self.stats.retries += 1
+            return False
+        if self.cancelling:
+            self.stats.discarded_tokens += tokens
+            return True
+        if finish == "length":
+            self.stats.truncated += 1
+            if self.options.drop_truncated:
+                self._fail(
+                    prompt, "hit max_new_tokens; dropped by --drop-truncated", permanent=True
+                )
+                return True
+        self.writer.append(_record(prompt, body, tokens, finish, latency_s))
+        self.gate.record(tokens)
+        self.stats.completed += 1
+        self.stats.tokens_this_run += tokens
+        return True
+
+    def _fail(
+        self, prompt: Prompt, reason: str, *, permanent: bool, status: int | None = None
+    ) -> None:
+        self.stats.errors += 1
+        log.warning(
+            "[%s] prompt %s failed%s: %s", self.name, prompt.id, " for good" * permanent, reason
+        )
+        self.errors_log.append(
+            {
+                "id": prompt.id,
+                "reason": reason,
+                "status": status,
+                "permanent": permanent,
+                "ts": time.time(),
+            }
+        )
+
+    # ------------------------------------------------------------ stopping
+
+    async def _wind_down(self, client: SglangClient) -> None:
+        if self.failure is not None:
+            await self._cancel_in_flight(client)
+            return
+        if self.stop_requested:
+            self.state = "draining"
+            await self._drain()
+            if self.tasks:
+                await self._cancel_in_flight(client)
+            return
+        if self.tasks:  # --on-budget cancel, budget reached
+            await self._cancel_in_flight(client)
+
+    async def _drain(self) -> None:
+        deadline = time.monotonic() + self.options.drain_timeout_s
+        log.warning("[%s] draining %d request(s) in flight", self.name, len(self.tasks))
+        while self.tasks and not self.hard_stop.is_set() and time.monotonic() < deadline:
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), deadline - time.monotonic())
+
+    async def _cancel_in_flight(self, client: SglangClient) -> None:
+        self.state = "cancelling"
+        self.cancelling = True
+        log.warning("[%s] cancelling %d request(s) in flight", self.name, len(self.tasks))
+        await asyncio.gather(*(client.abort(s, rid) for s, rid in list(self.in_flight.values())))
+        if self.tasks and not self.hard_stop.is_set():
+            await asyncio.wait(set(self.tasks), timeout=ABORT_GRACE_S)
+        for task in list(self.tasks):
+            task.cancel()
+            self.stats.cancelled_requests += 1
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._on_signal, signum)
+
+    def _on_signal(self, signum: int) -> None:
+        name = signal.Signals(signum).name
+        if self.stop_requested:
+            log.warning("[%s] second %s: cancelling now", self.name, name)
+            self.hard_stop.set()
+        else:
+            log.warning("[%s] %s: draining, send again to cancel at once", self.name, name)
+            self.stop_requested = True
+            self.stop_reason = "signal"
+            self.state = "draining"
+        self.changed.set()
+
+    def _finish(self) -> int:
+        if self.failure is not None:
+            self.state, self.stop_reason = "failed", "server_down"
+        elif self.stop_reason != "signal":
+            self.state = "stopped"
+            self.stop_reason = (
+                "budget" if self.todo and self.gate.budget is not None else "exhausted"
+            )
+        else:
+            self.state = "stopped"
+        self._report()
+        if self.failure is not None:
+            raise RunFailedError(self.failure)
+        return EXIT_SIGNAL if self.stop_reason == "signal" else EXIT_OK
+
+    # ------------------------------------------------------------ reporting
+
+    async def _report_forever(self) -> None:
+        last_line = 0.0
+        while True:
+            await asyncio.sleep(self.options.status_interval_s)
+            self.writer.sync()
+            record = self._report()
+            if time.monotonic() - last_line >= self.options.progress_interval_s:
+                print(progress_line(self.name, record), file=sys.stderr, flush=True)  # noqa: T201
+                last_line = time.monotonic()
+
+    def _report(self) -> dict[str, Any]:
+        gate, options = self.gate, self.options
+        record = status_record(
+            {
+                "state": self.state,
+                "stop_reason": self.stop_reason,
+                "failure": self.failure,
+                "dataset_dir": str(options.dataset_dir),
+                "servers": list(options.servers),
+                "budget": options.token_budget,
+                "max_samples": options.max_samples,
+                "on_budget": options.on_budget,
+                "concurrency": options.concurrency,
+                "max_new_tokens": options.max_new_tokens,
+                "prompts": len(self.prompts),
+                "in_flight": len(self.tasks),
+                "responses": gate.responses_done,
+                "tokens": gate.tokens_done,
+                "expected_tokens_per_response": round(gate.expected_tokens, 1),
+                "projected_tokens": round(gate.projected_tokens),
+                "resumed_responses": len(self.resume.done_ids),
+                "resumed_tokens": self.resume.tokens,
+                "duplicates_skipped": self.resume.duplicates,
+                "torn_bytes_moved": self.resume.torn_bytes_moved,
+                "corrupt_lines_moved": self.resume.corrupt_lines_moved,
+            },
+            self.stats,
+        )
+        write_status(options.status_path, record)
+        return record
+
+
+def _record(
+    prompt: Prompt, body: dict[str, Any], tokens: int, finish: str, latency_s: float
+) -> dict[str, Any]:
+    meta = body.get("meta_info") or {}
+    return {
+        "id": prompt.id,
+        "output_ids": body["output_ids"],
+        "completion_tokens": tokens,
+        "prompt_tokens": meta.get("prompt_tokens"),
+        "finish_reason": finish,
+        "latency_s": round(latency_s, 4),
+        "ts": round(time.time(), 3),
+        "runner_sha256": runner_sha256(),
+        "meta_info": meta,
+    }
+
+
+__all__ = ["PromptsError", "RunFailedError", "Runner"]

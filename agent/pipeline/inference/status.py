@@ -1,0 +1,77 @@
+"""What the runner says about itself.
+
+`runner.json` is rewritten atomically about once a second; a progress line goes to stderr for
+people reading the job log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from agent.bundle import bundle_files, running_bundle_sha256
+from agent.protocol import bundle_digest
+from agent.state import write_json_atomic
+
+
+@cache
+def runner_sha256() -> str:
+    """The digest of the runner's own code, so a console can tell a stale copy is running."""
+    return bundle_digest(bundle_files(Path(__file__).resolve().parent))
+
+
+@dataclass
+class RunStats:
+    """Counters of this run (resumed work is counted apart)."""
+
+    dispatched: int = 0
+    completed: int = 0
+    errors: int = 0
+    retries: int = 0
+    truncated: int = 0
+    discarded_tokens: int = 0
+    cancelled_requests: int = 0
+    tokens_this_run: int = 0
+    started_at: float = field(default_factory=time.time)
+
+    def tokens_per_s(self) -> float:
+        """Completion tokens per second of this run so far."""
+        return self.tokens_this_run / max(time.time() - self.started_at, 1e-9)
+
+
+def status_record(fields: dict[str, Any], stats: RunStats) -> dict[str, Any]:
+    """The runner.json object: identity, run counters and the given live fields."""
+    return {
+        "pid": os.getpid(),
+        "runner_sha256": runner_sha256(),
+        "bundle_sha256": running_bundle_sha256(),
+        "argv": [sys.executable, "-m", "agent.pipeline.inference", *sys.argv[1:]],
+        "updated_at": time.time(),
+        "tokens_per_s": round(stats.tokens_per_s(), 2),
+        **asdict(stats),
+        **fields,
+    }
+
+
+def write_status(path: Path, record: dict[str, Any]) -> None:
+    """Replace runner.json so a reader never sees half of it."""
+    write_json_atomic(path, record)
+
+
+def progress_line(name: str, record: dict[str, Any]) -> str:
+    """One human-readable line of where the run stands."""
+    budget = record.get("budget")
+    tokens = record["tokens"]
+    share = f" ({100 * tokens / budget:.1f}%)" if budget else ""
+    of_budget = f"/{budget:,}" if budget else ""
+    return (
+        f"[{name}] {record['state']}: {record['responses']:,}/{record['prompts']:,} responses, "
+        f"{tokens:,}{of_budget} tokens{share}, {record['tokens_per_s']:,.0f} tok/s, "
+        f"in flight {record['in_flight']}, retries {record['retries']}, "
+        f"errors {record['errors']}, truncated {record['truncated']}"
+    )

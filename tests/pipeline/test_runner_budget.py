@@ -1,0 +1,90 @@
+"""The runner stops at the budget, keeps everything with finish, and reports discards with cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline.runner_files import (
+    response_ids,
+    response_tokens,
+    run_runner,
+    status,
+    write_id_prompts,
+)
+from tests.simulator_process import SimulatorProcess
+
+MAX_NEW = 400
+
+
+@pytest.mark.parametrize("concurrency", [1, 64])
+def test_finish_lands_within_one_response_of_the_budget(
+    simulator: SimulatorProcess, tmp_path: Path, concurrency: int
+) -> None:
+    folder = tmp_path / "B1_sharegpt"
+    write_id_prompts(folder, 2000)
+    budget = 30_000
+
+    result = run_runner(
+        folder, simulator.url, "--token-budget", str(budget), "--concurrency", str(concurrency),
+        "--max-new-tokens", str(MAX_NEW),
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    final = status(folder)
+    assert final["stop_reason"] == "budget"
+    assert final["state"] == "stopped"
+    on_disk = response_tokens(folder)
+    assert final["tokens"] == on_disk
+    assert abs(on_disk - budget) <= MAX_NEW, on_disk
+    assert final["discarded_tokens"] == 0
+    assert final["cancelled_requests"] == 0
+    assert final["completed"] == final["dispatched"], "finish keeps every request it sent"
+    assert max(response_ids(folder).values()) == 1
+
+
+def test_cancel_aborts_in_flight_work_and_reports_it(tmp_path: Path) -> None:
+    from tests.simulator_process import running_simulator
+
+    folder = tmp_path / "B2"
+    write_id_prompts(folder, 500)
+    with running_simulator(
+        tmp_path / "sim", "--speed", "5", "--mean-tokens", "300", "--sd-tokens", "150"
+    ) as sim:
+        result = run_runner(
+            folder, sim.url, "--token-budget", "3000", "--concurrency", "32", "--on-budget", "cancel",
+            "--max-new-tokens", "1000",
+        )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    final = status(folder)
+    assert final["stop_reason"] == "budget"
+    assert final["tokens"] >= 3000
+    assert final["tokens"] == response_tokens(folder)
+    assert final["discarded_tokens"] + final["cancelled_requests"] > 0
+    assert final["completed"] + final["errors"] < final["dispatched"]
+    assert "cancelling" in result.stderr
+
+
+def test_without_budget_it_runs_the_sample_cap_and_stops_exhausted(
+    simulator: SimulatorProcess, tmp_path: Path
+) -> None:
+    folder = tmp_path / "B3"
+    ids = write_id_prompts(folder, 50)
+
+    result = run_runner(folder, simulator.url, "--max-samples", "30", "--concurrency", "8")
+
+    assert result.returncode == 0, result.stderr
+    assert set(response_ids(folder)) == set(ids[:30])
+    assert status(folder)["stop_reason"] == "exhausted"
+
+
+def test_a_finished_dataset_resumes_to_nothing(simulator: SimulatorProcess, tmp_path: Path) -> None:
+    folder = tmp_path / "B4"
+    ids = write_id_prompts(folder, 20)
+    assert run_runner(folder, simulator.url).returncode == 0
+    again = run_runner(folder, simulator.url)
+    assert again.returncode == 0, again.stderr
+    assert response_ids(folder) == dict.fromkeys(ids, 1)
+    assert status(folder)["dispatched"] == 0
