@@ -34,7 +34,7 @@ def build_tokenizer(out_dir: Path, vocab_size: int = 32000) -> Path:
     vocab = {word: index for index, word in enumerate(words[:vocab_size])}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=core, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
         pad_token="</s>", additional_special_tokens=["<|im_start|>", "<|im_end|>"],
     )  # fmt: skip
