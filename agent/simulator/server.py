@@ -320,7 +320,10 @@ class Simulator:
     async def _outage(self, sim_seconds: float) -> None:
         await asyncio.sleep(0.05)  # let the admin response go out first
         assert self._site is not None
+        assert self._runner is not None
         await self._site.stop()
+        for connection in self._runner.server.connections if self._runner.server else ():
+            connection.force_close()  # keep-alive connections die too, as in a real crash
         self.log.line(f"Simulated outage: refusing connections for {sim_seconds:g} s.")
         await asyncio.sleep(self._wall_s(sim_seconds))
         await self._open_site()

@@ -42,10 +42,14 @@ def run_runner(folder: Path, server: str, *args: str) -> subprocess.CompletedPro
 
 def start_runner(folder: Path, server: str, *args: str) -> subprocess.Popen[str]:
     """Start in the background (stderr goes to runner.log in the folder)."""
-    log = (folder / "runner.log").open("a")
-    return subprocess.Popen(
-        runner_command(folder, server, *args), env=agent_env(), stdout=log, stderr=log, text=True
-    )
+    with (folder / "runner.log").open("a") as log:
+        return subprocess.Popen(
+            runner_command(folder, server, *args),
+            env=agent_env(),
+            stdout=log,
+            stderr=log,
+            text=True,
+        )
 
 
 def status(folder: Path) -> dict[str, Any]:
