@@ -83,6 +83,7 @@ class Runner:
     async def run(self) -> int:
         """Run to the end; returns the exit code."""
         self._prepare()
+        self._report()  # "starting", with what resume found, before the first request
         async with aiohttp.ClientSession() as session:
             client = SglangClient(session, self.options.request_timeout_s)
             pool = ServerPool(
