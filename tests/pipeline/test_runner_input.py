@@ -34,8 +34,8 @@ def test_chat_prompts_go_through_the_chat_template(
 
     assert result.returncode == 0, result.stderr
     tokenizer: Any = AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
-    lines = (folder / "raw_responses.jsonl").read_text().splitlines()
-    records = {record["id"]: record for record in map(json.loads, lines)}
+    written = (folder / "raw_responses.jsonl").read_text().splitlines()
+    records = {record["id"]: record for record in map(json.loads, written)}
     for i, chat in enumerate(chats):
         expected = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=True)[
             "input_ids"
