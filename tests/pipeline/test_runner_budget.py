@@ -60,7 +60,7 @@ def test_cancel_aborts_in_flight_work_and_reports_it(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     final = status(folder)
     assert final["stop_reason"] == "budget"
-    assert final["tokens"] >= 3000
+    assert 3000 <= final["tokens"] <= 3000 + 1000, "cut within one response of the budget"
     assert final["tokens"] == response_tokens(folder)
     assert final["discarded_tokens"] + final["cancelled_requests"] > 0
     assert final["completed"] + final["errors"] < final["dispatched"]

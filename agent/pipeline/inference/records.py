@@ -26,6 +26,8 @@ class ResumeState:
 
     done_ids: set[str] = field(default_factory=set)
     tokens: int = 0
+    lengths: list[int] = field(default_factory=list)
+    """Completion tokens of each done response, for the budget gate's length statistics."""
     duplicates: int = 0
     torn_bytes_moved: int = 0
     corrupt_lines_moved: int = 0
@@ -92,6 +94,7 @@ def _take(line: bytes, offset: int, state: ResumeState, corrupt: list[tuple[int,
         return
     state.done_ids.add(response_id)
     state.tokens += tokens
+    state.lengths.append(tokens)
 
 
 def _move_torn_tail(path: Path, keep_bytes: int) -> int:

@@ -76,7 +76,9 @@ class Runner:
         self.prompts: list[Prompt] = []
         self.todo: deque[Prompt] = deque()
         self.resume = ResumeState()
-        self.gate = BudgetGate(options.token_budget, float(options.max_new_tokens))
+        self.gate = BudgetGate(
+            options.token_budget, float(options.max_new_tokens), options.on_budget == "cancel"
+        )
 
     # ------------------------------------------------------------ the run
 
@@ -111,8 +113,7 @@ class Runner:
         self.resume = recover(options.responses_path, repair=options.repair)
         skip = self.resume.done_ids | permanently_failed_ids(options.errors_path)
         self.todo = deque(p for p in self.prompts if p.id not in skip)
-        self.gate.tokens_done = self.resume.tokens
-        self.gate.responses_done = len(self.resume.done_ids)
+        self.gate.resume(self.resume.lengths)
         log.info(
             "[%s] %d prompts, %d done before (%d tokens), %d to go; torn tail moved: %d bytes",
             self.name, len(self.prompts), len(self.resume.done_ids), self.resume.tokens,
@@ -136,7 +137,7 @@ class Runner:
             if self._may_dispatch():
                 self._launch(self.todo.popleft(), client, pool)
                 continue
-            if not self.tasks and (not self.todo or not self.gate.may_dispatch()):
+            if not self.tasks and (not self.todo or not self.gate.may_dispatch(time.monotonic())):
                 break
             if self.options.on_budget == "cancel" and self.gate.reached:
                 break
@@ -148,20 +149,20 @@ class Runner:
         return (
             bool(self.todo)
             and len(self.tasks) < self.options.concurrency
-            and self.gate.may_dispatch()
+            and self.gate.may_dispatch(time.monotonic())
         )
 
     def _launch(self, prompt: Prompt, client: SglangClient, pool: ServerPool) -> None:
         task = asyncio.create_task(self._serve(prompt, client, pool), name=f"prompt {prompt.id}")
         self.tasks.add(task)
-        self.gate.in_flight += 1
+        self.gate.sent(task, time.monotonic())
         self.stats.dispatched += 1
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
         self.in_flight.pop(task, None)
-        self.gate.in_flight -= 1
+        self.gate.answered(task, None, time.monotonic())
         if not task.cancelled() and (exc := task.exception()) is not None:
             if isinstance(exc, ServerDownError):
                 self.failure = str(exc)
@@ -186,7 +187,10 @@ class Runner:
         while True:
             started = time.monotonic()
             server = await pool.acquire()
-            self.in_flight[asyncio.current_task()] = (server, payload["rid"])  # type: ignore[index]
+            task = asyncio.current_task()
+            assert task is not None
+            self.in_flight[task] = (server, payload["rid"])
+            self.gate.sent(task, time.monotonic())
             try:
                 body = await client.generate(server, payload)
             except TransientError as exc:
@@ -252,7 +256,7 @@ class Runner:
                 )
                 return True
         self.writer.append(_record(prompt, body, tokens, finish, latency_s))
-        self.gate.record(tokens)
+        self.gate.answered(asyncio.current_task(), tokens, time.monotonic())
         self.stats.completed += 1
         self.stats.tokens_this_run += tokens
         return True
@@ -372,7 +376,7 @@ class Runner:
                 "responses": gate.responses_done,
                 "tokens": gate.tokens_done,
                 "expected_tokens_per_response": round(gate.expected_tokens, 1),
-                "projected_tokens": round(gate.projected_tokens),
+                "projected_tokens": round(gate.projected_tokens(time.monotonic())),
                 "resumed_responses": len(self.resume.done_ids),
                 "resumed_tokens": self.resume.tokens,
                 "duplicates_skipped": self.resume.duplicates,
