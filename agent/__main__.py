@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from agent.state import StateDirError, prepare_state_dir, read_json
 
@@ -23,12 +24,18 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         command = commands.add_parser(name, help=text, description=text)
         command.add_argument("--state-dir", default=DEFAULT_STATE_DIR, help="private state dir")
+    shim = commands.add_parser("shim", help="run one job and record its end (the daemon uses it)")
+    shim.add_argument("--job-dir", type=Path, required=True)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one agent command; returns its exit code."""
     args = build_parser().parse_args(argv)
+    if args.command == "shim":
+        from agent.jobs.shim import run_shim
+
+        return run_shim(args.job_dir)
     try:
         paths = prepare_state_dir(args.state_dir)
     except StateDirError as exc:

@@ -12,26 +12,35 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
 from agent.datasets import DatasetsRootError, DatasetTracker
+from agent.jobs.spec import SpecError
+from agent.jobs.supervisor import Supervisor
 from agent.protocol import (
     AGENT_VERSION,
     PROTOCOL_VERSION,
     Alert,
     ErrorCode,
+    Event,
     HelloParams,
     HelloResult,
-    PingParams,
+    JobEvent,
+    JobInfo,
+    JobsList,
+    LaunchParams,
     PingResult,
     PipelineConfig,
+    Request,
     Snapshot,
-    SnapshotParams,
+    StopParams,
+    StopResult,
     from_wire,
     to_wire,
 )
 from agent.state import StatePaths, read_json, write_json_atomic
 
-CAPABILITIES = ("datasets",)
+CAPABILITIES = ("datasets", "jobs")
 
 
 class AgentError(Exception):
@@ -43,25 +52,33 @@ class AgentError(Exception):
         self.message = message
 
 
-Handler = Callable[[Any], Awaitable[Any]]
+Handler = Callable[[Request], Awaitable[Any]]
+Broadcast = Callable[[Event], Awaitable[None]]
 
 
 class AgentCore:
     """The daemon's long-lived state and the handlers for every method it serves."""
 
-    def __init__(self, paths: StatePaths) -> None:
+    def __init__(self, paths: StatePaths, broadcast: Broadcast) -> None:
         self.paths = paths
         self.started_at = time.time()
         self.pipeline = _load_pipeline(paths)
         self._tracker = _tracker_for(self.pipeline)
+        self.broadcast = broadcast
+        self.audit = AuditLog(paths.root / "audit.jsonl")
+        self.supervisor = Supervisor(paths.root, self._job_event)
         self.handlers: dict[str, Handler] = {
             "hello": self.hello,
             "ping": self.ping,
             "snapshot": self.snapshot,
+            "jobs.list": self.jobs_list,
+            "jobs.launch": self.jobs_launch,
+            "jobs.stop": self.jobs_stop,
         }
 
-    async def hello(self, params: HelloParams) -> HelloResult:
+    async def hello(self, request: Request) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
+        params: HelloParams = request.params
         if params.protocol_version != PROTOCOL_VERSION:
             raise AgentError(
                 ErrorCode.UNSUPPORTED_VERSION,
@@ -83,11 +100,44 @@ class AgentCore:
             started_at=self.started_at,
         )
 
-    async def ping(self, params: PingParams) -> PingResult:
+    async def ping(self, request: Request) -> PingResult:
         """The agent's clock."""
         return PingResult(agent_time=time.time())
 
-    async def snapshot(self, params: SnapshotParams) -> Snapshot:
+    async def jobs_list(self, request: Request) -> JobsList:
+        """Every job the agent started."""
+        return JobsList(self.supervisor.jobs())
+
+    async def jobs_launch(self, request: Request) -> JobInfo:
+        """Start a configured job (a retried request returns the job it started)."""
+        params: LaunchParams = request.params
+        try:
+            return await self.supervisor.launch(
+                params, request.idempotency_key or "", self.pipeline, self._dataset_names()
+            )
+        except SpecError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+
+    async def jobs_stop(self, request: Request) -> StopResult:
+        """Stop a job: its stop signal, grace, SIGTERM, SIGKILL, with pid checks before each."""
+        params: StopParams = request.params
+        try:
+            return await self.supervisor.stop(params.job_id)
+        except KeyError:
+            raise AgentError(ErrorCode.NOT_FOUND, f"no job {params.job_id!r}") from None
+
+    async def _job_event(self, event: JobEvent) -> None:
+        await self.broadcast(Event("job", event))
+
+    def _dataset_names(self) -> set[str]:
+        if self._tracker is None:
+            return set()
+        try:
+            return {progress.name for progress in self._tracker.progress()}
+        except DatasetsRootError:
+            return set()
+
+    async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
         datasets: tuple[Any, ...] = ()
         alerts: list[Alert] = []
@@ -99,7 +149,9 @@ class AgentCore:
                 alerts = self._tracker.alerts(datasets)
             except DatasetsRootError as exc:
                 alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
-        return Snapshot(time.time(), socket.gethostname(), root, datasets, tuple(alerts))
+        return Snapshot(
+            time.time(), socket.gethostname(), root, datasets, tuple(alerts), self.supervisor.jobs()
+        )
 
 
 def _load_pipeline(paths: StatePaths) -> PipelineConfig:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agent.bundle import running_bundle_sha256
 from agent.core import AgentCore
-from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION
+from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event
 from agent.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
 
@@ -66,8 +66,23 @@ def _take_daemon_lock(path: Path) -> int | None:
     return fd
 
 
+class SessionHub:
+    """The consoles connected now; events go to every one that has said hello."""
+
+    def __init__(self) -> None:
+        self.sessions: set[Session] = set()
+
+    async def broadcast(self, event: Event) -> None:
+        """Send `event` to every greeted session; a session that fails is dropped by its reader."""
+        for session in list(self.sessions):
+            if session.greeted:
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    await session.send(event)
+
+
 async def _serve(paths: StatePaths) -> None:
-    core = AgentCore(paths)
+    hub = SessionHub()
+    core = AgentCore(paths, hub.broadcast)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -75,7 +90,7 @@ async def _serve(paths: StatePaths) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(SOCKET_NAME)
     server = await asyncio.start_unix_server(
-        lambda r, w: _serve_client(core, r, w), SOCKET_NAME, limit=MAX_LINE_BYTES
+        lambda r, w: _serve_client(core, hub, r, w), SOCKET_NAME, limit=MAX_LINE_BYTES
     )
     os.chmod(SOCKET_NAME, 0o600)
     write_json_atomic(paths.daemon_info, daemon_identity())
@@ -86,13 +101,16 @@ async def _serve(paths: StatePaths) -> None:
 
 
 async def _serve_client(
-    core: AgentCore, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    core: AgentCore, hub: SessionHub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
+    session = Session(core, reader, writer)
+    hub.sessions.add(session)
     try:
-        await Session(core, reader, writer).run()
+        await session.run()
     except (ConnectionError, asyncio.IncompleteReadError):
         log.info("console connection dropped")
     finally:
+        hub.sessions.discard(session)
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()

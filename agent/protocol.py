@@ -72,12 +72,37 @@ class DatasetsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A configured job: an argv list (never a shell string), where it runs and how it stops.
+
+    argv, cwd and env values may use {python}, {bundle}, {state_dir}, {dataset}, {dataset_dir},
+    {budget} and {sglang_url}; the agent fills them in per launch.
+    """
+
+    argv: tuple[str, ...]
+    kind: str = "command"
+    """inference, server, vocab, hidden_states, train or command."""
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    gpu: bool = False
+    per_dataset: bool = False
+    stop_signal: str = "SIGTERM"
+    grace_s: float = 30.0
+    """Seconds between the stop signal and SIGTERM."""
+    term_grace_s: float = 10.0
+    """Seconds between SIGTERM and SIGKILL."""
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineConfig:
     """The part of a host's config the agent needs; sent at hello and kept by the agent."""
 
     datasets: DatasetsConfig | None = None
     sglang_url: str | None = None
     sglang_log: str | None = None
+    jobs: dict[str, JobSpec] = field(default_factory=dict)
+    external: dict[str, str] = field(default_factory=dict)
+    """Processes the agent did not start, found by a regex over their command line, by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +175,87 @@ class Alert:
 
 
 @dataclass(frozen=True, slots=True)
+class JobInfo:
+    """One job, started by the agent or found running (external)."""
+
+    id: str
+    name: str
+    kind: str
+    state: str
+    """starting, running, stopping, exited, failed, killed or lost."""
+    argv: tuple[str, ...]
+    pid: int | None = None
+    pgid: int | None = None
+    dataset: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    exit_signal: str | None = None
+    gpu: bool = False
+    external: bool = False
+    log_path: str | None = None
+    code_sha256: str | None = None
+    """sha256 of the script in its argv when it started (None when there is no script file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchParams:
+    """Start configured job `job` (for `dataset` when it runs per dataset)."""
+
+    job: str
+    dataset: str | None = None
+    argv: tuple[str, ...] | None = None
+    """An edited argv for this launch only (still a list: never a shell string)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopParams:
+    """Stop job `job_id` safely: its stop signal, the grace, SIGTERM, SIGKILL."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopStep:
+    """One step of a stop, as it happened."""
+
+    action: str
+    """The signal sent, or "exited" when the group was found empty."""
+    at: float
+    pids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StopResult:
+    """How a stop went."""
+
+    job: JobInfo
+    outcome: str
+    """stopped, already_exited or lost (its pid belongs to another process now: never signalled)."""
+    steps: tuple[StopStep, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JobsParams:
+    """List every job."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobsList:
+    """Every job the agent knows, its own and external ones."""
+
+    jobs: tuple[JobInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """A job changed: launched, a stop step, exited."""
+
+    job: JobInfo
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -158,6 +264,7 @@ class Snapshot:
     datasets_root: str | None
     datasets: tuple[DatasetProgress, ...]
     alerts: tuple[Alert, ...] = ()
+    jobs: tuple[JobInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,12 +329,16 @@ METHODS: dict[str, MethodSpec] = {
     "hello": MethodSpec(HelloParams, HelloResult),
     "ping": MethodSpec(PingParams, PingResult),
     "snapshot": MethodSpec(SnapshotParams, Snapshot),
+    "jobs.list": MethodSpec(JobsParams, JobsList),
+    "jobs.launch": MethodSpec(LaunchParams, JobInfo, mutating=True),
+    "jobs.stop": MethodSpec(StopParams, StopResult, mutating=True),
 }
 """Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
 
 EVENTS: dict[str, type] = {
     "snapshot": Snapshot,
     "alert": Alert,
+    "job": JobEvent,
 }
 """Every event the protocol knows, with the type of its data."""
 

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from agent.core import AgentCore, AgentError
 from agent.protocol import (
+    METHODS,
     ErrorCode,
     ErrorInfo,
     ErrorResponse,
@@ -51,6 +52,7 @@ class Session:
 
     def __init__(self, core: AgentCore, reader: ByteReader, writer: ByteWriter) -> None:
         self.core = core
+        self.client = "console (before hello)"
         self.reader = reader
         self.writer = writer
         self.greeted = False
@@ -96,17 +98,28 @@ class Session:
             await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)
             return
         try:
-            result = await handler(request.params)
+            result = await handler(request)
         except AgentError as exc:
+            self._audit(request, f"error: {exc.message}")
             await self._send_error(request.id, exc.code, exc.message)
             return
         except Exception as exc:
             log.exception("request %s (%s) failed", request.id, request.method)
             message = f"{request.method} failed inside the agent: {exc!r}; see agent.log"
+            self._audit(request, f"error: {message}")
             await self._send_error(request.id, ErrorCode.INTERNAL, message)
             return
-        self.greeted = self.greeted or request.method == "hello"
+        if request.method == "hello":
+            self.greeted = True
+            self.client = request.params.client_version
+        self._audit(request, "ok")
         await self.send(Response(request.id, to_wire(result)))
+
+    def _audit(self, request: Request, outcome: str) -> None:
+        if METHODS[request.method].mutating:
+            self.core.audit.record(
+                self.client, request.method, request.params, request.idempotency_key, outcome
+            )
 
     async def _send_error(self, request_id: int | None, code: str, message: str) -> None:
         await self.send(ErrorResponse(request_id, ErrorInfo(code, message)))

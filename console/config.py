@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import tomllib
 
-from agent.protocol import DatasetsConfig, PipelineConfig
+from agent.protocol import DatasetsConfig, JobSpec, PipelineConfig
 
 CONFIG_NAME = "eagle-console.toml"
 DEFAULT_STATE_DIR = "~/.eagle-agent"
@@ -124,17 +124,57 @@ def _host(reader: _Reader, name: str, hosts: Mapping[str, Any]) -> HostConfig:
 
 _HOST_KEYS = {
     "ssh", "python", "state_dir", "known_hosts", "identity", "ssh_config", "read_only",
-    "datasets", "sglang", "deploy", "jobs",
+    "datasets", "sglang", "deploy", "jobs", "external",
 }  # fmt: skip
 
 
 def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineConfig:
     sglang = reader.table(host, "sglang", where, required=False)
     reader.only(sglang, f"{where}.sglang", {"url", "log"})
+    jobs = reader.table(host, "jobs", where, required=False)
+    external = reader.table(host, "external", where, required=False)
     return PipelineConfig(
         datasets=_datasets(reader, host, where) if "datasets" in host else None,
         sglang_url=reader.optional(sglang, "url", f"{where}.sglang", str, "an http:// URL"),
         sglang_log=reader.optional(sglang, "log", f"{where}.sglang", str, "a file path"),
+        jobs={name: _job(reader, jobs, name, f"{where}.jobs") for name in jobs},
+        external={name: reader.text(external, name, f"{where}.external") for name in external},
+    )
+
+
+_JOB_KINDS = {"inference", "server", "vocab", "hidden_states", "train", "command"}
+_SIGNALS = {"SIGINT", "SIGTERM", "SIGKILL", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
+
+
+def _job(reader: _Reader, jobs: Mapping[str, Any], name: str, where: str) -> JobSpec:
+    table = reader.table(jobs, name, where)
+    where = f"{where}.{name}"
+    reader.only(table, where, {"argv", "kind", "cwd", "env", "gpu", "per_dataset", "stop_signal",
+                               "grace_s", "term_grace_s"})  # fmt: skip
+    argv = reader.optional(table, "argv", where, list, "a list of strings (no shell string)")
+    if not argv or not all(isinstance(part, str) for part in argv):
+        raise reader.error(f"{where}.argv", f"got {argv!r}", "a non-empty list of strings")
+    kind = reader.text(table, "kind", where, "command")
+    if kind not in _JOB_KINDS:
+        raise reader.error(
+            f"{where}.kind", f"got {kind!r}", "one of " + ", ".join(sorted(_JOB_KINDS))
+        )
+    stop_signal = reader.text(table, "stop_signal", where, "SIGTERM")
+    if stop_signal not in _SIGNALS:
+        raise reader.error(
+            f"{where}.stop_signal", f"got {stop_signal!r}", "one of " + ", ".join(sorted(_SIGNALS))
+        )
+    env = reader.table(table, "env", where, required=False)
+    return JobSpec(
+        argv=tuple(argv),
+        kind=kind,
+        cwd=reader.optional(table, "cwd", where, str, "a folder path"),
+        env={key: reader.text(env, key, f"{where}.env") for key in env},
+        gpu=bool(reader.optional(table, "gpu", where, bool, "true or false")),
+        per_dataset=bool(reader.optional(table, "per_dataset", where, bool, "true or false")),
+        stop_signal=stop_signal,
+        grace_s=reader.seconds(table, "grace_s", where, 30.0),
+        term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0),
     )
 
 
@@ -207,6 +247,14 @@ class _Reader:
         if value is not None and value <= 0:
             raise self.error(_join(where, key), f"got {value}", "a positive number of tokens")
         return value
+
+    def seconds(self, table: Mapping[str, Any], key: str, where: str, default: float) -> float:
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise self.error(
+                _join(where, key), f"got {_describe(value)}", "a number of seconds >= 0"
+            )
+        return float(value)
 
     def optional(
         self, table: Mapping[str, Any], key: str, where: str, kind: type[T], expected: str

@@ -23,6 +23,11 @@ from agent.protocol import (
     Event,
     HelloParams,
     HelloResult,
+    JobEvent,
+    JobInfo,
+    JobsList,
+    JobsParams,
+    LaunchParams,
     LineFramer,
     Message,
     MethodSpec,
@@ -35,6 +40,9 @@ from agent.protocol import (
     Response,
     Snapshot,
     SnapshotParams,
+    StopParams,
+    StopResult,
+    StopStep,
     bundle_digest,
     decode,
     encode,
@@ -68,13 +76,41 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '{"id":1,"method":"hello","params":{"protocol_version":1,"client_version":"eagle-console'
         ' 0.1.0","pipeline":{"datasets":{"root":"/data","prompts_file":"prompts.jsonl",'
         '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000}},'
-        '"sglang_url":"http://127.0.0.1:30000","sglang_log":null}}}',
+        '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"jobs":{},"external":{}}}}',
     ),
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
+    (Request(4, "jobs.list", JobsParams()), '{"id":4,"method":"jobs.list","params":{}}'),
+    (
+        Request(5, "jobs.launch", LaunchParams("inference", "B1", ("python", "-m", "x")), "k-1"),
+        '{"id":5,"method":"jobs.launch","params":{"job":"inference","dataset":"B1","argv":'
+        '["python","-m","x"]},"idempotency_key":"k-1"}',
+    ),
+    (
+        Request(6, "jobs.stop", StopParams("inference-B1-20261129-120000"), "k-2"),
+        '{"id":6,"method":"jobs.stop","params":{"job_id":"inference-B1-20261129-120000"},'
+        '"idempotency_key":"k-2"}',
+    ),
 ]
 
+JOB = JobInfo(
+    "sleeper-1", "sleeper", "command", "running", ("sleep", "9"), pid=12, pgid=11, gpu=True
+)
+JOB_LINE = (
+    '{"id":"sleeper-1","name":"sleeper","kind":"command","state":"running","argv":["sleep","9"],'
+    '"pid":12,"pgid":11,"dataset":null,"started_at":null,"ended_at":null,"exit_code":null,'
+    '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null}'
+)
+
 GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
+    ("jobs.list", JobsList((JOB,)), '{"id":1,"result":{"jobs":[' + JOB_LINE + "]}}"),
+    ("jobs.launch", JOB, '{"id":1,"result":' + JOB_LINE + "}"),
+    (
+        "jobs.stop",
+        StopResult(JOB, "stopped", (StopStep("SIGTERM", 5.0, (11, 12)),)),
+        '{"id":1,"result":{"job":' + JOB_LINE + ',"outcome":"stopped","steps":[{"action":'
+        '"SIGTERM","at":5.0,"pids":[11,12]}]}}',
+    ),
     (
         "hello",
         HELLO_RESULT,
@@ -91,11 +127,15 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"budget":10000,"corrupt_lines":0,"torn_tail_bytes":0,"tokens_per_s":12.5,"eta_s":null,'
         '"projected_tokens":null,"projected_overrun_tokens":null,"status":"idle"}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
-        '"subject":"B1_sharegpt","raised_at":0.0}]}}',
+        '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[]}}',
     ),
 ]
 
 GOLDEN_OTHERS: list[tuple[Message, str]] = [
+    (
+        Event("job", JobEvent(JOB, "launched")),
+        '{"event":"job","data":{"job":' + JOB_LINE + ',"message":"launched"}}',
+    ),
     (
         ErrorResponse(7, ErrorInfo(ErrorCode.NOT_FOUND, "no job 'x'")),
         '{"id":7,"error":{"code":"not_found","message":"no job \'x\'"}}',
@@ -112,7 +152,7 @@ GOLDEN_OTHERS: list[tuple[Message, str]] = [
     (
         Event("snapshot", Snapshot(1.0, "h", None, ())),
         '{"event":"snapshot","data":{"taken_at":1.0,"host_name":"h","datasets_root":null,'
-        '"datasets":[],"alerts":[]}}',
+        '"datasets":[],"alerts":[],"jobs":[]}}',
     ),
 ]
 

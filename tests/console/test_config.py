@@ -22,6 +22,17 @@ budgets = { B8_math = 5_000_000 }
 url = "http://127.0.0.1:30000"
 log = "/root/sglang.log"
 
+[hosts.kimi.jobs.inference]
+argv = ["{python}", "-m", "agent.pipeline.inference", "--dataset-dir", "{dataset_dir}"]
+kind = "inference"
+per_dataset = true
+stop_signal = "SIGINT"
+grace_s = 60
+env = { CUDA_VISIBLE_DEVICES = "0" }
+
+[hosts.kimi.external]
+sglang = "sglang[.]launch_server"
+
 [hosts.alias]
 ssh = "gpu-box"
 """
@@ -43,6 +54,13 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
     assert kimi.pipeline.datasets.budget == 10_000_000
     assert kimi.pipeline.datasets.budgets == {"B8_math": 5_000_000}
     assert kimi.pipeline.sglang_url == "http://127.0.0.1:30000"
+    job = kimi.pipeline.jobs["inference"]
+    assert job.argv[:3] == ("{python}", "-m", "agent.pipeline.inference")
+    assert (job.kind, job.per_dataset, job.stop_signal, job.grace_s, job.term_grace_s) == (
+        "inference", True, "SIGINT", 60.0, 10.0,
+    )  # fmt: skip
+    assert job.env == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert kimi.pipeline.external == {"sglang": "sglang[.]launch_server"}
     assert config.host("alias").ssh == SshTarget("gpu-box")
     assert config.host("alias").pipeline.datasets is None
 
@@ -76,6 +94,21 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
             "whole number",
         ),
         ("hosts = 3\n", "hosts", "a table"),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.jobs.j]\nargv = "python run.py"\n',
+            "hosts.a.jobs.j.argv",
+            "list of strings",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.jobs.j]\nargv = ["x"]\nstop_signal = "TERM"\n',
+            "hosts.a.jobs.j.stop_signal",
+            "one of SIGHUP",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.jobs.j]\nargv = ["x"]\ngrace_s = -1\n',
+            "hosts.a.jobs.j.grace_s",
+            "seconds",
+        ),
         ('[host.a]\nssh = "b"\n', "host", "one of hosts"),
     ],
 )

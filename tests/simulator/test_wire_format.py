@@ -22,7 +22,15 @@ DECODE_LINE = re.compile(
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[SimulatorProcess]:
     with running_simulator(
-        tmp_path, "--speed", "5", "--mean-tokens", "200", "--sd-tokens", "20", "--vocab-size", "1000"
+        tmp_path,
+        "--speed",
+        "5",
+        "--mean-tokens",
+        "200",
+        "--sd-tokens",
+        "20",
+        "--vocab-size",
+        "1000",
     ) as process:
         yield process
 

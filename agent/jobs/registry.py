@@ -1,0 +1,93 @@
+"""Each job's files in `<state>/jobs/<id>/`, the registry a restarted daemon rebuilds from.
+
+`job.json` (what was launched) and `shim.json` are written by the daemon, `child.json` and
+`exit.json` by the shim, `stop.json` by whoever stopped it. Every write is atomic; every read
+accepts a missing or half-written file as "not yet".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.state import read_json, write_json_atomic
+
+JOB_FILE, SHIM_FILE, CHILD_FILE, EXIT_FILE, STOP_FILE = (
+    "job.json", "shim.json", "child.json", "exit.json", "stop.json",
+)  # fmt: skip
+LOG_FILE = "output.log"
+
+
+@dataclass(frozen=True, slots=True)
+class JobFiles:
+    """The folder of one job."""
+
+    folder: Path
+
+    @property
+    def id(self) -> str:
+        """The job id is its folder name."""
+        return self.folder.name
+
+    @property
+    def log(self) -> Path:
+        """The job's stdout and stderr."""
+        return self.folder / LOG_FILE
+
+    def read(self, name: str) -> dict[str, Any] | None:
+        """One of the job's JSON files, or None while it does not exist."""
+        value = read_json(self.folder / name)
+        return value if isinstance(value, dict) else None
+
+    def write(self, name: str, value: dict[str, Any]) -> None:
+        """Replace one of the job's JSON files atomically."""
+        write_json_atomic(self.folder / name, value)
+
+
+class Registry:
+    """All job folders under one state directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(mode=0o700, exist_ok=True)
+
+    def create(self, name: str, record: dict[str, Any]) -> JobFiles:
+        """A new job folder holding `job.json`."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        base = f"{_slug(name)}-{stamp}"
+        for suffix in range(1000):
+            folder = self.root / (base if suffix == 0 else f"{base}-{suffix}")
+            try:
+                folder.mkdir(mode=0o700)
+            except FileExistsError:
+                continue
+            files = JobFiles(folder)
+            files.write(JOB_FILE, {"id": files.id, **record})
+            return files
+        raise RuntimeError(f"cannot create a job folder for {name} under {self.root}")
+
+    def all(self) -> list[JobFiles]:
+        """Every job folder that has its job.json, oldest first."""
+        folders = sorted(p for p in self.root.iterdir() if (p / JOB_FILE).exists())
+        return [JobFiles(p) for p in folders]
+
+    def get(self, job_id: str) -> JobFiles | None:
+        """The job called `job_id`, if it exists (ids are folder names, never paths)."""
+        if "/" in job_id or job_id.startswith("."):
+            return None
+        files = JobFiles(self.root / job_id)
+        return files if (files.folder / JOB_FILE).exists() else None
+
+    def by_idempotency_key(self, key: str) -> JobFiles | None:
+        """The job a launch with this key already started."""
+        for files in self.all():
+            record = files.read(JOB_FILE)
+            if record and record.get("idempotency_key") == key:
+                return files
+        return None
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:60] or "job"

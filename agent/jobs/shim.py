@@ -1,0 +1,52 @@
+"""`python -m agent shim --job-dir DIR`: run one job and record how it ended.
+
+The daemon starts the shim in a new session, so the shim leads the job's process group and the
+job stays in it. The shim ignores the stop signals sent to the group (it must outlive the job to
+record its end) but the job gets default handlers, because Python handlers do not survive exec.
+The exit code or signal is written atomically to `exit.json`; a SIGKILL to the group takes the
+shim too, and then whoever sent it records the end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
+from agent.procfs import start_ticks
+
+
+def run_shim(job_dir: Path) -> int:
+    """Run the job described in `job_dir/job.json` to its end."""
+    files = JobFiles(job_dir)
+    job = files.read(JOB_FILE)
+    if job is None:
+        print(f"shim: no {JOB_FILE} in {job_dir}", file=sys.stderr)  # noqa: T201
+        return 2
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda *_: None)
+    try:
+        child = subprocess.Popen(
+            job["argv"], cwd=job.get("cwd") or None, env={**os.environ, **job.get("env", {})},
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except OSError as exc:
+        print(f"shim: cannot start {job['argv'][0]!r}: {exc.strerror}", file=sys.stderr, flush=True)  # noqa: T201
+        files.write(EXIT_FILE, {"exit_code": 127, "exit_signal": None, "ended_at": time.time()})
+        return 127
+    files.write(CHILD_FILE, {"pid": child.pid, "start_ticks": start_ticks(child.pid)})
+    code = child.wait()
+    signal_name = signal.Signals(-code).name if code < 0 else None
+    files.write(
+        EXIT_FILE,
+        {
+            "exit_code": code if code >= 0 else None,
+            "exit_signal": signal_name,
+            "ended_at": time.time(),
+        },
+    )
+    return 0

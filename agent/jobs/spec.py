@@ -1,0 +1,76 @@
+"""Filling in a job's argv, cwd and env for one launch, and refusing what is not safe.
+
+Placeholders are bare names in braces ({dataset}); other braces pass through untouched. Values
+are substituted into argv elements, never into a shell string, so a dataset name or an
+argument reaches the job byte for byte. What cannot be passed that way (a NUL byte, an unknown
+placeholder, a dataset that is not a folder under the root) is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agent.protocol import JobSpec
+
+PLACEHOLDERS = ("python", "bundle", "state_dir", "dataset", "dataset_dir", "budget", "sglang_url")
+
+
+class SpecError(Exception):
+    """A job cannot be launched as asked; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedJob:
+    """A job ready to exec."""
+
+    argv: tuple[str, ...]
+    cwd: str | None
+    env: dict[str, str]
+
+
+def render(
+    name: str, spec: JobSpec, values: Mapping[str, str | None], argv: tuple[str, ...] | None = None
+) -> RenderedJob:
+    """Fill in `spec` (or the edited `argv`) with `values`; None values may not be used."""
+    raw_argv = argv if argv is not None else spec.argv
+    if not raw_argv:
+        raise SpecError(f"job {name}: argv is empty")
+    return RenderedJob(
+        argv=tuple(_fill(name, f"argv[{i}]", part, values) for i, part in enumerate(raw_argv)),
+        cwd=_fill(name, "cwd", spec.cwd, values) if spec.cwd else None,
+        env={key: _fill(name, f"env.{key}", value, values) for key, value in spec.env.items()},
+    )
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""A bare name in braces; any other brace (a dict literal in `python -c`) is left as it is."""
+
+
+def _fill(name: str, where: str, template: str, values: Mapping[str, str | None]) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        field = match[1]
+        if field not in PLACEHOLDERS:
+            raise SpecError(
+                f"job {name}: {where} uses {{{field}}}; known placeholders: "
+                + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+            )
+        value = values.get(field)
+        if value is None:
+            raise SpecError(f"job {name}: {where} needs {{{field}}}, which has no value here")
+        return value
+
+    text = _PLACEHOLDER.sub(substitute, template)
+    if "\0" in text:
+        raise SpecError(f"job {name}: {where} contains a NUL byte, which no argv can carry")
+    return text
+
+
+def check_dataset_name(name: str, known: set[str]) -> str:
+    """`name` if it is one of the dataset folders; refuses paths and option-like names."""
+    if name not in known:
+        raise SpecError(f"no dataset {name!r} under the datasets root")
+    if name.startswith(("-", ".")) or "/" in name:
+        raise SpecError(f"dataset name {name!r} is not safe to pass to a job")
+    return name

@@ -1,0 +1,96 @@
+"""Stopping a job's process group safely: its stop signal, the grace, SIGTERM, then SIGKILL.
+
+Before every signal the group is checked to still be the job's: the shim or the job itself must
+still have the start time recorded at launch. If neither does, the pid may belong to someone
+else now, and nothing is signalled: the job is reported lost. After the last step the group is
+checked to be empty, so "stopped" means nothing of it is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from agent.procfs import group_members, is_same_process
+from agent.protocol import StopStep
+
+POLL_S = 0.05
+KILL_WAIT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupIdentity:
+    """What names a job's process group: the group id and the processes that prove it is ours."""
+
+    pgid: int
+    known: tuple[tuple[int, int], ...]
+    """(pid, start ticks) of the shim and the job, whichever were recorded."""
+
+    def still_ours(self) -> bool:
+        """True while at least one recorded process is alive with its recorded start time."""
+        return any(is_same_process(pid, ticks) for pid, ticks in self.known)
+
+    def members(self) -> list[int]:
+        """Pids alive in the group."""
+        return [info.pid for info in group_members(self.pgid)]
+
+
+@dataclass(frozen=True, slots=True)
+class StopPlan:
+    """The signals and waits of one stop."""
+
+    stop_signal: signal.Signals
+    grace_s: float
+    term_grace_s: float
+
+    def steps(self) -> list[tuple[signal.Signals, float]]:
+        """(signal, seconds to wait after it) in order."""
+        steps = [(self.stop_signal, self.grace_s)]
+        if self.stop_signal != signal.SIGTERM:
+            steps.append((signal.SIGTERM, self.term_grace_s))
+        if self.stop_signal != signal.SIGKILL:
+            steps.append((signal.SIGKILL, KILL_WAIT_S))
+        return steps
+
+
+async def stop_group(
+    identity: GroupIdentity, plan: StopPlan, report: Callable[[StopStep], Awaitable[None]]
+) -> tuple[str, list[StopStep]]:
+    """Run the plan; returns (outcome, steps). Outcome: stopped, already_exited or lost."""
+    steps: list[StopStep] = []
+    for signum, wait_s in plan.steps():
+        members = identity.members()
+        if not members:
+            break
+        if not identity.still_ours():
+            return "lost", steps
+        os.killpg(identity.pgid, signum)
+        step = StopStep(signum.name, time.time(), tuple(members))
+        steps.append(step)
+        await report(step)
+        await _wait_empty(identity, wait_s)
+    if identity.members():
+        return "lost", steps
+    return ("stopped" if steps else "already_exited"), steps
+
+
+async def _wait_empty(identity: GroupIdentity, timeout_s: float) -> None:
+    for _ in range(
+        max(1, round(timeout_s / POLL_S))
+    ):  # /proc is polled: these are not our children
+        if not identity.members():
+            return
+        await asyncio.sleep(POLL_S)
+
+
+def parse_signal(name: str) -> signal.Signals:
+    """A signal by name (SIGINT or INT), or ValueError."""
+    upper = name.upper()
+    try:
+        return signal.Signals[upper if upper.startswith("SIG") else f"SIG{upper}"]
+    except KeyError:
+        raise ValueError(f"unknown signal {name!r}") from None

@@ -1,0 +1,223 @@
+"""Launching, listing and stopping the agent's jobs; what the daemon's job methods call.
+
+Every job runs under its own shim in a new session (setsid), stdin from /dev/null, output to its
+log in the state directory, so it outlives the console and the daemon. Everything known about a
+job is in its folder, so a restarted daemon lists and stops the jobs an earlier one started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agent.bundle import AGENT_PACKAGE
+from agent.jobs.registry import (
+    CHILD_FILE,
+    EXIT_FILE,
+    JOB_FILE,
+    SHIM_FILE,
+    STOP_FILE,
+    JobFiles,
+    Registry,
+)
+from agent.jobs.spec import SpecError, check_dataset_name, render
+from agent.jobs.stopper import GroupIdentity, StopPlan, parse_signal, stop_group
+from agent.procfs import is_same_process, start_ticks
+from agent.protocol import (
+    JobEvent,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopResult,
+    StopStep,
+)
+
+Emit = Callable[[JobEvent], Awaitable[None]]
+
+
+class Supervisor:
+    """The agent's own jobs, from their folders under `<state>/jobs`."""
+
+    def __init__(self, state_dir: Path, emit: Emit) -> None:
+        self.state_dir = state_dir
+        self.registry = Registry(state_dir / "jobs")
+        self.emit = emit
+        self._shims: dict[str, subprocess.Popen[bytes]] = {}
+        self._stopping: set[str] = set()
+
+    # ------------------------------------------------------------ reading
+
+    def jobs(self) -> tuple[JobInfo, ...]:
+        """Every job, oldest first, with its state as of now."""
+        self._reap()
+        return tuple(self.info(files) for files in self.registry.all())
+
+    def info(self, files: JobFiles) -> JobInfo:
+        """One job's state, derived from its files and /proc."""
+        job = files.read(JOB_FILE) or {}
+        shim, child = files.read(SHIM_FILE), files.read(CHILD_FILE)
+        ended, stopped = files.read(EXIT_FILE), files.read(STOP_FILE)
+        state, code, signal_name, ended_at = _state(
+            files.id in self._stopping, shim, child, ended, stopped
+        )
+        return JobInfo(
+            id=files.id, name=job.get("name", "?"), kind=job.get("kind", "command"), state=state,
+            argv=tuple(job.get("argv", ())), pid=(child or {}).get("pid"), pgid=(shim or {}).get("pid"),
+            dataset=job.get("dataset"), started_at=job.get("launched_at"), ended_at=ended_at,
+            exit_code=code, exit_signal=signal_name, gpu=bool(job.get("gpu")),
+            log_path=str(files.log), code_sha256=job.get("code_sha256"),
+        )  # fmt: skip
+
+    # ------------------------------------------------------------ launching
+
+    async def launch(
+        self, params: LaunchParams, key: str, pipeline: PipelineConfig, datasets: set[str]
+    ) -> JobInfo:
+        """Start a configured job; a repeated idempotency key returns the job it started."""
+        existing = self.registry.by_idempotency_key(key)
+        if existing is not None:
+            return self.info(existing)
+        spec = pipeline.jobs.get(params.job)
+        if spec is None:
+            known = ", ".join(sorted(pipeline.jobs)) or "none"
+            raise SpecError(f"no job {params.job!r} in the host config (configured: {known})")
+        rendered = render(
+            params.job, spec, self._values(spec, params, pipeline, datasets), params.argv
+        )
+        files = self.registry.create(
+            f"{params.job}-{params.dataset}" if params.dataset else params.job,
+            {
+                "name": params.job, "kind": spec.kind, "dataset": params.dataset,
+                "argv": list(rendered.argv), "cwd": rendered.cwd, "env": rendered.env,
+                "gpu": spec.gpu, "stop_signal": spec.stop_signal, "grace_s": spec.grace_s,
+                "term_grace_s": spec.term_grace_s, "idempotency_key": key,
+                "launched_at": time.time(), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
+            },
+        )  # fmt: skip
+        self._start_shim(files)
+        info = self.info(files)
+        await self.emit(JobEvent(info, f"launched {info.name} as pid group {info.pgid}"))
+        return info
+
+    def _values(
+        self, spec: JobSpec, params: LaunchParams, pipeline: PipelineConfig, datasets: set[str]
+    ) -> dict[str, str | None]:
+        values: dict[str, str | None] = {
+            "python": sys.executable,
+            "bundle": str(AGENT_PACKAGE.parent),
+            "state_dir": str(self.state_dir),
+            "sglang_url": pipeline.sglang_url,
+            "dataset": None, "dataset_dir": None, "budget": None,
+        }  # fmt: skip
+        if spec.per_dataset and params.dataset is None:
+            raise SpecError(f"job {params.job} runs per dataset: say which dataset")
+        if params.dataset is not None and pipeline.datasets is not None:
+            name = check_dataset_name(params.dataset, datasets)
+            config = pipeline.datasets
+            budget = config.budgets.get(name, config.budget)
+            values |= {
+                "dataset": name,
+                "dataset_dir": str(Path(config.root) / name),
+                "budget": str(budget) if budget is not None else None,
+            }
+        return values
+
+    def _start_shim(self, files: JobFiles) -> None:
+        env = dict(os.environ, PYTHONPATH=str(AGENT_PACKAGE.parent))
+        with files.log.open("ab") as log:
+            shim = subprocess.Popen(
+                [sys.executable, "-m", "agent", "shim", "--job-dir", str(files.folder)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=files.folder, env=env,
+                start_new_session=True,
+            )  # fmt: skip
+        self._shims[files.id] = shim
+        files.write(SHIM_FILE, {"pid": shim.pid, "start_ticks": start_ticks(shim.pid)})
+
+    # ------------------------------------------------------------ stopping
+
+    async def stop(self, job_id: str) -> StopResult:
+        """Stop one job with its plan, reporting each step as a job event."""
+        files = self.registry.get(job_id)
+        if files is None:
+            raise KeyError(job_id)
+        job = files.read(JOB_FILE) or {}
+        identity = _identity(files)
+        plan = StopPlan(parse_signal(job.get("stop_signal", "SIGTERM")),
+                        float(job.get("grace_s", 30)), float(job.get("term_grace_s", 10)))  # fmt: skip
+
+        async def report(step: StopStep) -> None:
+            await self.emit(JobEvent(self.info(files), f"sent {step.action} to {list(step.pids)}"))
+
+        self._stopping.add(job_id)
+        try:
+            outcome, steps = await stop_group(identity, plan, report)
+        finally:
+            self._stopping.discard(job_id)
+        self._reap()
+        files.write(
+            STOP_FILE, {"outcome": outcome, "steps": [s.action for s in steps], "at": time.time()}
+        )
+        info = self.info(files)
+        await self.emit(JobEvent(info, f"stop of {info.name}: {outcome}"))
+        return StopResult(info, outcome, tuple(steps))
+
+    def _reap(self) -> None:
+        for job_id, shim in list(self._shims.items()):
+            if shim.poll() is not None:
+                del self._shims[job_id]
+
+
+def _identity(files: JobFiles) -> GroupIdentity:
+    shim, child = files.read(SHIM_FILE) or {}, files.read(CHILD_FILE) or {}
+    known = tuple(
+        (int(record["pid"]), int(record["start_ticks"]))
+        for record in (shim, child)
+        if record.get("pid") and record.get("start_ticks") is not None
+    )
+    return GroupIdentity(int(shim.get("pid", 0)), known)
+
+
+def _state(
+    stopping: bool,
+    shim: Mapping[str, Any] | None,
+    child: Mapping[str, Any] | None,
+    ended: Mapping[str, Any] | None,
+    stopped: Mapping[str, Any] | None,
+) -> tuple[str, int | None, str | None, float | None]:
+    """(state, exit code, exit signal, ended at) from a job's files and /proc."""
+    if ended is not None:
+        code, signal_name = ended.get("exit_code"), ended.get("exit_signal")
+        state = "exited" if code == 0 else ("killed" if signal_name else "failed")
+        return state, code, signal_name, ended.get("ended_at")
+    if shim is None:
+        return "starting", None, None, None
+    alive = any(
+        record is not None
+        and is_same_process(int(record["pid"]), int(record.get("start_ticks") or -1))
+        for record in (shim, child)
+    )
+    if alive:
+        state = "stopping" if stopping else ("running" if child is not None else "starting")
+        return state, None, None, None
+    if stopped is not None and "SIGKILL" in stopped.get("steps", ()):
+        return "killed", None, "SIGKILL", stopped.get("at")
+    return "lost", None, None, None
+
+
+def _script_sha256(argv: tuple[str, ...], cwd: str | None) -> str | None:
+    """sha256 of the first .py file in argv, the script a stale-code check compares."""
+    for part in argv[1:]:
+        if part.endswith(".py"):
+            path = Path(cwd or ".", part) if not part.startswith("/") else Path(part)
+            try:
+                return hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                return None
+    return None

@@ -1,0 +1,105 @@
+"""Facts about processes, read from /proc: start times, process groups, command lines.
+
+A pid alone is never trusted: pids are recycled. A process is named by (pid, start time in clock
+ticks since boot), and every signal is preceded by a check that the pid still has that start
+time. This module only reads; it never signals.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    """One process as /proc shows it."""
+
+    pid: int
+    ppid: int
+    pgid: int
+    state: str
+    start_ticks: int
+    """Start time in clock ticks since boot: with the pid, a name no other process gets."""
+
+    @property
+    def alive(self) -> bool:
+        """Running or sleeping, not a zombie waiting to be reaped."""
+        return self.state not in ("Z", "X")
+
+
+def process_info(pid: int) -> ProcessInfo | None:
+    """What /proc says of `pid`, or None if it does not exist."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # The command name may hold spaces and parentheses: the fields start after the last ")".
+    fields = stat.rsplit(")", 1)[1].split()
+    return ProcessInfo(pid, int(fields[1]), int(fields[2]), fields[0], int(fields[19]))
+
+
+def start_ticks(pid: int) -> int | None:
+    """The start time of `pid`, or None if it does not exist."""
+    info = process_info(pid)
+    return info.start_ticks if info else None
+
+
+def is_same_process(pid: int, expected_start_ticks: int) -> bool:
+    """True if `pid` is alive and is still the process that started at `expected_start_ticks`."""
+    info = process_info(pid)
+    return info is not None and info.alive and info.start_ticks == expected_start_ticks
+
+
+def all_pids() -> list[int]:
+    """Every pid visible in /proc."""
+    return [int(name) for name in os.listdir(PROC) if name.isdigit()]
+
+
+def group_members(pgid: int) -> list[ProcessInfo]:
+    """Live processes whose process group is `pgid`."""
+    members = []
+    for pid in all_pids():
+        info = process_info(pid)
+        if info is not None and info.pgid == pgid and info.alive:
+            members.append(info)
+    return members
+
+
+def descendants(pid: int) -> list[ProcessInfo]:
+    """Live processes below `pid` in the parent tree."""
+    infos = [info for p in all_pids() if (info := process_info(p)) is not None and info.alive]
+    children: dict[int, list[ProcessInfo]] = {}
+    for info in infos:
+        children.setdefault(info.ppid, []).append(info)
+    found, frontier = [], [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            found.append(child)
+            frontier.append(child.pid)
+    return found
+
+
+def command_line(pid: int) -> list[str]:
+    """The argv of `pid` (empty for kernel threads or when unreadable)."""
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def boot_time_s() -> float:
+    """When the machine booted, in epoch seconds."""
+    for line in (PROC / "stat").read_text().splitlines():
+        if line.startswith("btime "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def started_at(start_ticks: int) -> float:
+    """A start time in ticks as epoch seconds."""
+    return boot_time_s() + start_ticks / os.sysconf("SC_CLK_TCK")
