@@ -133,7 +133,7 @@ class AgentCore:
         if self._tracker is None:
             return set()
         try:
-            return {progress.name for progress in self._tracker.progress()}
+            return set(self._tracker.names())
         except DatasetsRootError:
             return set()
 
@@ -141,17 +141,33 @@ class AgentCore:
         """Everything the dashboard shows, now."""
         datasets: tuple[Any, ...] = ()
         alerts: list[Alert] = []
+        jobs = self.supervisor.jobs()
         root = None
         if self._tracker is not None:
             root = self._tracker.config.root
+            now = time.time()
             try:
-                datasets = self._tracker.progress()
-                alerts = self._tracker.alerts(datasets)
+                datasets = self._tracker.progress(now, jobs)
+                alerts = self._tracker.alerts(datasets, now)
             except DatasetsRootError as exc:
                 alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
-        return Snapshot(
-            time.time(), socket.gethostname(), root, datasets, tuple(alerts), self.supervisor.jobs()
+        alerts += job_alerts(jobs, time.time())
+        return Snapshot(time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs)
+
+
+def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
+    """An alert for every job that failed (exit code other than 0) or was lost."""
+    return [
+        Alert(
+            "job_failed", "error",
+            f"job {job.name}{' (' + job.dataset + ')' if job.dataset else ''} "
+            + (f"exited with code {job.exit_code}" if job.state == "failed" else "was lost: "
+               "its process is gone and left no exit status"),
+            job.id, now,
         )
+        for job in jobs
+        if job.state in ("failed", "lost")
+    ]  # fmt: skip
 
 
 def _load_pipeline(paths: StatePaths) -> PipelineConfig:

@@ -8,12 +8,16 @@ silently. This module reads files and never writes them.
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from agent.protocol import Alert, DatasetProgress, DatasetsConfig
+from agent.code_digest import code_digest
+from agent.progress import Counts, Liveness, dataset_alerts, dataset_progress
+from agent.protocol import Alert, DatasetProgress, DatasetsConfig, JobInfo
+from agent.rates import RateHistory
+from agent.response_lines import parse_response
+from agent.runner_status import RunView, read_runner_status, view_from_argv
 
 READ_CHUNK_BYTES = 16 * 1024 * 1024
 
@@ -105,7 +109,7 @@ class ResponseCounter(LineFollower):
             position += len(line) + 1
 
     def _take_line(self, line: bytes, offset: int) -> None:
-        record = _parse_response(line)
+        record = parse_response(line)
         if record is None:
             self.corrupt_offsets.append(offset)
             return
@@ -117,55 +121,31 @@ class ResponseCounter(LineFollower):
         self.tokens += tokens
 
 
-def _parse_response(line: bytes) -> tuple[str, int] | None:
-    """(id, completion tokens) of one response line, or None if it is not a response."""
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or "id" not in record:
-        return None
-    tokens = record.get("completion_tokens")
-    if not isinstance(tokens, int):
-        output_ids = record.get("output_ids")
-        if not isinstance(output_ids, list):
-            return None
-        tokens = len(output_ids)
-    return str(record["id"]), tokens
-
-
 @dataclass
 class DatasetFollower:
-    """The prompts and responses of one dataset folder."""
+    """The prompts and responses of one dataset folder, and its rate history."""
 
     name: str
+    folder: Path
     prompts: PromptCounter
     responses: ResponseCounter
+    history: RateHistory = field(default_factory=RateHistory)
 
-    def progress(self, budget: int | None) -> DatasetProgress:
-        """Where this dataset stands now."""
+    def counts(self) -> Counts:
+        """Read what was appended since last time; returns the totals."""
         self.prompts.update()
         self.responses.update()
-        return DatasetProgress(
-            name=self.name,
-            prompts=self.prompts.prompts,
-            responses=self.responses.responses,
-            tokens=self.responses.tokens,
-            budget=budget,
-            corrupt_lines=len(self.responses.corrupt_offsets),
-            torn_tail_bytes=self.responses.torn_tail_bytes,
-            status=_status(
-                self.prompts.prompts, self.responses.responses, self.responses.tokens, budget
-            ),
-        )
+        return Counts(
+            self.prompts.prompts, self.responses.responses, self.responses.tokens,
+            len(self.responses.corrupt_offsets), self.responses.torn_tail_bytes,
+        )  # fmt: skip
 
-
-def _status(prompts: int, responses: int, tokens: int, budget: int | None) -> str:
-    if budget is not None and tokens > budget:
-        return "over_budget"
-    if (budget is not None and tokens >= budget) or (prompts and responses >= prompts):
-        return "complete"
-    return "pending" if responses == 0 else "idle"
+    def idle_for_s(self, now: float) -> float | None:
+        """Seconds since the responses file last grew (its mtime survives daemon restarts)."""
+        try:
+            return max(0.0, now - self.responses.path.stat().st_mtime)
+        except FileNotFoundError:
+            return None
 
 
 class DatasetsRootError(Exception):
@@ -173,24 +153,46 @@ class DatasetsRootError(Exception):
 
 
 class DatasetTracker:
-    """Every dataset under a root, each followed by its own offsets across calls."""
+    """Every dataset under a root, each followed by its own offsets and history across calls."""
 
     def __init__(self, config: DatasetsConfig) -> None:
         self.config = config
         self._followers: dict[str, DatasetFollower] = {}
 
-    def progress(self) -> tuple[DatasetProgress, ...]:
+    def names(self) -> list[str]:
+        """The dataset folders under the root."""
+        return self._dataset_names()
+
+    def progress(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> tuple[DatasetProgress, ...]:
         """The progress of every dataset folder under the root, by name."""
         names = self._dataset_names()
         self._followers = {name: self._follower(name) for name in names}
-        return tuple(
-            follower.progress(self.config.budgets.get(name, self.config.budget))
-            for name, follower in self._followers.items()
-        )
+        return tuple(self._one(follower, now, jobs) for follower in self._followers.values())
 
-    def alerts(self, progress: tuple[DatasetProgress, ...]) -> list[Alert]:
-        """Corruption alerts for the datasets in `progress`."""
-        return [
+    def _one(
+        self, follower: DatasetFollower, now: float, jobs: tuple[JobInfo, ...]
+    ) -> DatasetProgress:
+        counts = follower.counts()
+        follower.history.observe(now, counts.tokens, counts.responses)
+        run = _run_view(follower, jobs, now)
+        live = Liveness(
+            run is not None and run.active, follower.idle_for_s(now), self.config.stall_after_s
+        )
+        budget = self.config.budgets.get(follower.name, self.config.budget)
+        progress = dataset_progress(follower.name, counts, budget, run, follower.history, live)
+        if run is not None and run.active and run.code_path and run.runner_sha256:
+            stale = code_digest(run.code_path) not in (None, run.runner_sha256)
+            progress = replace(progress, stale_code=stale)
+        return progress
+
+    def alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
+        """Budget, projection, stall, stale-code and corruption alerts for `progress`."""
+        alerts = [
+            a
+            for item in progress
+            for a in dataset_alerts(item, self.config.overrun_alert_share, now)
+        ]
+        return alerts + [
             Alert(
                 kind="corrupt_file",
                 severity="error",
@@ -198,6 +200,7 @@ class DatasetTracker:
                 message=f"{item.name}/{self.config.responses_file}: {item.corrupt_lines} "
                 f"unparseable line(s), first at byte "
                 f"{self._followers[item.name].responses.corrupt_offsets[0]}",
+                raised_at=now,
             )
             for item in progress
             if item.corrupt_lines
@@ -210,6 +213,7 @@ class DatasetTracker:
         folder = Path(self.config.root) / name
         return DatasetFollower(
             name,
+            folder,
             PromptCounter(folder / self.config.prompts_file),
             ResponseCounter(folder / self.config.responses_file),
         )
@@ -229,3 +233,14 @@ class DatasetTracker:
         return sorted(
             entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")
         )
+
+
+def _run_view(follower: DatasetFollower, jobs: tuple[JobInfo, ...], now: float) -> RunView | None:
+    """runner.json when a run keeps it fresh, else an agent job writing this dataset."""
+    view = read_runner_status(follower.folder, now)
+    if view is not None and view.active:
+        return view
+    for job in jobs:
+        if job.dataset == follower.name and job.state in ("starting", "running", "stopping"):
+            return view_from_argv(job.argv)
+    return view

@@ -69,6 +69,10 @@ class DatasetsConfig:
     """Default token budget per dataset; None means unlimited."""
     budgets: dict[str, int] = field(default_factory=dict)
     """Per-dataset budgets in tokens, overriding `budget`."""
+    stall_after_s: float = 600.0
+    """A running dataset with no new response for this long is stalled."""
+    overrun_alert_share: float = 0.02
+    """Alert when the projected overrun passes this share of the budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +164,23 @@ class DatasetProgress:
     projected_tokens: int | None = None
     projected_overrun_tokens: int | None = None
     status: str = "idle"
+    """pending, running, stalled, complete, over_budget or idle."""
+    responses_per_s: float | None = None
+    mean_tokens_per_response: float | None = None
+    stop_condition: str = "all_prompts"
+    """What ends the run writing it: budget, max_samples or all_prompts."""
+    target_responses: int | None = None
+    target_tokens: int | None = None
+    eta_low_s: float | None = None
+    eta_high_s: float | None = None
+    projected_overrun_hours: float | None = None
+    in_flight: int = 0
+    runner_state: str | None = None
+    runner_sha256: str | None = None
+    stale_code: bool = False
+    last_response_age_s: float | None = None
+    writer_active: bool = False
+    """True while a run (runner.json or an agent job) is writing this dataset."""
 
 
 @dataclass(frozen=True, slots=True)

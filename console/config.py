@@ -181,7 +181,8 @@ def _job(reader: _Reader, jobs: Mapping[str, Any], name: str, where: str) -> Job
 def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsConfig:
     table = reader.table(host, "datasets", where)
     where = f"{where}.datasets"
-    reader.only(table, where, {"root", "prompts", "responses", "budget", "budgets"})
+    reader.only(table, where, {"root", "prompts", "responses", "budget", "budgets", "stall_after_s",
+                               "overrun_alert_share"})  # fmt: skip
     budgets = reader.table(table, "budgets", where, required=False)
     return DatasetsConfig(
         root=reader.text(table, "root", where),
@@ -189,6 +190,8 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
         responses_file=reader.text(table, "responses", where, "raw_responses.jsonl"),
         budget=reader.count(table, "budget", where),
         budgets={name: reader.count(budgets, name, f"{where}.budgets") or 0 for name in budgets},
+        stall_after_s=reader.seconds(table, "stall_after_s", where, 600.0),
+        overrun_alert_share=reader.seconds(table, "overrun_alert_share", where, 0.02),
     )
 
 

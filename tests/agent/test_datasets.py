@@ -17,7 +17,7 @@ from tests.datasets import response_line, write_prompts, write_sample_root
 def test_sample_root_counts(tmp_path: Path) -> None:
     expected = write_sample_root(tmp_path)
     tracker = DatasetTracker(DatasetsConfig(str(tmp_path), budget=100, budgets={"B3_math": 5}))
-    got = {p.name: p for p in tracker.progress()}
+    got = {p.name: p for p in tracker.progress(1e9)}
     assert {n: (p.prompts, p.responses, p.tokens) for n, p in got.items()} == {
         n: (e.prompts, e.responses, e.tokens) for n, e in expected.items()
     }
@@ -67,9 +67,9 @@ def test_a_corrupt_middle_line_raises_an_alert_with_its_offset(tmp_path: Path) -
     good = response_line("p0", 4)
     (folder / "raw_responses.jsonl").write_text(good + "{garbage\n" + response_line("p1", 4))
     tracker = DatasetTracker(DatasetsConfig(str(tmp_path)))
-    [progress] = tracker.progress()
+    [progress] = tracker.progress(1e9)
     assert (progress.responses, progress.corrupt_lines) == (2, 1)
-    [alert] = tracker.alerts((progress,))
+    [alert] = tracker.alerts((progress,), 1e9)
     assert alert.kind == "corrupt_file"
     assert f"first at byte {len(good)}" in alert.message
 
@@ -85,7 +85,7 @@ def test_lines_from_other_scripts_need_only_id_and_output_ids(tmp_path: Path) ->
 def test_missing_root_is_a_clear_error(tmp_path: Path) -> None:
     tracker = DatasetTracker(DatasetsConfig(str(tmp_path / "gone")))
     with pytest.raises(DatasetsRootError, match="does not exist"):
-        tracker.progress()
+        tracker.progress(1e9)
 
 
 RECORDS = [response_line(f"r{i}", i + 1) for i in range(6)]

@@ -75,7 +75,8 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         ),  # fmt: skip
         '{"id":1,"method":"hello","params":{"protocol_version":1,"client_version":"eagle-console'
         ' 0.1.0","pipeline":{"datasets":{"root":"/data","prompts_file":"prompts.jsonl",'
-        '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000}},'
+        '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000},'
+        '"stall_after_s":600.0,"overrun_alert_share":0.02},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"jobs":{},"external":{}}}}',
     ),
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
@@ -125,7 +126,11 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '{"id":1,"result":{"taken_at":1700000000.5,"host_name":"gpu-0","datasets_root":"/data",'
         '"datasets":[{"name":"B1_sharegpt","prompts":10,"responses":4,"tokens":4000,'
         '"budget":10000,"corrupt_lines":0,"torn_tail_bytes":0,"tokens_per_s":12.5,"eta_s":null,'
-        '"projected_tokens":null,"projected_overrun_tokens":null,"status":"idle"}],"alerts":[{'
+        '"projected_tokens":null,"projected_overrun_tokens":null,"status":"idle","responses_per_s":null,'
+        '"mean_tokens_per_response":null,"stop_condition":"all_prompts","target_responses":null,'
+        '"target_tokens":null,"eta_low_s":null,"eta_high_s":null,"projected_overrun_hours":null,'
+        '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
+        '"last_response_age_s":null,"writer_active":false}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[]}}',
     ),

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.response_lines import parse_response
+
 
 class CorruptRecordError(Exception):
     """A complete line in the middle of the responses file is not a response."""
@@ -31,17 +33,6 @@ class ResumeState:
     duplicates: int = 0
     torn_bytes_moved: int = 0
     corrupt_lines_moved: int = 0
-
-
-def response_tokens(record: Any) -> int | None:
-    """Completion tokens of a response record (DESIGN §3), or None if it is not one."""
-    if not isinstance(record, dict) or "id" not in record:
-        return None
-    tokens = record.get("completion_tokens")
-    if isinstance(tokens, int) and not isinstance(tokens, bool):
-        return tokens
-    output_ids = record.get("output_ids")
-    return len(output_ids) if isinstance(output_ids, list) else None
 
 
 def recover(path: Path, *, repair: bool) -> ResumeState:
@@ -80,15 +71,11 @@ def _scan(path: Path, state: ResumeState, corrupt: list[tuple[int, bytes]]) -> i
 
 
 def _take(line: bytes, offset: int, state: ResumeState, corrupt: list[tuple[int, bytes]]) -> None:
-    try:
-        record = json.loads(line)
-    except ValueError:
-        record = None
-    tokens = response_tokens(record)
-    if tokens is None:
+    parsed = parse_response(line)
+    if parsed is None:
         corrupt.append((offset, line))
         return
-    response_id = str(record["id"])
+    response_id, tokens = parsed
     if response_id in state.done_ids:
         state.duplicates += 1
         return

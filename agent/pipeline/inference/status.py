@@ -49,6 +49,7 @@ def status_record(fields: dict[str, Any], stats: RunStats) -> dict[str, Any]:
     return {
         "pid": os.getpid(),
         "runner_sha256": runner_sha256(),
+        "code_path": str(Path(__file__).resolve().parent),
         "bundle_sha256": running_bundle_sha256(),
         "argv": [sys.executable, "-m", "agent.pipeline.inference", *sys.argv[1:]],
         "updated_at": time.time(),

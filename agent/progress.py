@@ -1,0 +1,207 @@
+"""From counts and rates to what a user decides on: ETA, projected end, overrun, status, alerts.
+
+The run writing a dataset has a stop condition: a token budget, a sample cap or all prompts
+(from its runner.json, else its job's argv, else the config's budget). The projection is where
+the dataset ends under that condition; the overrun is how far past the configured budget that
+is, in tokens and in hours of generation. A run capped only by samples and heading past its
+budget is the case this whole module exists for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.protocol import Alert, DatasetProgress
+from agent.rates import Rate, RateHistory
+from agent.runner_status import RunView
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What the files hold now."""
+
+    prompts: int
+    responses: int
+    tokens: int
+    corrupt_lines: int = 0
+    torn_tail_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StopCondition:
+    """Where the run writing a dataset will stop."""
+
+    kind: str
+    target_responses: int
+    target_tokens: int | None
+
+
+def stop_condition(counts: Counts, budget: int | None, run: RunView | None) -> StopCondition:
+    """The stop condition of the active run, or the config's budget when none runs."""
+    if run is not None and run.active:
+        cap = min(counts.prompts, run.max_samples) if run.max_samples else counts.prompts
+        if run.budget is not None:
+            return StopCondition("budget", cap, run.budget)
+        return StopCondition("max_samples" if run.max_samples else "all_prompts", cap, None)
+    if budget is not None:
+        return StopCondition("budget", counts.prompts, budget)
+    return StopCondition("all_prompts", counts.prompts, None)
+
+
+def projected_tokens(counts: Counts, condition: StopCondition) -> int | None:
+    """Tokens at the end of the run, from the mean response length so far."""
+    if counts.responses == 0:
+        return None
+    mean = counts.tokens / counts.responses
+    by_responses = counts.tokens + max(0, condition.target_responses - counts.responses) * mean
+    if condition.target_tokens is not None:
+        by_responses = min(by_responses, max(condition.target_tokens, counts.tokens))
+    return round(by_responses)
+
+
+def eta_s(
+    counts: Counts, condition: StopCondition, projected: int | None, rate: Rate
+) -> float | None:
+    """Seconds to the stop condition at `rate`, or None if nothing moves."""
+    if condition.target_tokens is not None and projected is not None:
+        remaining = max(0, projected - counts.tokens)
+        return remaining / rate.tokens_per_s if rate.tokens_per_s > 0 else None
+    remaining_responses = max(0, condition.target_responses - counts.responses)
+    if remaining_responses == 0:
+        return 0.0
+    return remaining_responses / rate.responses_per_s if rate.responses_per_s > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Liveness:
+    """Whether something is writing the dataset, and since when nothing came."""
+
+    active: bool
+    idle_for_s: float | None
+    stall_after_s: float
+
+
+def status(counts: Counts, budget: int | None, condition: StopCondition, live: Liveness) -> str:
+    """pending, running, stalled, complete, over_budget or idle."""
+    if budget is not None and counts.tokens > budget:
+        return "over_budget"
+    if live.active:
+        stalled = live.idle_for_s is not None and live.idle_for_s > live.stall_after_s
+        return "stalled" if stalled else "running"
+    done_tokens = condition.target_tokens is not None and counts.tokens >= condition.target_tokens
+    if done_tokens or (counts.prompts and counts.responses >= condition.target_responses):
+        return "complete"
+    return "pending" if counts.responses == 0 else "idle"
+
+
+def dataset_progress(
+    name: str, counts: Counts, budget: int | None, run: RunView | None, history: RateHistory,
+    live: Liveness,
+) -> DatasetProgress:  # fmt: skip
+    """Everything the dashboard shows for one dataset."""
+    condition = stop_condition(counts, budget, run)
+    projected = projected_tokens(counts, condition)
+    main, etas = history.rate(), _etas(counts, condition, projected, history.rates())
+    overrun = max(0, projected - budget) if projected is not None and budget is not None else None
+    return DatasetProgress(
+        name=name, prompts=counts.prompts, responses=counts.responses, tokens=counts.tokens,
+        budget=budget, corrupt_lines=counts.corrupt_lines, torn_tail_bytes=counts.torn_tail_bytes,
+        tokens_per_s=main.tokens_per_s if main else None,
+        responses_per_s=main.responses_per_s if main else None,
+        mean_tokens_per_response=counts.tokens / counts.responses if counts.responses else None,
+        eta_s=eta_s(counts, condition, projected, main) if main else None,
+        eta_low_s=min(etas) if etas else None, eta_high_s=max(etas) if etas else None,
+        projected_tokens=projected, projected_overrun_tokens=overrun,
+        projected_overrun_hours=_hours(overrun, main),
+        status=status(counts, budget, condition, live), stop_condition=condition.kind,
+        target_responses=condition.target_responses, target_tokens=condition.target_tokens,
+        in_flight=run.in_flight if run and run.active else 0,
+        runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
+        last_response_age_s=live.idle_for_s, writer_active=live.active,
+    )  # fmt: skip
+
+
+def _etas(
+    counts: Counts, condition: StopCondition, projected: int | None, rates: list[Rate]
+) -> list[float]:
+    return [eta for rate in rates if (eta := eta_s(counts, condition, projected, rate)) is not None]
+
+
+def _hours(overrun: int | None, rate: Rate | None) -> float | None:
+    if not overrun or rate is None or rate.tokens_per_s <= 0:
+        return None
+    return overrun / rate.tokens_per_s / 3600
+
+
+def dataset_alerts(
+    progress: DatasetProgress, overrun_alert_share: float, now: float
+) -> list[Alert]:
+    """The alerts one dataset raises."""
+    checks = (
+        _over_budget(progress),
+        _projected_overrun(progress, overrun_alert_share),
+        _stalled(progress),
+        _stale_code(progress),
+    )
+    return [
+        Alert(kind, severity, message, progress.name, now)
+        for kind, severity, message in filter(None, checks)
+    ]
+
+
+AlertText = tuple[str, str, str] | None
+
+
+def _over_budget(progress: DatasetProgress) -> AlertText:
+    budget = progress.budget
+    if budget is None or progress.tokens <= budget:
+        return None
+    return (
+        "over_budget",
+        "error",
+        (
+            f"{progress.name}: {progress.tokens:,} tokens, {progress.tokens - budget:,} over its "
+            f"budget of {budget:,}"
+        ),
+    )
+
+
+def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
+    budget, overrun = progress.budget, progress.projected_overrun_tokens or 0
+    if budget is None or not progress.writer_active or overrun <= share * budget:
+        return None
+    hours = progress.projected_overrun_hours
+    cost = f" (~{hours:.1f} h of generation)" if hours else ""
+    return (
+        "projected_overrun",
+        "warning",
+        (
+            f"{progress.name} will end near {progress.projected_tokens:,} tokens, {overrun:,}{cost} "
+            f"past its budget of {budget:,}: its run stops at "
+            f"{progress.stop_condition.replace('_', ' ')}; restart it with --token-budget {budget}"
+        ),
+    )
+
+
+def _stalled(progress: DatasetProgress) -> AlertText:
+    if progress.status != "stalled":
+        return None
+    minutes = (progress.last_response_age_s or 0) / 60
+    return (
+        "stalled",
+        "warning",
+        f"{progress.name}: no new response for {minutes:.0f} min while its run is alive",
+    )
+
+
+def _stale_code(progress: DatasetProgress) -> AlertText:
+    if not progress.stale_code:
+        return None
+    return (
+        "stale_code",
+        "warning",
+        (
+            f"{progress.name}: the run writing it runs code that differs from the code on disk; "
+            "redeploy to run the new code"
+        ),
+    )

@@ -1,0 +1,101 @@
+"""ETA, projection, overrun and status: the arithmetic a user decides on."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.progress import (
+    Counts,
+    Liveness,
+    dataset_alerts,
+    dataset_progress,
+    status,
+    stop_condition,
+)
+from agent.rates import RateHistory
+from agent.runner_status import RunView, view_from_argv
+
+LIVE = Liveness(active=True, idle_for_s=5.0, stall_after_s=600.0)
+
+
+def steady_history(tokens_per_s: float, responses_per_s: float, seconds: int = 600) -> RateHistory:
+    history = RateHistory()
+    for t in range(0, seconds + 1, 10):
+        history.observe(float(t), int(t * tokens_per_s), int(t * responses_per_s))
+    return history
+
+
+def test_a_sample_capped_run_heading_past_its_budget_shows_the_overrun() -> None:
+    counts = Counts(prompts=5000, responses=200, tokens=700_000)
+    run = view_from_argv(("python", "run_inference.py", "--max-samples", "1000"))
+    history = steady_history(1000.0, 1000 / 3500)
+
+    progress = dataset_progress("B3_math", counts, 1_000_000, run, history, LIVE)
+
+    assert progress.stop_condition == "max_samples"
+    assert progress.target_responses == 1000
+    assert progress.projected_tokens == 3_500_000
+    assert progress.projected_overrun_tokens == 2_500_000
+    assert progress.projected_overrun_hours == pytest.approx(2_500_000 / 1000 / 3600)
+    assert progress.eta_s == pytest.approx(800 / (1000 / 3500), rel=0.02)
+    [alert] = dataset_alerts(progress, 0.02, now=1.0)
+    assert alert.kind == "projected_overrun"
+    assert "--token-budget 1000000" in alert.message
+    assert "2,500,000" in alert.message
+
+
+def test_a_budgeted_run_projects_to_its_budget() -> None:
+    counts = Counts(prompts=5000, responses=200, tokens=700_000)
+    run = RunView(active=True, budget=1_000_000)
+
+    progress = dataset_progress("B1", counts, 1_000_000, run, steady_history(1000.0, 0.3), LIVE)
+
+    assert (progress.stop_condition, progress.projected_tokens) == ("budget", 1_000_000)
+    assert progress.projected_overrun_tokens == 0
+    assert progress.eta_s == pytest.approx(300.0, rel=0.02)
+    assert dataset_alerts(progress, 0.02, now=1.0) == []
+
+
+def test_the_eta_range_comes_from_the_rate_windows() -> None:
+    history = RateHistory()
+    tokens = 0
+    for t in range(0, 901, 10):  # slow at first, then three times faster for the last 200 s
+        tokens += 10 * (100 if t < 700 else 300)
+        history.observe(float(t), tokens, t // 10)
+    counts = Counts(prompts=10_000, responses=90, tokens=tokens)
+
+    progress = dataset_progress(
+        "B2", counts, 2_000_000, RunView(active=True, budget=2_000_000), history, LIVE
+    )
+
+    assert progress.eta_low_s is not None
+    assert progress.eta_high_s is not None
+    assert progress.eta_s is not None
+    assert progress.eta_low_s < progress.eta_s < progress.eta_high_s
+
+
+@pytest.mark.parametrize(
+    ("counts", "budget", "live", "expected"),
+    [
+        (Counts(10, 0, 0), 100, Liveness(False, None, 600), "pending"),
+        (Counts(10, 4, 40), 100, Liveness(False, 3, 600), "idle"),
+        (Counts(10, 10, 90), 100, Liveness(False, 3, 600), "complete"),
+        (Counts(10, 5, 100), 100, Liveness(False, 3, 600), "complete"),
+        (Counts(10, 5, 101), 100, Liveness(True, 3, 600), "over_budget"),
+        (Counts(10, 5, 50), 100, Liveness(True, 3, 600), "running"),
+        (Counts(10, 5, 50), 100, Liveness(True, 601, 600), "stalled"),
+    ],
+)
+def test_status(counts: Counts, budget: int, live: Liveness, expected: str) -> None:
+    run = RunView(active=live.active, budget=budget)
+    assert status(counts, budget, stop_condition(counts, budget, run), live) == expected
+
+
+def test_a_replaced_file_restarts_the_rate_history() -> None:
+    history = steady_history(100.0, 1.0, seconds=100)
+    history.observe(110.0, 50, 1)
+    assert history.rate() is None
+    history.observe(120.0, 1050, 11)
+    rate = history.rate()
+    assert rate is not None
+    assert rate.tokens_per_s == pytest.approx(100.0)
