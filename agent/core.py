@@ -6,10 +6,12 @@ its handlers. Handlers take a typed params dataclass and return a typed result d
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from agent.audit import AuditLog
@@ -17,6 +19,7 @@ from agent.bundle import running_bundle_sha256
 from agent.datasets import DatasetsRootError, DatasetTracker
 from agent.jobs.spec import SpecError
 from agent.jobs.supervisor import Supervisor
+from agent.logs import NamedLog, log_size, read_chunk
 from agent.protocol import (
     AGENT_VERSION,
     PROTOCOL_VERSION,
@@ -29,6 +32,10 @@ from agent.protocol import (
     JobInfo,
     JobsList,
     LaunchParams,
+    LogChunk,
+    LogInfo,
+    LogReadParams,
+    LogsList,
     PingResult,
     PipelineConfig,
     Request,
@@ -40,7 +47,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json, write_json_atomic
 
-CAPABILITIES = ("datasets", "jobs")
+CAPABILITIES = ("datasets", "jobs", "logs")
 
 
 class AgentError(Exception):
@@ -74,6 +81,8 @@ class AgentCore:
             "jobs.list": self.jobs_list,
             "jobs.launch": self.jobs_launch,
             "jobs.stop": self.jobs_stop,
+            "logs.list": self.logs_list,
+            "logs.read": self.logs_read,
         }
 
     async def hello(self, request: Request) -> HelloResult:
@@ -125,6 +134,42 @@ class AgentCore:
             return await self.supervisor.stop(params.job_id)
         except KeyError:
             raise AgentError(ErrorCode.NOT_FOUND, f"no job {params.job_id!r}") from None
+
+    def named_logs(self) -> dict[str, NamedLog]:
+        """The logs a console may read: the agent's own, SGLang's, and every job's output."""
+        logs = {"agent": NamedLog("agent", self.paths.daemon_log)}
+        if self.pipeline.sglang_log:
+            logs["sglang"] = NamedLog("sglang", Path(self.pipeline.sglang_log))
+        for job in self.supervisor.jobs():
+            if job.log_path:
+                logs[f"job:{job.id}"] = NamedLog(f"job:{job.id}", Path(job.log_path))
+        return logs
+
+    def named_log(self, name: str) -> NamedLog:
+        """One named log, or a not_found error listing the names there are."""
+        logs = self.named_logs()
+        if name not in logs:
+            raise AgentError(
+                ErrorCode.NOT_FOUND, f"no log {name!r}; logs: {', '.join(sorted(logs))}"
+            )
+        return logs[name]
+
+    async def logs_list(self, request: Request) -> LogsList:
+        """Every named log with its size."""
+        return LogsList(
+            tuple(
+                LogInfo(log.name, str(log.path), log_size(log.path))
+                for log in self.named_logs().values()
+            )
+        )
+
+    async def logs_read(self, request: Request) -> LogChunk:
+        """Whole lines of one log after an offset."""
+        params: LogReadParams = request.params
+        log = self.named_log(params.name)
+        return await asyncio.to_thread(
+            read_chunk, log, params.offset, params.inode, params.max_bytes
+        )
 
     async def _job_event(self, event: JobEvent) -> None:
         await self.broadcast(Event("job", event))

@@ -277,6 +277,75 @@ class JobEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class LogInfo:
+    """A log the agent serves."""
+
+    name: str
+    """sglang, agent, or job:<job id>."""
+    path: str
+    size_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class LogsParams:
+    """List the named logs."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogsList:
+    """Every named log."""
+
+    logs: tuple[LogInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LogReadParams:
+    """Read whole lines of log `name` after byte `offset` (negative: that many bytes from the end)."""
+
+    name: str
+    offset: int = 0
+    inode: int | None = None
+    """The inode the console last read; a different one means the file was replaced."""
+    max_bytes: int = 512 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class LogSubscribeParams:
+    """Push new lines of log `name` as "log" events, starting after byte `offset`."""
+
+    name: str
+    offset: int = 0
+    inode: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogUnsubscribeParams:
+    """Stop pushing log `name`."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """A request that returns nothing but its success."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogChunk:
+    """Whole lines of a log from byte `start_offset` to `end_offset` (exclusive)."""
+
+    name: str
+    start_offset: int
+    end_offset: int
+    text: str
+    size_bytes: int
+    inode: int | None
+    reset: bool = False
+    """The file was cut shorter or replaced since the offset asked for: read from its start."""
+    missing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -353,6 +422,10 @@ METHODS: dict[str, MethodSpec] = {
     "jobs.list": MethodSpec(JobsParams, JobsList),
     "jobs.launch": MethodSpec(LaunchParams, JobInfo, mutating=True),
     "jobs.stop": MethodSpec(StopParams, StopResult, mutating=True),
+    "logs.list": MethodSpec(LogsParams, LogsList),
+    "logs.read": MethodSpec(LogReadParams, LogChunk),
+    "logs.subscribe": MethodSpec(LogSubscribeParams, Done),
+    "logs.unsubscribe": MethodSpec(LogUnsubscribeParams, Done),
 }
 """Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
 
@@ -360,6 +433,7 @@ EVENTS: dict[str, type] = {
     "snapshot": Snapshot,
     "alert": Alert,
     "job": JobEvent,
+    "log": LogChunk,
 }
 """Every event the protocol knows, with the type of its data."""
 

@@ -11,13 +11,17 @@ import asyncio
 import logging
 from typing import Protocol
 
-from agent.core import AgentCore, AgentError
+from agent.core import AgentCore, AgentError, Handler
+from agent.logs import NamedLog, read_chunk
 from agent.protocol import (
     METHODS,
+    Done,
     ErrorCode,
     ErrorInfo,
     ErrorResponse,
+    Event,
     LineFramer,
+    LogSubscribeParams,
     Message,
     OversizedLine,
     ProtocolError,
@@ -31,6 +35,7 @@ from agent.protocol import (
 log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
+FOLLOW_POLL_S = 0.25
 
 
 class ByteReader(Protocol):
@@ -57,13 +62,50 @@ class Session:
         self.writer = writer
         self.greeted = False
         self._write_lock = asyncio.Lock()
+        self._follows: dict[str, asyncio.Task[None]] = {}
+        self._own_handlers: dict[str, Handler] = {
+            "logs.subscribe": self._subscribe,
+            "logs.unsubscribe": self._unsubscribe,
+        }
 
     async def run(self) -> None:
         """Answer every line until end of input."""
         framer = LineFramer()
-        while chunk := await self.reader.read(READ_SIZE):
-            for line in framer.feed(chunk):
-                await self._take(line)
+        try:
+            while chunk := await self.reader.read(READ_SIZE):
+                for line in framer.feed(chunk):
+                    await self._take(line)
+        finally:
+            for task in self._follows.values():
+                task.cancel()
+
+    async def _subscribe(self, request: Request) -> Done:
+        params: LogSubscribeParams = request.params
+        log = self.core.named_log(params.name)
+        previous = self._follows.pop(params.name, None)
+        if previous is not None:
+            previous.cancel()
+        self._follows[params.name] = asyncio.create_task(
+            self._follow(log, params.offset, params.inode)
+        )
+        return Done()
+
+    async def _unsubscribe(self, request: Request) -> Done:
+        task = self._follows.pop(request.params.name, None)
+        if task is not None:
+            task.cancel()
+        return Done()
+
+    async def _follow(self, log: NamedLog, offset: int, inode: int | None) -> None:
+        """Push every new line of `log` after `offset`, exactly once, until unsubscribed."""
+        while True:
+            chunk = await asyncio.to_thread(read_chunk, log, offset, inode)
+            moved = chunk.end_offset != offset or chunk.reset
+            if moved:
+                await self.send(Event("log", chunk))
+            offset, inode = chunk.end_offset, chunk.inode if chunk.inode is not None else inode
+            if not moved or chunk.end_offset >= chunk.size_bytes:
+                await asyncio.sleep(FOLLOW_POLL_S)
 
     async def send(self, message: Message) -> None:
         """Write one message; safe to call from several tasks."""
@@ -92,7 +134,7 @@ class Session:
         if not self.greeted and request.method != "hello":
             await self._send_error(request.id, ErrorCode.HELLO_REQUIRED, "send hello first")
             return
-        handler = self.core.handlers.get(request.method)
+        handler = self._own_handlers.get(request.method) or self.core.handlers.get(request.method)
         if handler is None:
             message = f"this agent does not implement {request.method}"
             await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)

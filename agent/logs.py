@@ -1,0 +1,73 @@
+"""Named logs read by byte offset, so a console that reconnects misses nothing and sees nothing twice.
+
+A read starts at an offset and returns whole lines after it with the offset to ask from next. A
+file that was cut shorter or replaced (a new inode) is reported as reset and read from its start.
+A line longer than the cap is shortened in what is sent, but offsets always count real bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.protocol import LogChunk
+
+MAX_LINE_CHARS = 8192
+MAX_READ_BYTES = 512 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class NamedLog:
+    """A log the agent will serve, by name."""
+
+    name: str
+    path: Path
+
+
+def read_chunk(
+    log: NamedLog, offset: int, inode: int | None, max_bytes: int = MAX_READ_BYTES
+) -> LogChunk:
+    """Whole lines of `log` after `offset` (from the start if the file was reset since `inode`)."""
+    try:
+        info = log.path.stat()
+    except FileNotFoundError:
+        return LogChunk(log.name, offset, offset, "", size_bytes=0, inode=None, missing=True)
+    reset = (inode is not None and info.st_ino != inode) or offset > info.st_size
+    start = 0 if reset else max(offset, 0)
+    if offset < 0:  # negative: that many bytes back from the end, aligned to a line start
+        start = _line_start_before(log.path, max(0, info.st_size + offset))
+    with log.path.open("rb") as handle:
+        handle.seek(start)
+        data = handle.read(min(max_bytes, info.st_size - start))
+    end = data.rfind(b"\n") + 1
+    if end == 0 and len(data) == max_bytes:
+        end = len(data)  # one line longer than a whole read: send it cut, move on
+    text = "\n".join(_cap(line) for line in data[:end].decode(errors="replace").split("\n"))
+    return LogChunk(log.name, start, start + end, text, info.st_size, info.st_ino, reset=reset)
+
+
+def _cap(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]} … [{len(line) - MAX_LINE_CHARS:,} more characters cut]"
+
+
+def _line_start_before(path: Path, position: int) -> int:
+    if position == 0:
+        return 0
+    with path.open("rb") as handle:
+        handle.seek(max(0, position - 1))
+        before = handle.read(1)
+        if before == b"\n":
+            return position
+        rest = handle.readline()
+        return position + len(rest) if rest.endswith(b"\n") else position
+
+
+def log_size(path: Path) -> int | None:
+    """Bytes in `path`, or None if it does not exist."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
