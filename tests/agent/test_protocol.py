@@ -17,6 +17,7 @@ from agent.protocol import (
     Alert,
     DatasetProgress,
     DatasetsConfig,
+    Done,
     ErrorCode,
     ErrorInfo,
     ErrorResponse,
@@ -29,6 +30,13 @@ from agent.protocol import (
     JobsParams,
     LaunchParams,
     LineFramer,
+    LogChunk,
+    LogInfo,
+    LogReadParams,
+    LogsList,
+    LogsParams,
+    LogSubscribeParams,
+    LogUnsubscribeParams,
     Message,
     MethodSpec,
     OversizedLine,
@@ -92,6 +100,20 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '{"id":6,"method":"jobs.stop","params":{"job_id":"inference-B1-20261129-120000"},'
         '"idempotency_key":"k-2"}',
     ),
+    (Request(7, "logs.list", LogsParams()), '{"id":7,"method":"logs.list","params":{}}'),
+    (
+        Request(8, "logs.read", LogReadParams("sglang", -4096)),
+        '{"id":8,"method":"logs.read","params":{"name":"sglang","offset":-4096,"inode":null,'
+        '"max_bytes":524288}}',
+    ),
+    (
+        Request(9, "logs.subscribe", LogSubscribeParams("job:x", 1024, 77)),
+        '{"id":9,"method":"logs.subscribe","params":{"name":"job:x","offset":1024,"inode":77}}',
+    ),
+    (
+        Request(10, "logs.unsubscribe", LogUnsubscribeParams("job:x")),
+        '{"id":10,"method":"logs.unsubscribe","params":{"name":"job:x"}}',
+    ),
 ]
 
 JOB = JobInfo(
@@ -103,7 +125,21 @@ JOB_LINE = (
     '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null}'
 )
 
+CHUNK = LogChunk("sglang", 10, 20, "a line\n", 20, 77)
+CHUNK_LINE = (
+    '{"name":"sglang","start_offset":10,"end_offset":20,"text":"a line\\n","size_bytes":20,'
+    '"inode":77,"reset":false,"missing":false}'
+)
+
 GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
+    (
+        "logs.list",
+        LogsList((LogInfo("sglang", "/root/sglang.log", 20),)),
+        '{"id":1,"result":{"logs":[{"name":"sglang","path":"/root/sglang.log","size_bytes":20}]}}',
+    ),
+    ("logs.read", CHUNK, '{"id":1,"result":' + CHUNK_LINE + "}"),
+    ("logs.subscribe", Done(), '{"id":1,"result":{}}'),
+    ("logs.unsubscribe", Done(), '{"id":1,"result":{}}'),
     ("jobs.list", JobsList((JOB,)), '{"id":1,"result":{"jobs":[' + JOB_LINE + "]}}"),
     ("jobs.launch", JOB, '{"id":1,"result":' + JOB_LINE + "}"),
     (
@@ -137,6 +173,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
 ]
 
 GOLDEN_OTHERS: list[tuple[Message, str]] = [
+    (Event("log", CHUNK), '{"event":"log","data":' + CHUNK_LINE + "}"),
     (
         Event("job", JobEvent(JOB, "launched")),
         '{"event":"job","data":{"job":' + JOB_LINE + ',"message":"launched"}}',
