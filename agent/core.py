@@ -11,6 +11,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,15 @@ from agent.datasets import DatasetsRootError, DatasetTracker
 from agent.jobs.spec import SpecError
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
+from agent.probes.cache import ProbeCache
+from agent.procfs import process_info
 from agent.protocol import (
     AGENT_VERSION,
     PROTOCOL_VERSION,
     Alert,
     ErrorCode,
     Event,
+    GpuSample,
     HelloParams,
     HelloResult,
     JobEvent,
@@ -74,6 +78,7 @@ class AgentCore:
         self.broadcast = broadcast
         self.audit = AuditLog(paths.root / "audit.jsonl")
         self.supervisor = Supervisor(paths.root, self._job_event)
+        self.probes = ProbeCache()
         self.handlers: dict[str, Handler] = {
             "hello": self.hello,
             "ping": self.ping,
@@ -196,8 +201,26 @@ class AgentCore:
                 alerts = self._tracker.alerts(datasets, now)
             except DatasetsRootError as exc:
                 alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
-        alerts += job_alerts(jobs, time.time())
-        return Snapshot(time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs)
+        self.probes.refresh_if_stale(self.pipeline)
+        alerts += job_alerts(jobs, time.time()) + self.probes.alerts(time.time())
+        return Snapshot(
+            time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
+            self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
+        )  # fmt: skip
+
+
+def gpus_with_holders(
+    gpus: tuple[GpuSample, ...], jobs: tuple[JobInfo, ...]
+) -> tuple[GpuSample, ...]:
+    """Each GPU with the ids of the agent's jobs whose process group holds memory on it."""
+    by_group = {job.pgid: job.id for job in jobs if job.pgid is not None}
+    return tuple(
+        replace(gpu, job_ids=tuple(sorted({
+            by_group[info.pgid] for pid in gpu.pids
+            if (info := process_info(pid)) is not None and info.pgid in by_group
+        })))
+        for gpu in gpus
+    )  # fmt: skip
 
 
 def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:

@@ -346,6 +346,44 @@ class LogChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerStats:
+    """The SGLang server: health, model and load, from HTTP probes and its log."""
+
+    url: str | None
+    healthy: bool | None
+    """None when it could not be asked."""
+    detail: str = ""
+    model_path: str | None = None
+    speculative_algorithm: str | None = None
+    max_running_requests: int | None = None
+    running_requests: int | None = None
+    queued_requests: int | None = None
+    token_usage: float | None = None
+    gen_throughput_tokens_per_s: float | None = None
+    cache_hit_rate: float | None = None
+    accept_length: float | None = None
+    log_stats: dict[str, str] = field(default_factory=dict)
+    """The fields of the last Decode batch line of the server log, as written."""
+    probed_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU as nvidia-smi reports it, and the pids holding memory on it."""
+
+    index: int
+    name: str
+    utilization_pct: float | None
+    memory_used_mib: float | None
+    memory_total_mib: float | None
+    temperature_c: float | None
+    power_w: float | None
+    pids: tuple[int, ...] = ()
+    job_ids: tuple[str, ...] = ()
+    """The agent's jobs among the holders."""
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -355,6 +393,9 @@ class Snapshot:
     datasets: tuple[DatasetProgress, ...]
     alerts: tuple[Alert, ...] = ()
     jobs: tuple[JobInfo, ...] = ()
+    server: ServerStats | None = None
+    gpus: tuple[GpuSample, ...] = ()
+    gpu_note: str = ""
 
 
 @dataclass(frozen=True, slots=True)

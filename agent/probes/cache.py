@@ -1,0 +1,70 @@
+"""Probe readings refreshed in the background every few seconds, so a snapshot never waits on them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from agent.probes.gpus import GpuReading, read_gpus
+from agent.probes.sglang_http import probe_sglang
+from agent.probes.sglang_log import latest_decode_stats
+from agent.protocol import Alert, PipelineConfig, ServerStats
+
+REFRESH_S = 5.0
+
+
+class ProbeCache:
+    """The latest SGLang and GPU readings, and the task that refreshes them."""
+
+    def __init__(self) -> None:
+        self.server: ServerStats | None = None
+        self.gpus = GpuReading(())
+        self._refreshed_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    def refresh_if_stale(self, pipeline: PipelineConfig) -> None:
+        """Start a refresh in the background when the readings are older than REFRESH_S."""
+        if time.monotonic() - self._refreshed_at < REFRESH_S or (
+            self._task and not self._task.done()
+        ):
+            return
+        self._refreshed_at = time.monotonic()
+        self._task = asyncio.create_task(self._refresh(pipeline))
+
+    async def _refresh(self, pipeline: PipelineConfig) -> None:
+        if pipeline.sglang_url:
+            server = await probe_sglang(pipeline.sglang_url)
+        else:
+            server = ServerStats(url=None, healthy=None, detail="no [sglang] url configured")
+        log_stats = (
+            await asyncio.to_thread(latest_decode_stats, Path(pipeline.sglang_log))
+            if pipeline.sglang_log
+            else None
+        )
+        self.server = replace(
+            server,
+            probed_at=time.time(),
+            log_stats={k: str(v) for k, v in (log_stats or {}).items()},
+        )
+        self.gpus = await read_gpus()
+
+    def alerts(self, now: float) -> list[Alert]:
+        """server_down when a configured server does not answer /health."""
+        server = self.server
+        if server is None or server.url is None or server.healthy is not False:
+            return []
+        return [
+            Alert(
+                "server_down", "error", f"SGLang at {server.url}: {server.detail}", server.url, now
+            )
+        ]
+
+    async def close(self) -> None:
+        """Stop a refresh in progress."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task

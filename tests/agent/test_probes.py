@@ -1,0 +1,121 @@
+"""Probes: SGLang stats lines of every known form, nvidia-smi output, SGLang over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.probes.gpus import read_gpus
+from agent.probes.sglang_http import probe_sglang
+from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
+from agent.protocol import PipelineConfig, Snapshot, SnapshotParams
+from console.local_link import open_local_link
+from tests.simulator_process import running_simulator
+
+SAMPLES = {
+    "[2026-11-29 10:00:00 TP0] Decode batch, #running-req: 12, #token: 34567, token usage: 0.21, "
+    "cuda graph: True, gen throughput (token/s): 1234.56, #queue-req: 0, ": {
+        "kind": "decode", "#running-req": 12.0, "token usage": 0.21, "cuda graph": True,
+        "gen throughput (token/s)": 1234.56, "#queue-req": 0.0,
+    },
+    "[2026-11-29 10:00:00 TP0] Decode batch. #running-req: 3, #token: 99, token usage: 0.01, "
+    "accept len: 2.85, cuda graph: False, gen throughput (token/s): 88.10, #queue-req: 4": {
+        "kind": "decode", "accept len": 2.85, "#queue-req": 4.0, "cuda graph": False,
+    },
+    "[11-29 10:00:00 DP0 TP0] Decode batch [120], #running-req: 1, #full token: 5, full token usage: 0.00, "
+    "accept len: 3.10, accept rate: 0.52, cuda graph: True, gen throughput (token/s): 41.00, #queue-req: 0": {
+        "kind": "decode", "accept rate": 0.52, "#full token": 5.0,
+    },
+    "[2026-11-29 10:00:00 TP0] Prefill batch, #new-seq: 3, #new-token: 2048, #cached-token: 512, "
+    "token usage: 0.05, #running-req: 9, #queue-req: 40, #pending-token: 0, cuda graph: False, "
+    "input throughput (token/s): 9876.54": {"kind": "prefill", "#new-seq": 3.0, "#cached-token": 512.0},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("line", SAMPLES)
+def test_every_form_of_stats_line_parses(line: str) -> None:
+    fields = parse_stat_line(line)
+    assert fields is not None
+    for key, value in SAMPLES[line].items():
+        assert fields[key] == value
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2026-11-29 10:00:00 TP0] KV cache pool is full. Retract requests.",
+        "Decode batch, #running-req: 1",
+        "",
+    ],
+)
+def test_other_lines_are_not_stats(line: str) -> None:
+    assert parse_stat_line(line) is None
+
+
+def test_the_latest_decode_line_wins(tmp_path: Path) -> None:
+    log = tmp_path / "sglang.log"
+    log.write_text("\n".join(SAMPLES) + "\nsome other line\n")
+    stats = latest_decode_stats(log)
+    assert stats is not None
+    assert stats["accept rate"] == 0.52
+    assert latest_decode_stats(tmp_path / "missing.log") is None
+
+
+FAKE_SMI = """#!/bin/sh
+case "$1" in
+  --query-gpu=*) printf '0, GPU-aaa, NVIDIA H100 80GB HBM3, 97, 71234, 81559, 64, 612.50\\n1, GPU-bbb, NVIDIA H100 80GB HBM3, 0, 3, 81559, 31, [N/A]\\n' ;;
+  --query-compute-apps=*) printf 'GPU-aaa, 4242, 70000\\n' ;;
+esac
+"""
+
+
+async def test_nvidia_smi_output_is_read(tmp_path: Path) -> None:
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    reading = await read_gpus(str(smi))
+    first, second = reading.gpus
+    assert (first.index, first.utilization_pct, first.memory_used_mib, first.pids) == (
+        0,
+        97.0,
+        71234.0,
+        (4242,),
+    )
+    assert (second.power_w, second.pids) == (None, ())
+
+
+async def test_no_nvidia_smi_means_no_gpu(tmp_path: Path) -> None:
+    reading = await read_gpus(str(tmp_path / "absent"))
+    assert reading.gpus == ()
+    assert reading.note.startswith("no GPU")
+
+
+async def test_sglang_probe_against_the_simulator(tmp_path: Path) -> None:
+    with running_simulator(tmp_path / "sim", "--model-path", "org/target-model") as sim:
+        stats = await probe_sglang(sim.url)
+    assert stats.healthy is True
+    assert stats.model_path == "org/target-model"
+    assert stats.max_running_requests == 64
+    assert stats.running_requests == 0
+
+
+async def test_a_dead_server_is_a_reading_and_an_alert(tmp_path: Path, state_dir: Path) -> None:
+    stats = await probe_sglang("http://127.0.0.1:1")
+    assert stats.healthy is False
+    assert "unreachable" in stats.detail
+    link = await open_local_link(state_dir, PipelineConfig(sglang_url="http://127.0.0.1:1"))
+    try:
+        deadline = time.monotonic() + 20
+        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        while snapshot.server is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            snapshot = await link.request("snapshot", SnapshotParams())
+    finally:
+        await link.close()
+    assert snapshot.server is not None
+    assert snapshot.server.healthy is False
+    assert [alert.kind for alert in snapshot.alerts] == ["server_down"]
+    assert snapshot.gpu_note.startswith(("no GPU", "nvidia-smi failed")) or snapshot.gpus
