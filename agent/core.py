@@ -18,6 +18,7 @@ from typing import Any
 from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
 from agent.datasets import DatasetsRootError, DatasetTracker
+from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.jobs.spec import SpecError
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
@@ -29,9 +30,14 @@ from agent.protocol import (
     Alert,
     ErrorCode,
     Event,
+    FilesHashParams,
+    FilesHashResult,
+    FileState,
     GpuSample,
     HelloParams,
     HelloResult,
+    InstallParams,
+    InstallResult,
     JobEvent,
     JobInfo,
     JobsList,
@@ -51,7 +57,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json, write_json_atomic
 
-CAPABILITIES = ("datasets", "jobs", "logs")
+CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes")
 
 
 class AgentError(Exception):
@@ -88,6 +94,9 @@ class AgentCore:
             "jobs.stop": self.jobs_stop,
             "logs.list": self.logs_list,
             "logs.read": self.logs_read,
+            "files.hash": self.files_hash,
+            "files.install": self.files_install,
+            "files.rollback": self.files_rollback,
         }
 
     async def hello(self, request: Request) -> HelloResult:
@@ -176,6 +185,40 @@ class AgentCore:
             read_chunk, log, params.offset, params.inode, params.max_bytes
         )
 
+    def _confine(self, path: str) -> Path:
+        try:
+            return Roots.of(self.pipeline.deploy_roots).confine(path)
+        except FileError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+
+    async def files_hash(self, request: Request) -> FilesHashResult:
+        """sha256, size and mode of each file (None for a missing one)."""
+        params: FilesHashParams = request.params
+        targets = [self._confine(path) for path in params.paths]
+        return FilesHashResult(tuple(await asyncio.to_thread(_file_states, targets)))
+
+    async def files_install(self, request: Request) -> InstallResult:
+        """Verify an uploaded file and swap it in atomically, keeping a backup."""
+        params: InstallParams = request.params
+        target, staged = self._confine(params.target), self._confine(params.staged)
+        try:
+            previous, backup = await asyncio.to_thread(
+                install, target, staged, params.sha256, params.mode
+            )
+        except FileError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+        removed = await asyncio.to_thread(remove_stale_uploads, target.parent)
+        return InstallResult(str(target), params.sha256, previous, backup, tuple(map(str, removed)))
+
+    async def files_rollback(self, request: Request) -> InstallResult:
+        """Restore the version the last install replaced."""
+        target = self._confine(request.params.target)
+        try:
+            restored = await asyncio.to_thread(rollback, target)
+        except FileError as exc:
+            raise AgentError(ErrorCode.NOT_FOUND, str(exc)) from None
+        return InstallResult(str(target), restored, None, None)
+
     async def _job_event(self, event: JobEvent) -> None:
         await self.broadcast(Event("job", event))
 
@@ -207,6 +250,20 @@ class AgentCore:
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
             self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
         )  # fmt: skip
+
+
+def _file_states(targets: list[Path]) -> list[FileState]:
+    states = []
+    for target in targets:
+        try:
+            info = target.stat()
+        except FileNotFoundError:
+            states.append(FileState(str(target), None))
+            continue
+        states.append(
+            FileState(str(target), sha256_of(target), info.st_size, info.st_mode & 0o7777)
+        )
+    return states
 
 
 def gpus_with_holders(

@@ -106,6 +106,8 @@ class PipelineConfig:
     sglang_log: str | None = None
     jobs: dict[str, JobSpec] = field(default_factory=dict)
     external: dict[str, str] = field(default_factory=dict)
+    deploy_roots: tuple[str, ...] = ()
+    """The only folders file installs may write under."""
     """Processes the agent did not start, found by a regex over their command line, by name."""
 
 
@@ -384,6 +386,59 @@ class GpuSample:
 
 
 @dataclass(frozen=True, slots=True)
+class FilesHashParams:
+    """sha256 of files under the deploy roots."""
+
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """One file as it is on the host."""
+
+    path: str
+    sha256: str | None
+    """None when the file does not exist."""
+    size_bytes: int | None = None
+    mode: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FilesHashResult:
+    """The files asked for, in order."""
+
+    files: tuple[FileState, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InstallParams:
+    """Swap the uploaded `staged` file in for `target`, if its sha256 is `sha256`."""
+
+    target: str
+    staged: str
+    sha256: str
+    mode: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackParams:
+    """Put back the version of `target` the last install replaced."""
+
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class InstallResult:
+    """What an install or rollback did."""
+
+    target: str
+    sha256: str
+    previous_sha256: str | None
+    backup: str | None
+    removed_leftovers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -467,6 +522,9 @@ METHODS: dict[str, MethodSpec] = {
     "logs.read": MethodSpec(LogReadParams, LogChunk),
     "logs.subscribe": MethodSpec(LogSubscribeParams, Done),
     "logs.unsubscribe": MethodSpec(LogUnsubscribeParams, Done),
+    "files.hash": MethodSpec(FilesHashParams, FilesHashResult),
+    "files.install": MethodSpec(InstallParams, InstallResult, mutating=True),
+    "files.rollback": MethodSpec(RollbackParams, InstallResult, mutating=True),
 }
 """Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
 

@@ -124,7 +124,7 @@ def _host(reader: _Reader, name: str, hosts: Mapping[str, Any]) -> HostConfig:
 
 _HOST_KEYS = {
     "ssh", "python", "state_dir", "known_hosts", "identity", "ssh_config", "read_only",
-    "datasets", "sglang", "deploy", "jobs", "external",
+    "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots",
 }  # fmt: skip
 
 
@@ -139,7 +139,17 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
         sglang_log=reader.optional(sglang, "log", f"{where}.sglang", str, "a file path"),
         jobs={name: _job(reader, jobs, name, f"{where}.jobs") for name in jobs},
         external={name: reader.text(external, name, f"{where}.external") for name in external},
+        deploy_roots=_paths(reader, host, "deploy_roots", where),
     )
+
+
+def _paths(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = reader.optional(table, key, where, list, "a list of absolute paths")
+    if value is None:
+        return ()
+    if not all(isinstance(item, str) and item.startswith("/") for item in value):
+        raise reader.error(_join(where, key), f"got {value!r}", "a list of absolute paths")
+    return tuple(value)
 
 
 _JOB_KINDS = {"inference", "server", "vocab", "hidden_states", "train", "command"}

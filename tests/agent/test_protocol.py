@@ -22,8 +22,13 @@ from agent.protocol import (
     ErrorInfo,
     ErrorResponse,
     Event,
+    FilesHashParams,
+    FilesHashResult,
+    FileState,
     HelloParams,
     HelloResult,
+    InstallParams,
+    InstallResult,
     JobEvent,
     JobInfo,
     JobsList,
@@ -46,6 +51,7 @@ from agent.protocol import (
     ProtocolError,
     Request,
     Response,
+    RollbackParams,
     Snapshot,
     SnapshotParams,
     StopParams,
@@ -85,7 +91,8 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         ' 0.1.0","pipeline":{"datasets":{"root":"/data","prompts_file":"prompts.jsonl",'
         '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000},'
         '"stall_after_s":600.0,"overrun_alert_share":0.02},'
-        '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"jobs":{},"external":{}}}}',
+        '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"jobs":{},"external":{},'
+        '"deploy_roots":[]}}}',
     ),
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
@@ -101,6 +108,24 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '"idempotency_key":"k-2"}',
     ),
     (Request(7, "logs.list", LogsParams()), '{"id":7,"method":"logs.list","params":{}}'),
+    (
+        Request(11, "files.hash", FilesHashParams(("/r/a.py",))),
+        '{"id":11,"method":"files.hash","params":{"paths":["/r/a.py"]}}',
+    ),
+    (
+        Request(
+            12,
+            "files.install",
+            InstallParams("/r/a.py", "/r/.a.py.eagle-upload-1", "ab", 420),
+            "k-3",
+        ),
+        '{"id":12,"method":"files.install","params":{"target":"/r/a.py","staged":'
+        '"/r/.a.py.eagle-upload-1","sha256":"ab","mode":420},"idempotency_key":"k-3"}',
+    ),
+    (
+        Request(13, "files.rollback", RollbackParams("/r/a.py"), "k-4"),
+        '{"id":13,"method":"files.rollback","params":{"target":"/r/a.py"},"idempotency_key":"k-4"}',
+    ),
     (
         Request(8, "logs.read", LogReadParams("sglang", -4096)),
         '{"id":8,"method":"logs.read","params":{"name":"sglang","offset":-4096,"inode":null,'
@@ -132,6 +157,24 @@ CHUNK_LINE = (
 )
 
 GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
+    (
+        "files.hash",
+        FilesHashResult((FileState("/r/a.py", "ab", 3, 420), FileState("/r/b.py", None))),
+        '{"id":1,"result":{"files":[{"path":"/r/a.py","sha256":"ab","size_bytes":3,"mode":420},'
+        '{"path":"/r/b.py","sha256":null,"size_bytes":null,"mode":null}]}}',
+    ),
+    (
+        "files.install",
+        InstallResult("/r/a.py", "ab", "cd", "/r/a.py.eagle-backup"),
+        '{"id":1,"result":{"target":"/r/a.py","sha256":"ab","previous_sha256":"cd",'
+        '"backup":"/r/a.py.eagle-backup","removed_leftovers":[]}}',
+    ),
+    (
+        "files.rollback",
+        InstallResult("/r/a.py", "cd", None, None),
+        '{"id":1,"result":{"target":"/r/a.py","sha256":"cd","previous_sha256":null,"backup":null,'
+        '"removed_leftovers":[]}}',
+    ),
     (
         "logs.list",
         LogsList((LogInfo("sglang", "/root/sglang.log", 20),)),
