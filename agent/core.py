@@ -85,6 +85,8 @@ class AgentCore:
         self.audit = AuditLog(paths.root / "audit.jsonl")
         self.supervisor = Supervisor(paths.root, self._job_event)
         self.probes = ProbeCache()
+        self.changed = asyncio.Event()
+        """Set and cleared at once on every job event: wakes every snapshot watcher."""
         self.handlers: dict[str, Handler] = {
             "hello": self.hello,
             "ping": self.ping,
@@ -221,6 +223,8 @@ class AgentCore:
 
     async def _job_event(self, event: JobEvent) -> None:
         await self.broadcast(Event("job", event))
+        self.changed.set()
+        self.changed.clear()
 
     def _dataset_names(self) -> set[str]:
         if self._tracker is None:

@@ -134,6 +134,13 @@ class HelloResult:
 
 
 @dataclass(frozen=True, slots=True)
+class WatchParams:
+    """Push a snapshot event every `interval_s`, and at once when a job changes."""
+
+    interval_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class PingParams:
     """Asks the agent for its clock, to measure latency and skew."""
 
@@ -515,6 +522,7 @@ METHODS: dict[str, MethodSpec] = {
     "hello": MethodSpec(HelloParams, HelloResult),
     "ping": MethodSpec(PingParams, PingResult),
     "snapshot": MethodSpec(SnapshotParams, Snapshot),
+    "snapshot.watch": MethodSpec(WatchParams, Done),
     "jobs.list": MethodSpec(JobsParams, JobsList),
     "jobs.launch": MethodSpec(LaunchParams, JobInfo, mutating=True),
     "jobs.stop": MethodSpec(StopParams, StopResult, mutating=True),

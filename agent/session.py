@@ -8,6 +8,7 @@ traceback to the daemon log and answered as an internal error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Protocol
 
@@ -27,6 +28,8 @@ from agent.protocol import (
     ProtocolError,
     Request,
     Response,
+    SnapshotParams,
+    WatchParams,
     decode,
     encode,
     to_wire,
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
 FOLLOW_POLL_S = 0.25
+MIN_WATCH_INTERVAL_S = 0.1
 
 
 class ByteReader(Protocol):
@@ -66,6 +70,7 @@ class Session:
         self._own_handlers: dict[str, Handler] = {
             "logs.subscribe": self._subscribe,
             "logs.unsubscribe": self._unsubscribe,
+            "snapshot.watch": self._watch,
         }
 
     async def run(self) -> None:
@@ -89,6 +94,26 @@ class Session:
             self._follow(log, params.offset, params.inode)
         )
         return Done()
+
+    async def _watch(self, request: Request) -> Done:
+        params: WatchParams = request.params
+        if params.interval_s < MIN_WATCH_INTERVAL_S:
+            raise AgentError(
+                ErrorCode.INVALID_PARAMS, f"interval_s must be at least {MIN_WATCH_INTERVAL_S}"
+            )
+        previous = self._follows.pop("#snapshot", None)
+        if previous is not None:
+            previous.cancel()
+        self._follows["#snapshot"] = asyncio.create_task(self._push_snapshots(params.interval_s))
+        return Done()
+
+    async def _push_snapshots(self, interval_s: float) -> None:
+        """A snapshot event every interval, and one at once after any job event."""
+        request = Request(0, "snapshot", SnapshotParams())
+        while True:
+            await self.send(Event("snapshot", await self.core.snapshot(request)))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.core.changed.wait(), interval_s)
 
     async def _unsubscribe(self, request: Request) -> Done:
         task = self._follows.pop(request.params.name, None)

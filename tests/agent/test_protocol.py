@@ -57,6 +57,7 @@ from agent.protocol import (
     StopParams,
     StopResult,
     StopStep,
+    WatchParams,
     bundle_digest,
     decode,
     encode,
@@ -97,6 +98,10 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
     (Request(4, "jobs.list", JobsParams()), '{"id":4,"method":"jobs.list","params":{}}'),
+    (
+        Request(14, "snapshot.watch", WatchParams(0.5)),
+        '{"id":14,"method":"snapshot.watch","params":{"interval_s":0.5}}',
+    ),
     (
         Request(5, "jobs.launch", LaunchParams("inference", "B1", ("python", "-m", "x")), "k-1"),
         '{"id":5,"method":"jobs.launch","params":{"job":"inference","dataset":"B1","argv":'
@@ -182,6 +187,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     ),
     ("logs.read", CHUNK, '{"id":1,"result":' + CHUNK_LINE + "}"),
     ("logs.subscribe", Done(), '{"id":1,"result":{}}'),
+    ("snapshot.watch", Done(), '{"id":1,"result":{}}'),
     ("logs.unsubscribe", Done(), '{"id":1,"result":{}}'),
     ("jobs.list", JobsList((JOB,)), '{"id":1,"result":{"jobs":[' + JOB_LINE + "]}}"),
     ("jobs.launch", JOB, '{"id":1,"result":' + JOB_LINE + "}"),
