@@ -19,6 +19,7 @@ from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
 from agent.datasets import DatasetsRootError, DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
+from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import SpecError
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
@@ -129,9 +130,15 @@ class AgentCore:
         """The agent's clock."""
         return PingResult(agent_time=time.time())
 
+    def all_jobs(self) -> tuple[JobInfo, ...]:
+        """The agent's own jobs, then the external processes that match the configured patterns."""
+        own = self.supervisor.jobs()
+        own_groups = {job.pgid for job in own if job.pgid is not None}
+        return own + find_external(self.pipeline.external, own_groups)
+
     async def jobs_list(self, request: Request) -> JobsList:
-        """Every job the agent started."""
-        return JobsList(self.supervisor.jobs())
+        """Every job: the agent's own and external ones."""
+        return JobsList(self.all_jobs())
 
     async def jobs_launch(self, request: Request) -> JobInfo:
         """Start a configured job (a retried request returns the job it started)."""
@@ -146,6 +153,9 @@ class AgentCore:
     async def jobs_stop(self, request: Request) -> StopResult:
         """Stop a job: its stop signal, grace, SIGTERM, SIGKILL, with pid checks before each."""
         params: StopParams = request.params
+        target = external_target(params.job_id)
+        if target is not None:
+            return await self.supervisor.stop_external(params.job_id, target, self.all_jobs())
         try:
             return await self.supervisor.stop(params.job_id)
         except KeyError:
@@ -238,7 +248,7 @@ class AgentCore:
         """Everything the dashboard shows, now."""
         datasets: tuple[Any, ...] = ()
         alerts: list[Alert] = []
-        jobs = self.supervisor.jobs()
+        jobs = self.all_jobs()
         root = None
         if self._tracker is not None:
             root = self._tracker.config.root

@@ -138,9 +138,20 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
         sglang_url=reader.optional(sglang, "url", f"{where}.sglang", str, "an http:// URL"),
         sglang_log=reader.optional(sglang, "log", f"{where}.sglang", str, "a file path"),
         jobs={name: _job(reader, jobs, name, f"{where}.jobs") for name in jobs},
-        external={name: reader.text(external, name, f"{where}.external") for name in external},
+        external={name: _regex(reader, external, name, f"{where}.external") for name in external},
         deploy_roots=_paths(reader, host, "deploy_roots", where),
     )
+
+
+def _regex(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> str:
+    pattern = reader.text(table, key, where)
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise reader.error(
+            _join(where, key), f"{pattern!r} is not a regex ({exc})", "a Python regex"
+        ) from None
+    return pattern
 
 
 def _paths(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:

@@ -9,13 +9,15 @@ checked to be empty, so "stopped" means nothing of it is left.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from agent.procfs import group_members, is_same_process
+from agent.procfs import descendants, group_members, is_same_process
 from agent.protocol import StopStep
 
 POLL_S = 0.05
@@ -38,6 +40,43 @@ class GroupIdentity:
         """Pids alive in the group."""
         return [info.pid for info in group_members(self.pgid)]
 
+    def send(self, signum: signal.Signals) -> None:
+        """Signal the whole group."""
+        os.killpg(self.pgid, signum)
+
+
+@dataclass(frozen=True, slots=True)
+class TreeIdentity:
+    """A process the agent did not start and that leads no group: it and its descendants."""
+
+    pid: int
+    start_ticks: int
+
+    def still_ours(self) -> bool:
+        """True while the pid is still the process that was found."""
+        return is_same_process(self.pid, self.start_ticks)
+
+    def members(self) -> list[int]:
+        """The process and everything below it."""
+        root = [self.pid] if self.still_ours() else []
+        return root + [info.pid for info in descendants(self.pid)] if root else []
+
+    def send(self, signum: signal.Signals) -> None:
+        """Signal the process and its descendants, each by pid."""
+        for pid in self.members():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+
+class StopTarget(Protocol):
+    """What a stop acts on."""
+
+    def still_ours(self) -> bool: ...  # noqa: D102
+
+    def members(self) -> list[int]: ...  # noqa: D102
+
+    def send(self, signum: signal.Signals) -> None: ...  # noqa: D102
+
 
 @dataclass(frozen=True, slots=True)
 class StopPlan:
@@ -58,7 +97,7 @@ class StopPlan:
 
 
 async def stop_group(
-    identity: GroupIdentity, plan: StopPlan, report: Callable[[StopStep], Awaitable[None]]
+    identity: StopTarget, plan: StopPlan, report: Callable[[StopStep], Awaitable[None]]
 ) -> tuple[str, list[StopStep]]:
     """Run the plan; returns (outcome, steps). Outcome: stopped, already_exited or lost."""
     steps: list[StopStep] = []
@@ -68,7 +107,7 @@ async def stop_group(
             break
         if not identity.still_ours():
             return "lost", steps
-        os.killpg(identity.pgid, signum)
+        identity.send(signum)
         step = StopStep(signum.name, time.time(), tuple(members))
         steps.append(step)
         await report(step)
@@ -78,7 +117,7 @@ async def stop_group(
     return ("stopped" if steps else "already_exited"), steps
 
 
-async def _wait_empty(identity: GroupIdentity, timeout_s: float) -> None:
+async def _wait_empty(identity: StopTarget, timeout_s: float) -> None:
     for _ in range(
         max(1, round(timeout_s / POLL_S))
     ):  # /proc is polled: these are not our children

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from agent.jobs.registry import (
     Registry,
 )
 from agent.jobs.spec import SpecError, check_dataset_name, render
-from agent.jobs.stopper import GroupIdentity, StopPlan, parse_signal, stop_group
+from agent.jobs.stopper import GroupIdentity, StopPlan, StopTarget, parse_signal, stop_group
 from agent.procfs import is_same_process, start_ticks
 from agent.protocol import (
     JobEvent,
@@ -40,6 +42,7 @@ from agent.protocol import (
 )
 
 Emit = Callable[[JobEvent], Awaitable[None]]
+EXTERNAL_PLAN = StopPlan(signal.SIGTERM, 30.0, 10.0)
 
 
 class Supervisor:
@@ -167,6 +170,21 @@ class Supervisor:
         info = self.info(files)
         await self.emit(JobEvent(info, f"stop of {info.name}: {outcome}"))
         return StopResult(info, outcome, tuple(steps))
+
+    async def stop_external(
+        self, job_id: str, target: StopTarget, jobs: tuple[JobInfo, ...]
+    ) -> StopResult:
+        """Stop a process the agent did not start: SIGTERM, 30 s, SIGKILL, with the same checks."""
+        found = next((job for job in jobs if job.id == job_id), None)
+        info = found or JobInfo(job_id, "external", "external", "lost", (), external=True)
+
+        async def report(step: StopStep) -> None:
+            await self.emit(JobEvent(info, f"sent {step.action} to {list(step.pids)}"))
+
+        outcome, steps = await stop_group(target, EXTERNAL_PLAN, report)
+        final = replace(info, state="killed" if outcome == "stopped" else outcome)
+        await self.emit(JobEvent(final, f"stop of external {info.name}: {outcome}"))
+        return StopResult(final, outcome, tuple(steps))
 
     def _reap(self) -> None:
         for job_id, shim in list(self._shims.items()):

@@ -95,6 +95,16 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
         ),
         ("hosts = 3\n", "hosts", "a table"),
         (
+            '[hosts.a]\nssh = "b"\n[hosts.a.external]\nsglang = "launch_server("\n',
+            "hosts.a.external.sglang",
+            "a Python regex",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\ndeploy_roots = ["relative/dir"]\n',
+            "hosts.a.deploy_roots",
+            "absolute paths",
+        ),
+        (
             '[hosts.a]\nssh = "b"\n[hosts.a.jobs.j]\nargv = "python run.py"\n',
             "hosts.a.jobs.j.argv",
             "list of strings",

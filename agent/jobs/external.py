@@ -1,0 +1,53 @@
+"""Processes the agent did not start, shown as external jobs and stoppable the same safe way.
+
+An SGLang server or a runner launched by hand is found by a regex over its command line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from agent.jobs.stopper import GroupIdentity, StopTarget, TreeIdentity
+from agent.procfs import all_pids, command_line, process_info, started_at
+from agent.protocol import JobInfo
+
+PREFIX = "ext"
+
+
+def find_external(patterns: dict[str, str], own_pgids: set[int]) -> tuple[JobInfo, ...]:
+    """Every process matching a pattern, outside the agent's own jobs.
+
+    A match whose parent matches too (a server's workers) is left out.
+    """
+    if not patterns:
+        return ()
+    compiled = {name: re.compile(pattern) for name, pattern in patterns.items()}
+    matches: dict[int, JobInfo] = {}
+    parents: dict[int, int] = {}
+    for pid in all_pids():
+        info = process_info(pid)
+        argv = command_line(pid) if info is not None and info.alive else []
+        if info is None or not argv or info.pgid in own_pgids or pid == os.getpid():
+            continue
+        name = next((n for n, rx in compiled.items() if rx.search(" ".join(argv))), None)
+        if name is not None:
+            parents[pid] = info.ppid
+            matches[pid] = JobInfo(
+                id=f"{PREFIX}-{pid}-{info.start_ticks}", name=name, kind="external", state="running",
+                argv=tuple(argv), pid=pid, pgid=info.pgid, started_at=started_at(info.start_ticks),
+                external=True,
+            )  # fmt: skip
+    return tuple(job for pid, job in sorted(matches.items()) if parents[pid] not in matches)
+
+
+def external_target(job_id: str) -> StopTarget | None:
+    """The stop target an external job id names, or None if the id is not an external one."""
+    parts = job_id.split("-")
+    if len(parts) != 3 or parts[0] != PREFIX or not (parts[1].isdigit() and parts[2].isdigit()):
+        return None
+    pid, ticks = int(parts[1]), int(parts[2])
+    info = process_info(pid)
+    if info is not None and info.pgid == pid:
+        return GroupIdentity(pid, ((pid, ticks),))
+    return TreeIdentity(pid, ticks)

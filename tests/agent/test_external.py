@@ -1,0 +1,53 @@
+"""Processes started by hand are found by pattern and stopped the same safe way."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from agent.protocol import (
+    JobsList,
+    JobsParams,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopParams,
+    StopResult,
+)
+from console.local_link import open_local_link
+from tests.agent.test_jobs import wait_for_job
+
+MARKER = "eagle-external-canary-7f3"
+SLEEPER = f"import time  # {MARKER}\ntime.sleep(300)"
+
+
+async def test_an_external_process_is_listed_and_stopped(state_dir: Path) -> None:
+    by_hand = subprocess.Popen([sys.executable, "-c", SLEEPER], start_new_session=True)
+    config = PipelineConfig(
+        external={"hand-runner": MARKER},
+        jobs={"own": JobSpec((sys.executable, "-c", SLEEPER))},
+    )
+    link = await open_local_link(state_dir, config)
+    try:
+        own = await link.request("jobs.launch", LaunchParams("own"), idempotency_key="own-1")
+        await wait_for_job(link, own.id, {"running"})
+        listing: JobsList = await link.request("jobs.list", JobsParams())
+        [external] = [job for job in listing.jobs if job.external]
+        result: StopResult = await link.request(
+            "jobs.stop", StopParams(external.id), idempotency_key="x"
+        )
+        await link.request("jobs.stop", StopParams(own.id), idempotency_key="y")
+    finally:
+        await link.close()
+        if by_hand.poll() is None:
+            by_hand.kill()
+        by_hand.wait()
+    assert (external.name, external.pid, external.pgid) == ("hand-runner", by_hand.pid, by_hand.pid)
+    assert MARKER in " ".join(external.argv)
+    assert [job.name for job in listing.jobs if not job.external] == ["own"], (
+        "own jobs are not external"
+    )
+    assert result.outcome == "stopped"
+    assert [step.action for step in result.steps] == ["SIGTERM"]
+    assert by_hand.returncode == -15
