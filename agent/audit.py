@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.protocol import to_wire
+from agent.protocol import AuditEntry, from_wire, to_wire
 
 
 class AuditLog:
@@ -34,3 +34,17 @@ class AuditLog:
             os.write(fd, (line + "\n").encode())
         finally:
             os.close(fd)
+
+    def last(self, limit: int) -> list[AuditEntry]:
+        """The newest `limit` entries, oldest first; unreadable lines are skipped."""
+        try:
+            lines = self.path.read_bytes().splitlines()[-max(limit, 0) :] if limit > 0 else []
+        except FileNotFoundError:
+            return []
+        entries = []
+        for line in lines:
+            try:
+                entries.append(from_wire(AuditEntry, json.loads(line)))
+            except ValueError:
+                continue
+        return entries

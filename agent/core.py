@@ -21,7 +21,7 @@ from agent.datasets import DatasetsRootError, DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import SpecError
-from agent.jobs.supervisor import Supervisor
+from agent.jobs.supervisor import Supervisor, stale_script
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.probes.cache import ProbeCache
 from agent.procfs import process_info
@@ -29,6 +29,7 @@ from agent.protocol import (
     AGENT_VERSION,
     PROTOCOL_VERSION,
     Alert,
+    AuditResult,
     ErrorCode,
     Event,
     FilesHashParams,
@@ -100,6 +101,7 @@ class AgentCore:
             "files.hash": self.files_hash,
             "files.install": self.files_install,
             "files.rollback": self.files_rollback,
+            "audit.read": self.audit_read,
         }
 
     async def hello(self, request: Request) -> HelloResult:
@@ -231,6 +233,10 @@ class AgentCore:
             raise AgentError(ErrorCode.NOT_FOUND, str(exc)) from None
         return InstallResult(str(target), restored, None, None)
 
+    async def audit_read(self, request: Request) -> AuditResult:
+        """The newest audit entries."""
+        return AuditResult(tuple(await asyncio.to_thread(self.audit.last, request.params.limit)))
+
     async def _job_event(self, event: JobEvent) -> None:
         await self.broadcast(Event("job", event))
         self.changed.set()
@@ -306,6 +312,11 @@ def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
         )
         for job in jobs
         if job.state in ("failed", "lost")
+    ] + [
+        Alert("stale_code", "warning", f"job {job.name} runs {script} as it was at launch; the file "
+              "on disk has changed since: restart the job to run the new code", job.id, now)
+        for job in jobs
+        if job.state == "running" and (script := stale_script(job)) is not None
     ]  # fmt: skip
 
 

@@ -226,6 +226,7 @@ class JobInfo:
     log_path: str | None = None
     code_sha256: str | None = None
     """sha256 of the script in its argv when it started (None when there is no script file)."""
+    cwd: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +447,32 @@ class InstallResult:
 
 
 @dataclass(frozen=True, slots=True)
+class AuditParams:
+    """The last `limit` entries of the audit log."""
+
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One mutating request: who, what, when, and how it ended."""
+
+    ts: float
+    client: str
+    method: str
+    params: dict[str, Any]
+    idempotency_key: str | None
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResult:
+    """Audit entries, oldest first."""
+
+    entries: tuple[AuditEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -533,6 +560,7 @@ METHODS: dict[str, MethodSpec] = {
     "files.hash": MethodSpec(FilesHashParams, FilesHashResult),
     "files.install": MethodSpec(InstallParams, InstallResult, mutating=True),
     "files.rollback": MethodSpec(RollbackParams, InstallResult, mutating=True),
+    "audit.read": MethodSpec(AuditParams, AuditResult),
 }
 """Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
 

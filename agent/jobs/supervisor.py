@@ -75,7 +75,7 @@ class Supervisor:
             argv=tuple(job.get("argv", ())), pid=(child or {}).get("pid"), pgid=(shim or {}).get("pid"),
             dataset=job.get("dataset"), started_at=job.get("launched_at"), ended_at=ended_at,
             exit_code=code, exit_signal=signal_name, gpu=bool(job.get("gpu")),
-            log_path=str(files.log), code_sha256=job.get("code_sha256"),
+            log_path=str(files.log), code_sha256=job.get("code_sha256"), cwd=job.get("cwd"),
         )  # fmt: skip
 
     # ------------------------------------------------------------ launching
@@ -229,13 +229,26 @@ def _state(
     return "lost", None, None, None
 
 
+def _script_path(argv: tuple[str, ...], cwd: str | None) -> Path | None:
+    """The first .py file in argv: the script a stale-code check compares."""
+    part = next((p for p in argv[1:] if p.endswith(".py")), None)
+    if part is None:
+        return None
+    return Path(part) if part.startswith("/") else Path(cwd or ".", part)
+
+
 def _script_sha256(argv: tuple[str, ...], cwd: str | None) -> str | None:
-    """sha256 of the first .py file in argv, the script a stale-code check compares."""
-    for part in argv[1:]:
-        if part.endswith(".py"):
-            path = Path(cwd or ".", part) if not part.startswith("/") else Path(part)
-            try:
-                return hashlib.sha256(path.read_bytes()).hexdigest()
-            except OSError:
-                return None
-    return None
+    path = _script_path(argv, cwd)
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path else None
+    except OSError:
+        return None
+
+
+def stale_script(job: JobInfo) -> str | None:
+    """The script a running job started from, if the file on disk differs from it now."""
+    if job.code_sha256 is None:
+        return None
+    path = _script_path(job.argv, job.cwd)
+    now = _script_sha256(job.argv, job.cwd)
+    return str(path) if now is not None and now != job.code_sha256 else None

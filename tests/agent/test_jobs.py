@@ -17,6 +17,8 @@ import pytest
 
 from agent.procfs import group_members, start_ticks
 from agent.protocol import (
+    AuditParams,
+    AuditResult,
     DatasetsConfig,
     JobInfo,
     JobsList,
@@ -24,6 +26,8 @@ from agent.protocol import (
     JobSpec,
     LaunchParams,
     PipelineConfig,
+    Snapshot,
+    SnapshotParams,
     StopParams,
     StopResult,
 )
@@ -258,4 +262,28 @@ async def test_mutations_are_audited(link: AgentLink, state_dir: Path) -> None:
     ]
     assert entries[0]["client"].startswith("eagle-console")
     assert entries[0]["params"]["job"] == "quick"
+    read: AuditResult = await link.request("audit.read", AuditParams(limit=1))
+    assert [entry.idempotency_key for entry in read.entries] == ["audit-me-too"]
     await wait_for_job(link, info.id, {"failed"})
+
+
+async def test_a_job_whose_script_changed_on_disk_is_flagged_stale(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    script = tmp_path / "run_inference.py"
+    script.write_text("import time\ntime.sleep(300)\n")
+    config = PipelineConfig(jobs={"script": JobSpec((PY, str(script)))})
+    agent = await open_local_link(state_dir, config)
+    try:
+        info = await launch(agent, "script", "stale-1")
+        await wait_for_job(agent, info.id, {"running"})
+        before: Snapshot = await agent.request("snapshot", SnapshotParams())
+        script.write_text("import time\ntime.sleep(301)  # fixed\n")
+        after: Snapshot = await agent.request("snapshot", SnapshotParams())
+        await agent.request("jobs.stop", StopParams(info.id), idempotency_key="stale-stop")
+    finally:
+        await agent.close()
+    assert [a.kind for a in before.alerts] == []
+    [alert] = after.alerts
+    assert (alert.kind, alert.subject) == ("stale_code", info.id)
+    assert str(script) in alert.message

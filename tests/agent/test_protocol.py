@@ -15,6 +15,9 @@ from agent.protocol import (
     MAX_LINE_BYTES,
     METHODS,
     Alert,
+    AuditEntry,
+    AuditParams,
+    AuditResult,
     DatasetProgress,
     DatasetsConfig,
     Done,
@@ -99,6 +102,10 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
     (Request(4, "jobs.list", JobsParams()), '{"id":4,"method":"jobs.list","params":{}}'),
     (
+        Request(15, "audit.read", AuditParams(20)),
+        '{"id":15,"method":"audit.read","params":{"limit":20}}',
+    ),
+    (
         Request(14, "snapshot.watch", WatchParams(0.5)),
         '{"id":14,"method":"snapshot.watch","params":{"interval_s":0.5}}',
     ),
@@ -152,7 +159,7 @@ JOB = JobInfo(
 JOB_LINE = (
     '{"id":"sleeper-1","name":"sleeper","kind":"command","state":"running","argv":["sleep","9"],'
     '"pid":12,"pgid":11,"dataset":null,"started_at":null,"ended_at":null,"exit_code":null,'
-    '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null}'
+    '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null,"cwd":null}'
 )
 
 CHUNK = LogChunk("sglang", 10, 20, "a line\n", 20, 77)
@@ -188,6 +195,14 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     ("logs.read", CHUNK, '{"id":1,"result":' + CHUNK_LINE + "}"),
     ("logs.subscribe", Done(), '{"id":1,"result":{}}'),
     ("snapshot.watch", Done(), '{"id":1,"result":{}}'),
+    (
+        "audit.read",
+        AuditResult(
+            (AuditEntry(5.0, "eagle-console 0.1.0", "jobs.stop", {"job_id": "j"}, "k", "ok"),)
+        ),
+        '{"id":1,"result":{"entries":[{"ts":5.0,"client":"eagle-console 0.1.0","method":"jobs.stop",'
+        '"params":{"job_id":"j"},"idempotency_key":"k","outcome":"ok"}]}}',
+    ),
     ("logs.unsubscribe", Done(), '{"id":1,"result":{}}'),
     ("jobs.list", JobsList((JOB,)), '{"id":1,"result":{"jobs":[' + JOB_LINE + "]}}"),
     ("jobs.launch", JOB, '{"id":1,"result":' + JOB_LINE + "}"),
