@@ -17,7 +17,7 @@ from typing import Any
 
 from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
-from agent.datasets import DatasetsRootError, DatasetTracker
+from agent.datasets.tracker import DatasetsRootError, DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import SpecError

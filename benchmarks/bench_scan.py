@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent.datasets import ResponseCounter
+from agent.datasets.tracker import ResponseCounter
 
 LINE_TOKENS = 3500
 

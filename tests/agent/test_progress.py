@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.progress import (
+from agent.datasets.progress import (
     Counts,
     Liveness,
     dataset_alerts,
@@ -12,8 +12,8 @@ from agent.progress import (
     status,
     stop_condition,
 )
-from agent.rates import RateHistory
-from agent.runner_status import RunView, view_from_argv
+from agent.datasets.rates import RateHistory
+from agent.datasets.runner_status import RunView, view_from_argv
 
 LIVE = Liveness(active=True, idle_for_s=5.0, stall_after_s=600.0)
 

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.response_lines import parse_response, response_tokens
+from agent.datasets.response_lines import parse_response, response_tokens
 
 ids = st.one_of(st.text(max_size=12), st.integers(-(10**6), 10**6))
 records = st.fixed_dictionaries(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.response_lines import parse_response
+from agent.datasets.response_lines import parse_response
 
 
 class CorruptRecordError(Exception):

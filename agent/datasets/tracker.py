@@ -12,12 +12,12 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from agent.code_digest import code_digest
-from agent.progress import Counts, Liveness, dataset_alerts, dataset_progress
+from agent.datasets.code_digest import code_digest
+from agent.datasets.progress import Counts, Liveness, dataset_alerts, dataset_progress
+from agent.datasets.rates import RateHistory
+from agent.datasets.response_lines import parse_response
+from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
 from agent.protocol import Alert, DatasetProgress, DatasetsConfig, JobInfo
-from agent.rates import RateHistory
-from agent.response_lines import parse_response
-from agent.runner_status import RunView, read_runner_status, view_from_argv
 
 READ_CHUNK_BYTES = 16 * 1024 * 1024
 

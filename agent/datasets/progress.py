@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.datasets.rates import Rate, RateHistory
+from agent.datasets.runner_status import RunView
 from agent.protocol import Alert, DatasetProgress
-from agent.rates import Rate, RateHistory
-from agent.runner_status import RunView
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,6 @@
+"""Watching datasets: counting responses by byte offset, rates, stop conditions and projections.
+
+`tracker` follows the files, `response_lines` reads one line fast, `rates` keeps the agent's own
+history, `runner_status` reads what the writing run says, `progress` turns all of it into ETA,
+projected overrun, status and alerts, and `code_digest` tells whether that run's code is stale.
+"""
