@@ -85,8 +85,10 @@ class AgentLink:
         self._close = close
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
-        self._receiver = asyncio.create_task(self._receive(), name=f"receive {description}")
         self.closed_reason: str | None = None
+        self.closed = asyncio.Event()
+        """Set once the agent side is gone; pending requests have failed by then."""
+        self._receiver = asyncio.create_task(self._receive(), name=f"receive {description}")
 
     async def hello(self, pipeline: PipelineConfig | None, bundle_sha256: str) -> HelloResult:
         """The first exchange; fails with both versions named unless the agent runs our bundle."""
@@ -130,6 +132,20 @@ class AgentLink:
         finally:
             self._pending.pop(request_id, None)
 
+    async def next_event(self) -> Event | None:
+        """The next event, or None once the link is closed."""
+        if not self.events.empty():
+            return self.events.get_nowait()
+        getter = asyncio.ensure_future(self.events.get())
+        closer = asyncio.ensure_future(self.closed.wait())
+        try:
+            await asyncio.wait({getter, closer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closer.cancel()
+            if not getter.done():
+                getter.cancel()
+        return getter.result() if getter.done() and not getter.cancelled() else None
+
     async def close(self) -> None:
         """End the conversation and release the channel."""
         with contextlib.suppress(Exception):
@@ -137,6 +153,8 @@ class AgentLink:
         self._receiver.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._receiver
+        self.closed_reason = self.closed_reason or "closed by the console"
+        self.closed.set()
         await self._close()
 
     async def _receive(self) -> None:
@@ -188,6 +206,7 @@ class AgentLink:
 
     def _fail_all(self, reason: str) -> None:
         self.closed_reason = reason
+        self.closed.set()
         for method, future in self._pending.values():
             if not future.done():
                 future.set_exception(LinkError(f"{self.description}: {method}: {reason}"))

@@ -1,0 +1,85 @@
+"""A host's link comes back by itself after the agent dies, and log following resumes exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+from agent.protocol import Event, LogChunk, PipelineConfig, Snapshot
+from agent.state import read_json
+from console.hosts import HostSession, LinkState
+from console.link import AgentLink
+from console.local_link import open_local_link
+
+
+async def wait_until(predicate: object, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate() and time.monotonic() < deadline:  # type: ignore[operator]
+        await asyncio.sleep(0.02)
+    assert predicate(), "condition not met in time"  # type: ignore[operator]
+
+
+async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state_dir: Path) -> None:
+    log = tmp_path / "sglang.log"
+    log.write_text("first\n")
+    config = PipelineConfig(sglang_log=str(log))
+    states: list[LinkState] = []
+    snapshots: list[Snapshot] = []
+    chunks: list[LogChunk] = []
+
+    def on_event(host: str, event: Event) -> None:
+        if event.event == "snapshot":
+            snapshots.append(event.data)
+        elif event.event == "log":
+            chunks.append(event.data)
+
+    async def opener() -> AgentLink:
+        return await open_local_link(state_dir, config)
+
+    session = HostSession("gpu", opener, states.append, on_event)
+    runner = asyncio.create_task(session.run())
+    try:
+        await wait_until(lambda: session.state.status == "up" and snapshots)
+        await session.follow_log("sglang", 0)
+        await wait_until(lambda: "".join(c.text for c in chunks) == "first\n")
+        os.kill(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
+        await wait_until(lambda: session.state.status == "down")
+        with log.open("a") as handle:
+            handle.write("while down\n")
+        await wait_until(lambda: session.state.status == "up")
+        count = len(snapshots)
+        with log.open("a") as handle:
+            handle.write("after\n")
+        await wait_until(
+            lambda: len(snapshots) > count and "".join(c.text for c in chunks).endswith("after\n")
+        )
+    finally:
+        runner.cancel()
+        if session.link is not None:
+            await session.link.close()
+    assert states[0].status == "connecting"
+    assert "down" in [s.status for s in states]
+    assert "".join(c.text for c in chunks) == "first\nwhile down\nafter\n"
+    assert any(s.latency_ms is not None for s in states)
+
+
+async def test_an_unreachable_host_backs_off_and_keeps_trying() -> None:
+    from console.link import LinkError
+
+    attempts: list[float] = []
+
+    async def opener() -> AgentLink:
+        attempts.append(time.monotonic())
+        raise LinkError("gpu: cannot reach root@10.0.0.9: Connection refused")
+
+    states: list[LinkState] = []
+    session = HostSession("gpu", opener, states.append, lambda host, event: None)
+    runner = asyncio.create_task(session.run())
+    await wait_until(lambda: len(attempts) >= 3, timeout_s=10)
+    runner.cancel()
+    downs = [s for s in states if s.status == "down"]
+    assert downs[0].detail.endswith("Connection refused")
+    assert attempts[2] - attempts[1] > attempts[1] - attempts[0] > 0.5, "backoff grows"
