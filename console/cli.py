@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from console.config import ConfigError, ConsoleConfig, load_config
+from console.config import ConfigError, ConsoleConfig, HostConfig, load_config
 from console.link import LinkError
 from console.status import HostStatus, fetch_all, print_json, print_tables
 from console.trust import trust_host
@@ -75,8 +75,24 @@ def _run(args: argparse.Namespace) -> int:
         return _status(config, args.host, as_json=args.json)
     if args.command == "trust":
         return _trust(config, args.host, assume_yes=args.yes)
-    print("the dashboard is not built yet; use `eagle-console status`.")  # noqa: T201
-    return EXIT_USAGE
+    return _tui(config, args.host)
+
+
+def _tui(config: ConsoleConfig, host: str | None) -> int:
+    from console.app import ConsoleApp
+    from console.hosts import Opener
+    from console.ssh_link import open_ssh_link
+
+    hosts = [config.host(host)] if host else list(config.hosts.values())
+    if not hosts:
+        raise ConfigError(f"{config.path}: no [hosts] configured")
+
+    def opener(host_config: HostConfig) -> Opener:
+        return lambda: open_ssh_link(host_config)
+
+    openers = {h.name: opener(h) for h in hosts}
+    ConsoleApp(openers, frozenset(h.name for h in hosts if h.read_only)).run()
+    return EXIT_OK
 
 
 def _status(config: ConsoleConfig, host: str | None, *, as_json: bool) -> int:

@@ -87,6 +87,11 @@ class HostSession:
             self._set("down", detail=reason, retry_at=time.time() + BACKOFF_S[0])
             await self._wait_retry(BACKOFF_S[0])
 
+    async def close(self) -> None:
+        """Close the link, if one is up (the app calls this on its way out)."""
+        if self.link is not None:
+            await self.link.close()
+
     def retry_now(self) -> None:
         """Skip the wait (after the user pinned a key, or pressed reconnect)."""
         self._retry_now.set()

@@ -1,0 +1,214 @@
+"""The Textual app: wiring only. It owns the host links; screens get frozen data and say what they want.
+
+One HostSession per host runs as a worker for the app's whole life, so a link never depends on
+which screen is showing. Messages from the links update the HostView of their host; the screen
+on display renders it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+
+from agent.protocol import Event, JobEvent, JobInfo, LogChunk, Snapshot, StopParams, StopResult
+from console.commands import COMMANDS
+from console.host_view import HostView
+from console.hosts import HostSession, LinkState, Opener
+from console.link import LinkError
+from console.messages import AgentEventReceived, LinkChanged, SnapshotReceived
+from console.screens.confirm import ConfirmScreen
+from console.screens.dashboard import DashboardScreen
+from console.screens.help import HelpScreen
+from console.screens.logs import LogScreen
+from console.themes import themes_dir
+
+STOP_TIMEOUT_S = 600.0
+
+
+class ConsoleApp(App[None]):
+    """eagle-console: one dashboard over every configured host."""
+
+    CSS_PATH = [themes_dir() / "base.tcss", themes_dir() / "dashboard.tcss"]
+    TITLE = "eagle-console"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(c.key, c.action, c.description, show=c.show) for c in COMMANDS),
+        Binding("colon", "command_palette", "Palette", show=False),
+    ]
+
+    def __init__(self, openers: dict[str, Opener], read_only: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.read_only = read_only
+        self.views = {name: HostView(name, LinkState(name, "connecting")) for name in openers}
+        self.sessions = {
+            name: HostSession(name, opener, self._state_changed, self._event_arrived)
+            for name, opener in openers.items()
+        }
+        self.current = next(iter(openers))
+
+    def on_mount(self) -> None:
+        """Start every link, show the dashboard, refresh ages once a second."""
+        self.theme = "textual-dark"
+        _ = self.push_screen(DashboardScreen())
+        for name, session in self.sessions.items():
+            self.run_worker(session.run(), name=f"link {name}", group="links", exit_on_error=False)
+        self.set_interval(1.0, self._render_current)
+
+    async def on_unmount(self) -> None:
+        """Close every link so no agent bridge is left behind."""
+        for session in self.sessions.values():
+            await session.close()
+
+    # ------------------------------------------------------------ from the links
+
+    def _state_changed(self, state: LinkState) -> None:
+        self.post_message(LinkChanged(state))
+
+    def _event_arrived(self, host: str, event: Event) -> None:
+        if event.event == "snapshot" and isinstance(event.data, Snapshot):
+            self.post_message(SnapshotReceived(host, event.data))
+        else:
+            self.post_message(AgentEventReceived(host, event))
+
+    def on_snapshot_received(self, message: SnapshotReceived) -> None:
+        """Keep the snapshot; render it if its host is on screen."""
+        self.views[message.host].take(message.snapshot)
+        if message.host == self.current:
+            self._render_current()
+
+    def on_link_changed(self, message: LinkChanged) -> None:
+        """Keep the state, and say so when a link is lost, refused or restored."""
+        view = self.views[message.state.host]
+        before, view.state = view.state.status, message.state
+        after = message.state.status
+        if before == "up" and after == "down":
+            self.notify(
+                f"{view.name}: link lost ({message.state.detail}); reconnecting", severity="warning"
+            )
+        elif before in ("down", "refused") and after == "up":
+            self.notify(f"{view.name}: link restored")
+        elif after == "refused" and before != "refused":
+            self.notify(message.state.detail, severity="error", timeout=30)
+        self._render_current()
+
+    def on_agent_event_received(self, message: AgentEventReceived) -> None:
+        """Log chunks go to an open log screen; job events become toasts."""
+        event = message.event
+        if isinstance(event.data, LogChunk):
+            for screen in self.screen_stack:
+                if isinstance(screen, LogScreen) and (screen.host, screen.log_name) == (
+                    message.host,
+                    event.data.name,
+                ):
+                    screen.take(event.data)
+        elif isinstance(event.data, JobEvent):
+            self.notify(f"{message.host}: {event.data.message}")
+
+    def _render_current(self) -> None:
+        for screen in self.screen_stack:
+            if isinstance(screen, DashboardScreen):
+                screen.show(self.views[self.current], len(self.views))
+
+    # ------------------------------------------------------------ actions
+
+    def action_next_host(self) -> None:
+        """Show the next host."""
+        names = list(self.views)
+        self.current = names[(names.index(self.current) + 1) % len(names)]
+        self._render_current()
+
+    def action_help(self) -> None:
+        """Every key."""
+        _ = self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        """Dark or light."""
+        self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+
+    def action_reconnect(self) -> None:
+        """Retry the link of the host on screen now."""
+        self.sessions[self.current].retry_now()
+
+    async def action_logs(self) -> None:
+        """The selected job's log, else the SGLang log, else the agent's own."""
+        session = self.sessions[self.current]
+        job_id = self._selected_job_id()
+        snapshot = self.views[self.current].snapshot
+        has_sglang = (
+            snapshot is not None and snapshot.server is not None and snapshot.server.url is not None
+        )
+        name = (
+            f"job:{job_id}"
+            if job_id and not job_id.startswith("ext-")
+            else ("sglang" if has_sglang else "agent")
+        )
+        screen = LogScreen(self.current, name)
+        await self.push_screen(screen)
+        try:
+            await session.follow_log(name, -256 * 1024)
+        except LinkError as exc:
+            self.notify(str(exc), severity="error")
+
+    def action_stop_job(self) -> None:
+        """Stop the selected job after a confirm that says what will happen."""
+        if self.current in self.read_only:
+            self.notify(
+                f"{self.current} is read-only: no job can be stopped from here", severity="warning"
+            )
+            return
+        job = self._selected_job()
+        if job is None:
+            self.notify("select a job first (the jobs table)", severity="warning")
+            return
+        consequences = self._stop_consequences(job.id)
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.run_worker(self._stop(job.id, job.name), group="actions", exit_on_error=False)
+
+        _ = self.push_screen(ConfirmScreen(f"Stop {job.name}?", consequences, "Stop"), confirmed)
+
+    async def _stop(self, job_id: str, name: str) -> None:
+        link = self.sessions[self.current].link
+        if link is None:
+            self.notify("no link to the host right now", severity="error")
+            return
+        started = time.monotonic()
+        try:
+            result: StopResult = await link.request(
+                "jobs.stop", StopParams(job_id), idempotency_key=f"stop-{secrets.token_hex(6)}",
+                timeout_s=STOP_TIMEOUT_S,
+            )  # fmt: skip
+        except LinkError as exc:
+            self.notify(f"stop of {name} failed: {exc}", severity="error")
+            return
+        steps = " → ".join(step.action for step in result.steps) or "nothing to signal"
+        self.notify(f"{name}: {result.outcome} ({steps}) in {time.monotonic() - started:.1f} s")
+
+    def _selected_job_id(self) -> str | None:
+        return self.screen.selected_job_id if isinstance(self.screen, DashboardScreen) else None
+
+    def _selected_job(self) -> JobInfo | None:
+        job_id = self._selected_job_id()
+        snapshot = self.views[self.current].snapshot
+        if job_id is None or snapshot is None:
+            return None
+        return next((job for job in snapshot.jobs if job.id == job_id), None)
+
+    def _stop_consequences(self, job_id: str) -> str:
+        snapshot = self.views[self.current].snapshot
+        assert snapshot is not None
+        job = next(job for job in snapshot.jobs if job.id == job_id)
+        lines = [f"{self.current}: {job.name} (pid {job.pid}, process group {job.pgid}) will get its stop "
+                 "signal, then SIGTERM and SIGKILL if it does not exit within its grace."]  # fmt: skip
+        dataset = next((d for d in snapshot.datasets if d.name == job.dataset), None)
+        if dataset is not None:
+            lines.append(
+                f"{dataset.name}: {dataset.responses:,} responses, {dataset.tokens:,} tokens of "
+                f"{dataset.budget or 0:,}; {dataset.in_flight} request(s) in flight will be drained, "
+                "or lost if it has to be killed. A restart resumes from the responses on disk."
+            )
+        return "\n".join(lines)

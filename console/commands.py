@@ -1,0 +1,27 @@
+"""The one command table: it drives the bindings, the footer, the help screen and the palette."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A key, the action it runs, and what it does in words."""
+
+    key: str
+    action: str
+    description: str
+    show: bool = True
+    """Shown in the footer (all commands are in help and the palette)."""
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("l", "logs", "Logs"),
+    Command("k", "stop_job", "Stop job"),
+    Command("h", "next_host", "Next host"),
+    Command("r", "reconnect", "Reconnect", show=False),
+    Command("ctrl+t", "toggle_theme", "Dark/light", show=False),
+    Command("question_mark", "help", "Help"),
+    Command("q", "quit", "Quit"),
+)

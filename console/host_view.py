@@ -1,0 +1,44 @@
+"""What the console holds per host: the link's state, the last snapshot and when it came.
+
+No Textual: the app keeps one per host and hands it to the screens.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+
+from agent.protocol import Snapshot
+from console.hosts import LinkState
+
+THROUGHPUT_POINTS = 120
+
+
+@dataclass
+class HostView:
+    """One host as the console knows it now."""
+
+    name: str
+    state: LinkState
+    snapshot: Snapshot | None = None
+    received_at: float | None = None
+    throughput: collections.deque[float] = field(
+        default_factory=lambda: collections.deque(maxlen=THROUGHPUT_POINTS)
+    )
+
+    def take(self, snapshot: Snapshot) -> None:
+        """Keep a new snapshot and extend the throughput history."""
+        self.snapshot = snapshot
+        self.received_at = time.time()
+        server = snapshot.server
+        rate = server.gen_throughput_tokens_per_s if server else None
+        if rate is None:
+            rate = sum(d.tokens_per_s or 0.0 for d in snapshot.datasets)
+        self.throughput.append(rate)
+
+    def age_s(self, now: float | None = None) -> float | None:
+        """Seconds since the last snapshot arrived."""
+        if self.received_at is None:
+            return None
+        return (time.time() if now is None else now) - self.received_at

@@ -1,0 +1,111 @@
+"""How numbers read on screen: tokens, rates, ETAs, ages and dataset rows. No Textual here.
+
+Everything is derived from the agent's frozen snapshot, so the same text appears in the TUI, in
+`status` and in reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.protocol import DatasetProgress, JobInfo
+
+STALE_AFTER_S = 5.0
+"""A panel whose data is older than this shows as stale."""
+
+
+def tokens(n: int | float | None) -> str:
+    """10.7M, 912K, 850, or a dash."""
+    if n is None:
+        return "—"
+    value = float(n)
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.1f}{unit}".replace(".0" + unit, unit)
+    return f"{value:.0f}"
+
+
+def duration(seconds: float | None) -> str:
+    """2d 3h, 3h 12m, 4m 05s, 12s, or a dash."""
+    if seconds is None:
+        return "—"
+    s = int(seconds)
+    days, hours, minutes = s // 86400, s % 86400 // 3600, s % 3600 // 60
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {s % 60:02d}s"
+    return f"{s}s"
+
+
+def eta(progress: DatasetProgress) -> str:
+    """ETA with its range: "3h 12m (2h 50m–3h 40m)"."""
+    main = duration(progress.eta_s)
+    if progress.eta_low_s is None or progress.eta_high_s is None or progress.eta_s is None:
+        return main
+    low, high = duration(progress.eta_low_s), duration(progress.eta_high_s)
+    return main if low == high else f"{main} ({low}–{high})"
+
+
+def share(done: int, total: int | None) -> float | None:
+    """Done / total between 0 and any value, or None without a total."""
+    return done / total if total else None
+
+
+def bar(fraction: float | None, width: int = 12) -> str:
+    """A text progress bar, full past 100 %."""
+    if fraction is None:
+        return " " * width
+    filled = round(min(fraction, 1.0) * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRow:
+    """One dataset as the table shows it."""
+
+    name: str
+    responses: str
+    budget_bar: str
+    tokens: str
+    rate: str
+    eta: str
+    overrun: str
+    status: str
+
+
+def dataset_row(progress: DatasetProgress) -> DatasetRow:
+    """The cells of one dataset's row."""
+    cap = (
+        progress.target_responses if progress.stop_condition == "max_samples" else progress.prompts
+    )
+    fraction = share(progress.tokens, progress.budget)
+    percent = f" {fraction * 100:5.1f}%" if fraction is not None else ""
+    overrun = progress.projected_overrun_tokens or 0
+    hours = progress.projected_overrun_hours
+    return DatasetRow(
+        name=progress.name,
+        responses=f"{progress.responses:,} / {cap or 0:,}",
+        budget_bar=bar(fraction) + percent,
+        tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
+        rate=f"{tokens(progress.tokens_per_s)}/s" if progress.tokens_per_s else "—",
+        eta=eta(progress),
+        overrun=f"+{tokens(overrun)}" + (f" ({hours:.1f} h)" if hours else "") if overrun else "—",
+        status=progress.status.replace("_", " "),
+    )
+
+
+def job_uptime(job: JobInfo, now: float) -> str:
+    """How long a job has run (or ran)."""
+    if job.started_at is None:
+        return "—"
+    return duration((job.ended_at or now) - job.started_at)
+
+
+def age(seconds: float | None) -> str:
+    """How old data is: live, 12s old, 3m 05s old."""
+    if seconds is None:
+        return "no data yet"
+    return "live" if seconds < STALE_AFTER_S else f"{duration(seconds)} old"

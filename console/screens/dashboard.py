@@ -1,0 +1,61 @@
+"""The default screen: datasets, jobs, server, GPUs and alerts of the host in focus."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from console.host_view import HostView
+from console.model import STALE_AFTER_S
+from console.widgets.alert_strip import AlertStrip
+from console.widgets.datasets_table import DatasetsTable
+from console.widgets.host_header import HostHeader
+from console.widgets.jobs_table import JobsTable
+from console.widgets.server_panel import ServerPanel, gpu_text
+
+
+class DashboardScreen(Screen[None]):
+    """Everything about one host at a glance."""
+
+    ready = False
+    """True once the widgets exist; the app may try to render before that."""
+
+    def on_mount(self) -> None:
+        """The widgets are composed: renders may begin."""
+        self.ready = True
+
+    def compose(self) -> ComposeResult:
+        """Header, datasets, jobs beside server and GPUs, alerts, footer."""
+        yield HostHeader(id="host-header")
+        yield DatasetsTable(id="datasets")
+        with Horizontal(id="lower"):
+            yield JobsTable(id="jobs")
+            with Vertical(id="side"):
+                yield ServerPanel(id="server")
+                yield Static(id="gpus")
+        yield AlertStrip(id="alerts")
+        yield Footer()
+
+    def show(self, view: HostView, host_count: int) -> None:
+        """Render `view`; panels turn stale when its data is old."""
+        if not self.ready:
+            return
+        self.query_one(HostHeader).show(view, host_count)
+        stale = (view.age_s() or 0) > STALE_AFTER_S or view.state.status != "up"
+        for panel in self.query("#datasets, #jobs, #server, #gpus"):
+            panel.set_class(stale, "-stale")
+        snapshot = view.snapshot
+        if snapshot is None:
+            return
+        self.query_one(DatasetsTable).show(snapshot.datasets)
+        self.query_one(JobsTable).show(snapshot.jobs)
+        self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
+        self.query_one("#gpus", Static).update(gpu_text(snapshot.gpus, snapshot.gpu_note))
+        self.query_one(AlertStrip).show(snapshot.alerts)
+
+    @property
+    def selected_job_id(self) -> str | None:
+        """The job under the jobs table's cursor."""
+        return self.query_one(JobsTable).selected_job_id

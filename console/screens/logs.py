@@ -1,0 +1,186 @@
+"""A log, followed live: pause with a "+N new lines" badge, search, filter, highlight, copy.
+
+Memory stays bounded however long the log grows: the screen keeps the newest MAX_LINES lines.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Input, RichLog, Static
+
+from agent.protocol import LogChunk
+
+MAX_LINES = 50_000
+ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal)\b", re.IGNORECASE)
+WARNING = re.compile(r"\b(warn(ing)?|retry|retrying|unhealthy)\b", re.IGNORECASE)
+STATS = re.compile(r"\] (Prefill|Decode) batch")
+
+
+def styled(line: str, search: re.Pattern[str] | None) -> Text:
+    """A log line with its colour, and search matches highlighted."""
+    style = "red" if ERROR.search(line) else "yellow" if WARNING.search(line) else ""
+    text = Text(line, style=style or ("cyan" if STATS.search(line) else ""))
+    if search is not None:
+        text.highlight_regex(search, style="reverse")
+    return text
+
+
+class LogScreen(Screen[None]):
+    """One named log of one host."""
+
+    BINDINGS = [
+        Binding("space", "toggle_follow", "Follow/pause"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match", "Next"),
+        Binding("N", "previous_match", "Previous"),
+        Binding("f", "filter", "Filter"),
+        Binding("c", "copy_line", "Copy line"),
+        Binding("escape,q", "back", "Back"),
+    ]
+
+    def __init__(self, host: str, log_name: str) -> None:
+        super().__init__()
+        self.host = host
+        self.log_name = log_name
+        self.lines: collections.deque[str] = collections.deque(maxlen=MAX_LINES)
+        self.following = True
+        self.unseen = 0
+        self.search: re.Pattern[str] | None = None
+        self.filter: re.Pattern[str] | None = None
+        self.match_index = -1
+        self._prompt: str | None = None
+
+    def compose(self) -> ComposeResult:
+        """Status line, the log, a prompt for search and filter, footer."""
+        yield Static(id="log-status")
+        yield RichLog(id="log-view", max_lines=MAX_LINES, wrap=False, highlight=False, markup=False)
+        yield Input(id="log-prompt", classes="-hidden")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the status line."""
+        self._update_status()
+
+    def take(self, chunk: LogChunk) -> None:
+        """New lines from the agent (a reset starts over)."""
+        if chunk.reset:
+            self.lines.clear()
+            self._redraw()
+        new = chunk.text.split("\n")[:-1] if chunk.text.endswith("\n") else chunk.text.split("\n")
+        self.lines.extend(new)
+        if self.following:
+            view = self.query_one(RichLog)
+            for line in new:
+                if self.filter is None or self.filter.search(line):
+                    view.write(styled(line, self.search))
+        else:
+            self.unseen += len(new)
+        self._update_status()
+
+    def shown_lines(self) -> list[str]:
+        """The lines the view shows now (after the filter)."""
+        return [line for line in self.lines if self.filter is None or self.filter.search(line)]
+
+    def action_toggle_follow(self) -> None:
+        """Pause (new lines are counted, not shown) or follow again (and catch up)."""
+        self.following = not self.following
+        if self.following:
+            self.unseen = 0
+            self._redraw()
+        self._update_status()
+
+    def action_search(self) -> None:
+        """Ask for a regex to highlight and jump between."""
+        self._ask("search")
+
+    def action_filter(self) -> None:
+        """Ask for a regex: only matching lines are shown."""
+        self._ask("filter")
+
+    def action_next_match(self) -> None:
+        """Jump to the next line matching the search."""
+        self._jump(+1)
+
+    def action_previous_match(self) -> None:
+        """Jump to the previous line matching the search."""
+        self._jump(-1)
+
+    def action_copy_line(self) -> None:
+        """Copy the current search match (or the last line) to the clipboard."""
+        shown = self.shown_lines()
+        if shown:
+            line = shown[self.match_index] if 0 <= self.match_index < len(shown) else shown[-1]
+            self.app.copy_to_clipboard(line)
+            self.notify("line copied")
+
+    def action_back(self) -> None:
+        """Back to the dashboard (or close the prompt)."""
+        prompt = self.query_one(Input)
+        if not prompt.has_class("-hidden"):
+            prompt.add_class("-hidden")
+            return
+        _ = self.dismiss(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Apply the search or filter typed in the prompt."""
+        event.input.add_class("-hidden")
+        try:
+            pattern = re.compile(event.value, re.IGNORECASE) if event.value else None
+        except re.error as exc:
+            self.notify(f"not a regex: {exc}", severity="error")
+            return
+        if self._prompt == "search":
+            self.search, self.match_index = pattern, -1
+        else:
+            self.filter = pattern
+        self._redraw()
+        if self._prompt == "search" and pattern is not None:
+            self._jump(+1)
+
+    def _ask(self, kind: str) -> None:
+        self._prompt = kind
+        prompt = self.query_one(Input)
+        prompt.placeholder = f"{kind} (regex, empty to clear)"
+        prompt.value = ""
+        prompt.remove_class("-hidden")
+        prompt.focus()
+
+    def _jump(self, step: int) -> None:
+        if self.search is None:
+            return
+        shown = self.shown_lines()
+        hits = [i for i, line in enumerate(shown) if self.search.search(line)]
+        if not hits:
+            self.notify("no match")
+            return
+        later = [i for i in hits if (i - self.match_index) * step > 0]
+        self.match_index = (
+            (later[0] if step > 0 else later[-1]) if later else hits[0 if step > 0 else -1]
+        )
+        self.following = False
+        self.query_one(RichLog).scroll_to(y=self.match_index, animate=False)
+        self._update_status()
+
+    def _redraw(self) -> None:
+        view = self.query_one(RichLog)
+        view.clear()
+        for line in self.shown_lines():
+            view.write(styled(line, self.search))
+
+    def _update_status(self) -> None:
+        state = "following" if self.following else "paused"
+        badge = f"  [reverse] +{self.unseen:,} new lines [/]" if self.unseen else ""
+        extra = "".join(
+            f"  {name}: /{pattern.pattern}/"
+            for name, pattern in (("filter", self.filter), ("search", self.search))
+            if pattern
+        )
+        self.query_one("#log-status", Static).update(
+            f"[b]{self.host}[/b] · {self.log_name} · {state} · {len(self.lines):,} lines{extra}{badge}"
+        )

@@ -1,0 +1,54 @@
+"""Jobs: the agent's own and external ones, with pid, state, uptime, exit, GPU."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from agent.protocol import JobInfo
+from console.model import job_uptime
+
+COLUMNS = ("job", "dataset", "pid", "state", "uptime", "exit", "gpu", "origin")
+STATE_STYLE = {
+    "running": "green",
+    "failed": "bold red",
+    "lost": "red",
+    "killed": "yellow",
+    "stopping": "yellow",
+}
+
+
+class JobsTable(DataTable[Text | str]):
+    """One row per job."""
+
+    def on_mount(self) -> None:
+        """Columns, and whole-row selection."""
+        self.cursor_type = "row"
+        for column in COLUMNS:
+            self.add_column(column, key=column)
+
+    def show(self, jobs: tuple[JobInfo, ...]) -> None:
+        """Put `jobs` on screen, keeping the cursor on the same job when it can."""
+        selected = self.selected_job_id
+        self.clear()
+        now = time.time()
+        for job in jobs:
+            exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
+            self.add_row(
+                job.name, job.dataset or "", str(job.pid or ""),
+                Text(job.state, style=STATE_STYLE.get(job.state, "")), job_uptime(job, now),
+                exit_text, "gpu" if job.gpu else "", "external" if job.external else "own",
+                key=job.id,
+            )  # fmt: skip
+        if selected is not None and selected in [row.value for row in self.rows]:
+            self.move_cursor(row=self.get_row_index(selected))
+
+    @property
+    def selected_job_id(self) -> str | None:
+        """The id of the job under the cursor."""
+        if not self.row_count:
+            return None
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return row_key.value

@@ -1,0 +1,142 @@
+"""The real app, driven as a person would (Pilot), against a real agent on this machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist
+
+from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from agent.state import read_json
+from console.app import ConsoleApp
+from console.link import AgentLink
+from console.local_link import open_local_link
+from console.screens.confirm import ConfirmScreen
+from console.screens.dashboard import DashboardScreen
+from console.screens.help import HelpScreen
+from console.widgets.host_header import HostHeader
+from tests.datasets import response_line, write_sample_root
+
+SIZE = (170, 50)
+
+
+async def wait_for(
+    pilot: Pilot[None], predicate: Callable[[], bool], timeout_s: float = 20.0
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "the screen never showed it"
+        await pilot.pause(0.05)
+
+
+def cell(app: ConsoleApp, table_id: str, row: str, column: str) -> str:
+    tables = app.screen.query(f"#{table_id}")
+    if not tables:
+        return ""
+    table: DataTable[object] = tables.first(DataTable)
+    try:
+        return str(table.get_cell(row, column))
+    except CellDoesNotExist:
+        return ""
+
+
+def header(app: ConsoleApp) -> str:
+    found = app.screen.query(HostHeader)
+    return str(found.first().render()) if found else ""
+
+
+def make_app(state_dir: Path, config: PipelineConfig) -> ConsoleApp:
+    async def opener() -> AgentLink:
+        return await open_local_link(state_dir, config)
+
+    return ConsoleApp({"gpu": opener})
+
+
+async def test_the_dashboard_shows_the_numbers_and_follows_appends(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    root = tmp_path / "datasets"
+    write_sample_root(root)
+    app = make_app(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(
+            pilot,
+            lambda: (
+                app.views["gpu"].snapshot is not None and isinstance(app.screen, DashboardScreen)
+            ),
+        )
+        await wait_for(pilot, lambda: cell(app, "datasets", "B1_sharegpt", "responses") == "3 / 5")
+        assert cell(app, "datasets", "B1_sharegpt", "tokens") == "60 / 1K"
+        assert cell(app, "datasets", "B2_ultrachat", "status") == "pending"
+        with (root / "B2_ultrachat" / "raw_responses.jsonl").open("a") as handle:
+            handle.write(response_line("p0", 1200))
+        await wait_for(
+            pilot, lambda: cell(app, "datasets", "B2_ultrachat", "tokens") == "1.2K / 1K"
+        )
+        assert cell(app, "datasets", "B2_ultrachat", "status") == "over budget"
+        assert "over its budget" in str(app.screen.query_one("#alerts").render())
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_a_lost_link_turns_stale_and_recovers_by_itself(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    root = tmp_path / "datasets"
+    write_sample_root(root)
+    app = make_app(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "link up" in header(app))
+        os.kill(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
+        await wait_for(
+            pilot, lambda: "link down" in header(app) or "link connecting" in header(app)
+        )
+        assert app.screen.query_one("#datasets").has_class("-stale")
+        await wait_for(
+            pilot,
+            lambda: (
+                "link up" in header(app)
+                and not app.screen.query_one("#datasets").has_class("-stale")
+            ),
+        )
+
+
+async def test_stopping_a_job_asks_first_with_cancel_focused(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    config = PipelineConfig(
+        jobs={"nap": JobSpec((sys.executable, "-c", "import time; time.sleep(120)"))}
+    )
+    launcher = await open_local_link(state_dir, config)
+    job: JobInfo = await launcher.request("jobs.launch", LaunchParams("nap"), idempotency_key="nap")
+    await launcher.close()
+    app = make_app(state_dir, config)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "running")
+        app.screen.query_one("#jobs").focus()
+        await pilot.press("k")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.focused is not None
+        assert app.screen.focused.id == "cancel"
+        snapshot = app.views["gpu"].snapshot
+        assert snapshot is not None
+        [running] = [j for j in snapshot.jobs if j.id == job.id]
+        assert f"pid {running.pid}, process group {running.pgid}" in str(
+            app.screen.query_one("#confirm-text").render()
+        )
+        await pilot.press("enter")  # Cancel: nothing happens
+        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        assert cell(app, "jobs", job.id, "state") == "running"
+        await pilot.press("k")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "killed")
