@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App
@@ -16,6 +18,7 @@ from textual.binding import Binding, BindingType
 
 from agent.protocol import Event, JobEvent, JobInfo, LogChunk, Snapshot, StopParams, StopResult
 from console.commands import COMMANDS
+from console.host_keys import OfferedKey
 from console.host_view import HostView
 from console.hosts import HostSession, LinkState, Opener
 from console.link import LinkError
@@ -24,9 +27,11 @@ from console.screens.confirm import ConfirmScreen
 from console.screens.dashboard import DashboardScreen
 from console.screens.help import HelpScreen
 from console.screens.logs import LogScreen
+from console.screens.trust import TrustScreen
 from console.themes import themes_dir
 
 STOP_TIMEOUT_S = 600.0
+Pinner = Callable[[OfferedKey], Path]
 
 
 class ConsoleApp(App[None]):
@@ -39,9 +44,15 @@ class ConsoleApp(App[None]):
         Binding("colon", "command_palette", "Palette", show=False),
     ]
 
-    def __init__(self, openers: dict[str, Opener], read_only: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        openers: dict[str, Opener],
+        read_only: frozenset[str] = frozenset(),
+        pinners: Mapping[str, Pinner] | None = None,
+    ) -> None:
         super().__init__()
         self.read_only = read_only
+        self.pinners = pinners or {}
         self.views = {name: HostView(name, LinkState(name, "connecting")) for name in openers}
         self.sessions = {
             name: HostSession(name, opener, self._state_changed, self._event_arrived)
@@ -92,6 +103,7 @@ class ConsoleApp(App[None]):
             self.notify(f"{view.name}: link restored")
         elif after == "refused" and before != "refused":
             self.notify(message.state.detail, severity="error", timeout=30)
+            self._offer_trust(message.state)
         self._render_current()
 
     def on_agent_event_received(self, message: AgentEventReceived) -> None:
@@ -106,6 +118,19 @@ class ConsoleApp(App[None]):
                     screen.take(event.data)
         elif isinstance(event.data, JobEvent):
             self.notify(f"{message.host}: {event.data.message}")
+
+    def _offer_trust(self, state: LinkState) -> None:
+        pinner = self.pinners.get(state.host)
+
+        def answered(pin: bool | None) -> None:
+            if pin and pinner is not None and state.offered_key is not None:
+                path = pinner(state.offered_key)
+                self.notify(f"{state.host}: pinned {state.offered_key.fingerprint} in {path}")
+                self.sessions[state.host].retry_now()
+
+        _ = self.push_screen(
+            TrustScreen(state.host, state.detail, state.offered_key if pinner else None), answered
+        )
 
     def _render_current(self) -> None:
         for screen in self.screen_stack:

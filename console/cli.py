@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
 from pathlib import Path
 
@@ -80,6 +81,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _tui(config: ConsoleConfig, host: str | None) -> int:
     from console.app import ConsoleApp
+    from console.host_keys import pin_host_key
     from console.hosts import Opener
     from console.ssh_link import open_ssh_link
 
@@ -91,7 +93,8 @@ def _tui(config: ConsoleConfig, host: str | None) -> int:
         return lambda: open_ssh_link(host_config)
 
     openers = {h.name: opener(h) for h in hosts}
-    ConsoleApp(openers, frozenset(h.name for h in hosts if h.read_only)).run()
+    pinners = {h.name: functools.partial(pin_host_key, h) for h in hosts}
+    ConsoleApp(openers, frozenset(h.name for h in hosts if h.read_only), pinners).run()
     return EXIT_OK
 
 
