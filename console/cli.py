@@ -30,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="print one snapshot of each host")
     status.add_argument("host", nargs="?", help="one host from the config (default: all)")
     status.add_argument("--json", action="store_true", help="one JSON object per host")
+    doctor = commands.add_parser("doctor", help="check everything a host needs, one line each")
+    doctor.add_argument("host")
+    report = commands.add_parser("report", help="a Markdown run report of one host")
+    report.add_argument("host")
     trust = commands.add_parser("trust", help="show a host's key and pin it on purpose")
     trust.add_argument("host")
     trust.add_argument("--yes", action="store_true", help="pin without asking (scripts)")
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _default_to_tui(argv: list[str]) -> list[str]:
     """`eagle-console [--config F] [HOST]` means the TUI; insert its command name."""
-    commands = {"status", "trust", "demo", "tui", "-h", "--help"}
+    commands = {"status", "doctor", "report", "trust", "demo", "tui", "-h", "--help"}
     rest = argv[2:] if argv[:1] == ["--config"] else argv
     if rest and rest[0] in commands:
         return argv
@@ -76,6 +80,10 @@ def _run(args: argparse.Namespace) -> int:
         return _status(config, args.host, as_json=args.json)
     if args.command == "trust":
         return _trust(config, args.host, assume_yes=args.yes)
+    if args.command == "doctor":
+        return _doctor(config.host(args.host))
+    if args.command == "report":
+        return _report(config.host(args.host))
     return _tui(config, args.host)
 
 
@@ -118,6 +126,27 @@ def _report_failure(status: HostStatus, err: Console) -> None:
         for alert in status.snapshot.alerts:
             if alert.kind == "datasets_root":
                 err.print(f"eagle-console: {status.host}: {alert.message}", markup=False)
+
+
+def _doctor(host: HostConfig) -> int:
+    from console.doctor import run_doctor
+
+    checks = asyncio.run(run_doctor(host))
+    out = Console(highlight=False, soft_wrap=True)
+    for check in checks:
+        mark = "[green]ok  [/]" if check.ok else "[red]FAIL[/]"
+        out.print(f"{mark} {check.name:9} {check.detail}")
+    return EXIT_OK if all(check.ok for check in checks) else EXIT_FAILURE
+
+
+def _report(host: HostConfig) -> int:
+    from console.report import markdown_report
+
+    status = asyncio.run(fetch_all([host]))[0]
+    if status.snapshot is None:
+        raise LinkError(status.error or f"{host.name}: no snapshot")
+    print(markdown_report(host.name, status.snapshot))  # noqa: T201
+    return EXIT_OK
 
 
 def _trust(config: ConsoleConfig, name: str, *, assume_yes: bool) -> int:

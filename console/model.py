@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.protocol import DatasetProgress, JobInfo
+from agent.protocol import DatasetProgress, GpuSample, JobInfo, ServerStats
 
 STALE_AFTER_S = 5.0
 """A panel whose data is older than this shows as stale."""
@@ -109,3 +109,56 @@ def age(seconds: float | None) -> str:
     if seconds is None:
         return "no data yet"
     return "live" if seconds < STALE_AFTER_S else f"{duration(seconds)} old"
+
+
+def server_text(server: ServerStats | None) -> str:
+    """The server in a few lines."""
+    if server is None:
+        return "SGLang: not probed yet"
+    health = {True: "[green]healthy[/]", False: "[red]down[/]", None: "unknown"}[server.healthy]
+    lines = [
+        f"SGLang {server.url or ''}: {health} {server.detail if not server.healthy else ''}".rstrip()
+    ]
+    if server.model_path:
+        lines.append(f"model {server.model_path}")
+    load = server.log_stats
+    running = (
+        server.running_requests if server.running_requests is not None else load.get("#running-req")
+    )
+    queued = (
+        server.queued_requests if server.queued_requests is not None else load.get("#queue-req")
+    )
+    if running is not None:
+        lines.append(
+            f"running {running} · queued {queued} · token usage {server.token_usage or load.get('token usage', '—')}"
+        )
+    rate = server.gen_throughput_tokens_per_s or _float(load.get("gen throughput (token/s)"))
+    if rate:
+        lines.append(f"gen {tokens(rate)} tok/s")
+    accept = server.accept_length or _float(load.get("accept len"))
+    if accept:
+        lines.append(f"accept length {accept:.2f}")
+    return "\n".join(lines)
+
+
+def gpu_text(gpus: tuple[GpuSample, ...], note: str) -> str:
+    """One line per GPU: utilisation, memory, temperature, holder."""
+    if not gpus:
+        return note or "GPUs: not probed yet"
+    return "\n".join(
+        f"GPU{g.index} {g.utilization_pct or 0:.0f}% · {tokens((g.memory_used_mib or 0) * 2**20)}B / "
+        f"{tokens((g.memory_total_mib or 0) * 2**20)}B · {g.temperature_c or 0:.0f}°C"
+        + (
+            f" · {', '.join(g.job_ids)}"
+            if g.job_ids
+            else (f" · pids {list(g.pids)}" if g.pids else "")
+        )
+        for g in gpus
+    )
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

@@ -84,14 +84,19 @@ async def _run_as_subprocess(process: asyncssh.SSHServerProcess[bytes]) -> None:
     assert local.stdout is not None
     assert local.stderr is not None
     feed = asyncio.create_task(_feed_stdin(process.stdin, local.stdin))
-    # All output is forwarded before the exit status, as sshd does, so no byte is lost.
-    await asyncio.gather(
-        _forward(local.stdout, process.stdout), _forward(local.stderr, process.stderr)
-    )
-    status = await local.wait()
-    feed.cancel()
-    process.exit(status)
-    await process.wait_closed()
+    try:
+        # All output is forwarded before the exit status, as sshd does, so no byte is lost.
+        await asyncio.gather(
+            _forward(local.stdout, process.stdout), _forward(local.stderr, process.stderr)
+        )
+        status = await local.wait()
+        process.exit(status)
+        await process.wait_closed()
+    finally:
+        feed.cancel()
+        if local.returncode is None:  # the client went away first: end the command as sshd would
+            local.kill()
+            await local.wait()
 
 
 async def _feed_stdin(source: asyncssh.SSHReader[bytes], sink: asyncio.StreamWriter) -> None:

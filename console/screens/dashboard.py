@@ -8,12 +8,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.host_view import HostView
-from console.model import STALE_AFTER_S
+from console.model import STALE_AFTER_S, gpu_text
 from console.widgets.alert_strip import AlertStrip
 from console.widgets.datasets_table import DatasetsTable
 from console.widgets.host_header import HostHeader
 from console.widgets.jobs_table import JobsTable
-from console.widgets.server_panel import ServerPanel, gpu_text
+from console.widgets.server_panel import ServerPanel
 
 
 class DashboardScreen(Screen[None]):
