@@ -17,6 +17,7 @@ from typing import Any
 
 from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
+from agent.datasets.detail import dataset_detail
 from agent.datasets.tracker import DatasetsRootError, DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.jobs.external import external_target, find_external
@@ -30,6 +31,8 @@ from agent.protocol import (
     PROTOCOL_VERSION,
     Alert,
     AuditResult,
+    DatasetDetail,
+    DetailParams,
     ErrorCode,
     Event,
     FilesHashParams,
@@ -102,6 +105,7 @@ class AgentCore:
             "files.install": self.files_install,
             "files.rollback": self.files_rollback,
             "audit.read": self.audit_read,
+            "datasets.detail": self.datasets_detail,
         }
 
     async def hello(self, request: Request) -> HelloResult:
@@ -232,6 +236,19 @@ class AgentCore:
         except FileError as exc:
             raise AgentError(ErrorCode.NOT_FOUND, str(exc)) from None
         return InstallResult(str(target), restored, None, None)
+
+    async def datasets_detail(self, request: Request) -> DatasetDetail:
+        """Latest responses, finish reasons, length histogram and errors of one dataset."""
+        params: DetailParams = request.params
+        datasets = self.pipeline.datasets
+        if datasets is None or params.name not in self._dataset_names():
+            raise AgentError(
+                ErrorCode.NOT_FOUND, f"no dataset {params.name!r} under the datasets root"
+            )
+        folder = Path(datasets.root) / params.name
+        return await asyncio.to_thread(
+            dataset_detail, params.name, folder, datasets.responses_file, params.recent
+        )
 
     async def audit_read(self, request: Request) -> AuditResult:
         """The newest audit entries."""

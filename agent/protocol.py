@@ -447,6 +447,47 @@ class InstallResult:
 
 
 @dataclass(frozen=True, slots=True)
+class DetailParams:
+    """A closer look at dataset `name`: its `recent` latest responses and errors."""
+
+    name: str
+    recent: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseSummary:
+    """One response, without its token ids."""
+
+    id: str
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSummary:
+    """One prompt that failed."""
+
+    id: str
+    reason: str
+    permanent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetDetail:
+    """The latest responses of a dataset, their finish reasons and lengths, and its errors."""
+
+    name: str
+    window_responses: int
+    """How many recent responses the figures describe."""
+    recent: tuple[ResponseSummary, ...]
+    finish_reasons: dict[str, int]
+    length_edges: tuple[int, ...]
+    length_counts: tuple[int, ...]
+    errors: tuple[ErrorSummary, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AuditParams:
     """The last `limit` entries of the audit log."""
 
@@ -561,6 +602,7 @@ METHODS: dict[str, MethodSpec] = {
     "files.install": MethodSpec(InstallParams, InstallResult, mutating=True),
     "files.rollback": MethodSpec(RollbackParams, InstallResult, mutating=True),
     "audit.read": MethodSpec(AuditParams, AuditResult),
+    "datasets.detail": MethodSpec(DetailParams, DatasetDetail),
 }
 """Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
 

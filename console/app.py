@@ -7,24 +7,38 @@ on display renders it.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable
 
-from agent.protocol import Event, JobEvent, JobInfo, LogChunk, Snapshot, StopParams, StopResult
+from agent.protocol import (
+    DatasetDetail,
+    DetailParams,
+    Event,
+    JobEvent,
+    JobInfo,
+    LogChunk,
+    Snapshot,
+    StopParams,
+    StopResult,
+)
 from console.commands import COMMANDS
 from console.host_keys import OfferedKey
-from console.host_view import HostView
+from console.host_view import HostView, headline, new_alerts
 from console.hosts import HostSession, LinkState, Opener
 from console.link import LinkError
 from console.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.screens.confirm import ConfirmScreen
 from console.screens.dashboard import DashboardScreen
+from console.screens.dataset import DatasetScreen
 from console.screens.help import HelpScreen
 from console.screens.logs import LogScreen
 from console.screens.trust import TrustScreen
@@ -68,6 +82,26 @@ class ConsoleApp(App[None]):
             self.run_worker(session.run(), name=f"link {name}", group="links", exit_on_error=False)
         self.set_interval(1.0, self._render_current)
 
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The command table in the palette, with every host to jump to."""
+        yield from super().get_system_commands(screen)
+        for command in COMMANDS:
+            key = command.key.replace("question_mark", "?")
+            yield SystemCommand(
+                command.description,
+                f"key {key}",
+                functools.partial(self.run_action, command.action),
+            )
+        for name in self.views:
+            yield SystemCommand(
+                f"Host {name}", f"show {name}", functools.partial(self.show_host, name)
+            )
+
+    def show_host(self, name: str) -> None:
+        """Put host `name` on screen."""
+        self.current = name
+        self._render_current()
+
     async def on_unmount(self) -> None:
         """Close every link so no agent bridge is left behind."""
         for session in self.sessions.values():
@@ -85,8 +119,15 @@ class ConsoleApp(App[None]):
             self.post_message(AgentEventReceived(host, event))
 
     def on_snapshot_received(self, message: SnapshotReceived) -> None:
-        """Keep the snapshot; render it if its host is on screen."""
-        self.views[message.host].take(message.snapshot)
+        """Keep the snapshot, toast alerts that are new, render it if its host is on screen."""
+        view = self.views[message.host]
+        for alert in new_alerts(view.snapshot, message.snapshot):
+            self.notify(
+                f"{message.host}: {alert.message}",
+                severity="error" if alert.severity == "error" else "warning",
+                timeout=10,
+            )
+        view.take(message.snapshot)
         if message.host == self.current:
             self._render_current()
 
@@ -135,15 +176,15 @@ class ConsoleApp(App[None]):
     def _render_current(self) -> None:
         for screen in self.screen_stack:
             if isinstance(screen, DashboardScreen):
-                screen.show(self.views[self.current], len(self.views))
+                others = [headline(v) for name, v in self.views.items() if name != self.current]
+                screen.show(self.views[self.current], others)
 
     # ------------------------------------------------------------ actions
 
     def action_next_host(self) -> None:
         """Show the next host."""
         names = list(self.views)
-        self.current = names[(names.index(self.current) + 1) % len(names)]
-        self._render_current()
+        self.show_host(names[(names.index(self.current) + 1) % len(names)])
 
     def action_help(self) -> None:
         """Every key."""
@@ -212,6 +253,23 @@ class ConsoleApp(App[None]):
             return
         steps = " → ".join(step.action for step in result.steps) or "nothing to signal"
         self.notify(f"{name}: {result.outcome} ({steps}) in {time.monotonic() - started:.1f} s")
+
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a dataset opens its detail."""
+        if event.data_table.id != "datasets" or event.row_key.value is None:
+            return
+        link = self.sessions[self.current].link
+        if link is None:
+            self.notify("no link to the host right now", severity="warning")
+            return
+        try:
+            detail: DatasetDetail = await link.request(
+                "datasets.detail", DetailParams(event.row_key.value)
+            )
+        except LinkError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        _ = self.push_screen(DatasetScreen(self.current, detail))
 
     def _selected_job_id(self) -> str | None:
         return self.screen.selected_job_id if isinstance(self.screen, DashboardScreen) else None

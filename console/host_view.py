@@ -9,7 +9,7 @@ import collections
 import time
 from dataclasses import dataclass, field
 
-from agent.protocol import Snapshot
+from agent.protocol import Alert, Snapshot
 from console.hosts import LinkState
 
 THROUGHPUT_POINTS = 120
@@ -42,3 +42,19 @@ class HostView:
         if self.received_at is None:
             return None
         return (time.time() if now is None else now) - self.received_at
+
+
+def new_alerts(before: Snapshot | None, after: Snapshot) -> list[Alert]:
+    """Alerts in `after` that `before` did not have (by kind and subject): the ones to toast."""
+    seen = {(a.kind, a.subject) for a in before.alerts} if before is not None else set()
+    return [a for a in after.alerts if (a.kind, a.subject) not in seen]
+
+
+def headline(view: HostView) -> str:
+    """One line per host for the host strip: link, datasets running, alerts."""
+    snapshot = view.snapshot
+    if snapshot is None:
+        return f"{view.name}: {view.state.status}"
+    running = sum(1 for d in snapshot.datasets if d.status == "running")
+    errors = sum(1 for a in snapshot.alerts if a.severity == "error")
+    return f"{view.name}: {view.state.status}, {running} running, {len(snapshot.alerts)} alerts ({errors} errors)"

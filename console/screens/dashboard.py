@@ -38,11 +38,11 @@ class DashboardScreen(Screen[None]):
         yield AlertStrip(id="alerts")
         yield Footer()
 
-    def show(self, view: HostView, host_count: int) -> None:
+    def show(self, view: HostView, others: list[str]) -> None:
         """Render `view`; panels turn stale when its data is old."""
         if not self.ready:
             return
-        self.query_one(HostHeader).show(view, host_count)
+        self.query_one(HostHeader).show(view, others)
         stale = (view.age_s() or 0) > STALE_AFTER_S or view.state.status != "up"
         for panel in self.query("#datasets, #jobs, #server, #gpus"):
             panel.set_class(stale, "-stale")

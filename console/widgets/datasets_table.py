@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from agent.protocol import DatasetProgress
@@ -17,8 +18,34 @@ STATUS_STYLE = {
 }
 
 
+SORTS = {
+    "dataset": lambda d: d.name,
+    "tokens": lambda d: -d.tokens,
+    "rate": lambda d: -(d.tokens_per_s or 0.0),
+    "ETA": lambda d: d.eta_s if d.eta_s is not None else float("inf"),
+    "overrun": lambda d: -(d.projected_overrun_tokens or 0),
+    "status": lambda d: d.status,
+}
+
+
 class DatasetsTable(DataTable[Text | str]):
-    """One row per dataset, updated in place."""
+    """One row per dataset, updated in place; sortable by a column (o, or click its header)."""
+
+    BINDINGS = [Binding("o", "cycle_sort", "Sort")]
+    sort_by = "dataset"
+    """The column the rows are ordered by."""
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next sortable column."""
+        names = list(SORTS)
+        self.sort_by = names[(names.index(self.sort_by) + 1) % len(names)]
+        self.notify(f"datasets sorted by {self.sort_by}")
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """Clicking a sortable header sorts by it."""
+        column = str(event.column_key.value)
+        if column in SORTS:
+            self.sort_by = column
 
     def on_mount(self) -> None:
         """Columns, and whole-row selection."""
@@ -27,7 +54,8 @@ class DatasetsTable(DataTable[Text | str]):
             self.add_column(column, key=column)
 
     def show(self, datasets: tuple[DatasetProgress, ...]) -> None:
-        """Put `datasets` on screen, keeping the cursor where it was."""
+        """Put `datasets` on screen in the chosen order, keeping the cursor where it was."""
+        datasets = tuple(sorted(datasets, key=SORTS[self.sort_by]))
         names = [d.name for d in datasets]
         if [row.value for row in self.rows] != names:
             self.clear()

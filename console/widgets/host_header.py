@@ -13,8 +13,8 @@ from console.model import STALE_AFTER_S, age
 class HostHeader(Static):
     """One line about the host on screen."""
 
-    def show(self, view: HostView, host_count: int) -> None:
-        """Render the header for `view`."""
+    def show(self, view: HostView, others: list[str]) -> None:
+        """Render the header for `view`, and one headline per other host."""
         state = view.state
         latency = (
             f" {state.latency_ms:.1f} ms"
@@ -22,11 +22,11 @@ class HostHeader(Static):
             else ""
         )
         version = f" · agent {state.agent_version}" if state.agent_version else ""
-        hosts = f" ({host_count} hosts, h to switch)" if host_count > 1 else ""
+        hosts = f"  ·  others: {'; '.join(others)} (h to switch)" if others else ""
         data_age = view.age_s()
         self.update(
-            f"[b]{view.name}[/b]{hosts} · link {state.status}{latency}{version} · data "
-            f"{age(data_age)} · {time.strftime('%H:%M:%S')}"
+            f"[b]{view.name}[/b] · link {state.status}{latency}{version} · data "
+            f"{age(data_age)} · {time.strftime('%H:%M:%S')}{hosts}"
         )
         self.set_class(state.status != "up", "-down")
         self.set_class(data_age is not None and data_age > STALE_AFTER_S, "-stale")

@@ -20,6 +20,7 @@ from console.link import AgentLink
 from console.local_link import open_local_link
 from console.screens.confirm import ConfirmScreen
 from console.screens.dashboard import DashboardScreen
+from console.screens.dataset import DatasetScreen
 from console.screens.help import HelpScreen
 from console.widgets.host_header import HostHeader
 from tests.datasets import response_line, write_sample_root
@@ -84,6 +85,19 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
         assert "over its budget" in str(app.screen.query_one("#alerts").render())
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+        table = app.screen.query_one("#datasets", DataTable)
+        table.focus()
+        await pilot.press("o", "o")  # sort by tokens: the biggest first
+        await wait_for(pilot, lambda: str(table.get_row_at(0)[0]) == "B2_ultrachat")
+        table.move_cursor(row=table.get_row_index("B1_sharegpt"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, DatasetScreen))
+        title = str(app.screen.query_one("#dataset-title").render())
+        assert "B1_sharegpt" in title
+        assert "last 3 responses" in title
+        assert "stop 3" in title
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
 
