@@ -106,6 +106,10 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '{"id":15,"method":"audit.read","params":{"limit":20}}',
     ),
     (
+        Request(16, "datasets.detail", DetailParams("B1", 5)),
+        '{"id":16,"method":"datasets.detail","params":{"name":"B1","recent":5}}',
+    ),
+    (
         Request(14, "snapshot.watch", WatchParams(0.5)),
         '{"id":14,"method":"snapshot.watch","params":{"interval_s":0.5}}',
     ),
@@ -195,6 +199,22 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     ("logs.read", CHUNK, '{"id":1,"result":' + CHUNK_LINE + "}"),
     ("logs.subscribe", Done(), '{"id":1,"result":{}}'),
     ("snapshot.watch", Done(), '{"id":1,"result":{}}'),
+    (
+        "datasets.detail",
+        DatasetDetail(
+            "B1",
+            2,
+            (ResponseSummary("p1", 30, "length", 2.5),),
+            {"length": 1, "stop": 1},
+            (0, 10, 20),
+            (1, 1),
+            (ErrorSummary("p9", "HTTP 400: too long", True),),
+        ),  # fmt: skip
+        '{"id":1,"result":{"name":"B1","window_responses":2,"recent":[{"id":"p1","completion_tokens":30,'
+        '"finish_reason":"length","latency_s":2.5}],"finish_reasons":{"length":1,"stop":1},'
+        '"length_edges":[0,10,20],"length_counts":[1,1],"errors":[{"id":"p9","reason":'
+        '"HTTP 400: too long","permanent":true}]}}',
+    ),
     (
         "audit.read",
         AuditResult(
