@@ -17,6 +17,8 @@ from textual.widgets import Footer, Input, RichLog, Static
 from agent.protocol import LogChunk
 
 MAX_LINES = 50_000
+CONTEXT = 2
+"""Lines shown around each filter match."""
 ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal)\b", re.IGNORECASE)
 WARNING = re.compile(r"\b(warn(ing)?|retry|retrying|unhealthy)\b", re.IGNORECASE)
 STATS = re.compile(r"\] (Prefill|Decode) batch")
@@ -74,18 +76,29 @@ class LogScreen(Screen[None]):
             self._redraw()
         new = chunk.text.split("\n")[:-1] if chunk.text.endswith("\n") else chunk.text.split("\n")
         self.lines.extend(new)
-        if self.following:
+        if self.following and self.filter is not None:
+            self._redraw()  # context lines around new matches need the lines before them
+        elif self.following:
             view = self.query_one(RichLog)
             for line in new:
-                if self.filter is None or self.filter.search(line):
-                    view.write(styled(line, self.search))
+                view.write(styled(line, self.search))
         else:
             self.unseen += len(new)
         self._update_status()
 
     def shown_lines(self) -> list[str]:
-        """The lines the view shows now (after the filter)."""
-        return [line for line in self.lines if self.filter is None or self.filter.search(line)]
+        """The lines the view shows: all, or the filter's matches with CONTEXT lines around them."""
+        if self.filter is None:
+            return list(self.lines)
+        lines = list(self.lines)
+        keep = sorted({j for i, line in enumerate(lines) if self.filter.search(line)
+                       for j in range(max(0, i - CONTEXT), min(len(lines), i + CONTEXT + 1))})  # fmt: skip
+        shown: list[str] = []
+        for previous, index in zip([None, *keep], keep, strict=False):
+            if previous is not None and index != previous + 1:
+                shown.append("--")
+            shown.append(lines[index])
+        return shown
 
     def action_toggle_follow(self) -> None:
         """Pause (new lines are counted, not shown) or follow again (and catch up)."""

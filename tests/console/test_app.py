@@ -22,6 +22,7 @@ from console.screens.confirm import ConfirmScreen
 from console.screens.dashboard import DashboardScreen
 from console.screens.dataset import DatasetScreen
 from console.screens.help import HelpScreen
+from console.screens.logs import LogScreen
 from console.widgets.host_header import HostHeader
 from tests.datasets import response_line, write_sample_root
 
@@ -154,3 +155,50 @@ async def test_stopping_a_job_asks_first_with_cancel_focused(
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.click("#confirm")
         await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "killed")
+
+
+async def test_the_log_viewer_follows_pauses_searches_and_filters(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    log = tmp_path / "sglang.log"
+    log.write_text(
+        "".join(
+            f"[2026-11-29 10:00:{i:02d} TP0] Decode batch, #running-req: {i}\n" for i in range(40)
+        )
+    )
+    app = make_app(state_dir, PipelineConfig(sglang_url="http://127.0.0.1:1", sglang_log=str(log)))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(
+            pilot,
+            lambda: (
+                app.views["gpu"].snapshot is not None
+                and app.views["gpu"].snapshot.server is not None
+            ),
+        )
+        await pilot.press("l")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, LogScreen) and len(app.screen.lines) == 40
+        )
+        screen = app.screen
+        assert isinstance(screen, LogScreen)
+        assert screen.log_name == "sglang"
+        await pilot.press("space")  # pause
+        with log.open("a") as handle:
+            handle.write("ERROR something broke\nafter the error\n")
+        await wait_for(pilot, lambda: screen.unseen == 2)
+        assert "+2 new lines" in str(screen.query_one("#log-status").render())
+        await pilot.press("space")  # follow again: caught up
+        assert screen.unseen == 0
+        await pilot.press("f")
+        await pilot.press(*"ERROR", "enter")
+        assert screen.shown_lines() == [
+            "[2026-11-29 10:00:38 TP0] Decode batch, #running-req: 38",
+            "[2026-11-29 10:00:39 TP0] Decode batch, #running-req: 39",
+            "ERROR something broke",
+            "after the error",
+        ]
+        await pilot.press("slash", *"req: 3", "enter")
+        assert screen.search is not None
+        assert screen.match_index == 0
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
