@@ -254,6 +254,10 @@ class AgentCore:
         """The newest audit entries."""
         return AuditResult(tuple(await asyncio.to_thread(self.audit.last, request.params.limit)))
 
+    def files_signature(self) -> tuple[tuple[int, int], ...]:
+        """(size, mtime) of every responses file followed: changes when any dataset grows."""
+        return self._tracker.signature() if self._tracker is not None else ()
+
     async def _job_event(self, event: JobEvent) -> None:
         await self.broadcast(Event("job", event))
         self.changed.set()

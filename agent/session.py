@@ -8,8 +8,8 @@ traceback to the daemon log and answered as an internal error.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from typing import Protocol
 
 from agent.core import AgentCore, AgentError, Handler
@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
 FOLLOW_POLL_S = 0.25
 MIN_WATCH_INTERVAL_S = 0.1
+CHANGE_POLL_S = 0.2
+"""How often the dataset files are checked for growth between timed snapshots."""
 
 
 class ByteReader(Protocol):
@@ -108,12 +110,20 @@ class Session:
         return Done()
 
     async def _push_snapshots(self, interval_s: float) -> None:
-        """A snapshot event every interval, and one at once after any job event."""
+        """A snapshot every interval, soon after a dataset file grows, and at once on job events."""
         request = Request(0, "snapshot", SnapshotParams())
+        signature, pushed_at, job_changed = None, 0.0, False
         while True:
-            await self.send(Event("snapshot", await self.core.snapshot(request)))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.core.changed.wait(), interval_s)
+            now = time.monotonic()
+            current = self.core.files_signature()
+            if job_changed or current != signature or now - pushed_at >= interval_s:
+                await self.send(Event("snapshot", await self.core.snapshot(request)))
+                signature, pushed_at = current, now
+            try:
+                await asyncio.wait_for(self.core.changed.wait(), CHANGE_POLL_S)
+                job_changed = True
+            except TimeoutError:
+                job_changed = False
 
     async def _unsubscribe(self, request: Request) -> Done:
         task = self._follows.pop(request.params.name, None)

@@ -159,6 +159,18 @@ class DatasetTracker:
         self.config = config
         self._followers: dict[str, DatasetFollower] = {}
 
+    def signature(self) -> tuple[tuple[int, int], ...]:
+        """(size, mtime in ns) of each followed responses file; cheap: one stat per dataset."""
+        stamps = []
+        for follower in self._followers.values():
+            try:
+                info = follower.responses.path.stat()
+            except FileNotFoundError:
+                stamps.append((-1, 0))
+                continue
+            stamps.append((info.st_size, info.st_mtime_ns))
+        return tuple(stamps)
+
     def names(self) -> list[str]:
         """The dataset folders under the root."""
         return self._dataset_names()

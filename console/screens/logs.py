@@ -1,6 +1,8 @@
 """A log, followed live: pause with a "+N new lines" badge, search, filter, highlight, copy.
 
 Memory stays bounded however long the log grows: the screen keeps the newest MAX_LINES lines.
+Textual's Log widget renders only the lines in view, and new lines are written in batches a few
+times a second, so a flood of thousands of lines a second never makes a key press wait.
 """
 
 from __future__ import annotations
@@ -8,15 +10,17 @@ from __future__ import annotations
 import collections
 import re
 
+from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, RichLog, Static
+from textual.widgets import Footer, Input, Log, Static
 
 from agent.protocol import LogChunk
 
 MAX_LINES = 50_000
+FLUSH_S = 0.1
 CONTEXT = 2
 """Lines shown around each filter match."""
 ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal)\b", re.IGNORECASE)
@@ -24,13 +28,21 @@ WARNING = re.compile(r"\b(warn(ing)?|retry|retrying|unhealthy)\b", re.IGNORECASE
 STATS = re.compile(r"\] (Prefill|Decode) batch")
 
 
-def styled(line: str, search: re.Pattern[str] | None) -> Text:
-    """A log line with its colour, and search matches highlighted."""
-    style = "red" if ERROR.search(line) else "yellow" if WARNING.search(line) else ""
-    text = Text(line, style=style or ("cyan" if STATS.search(line) else ""))
-    if search is not None:
-        text.highlight_regex(search, style="reverse")
-    return text
+class LogHighlighter(Highlighter):
+    """Errors red, warnings yellow, SGLang stats lines cyan, search matches reversed."""
+
+    def __init__(self, search: re.Pattern[str] | None = None) -> None:
+        self.search = search
+
+    def highlight(self, text: Text) -> None:
+        """Style one line in place (only lines in view are ever styled)."""
+        line = text.plain
+        style = "red" if ERROR.search(line) else "yellow" if WARNING.search(line) else ""
+        style = style or ("cyan" if STATS.search(line) else "")
+        if style:
+            text.stylize(style)
+        if self.search is not None:
+            text.highlight_regex(self.search, style="reverse")
 
 
 class LogScreen(Screen[None]):
@@ -57,17 +69,21 @@ class LogScreen(Screen[None]):
         self.filter: re.Pattern[str] | None = None
         self.match_index = -1
         self._prompt: str | None = None
+        self._pending: collections.deque[str] = collections.deque(maxlen=MAX_LINES)
+        self._status_due = False
 
     def compose(self) -> ComposeResult:
         """Status line, the log, a prompt for search and filter, footer."""
         yield Static(id="log-status")
-        yield RichLog(id="log-view", max_lines=MAX_LINES, wrap=False, highlight=False, markup=False)
+        yield Log(id="log-view", max_lines=MAX_LINES, highlight=True)
         yield Input(id="log-prompt", classes="-hidden")
         yield Footer()
 
     def on_mount(self) -> None:
-        """Show the status line."""
+        """Show the status line; write new lines in batches."""
+        self.query_one(Log).highlighter = LogHighlighter()
         self._update_status()
+        self.set_interval(FLUSH_S, self._flush)
 
     def take(self, chunk: LogChunk) -> None:
         """New lines from the agent (a reset starts over)."""
@@ -76,15 +92,22 @@ class LogScreen(Screen[None]):
             self._redraw()
         new = chunk.text.split("\n")[:-1] if chunk.text.endswith("\n") else chunk.text.split("\n")
         self.lines.extend(new)
-        if self.following and self.filter is not None:
-            self._redraw()  # context lines around new matches need the lines before them
-        elif self.following:
-            view = self.query_one(RichLog)
-            for line in new:
-                view.write(styled(line, self.search))
+        if self.following:
+            self._pending.extend(new)
         else:
             self.unseen += len(new)
-        self._update_status()
+        self._status_due = True
+
+    def _flush(self) -> None:
+        """Write what arrived since the last flush, in one go."""
+        if self._pending and self.following:
+            if self.filter is not None:
+                self._redraw()  # context lines around new matches need the lines before them
+            else:
+                self.query_one(Log).write_lines(list(self._pending))
+        self._pending.clear()
+        if self._status_due:
+            self._update_status()
 
     def shown_lines(self) -> list[str]:
         """The lines the view shows: all, or the filter's matches with CONTEXT lines around them."""
@@ -103,9 +126,13 @@ class LogScreen(Screen[None]):
     def action_toggle_follow(self) -> None:
         """Pause (new lines are counted, not shown) or follow again (and catch up)."""
         self.following = not self.following
+        if self.following and self.filter is None and self.unseen:
+            missed = list(self.lines)[-min(self.unseen, MAX_LINES) :]
+            self.query_one(Log).write_lines(missed)  # only what came while paused
+        elif self.following and self.unseen:
+            self._redraw()
         if self.following:
             self.unseen = 0
-            self._redraw()
         self._update_status()
 
     def action_search(self) -> None:
@@ -177,16 +204,18 @@ class LogScreen(Screen[None]):
             (later[0] if step > 0 else later[-1]) if later else hits[0 if step > 0 else -1]
         )
         self.following = False
-        self.query_one(RichLog).scroll_to(y=self.match_index, animate=False)
+        self.query_one(Log).scroll_to(y=self.match_index, animate=False)
         self._update_status()
 
     def _redraw(self) -> None:
-        view = self.query_one(RichLog)
+        view = self.query_one(Log)
+        view.highlighter = LogHighlighter(self.search)
         view.clear()
-        for line in self.shown_lines():
-            view.write(styled(line, self.search))
+        view.write_lines(self.shown_lines())
+        self._pending.clear()
 
     def _update_status(self) -> None:
+        self._status_due = False
         state = "following" if self.following else "paused"
         badge = f"  [reverse] +{self.unseen:,} new lines [/]" if self.unseen else ""
         extra = "".join(

@@ -185,8 +185,10 @@ async def test_the_log_viewer_follows_pauses_searches_and_filters(
         await pilot.press("space")  # pause
         with log.open("a") as handle:
             handle.write("ERROR something broke\nafter the error\n")
-        await wait_for(pilot, lambda: screen.unseen == 2)
-        assert "+2 new lines" in str(screen.query_one("#log-status").render())
+        await wait_for(
+            pilot, lambda: "+2 new lines" in str(screen.query_one("#log-status").render())
+        )
+        assert screen.unseen == 2
         await pilot.press("space")  # follow again: caught up
         assert screen.unseen == 0
         await pilot.press("f")
