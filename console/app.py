@@ -63,8 +63,12 @@ class ConsoleApp(App[None]):
         openers: dict[str, Opener],
         read_only: frozenset[str] = frozenset(),
         pinners: Mapping[str, Pinner] | None = None,
+        clock: Callable[[], float] = time.time,
+        theme: str = "textual-dark",
     ) -> None:
         super().__init__()
+        self.clock = clock
+        self.initial_theme = theme
         self.read_only = read_only
         self.pinners = pinners or {}
         self.views = {name: HostView(name, LinkState(name, "connecting")) for name in openers}
@@ -76,7 +80,7 @@ class ConsoleApp(App[None]):
 
     def on_mount(self) -> None:
         """Start every link, show the dashboard, refresh ages once a second."""
-        self.theme = "textual-dark"
+        self.theme = self.initial_theme
         _ = self.push_screen(DashboardScreen())
         for name, session in self.sessions.items():
             self.run_worker(session.run(), name=f"link {name}", group="links", exit_on_error=False)
@@ -127,7 +131,7 @@ class ConsoleApp(App[None]):
                 severity="error" if alert.severity == "error" else "warning",
                 timeout=10,
             )
-        view.take(message.snapshot)
+        view.take(message.snapshot, self.clock())
         if message.host == self.current:
             self._render_current()
 
@@ -177,7 +181,7 @@ class ConsoleApp(App[None]):
         for screen in self.screen_stack:
             if isinstance(screen, DashboardScreen):
                 others = [headline(v) for name, v in self.views.items() if name != self.current]
-                screen.show(self.views[self.current], others)
+                screen.show(self.views[self.current], others, self.clock())
 
     # ------------------------------------------------------------ actions
 
@@ -193,6 +197,7 @@ class ConsoleApp(App[None]):
     def action_toggle_theme(self) -> None:
         """Dark or light."""
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
+        self._render_current()  # tables re-measure their columns in the new theme
 
     def action_reconnect(self) -> None:
         """Retry the link of the host on screen now."""

@@ -27,10 +27,10 @@ class HostView:
         default_factory=lambda: collections.deque(maxlen=THROUGHPUT_POINTS)
     )
 
-    def take(self, snapshot: Snapshot) -> None:
-        """Keep a new snapshot and extend the throughput history."""
+    def take(self, snapshot: Snapshot, now: float | None = None) -> None:
+        """Keep a new snapshot (received at `now`) and extend the throughput history."""
         self.snapshot = snapshot
-        self.received_at = time.time()
+        self.received_at = time.time() if now is None else now
         server = snapshot.server
         rate = server.gen_throughput_tokens_per_s if server else None
         if rate is None:

@@ -146,8 +146,8 @@ def gpu_text(gpus: tuple[GpuSample, ...], note: str) -> str:
     if not gpus:
         return note or "GPUs: not probed yet"
     return "\n".join(
-        f"GPU{g.index} {g.utilization_pct or 0:.0f}% · {tokens((g.memory_used_mib or 0) * 2**20)}B / "
-        f"{tokens((g.memory_total_mib or 0) * 2**20)}B · {g.temperature_c or 0:.0f}°C"
+        f"GPU{g.index} {g.utilization_pct or 0:.0f}% · {(g.memory_used_mib or 0) / 1024:.1f} / "
+        f"{(g.memory_total_mib or 0) / 1024:.1f} GiB · {g.temperature_c or 0:.0f}°C"
         + (
             f" · {', '.join(g.job_ids)}"
             if g.job_ids

@@ -38,19 +38,19 @@ class DashboardScreen(Screen[None]):
         yield AlertStrip(id="alerts")
         yield Footer()
 
-    def show(self, view: HostView, others: list[str]) -> None:
-        """Render `view`; panels turn stale when its data is old."""
+    def show(self, view: HostView, others: list[str], now: float) -> None:
+        """Render `view` as of `now`; panels turn stale when its data is old."""
         if not self.ready:
             return
-        self.query_one(HostHeader).show(view, others)
-        stale = (view.age_s() or 0) > STALE_AFTER_S or view.state.status != "up"
+        self.query_one(HostHeader).show(view, others, now)
+        stale = (view.age_s(now) or 0) > STALE_AFTER_S or view.state.status != "up"
         for panel in self.query("#datasets, #jobs, #server, #gpus"):
             panel.set_class(stale, "-stale")
         snapshot = view.snapshot
         if snapshot is None:
             return
         self.query_one(DatasetsTable).show(snapshot.datasets)
-        self.query_one(JobsTable).show(snapshot.jobs)
+        self.query_one(JobsTable).show(snapshot.jobs, now)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         self.query_one("#gpus", Static).update(gpu_text(snapshot.gpus, snapshot.gpu_note))
         self.query_one(AlertStrip).show(snapshot.alerts)

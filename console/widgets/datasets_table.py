@@ -54,28 +54,25 @@ class DatasetsTable(DataTable[Text | str]):
             self.add_column(column, key=column)
 
     def show(self, datasets: tuple[DatasetProgress, ...]) -> None:
-        """Put `datasets` on screen in the chosen order, keeping the cursor where it was."""
-        datasets = tuple(sorted(datasets, key=SORTS[self.sort_by]))
-        names = [d.name for d in datasets]
-        if [row.value for row in self.rows] != names:
-            self.clear()
-            for name in names:
-                self.add_row(*([""] * len(COLUMNS)), key=name)
-        for progress in datasets:
+        """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset."""
+        selected = self.cursor_row if self.row_count else 0
+        selected_name = (
+            self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+            if self.row_count
+            else None
+        )
+        self.clear()
+        for progress in sorted(datasets, key=SORTS[self.sort_by]):
             row = dataset_row(progress)
-            cells = (
-                row.name,
-                row.responses,
-                row.budget_bar,
-                row.tokens,
-                row.rate,
-                row.eta,
-                row.overrun,
-            )
-            for column, value in zip(COLUMNS, cells, strict=False):
-                self.update_cell(progress.name, column, value)
             overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
-            self.update_cell(progress.name, "overrun", Text(row.overrun, style=overrun_style))
-            self.update_cell(
-                progress.name, "status", Text(row.status, style=STATUS_STYLE.get(row.status, ""))
-            )
+            self.add_row(
+                row.name, row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
+                Text(row.overrun, style=overrun_style),
+                Text(row.status, style=STATUS_STYLE.get(row.status, "")),
+                key=progress.name,
+            )  # fmt: skip
+        names = [d.name for d in sorted(datasets, key=SORTS[self.sort_by])]
+        if selected_name in names:
+            self.move_cursor(row=names.index(selected_name))
+        elif self.row_count:
+            self.move_cursor(row=min(selected, self.row_count - 1))

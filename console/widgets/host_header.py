@@ -13,8 +13,8 @@ from console.model import STALE_AFTER_S, age
 class HostHeader(Static):
     """One line about the host on screen."""
 
-    def show(self, view: HostView, others: list[str]) -> None:
-        """Render the header for `view`, and one headline per other host."""
+    def show(self, view: HostView, others: list[str], now: float) -> None:
+        """Render the header for `view` at time `now`, and one headline per other host."""
         state = view.state
         latency = (
             f" {state.latency_ms:.1f} ms"
@@ -23,10 +23,10 @@ class HostHeader(Static):
         )
         version = f" · agent {state.agent_version}" if state.agent_version else ""
         hosts = f"  ·  others: {'; '.join(others)} (h to switch)" if others else ""
-        data_age = view.age_s()
+        data_age = view.age_s(now)
         self.update(
             f"[b]{view.name}[/b] · link {state.status}{latency}{version} · data "
-            f"{age(data_age)} · {time.strftime('%H:%M:%S')}{hosts}"
+            f"{age(data_age)} · {time.strftime('%H:%M:%S', time.localtime(now))}{hosts}"
         )
         self.set_class(state.status != "up", "-down")
         self.set_class(data_age is not None and data_age > STALE_AFTER_S, "-stale")

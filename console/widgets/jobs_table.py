@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -29,11 +27,10 @@ class JobsTable(DataTable[Text | str]):
         for column in COLUMNS:
             self.add_column(column, key=column)
 
-    def show(self, jobs: tuple[JobInfo, ...]) -> None:
-        """Put `jobs` on screen, keeping the cursor on the same job when it can."""
+    def show(self, jobs: tuple[JobInfo, ...], now: float) -> None:
+        """Put `jobs` on screen as of `now`, keeping the cursor on the same job when it can."""
         selected = self.selected_job_id
         self.clear()
-        now = time.time()
         for job in jobs:
             exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
             self.add_row(
