@@ -138,6 +138,7 @@ def dataset_alerts(
 ) -> list[Alert]:
     """The alerts one dataset raises."""
     checks = (
+        _budget_reached(progress),
         _over_budget(progress),
         _projected_overrun(progress, overrun_alert_share),
         _stalled(progress),
@@ -150,6 +151,17 @@ def dataset_alerts(
 
 
 AlertText = tuple[str, str, str] | None
+
+
+def _budget_reached(progress: DatasetProgress) -> AlertText:
+    budget = progress.budget
+    if budget is None or progress.status != "complete" or progress.tokens < budget:
+        return None
+    return (
+        "budget_reached",
+        "info",
+        f"{progress.name} reached its budget: {progress.tokens:,} of {budget:,} tokens",
+    )
 
 
 def _over_budget(progress: DatasetProgress) -> AlertText:

@@ -8,7 +8,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.host_view import HostView
-from console.model import STALE_AFTER_S, gpu_text
+from console.model import STALE_AFTER_S, age, gpu_text
 from console.widgets.alert_strip import AlertStrip
 from console.widgets.datasets_table import DatasetsTable
 from console.widgets.host_header import HostHeader
@@ -40,12 +40,15 @@ class DashboardScreen(Screen[None]):
 
     def show(self, view: HostView, others: list[str], now: float) -> None:
         """Render `view` as of `now`; panels turn stale when its data is old."""
-        if not self.ready:
+        headers = self.query(HostHeader)
+        if not self.ready or not headers:  # not composed yet, or being torn down
             return
-        self.query_one(HostHeader).show(view, others, now)
-        stale = (view.age_s(now) or 0) > STALE_AFTER_S or view.state.status != "up"
+        headers.first().show(view, others, now)
+        data_age = view.age_s(now)
+        stale = (data_age or 0) > STALE_AFTER_S or view.state.status != "up"
         for panel in self.query("#datasets, #jobs, #server, #gpus"):
             panel.set_class(stale, "-stale")
+            panel.border_title = f"{panel.id} · {age(data_age)}"
         snapshot = view.snapshot
         if snapshot is None:
             return

@@ -8,7 +8,7 @@ from textual.widgets import DataTable
 from agent.protocol import JobInfo
 from console.model import job_uptime
 
-COLUMNS = ("job", "dataset", "pid", "state", "uptime", "exit", "gpu", "origin")
+COLUMNS = ("job", "kind", "dataset", "pid", "state", "uptime", "exit", "gpu", "origin")
 STATE_STYLE = {
     "running": "green",
     "failed": "bold red",
@@ -34,7 +34,7 @@ class JobsTable(DataTable[Text | str]):
         for job in jobs:
             exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
             self.add_row(
-                job.name, job.dataset or "", str(job.pid or ""),
+                job.name, job.kind, job.dataset or "", str(job.pid or ""),
                 Text(job.state, style=STATE_STYLE.get(job.state, "")), job_uptime(job, now),
                 exit_text, "gpu" if job.gpu else "", "external" if job.external else "own",
                 key=job.id,

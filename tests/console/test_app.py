@@ -6,9 +6,10 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
@@ -16,6 +17,7 @@ from textual.widgets.data_table import CellDoesNotExist
 from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
 from agent.state import read_json
 from console.app import ConsoleApp
+from console.config import HostConfig, SshTarget
 from console.link import AgentLink
 from console.local_link import open_local_link
 from console.screens.confirm import ConfirmScreen
@@ -23,8 +25,10 @@ from console.screens.dashboard import DashboardScreen
 from console.screens.dataset import DatasetScreen
 from console.screens.help import HelpScreen
 from console.screens.logs import LogScreen
+from console.ssh_link import open_ssh_link
 from console.widgets.host_header import HostHeader
 from tests.datasets import response_line, write_sample_root
+from tests.ssh_servers import asyncssh_server
 
 SIZE = (170, 50)
 
@@ -61,12 +65,35 @@ def make_app(state_dir: Path, config: PipelineConfig) -> ConsoleApp:
     return ConsoleApp({"gpu": opener})
 
 
+MakeApp = Callable[[Path, PipelineConfig], ConsoleApp]
+
+
+@pytest.fixture(params=["local", "ssh"])
+async def app_factory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MakeApp]:
+    """The app over a local agent, or over the loopback asyncssh server."""
+    if request.param == "local":
+        yield make_app
+        return
+    async with asyncssh_server(tmp_path / "ssh") as server:
+        endpoint = server.endpoint
+
+        def over_ssh(state_dir: Path, config: PipelineConfig) -> ConsoleApp:
+            host = HostConfig(
+                "gpu", SshTarget(endpoint.host, endpoint.user, endpoint.port), python=sys.executable,
+                state_dir=str(state_dir), known_hosts=str(endpoint.known_hosts),
+                identity=str(endpoint.identity), pipeline=config,
+            )  # fmt: skip
+            return ConsoleApp({"gpu": lambda: open_ssh_link(host)})
+
+        yield over_ssh
+
+
 async def test_the_dashboard_shows_the_numbers_and_follows_appends(
-    tmp_path: Path, state_dir: Path
+    tmp_path: Path, state_dir: Path, app_factory: MakeApp
 ) -> None:
     root = tmp_path / "datasets"
     write_sample_root(root)
-    app = make_app(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
+    app = app_factory(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(
             pilot,
@@ -104,11 +131,11 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
 
 
 async def test_a_lost_link_turns_stale_and_recovers_by_itself(
-    tmp_path: Path, state_dir: Path
+    tmp_path: Path, state_dir: Path, app_factory: MakeApp
 ) -> None:
     root = tmp_path / "datasets"
     write_sample_root(root)
-    app = make_app(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
+    app = app_factory(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "link up" in header(app))
         os.kill(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
