@@ -62,6 +62,8 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json, write_json_atomic
 
+RECENT_EXIT_S = 600.0
+"""Jobs that ended this recently are announced as job_exited."""
 CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes")
 
 
@@ -333,6 +335,12 @@ def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
         )
         for job in jobs
         if job.state in ("failed", "lost")
+    ] + [
+        Alert("job_exited", "info", f"job {job.name}{' (' + job.dataset + ')' if job.dataset else ''} "
+              f"finished ({job.state}{', code ' + str(job.exit_code) if job.exit_code is not None else ''})",
+              job.id, now)
+        for job in jobs
+        if job.state in ("exited", "killed") and job.ended_at is not None and now - job.ended_at < RECENT_EXIT_S
     ] + [
         Alert("stale_code", "warning", f"job {job.name} runs {script} as it was at launch; the file "
               "on disk has changed since: restart the job to run the new code", job.id, now)

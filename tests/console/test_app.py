@@ -18,7 +18,7 @@ from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, Pipel
 from agent.state import read_json
 from console.app import ConsoleApp
 from console.config import HostConfig, SshTarget
-from console.link import AgentLink
+from console.link import AgentLink, LinkError
 from console.local_link import open_local_link
 from console.screens.confirm import ConfirmScreen
 from console.screens.dashboard import DashboardScreen
@@ -231,3 +231,30 @@ async def test_the_log_viewer_follows_pauses_searches_and_filters(
         assert screen.match_index == 0
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_an_unreachable_host_never_blocks_the_others(tmp_path: Path, state_dir: Path) -> None:
+    root = tmp_path / "datasets"
+    write_sample_root(root)
+
+    async def good() -> AgentLink:
+        return await open_local_link(
+            state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000))
+        )
+
+    async def bad() -> AgentLink:
+        raise LinkError("box2: cannot reach root@10.9.9.9: No route to host")
+
+    app = ConsoleApp({"box2": bad, "gpu": good})
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.current == "box2"
+        await wait_for(
+            pilot,
+            lambda: (
+                app.views["box2"].state.status == "down" and app.views["gpu"].snapshot is not None
+            ),
+        )
+        assert "link down" in header(app)
+        await pilot.press("h")
+        await wait_for(pilot, lambda: cell(app, "datasets", "B1_sharegpt", "responses") == "3 / 5")
+        assert "box2: down" in header(app)

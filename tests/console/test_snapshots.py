@@ -132,14 +132,15 @@ def test_log_viewer(snap_compare: Any, theme: str) -> None:
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)
 
 
-def test_help(snap_compare: Any) -> None:
+@pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
+def test_help(snap_compare: Any, theme: str) -> None:
     """Every key of the command table with what it does, over the dashboard."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await show_fixed(pilot)
         await pilot.app.push_screen(HelpScreen())
 
-    assert snap_compare(fixed_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)
 
 
 @pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
