@@ -34,6 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("host")
     report = commands.add_parser("report", help="a Markdown run report of one host")
     report.add_argument("host")
+    deploy = commands.add_parser(
+        "deploy", help="deploy the mapped files (drift, diff, atomic swap)"
+    )
+    deploy.add_argument("host")
+    deploy.add_argument(
+        "--dry-run", action="store_true", help="show drift and diffs, change nothing"
+    )
+    deploy.add_argument(
+        "--rollback", metavar="REMOTE_PATH", help="restore the previous version of a file"
+    )
     trust = commands.add_parser("trust", help="show a host's key and pin it on purpose")
     trust.add_argument("host")
     trust.add_argument("--yes", action="store_true", help="pin without asking (scripts)")
@@ -64,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _default_to_tui(argv: list[str]) -> list[str]:
     """`eagle-console [--config F] [HOST]` means the TUI; insert its command name."""
-    commands = {"status", "doctor", "report", "trust", "demo", "tui", "-h", "--help"}
+    commands = {"status", "doctor", "report", "deploy", "trust", "demo", "tui", "-h", "--help"}
     rest = argv[2:] if argv[:1] == ["--config"] else argv
     if rest and rest[0] in commands:
         return argv
@@ -80,6 +90,12 @@ def _run(args: argparse.Namespace) -> int:
         return _status(config, args.host, as_json=args.json)
     if args.command == "trust":
         return _trust(config, args.host, assume_yes=args.yes)
+    if args.command == "deploy":
+        from console.deploy_command import run_deploy
+
+        return asyncio.run(
+            run_deploy(config.host(args.host), dry_run=args.dry_run, rollback_path=args.rollback)
+        )
     if args.command == "doctor":
         return _doctor(config.host(args.host))
     if args.command == "report":

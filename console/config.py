@@ -40,6 +40,15 @@ class SshTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class DeployMapping:
+    """A local file or folder and where it lives on the host."""
+
+    local: Path
+    """Absolute: relative paths in the config are taken from the config file's folder."""
+    remote: str
+
+
+@dataclass(frozen=True, slots=True)
 class HostConfig:
     """One GPU box: how to reach it, which Python runs the agent, and its pipeline."""
 
@@ -54,6 +63,7 @@ class HostConfig:
     """An ssh_config file to honour; None means ~/.ssh/config when it exists."""
     read_only: bool = False
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    deploy: tuple[DeployMapping, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +129,26 @@ def _host(reader: _Reader, name: str, hosts: Mapping[str, Any]) -> HostConfig:
         ssh_config=reader.optional(table, "ssh_config", where, str, "a file path"),
         read_only=reader.optional(table, "read_only", where, bool, "true or false") or False,
         pipeline=_pipeline(reader, table, where),
+        deploy=_deploy(reader, table, where),
     )
+
+
+def _deploy(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[DeployMapping, ...]:
+    entries = reader.optional(host, "deploy", where, list, "a list of [[deploy]] tables")
+    mappings = []
+    for index, entry in enumerate(entries or []):
+        at = f"{where}.deploy[{index}]"
+        if not isinstance(entry, dict):
+            raise reader.error(at, f"got {_describe(entry)}", "a table with local and remote")
+        reader.only(entry, at, {"local", "remote"})
+        remote = reader.text(entry, "remote", at)
+        if not remote.startswith("/"):
+            raise reader.error(f"{at}.remote", f"got {remote!r}", "an absolute path on the host")
+        local = Path(reader.text(entry, "local", at)).expanduser()
+        mappings.append(
+            DeployMapping(local if local.is_absolute() else reader.path.parent / local, remote)
+        )
+    return tuple(mappings)
 
 
 _HOST_KEYS = {

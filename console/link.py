@@ -85,6 +85,8 @@ class AgentLink:
         self._close = close
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        self.files: Any = None
+        """A FileChannel to the same host (SFTP or local disk), set by whoever opened the link."""
         self.closed_reason: str | None = None
         self.closed = asyncio.Event()
         """Set once the agent side is gone; pending requests have failed by then."""

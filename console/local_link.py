@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agent.protocol import PipelineConfig
 from console.bundle import local_bundle
+from console.file_channel import LocalChannel
 from console.link import AgentLink, LinkError
 
 EXIT_WAIT_S = 10.0
@@ -44,6 +45,7 @@ async def open_local_link(
             await process.wait()
 
     link = AgentLink(process.stdout, process.stdin, close, f"local agent in {state_dir}")
+    link.files = LocalChannel()
     try:
         await link.hello(pipeline, local_bundle().sha256)
     except LinkError as exc:

@@ -22,6 +22,7 @@ import asyncssh
 
 from console.bundle import AgentBundle, local_bundle
 from console.config import HostConfig
+from console.file_channel import SftpChannel
 from console.host_keys import (
     UntrustedHostKeyError,
     fetch_offered_key,
@@ -208,6 +209,7 @@ async def _attach(conn: asyncssh.SSHClientConnection, host: HostConfig) -> Agent
             await asyncio.wait_for(conn.wait_closed(), 5)
 
     link = AgentLink(process.stdout, process.stdin, close, f"{host.name} ({host.ssh})")
+    link.files = SftpChannel(conn)
     try:
         await link.hello(host.pipeline, bundle.sha256)
     except LinkError as exc:

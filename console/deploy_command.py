@@ -1,0 +1,67 @@
+"""`eagle-console deploy HOST [--dry-run] [--rollback PATH]`: the deploy, for scripts and people."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from console.config import ConfigError, HostConfig
+from console.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
+from console.link import AgentLink
+from console.ssh_link import open_ssh_link
+
+STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
+
+
+async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | None) -> int:
+    """Show drift (and diffs), then deploy or roll back; returns the exit code."""
+    out = Console(highlight=False, soft_wrap=True)
+    if not host.deploy and rollback_path is None:
+        raise ConfigError(f"hosts.{host.name}: no [[hosts.{host.name}.deploy]] mappings configured")
+    link = await open_ssh_link(host)
+    try:
+        if rollback_path is not None:
+            result = await rollback(link, rollback_path)
+            out.print(f"rolled back {result.target} to {result.sha256[:12]}")
+            return 0
+        plans = await plan_deploy(link, host.deploy)
+        out.print(drift_table(host.name, plans))
+        if dry_run:
+            await print_diffs(link, plans, out)
+            return 0
+        for result in await deploy(link, plans):
+            previous = (result.previous_sha256 or "none")[:12]
+            out.print(
+                f"deployed {result.target}: {previous} -> {result.sha256[:12]} (backup {result.backup or 'none'})"
+            )
+        return 0
+    finally:
+        await link.close()
+
+
+def drift_table(host: str, plans: list[FilePlan]) -> Table:
+    """Every mapped file and its state."""
+    table = Table(title=f"{host}: deploy drift")
+    for column in ("status", "remote", "local", "host sha256", "local sha256"):
+        table.add_column(column)
+    for plan in plans:
+        table.add_row(
+            f"[{STATUS_STYLE[plan.status]}]{plan.status}[/]", plan.remote, str(plan.local or "—"),
+            (plan.remote_sha256 or "—")[:12], (plan.local_sha256 or "—")[:12],
+        )  # fmt: skip
+    return table
+
+
+async def print_diffs(link: AgentLink, plans: list[FilePlan], out: Console) -> None:
+    """The unified diff of every changed file, highlighted."""
+    for plan in plans:
+        if plan.status == "changed":
+            out.print(
+                Syntax(
+                    await unified_diff(link, plan),
+                    "diff",
+                    theme="ansi_dark",
+                    background_color="default",
+                )
+            )
