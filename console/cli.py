@@ -44,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     deploy.add_argument(
         "--rollback", metavar="REMOTE_PATH", help="restore the previous version of a file"
     )
+    redeploy = commands.add_parser(
+        "redeploy", help="stop a job, deploy, start it again on the new code"
+    )
+    redeploy.add_argument("host")
+    redeploy.add_argument("job", help="a job id, or the name of one running job")
+    redeploy.add_argument(
+        "--argv", nargs=argparse.REMAINDER, help="start it with this argv instead"
+    )
     trust = commands.add_parser("trust", help="show a host's key and pin it on purpose")
     trust.add_argument("host")
     trust.add_argument("--yes", action="store_true", help="pin without asking (scripts)")
@@ -74,7 +82,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def _default_to_tui(argv: list[str]) -> list[str]:
     """`eagle-console [--config F] [HOST]` means the TUI; insert its command name."""
-    commands = {"status", "doctor", "report", "deploy", "trust", "demo", "tui", "-h", "--help"}
+    commands = {
+        "status",
+        "doctor",
+        "report",
+        "deploy",
+        "redeploy",
+        "trust",
+        "demo",
+        "tui",
+        "-h",
+        "--help",
+    }
     rest = argv[2:] if argv[:1] == ["--config"] else argv
     if rest and rest[0] in commands:
         return argv
@@ -95,6 +114,10 @@ def _run(args: argparse.Namespace) -> int:
 
         return asyncio.run(
             run_deploy(config.host(args.host), dry_run=args.dry_run, rollback_path=args.rollback)
+        )
+    if args.command == "redeploy":
+        return asyncio.run(
+            _redeploy(config.host(args.host), args.job, tuple(args.argv) if args.argv else None)
         )
     if args.command == "doctor":
         return _doctor(config.host(args.host))
@@ -142,6 +165,24 @@ def _report_failure(status: HostStatus, err: Console) -> None:
         for alert in status.snapshot.alerts:
             if alert.kind == "datasets_root":
                 err.print(f"eagle-console: {status.host}: {alert.message}", markup=False)
+
+
+async def _redeploy(host: HostConfig, job: str, argv: tuple[str, ...] | None) -> int:
+    from console.redeploy import redeploy
+    from console.ssh_link import open_ssh_link
+
+    if host.read_only:
+        raise LinkError(
+            f"{host.name} is read_only in the config: refusing to stop or start anything"
+        )
+    out = Console(highlight=False, soft_wrap=True)
+    link = await open_ssh_link(host)
+    try:
+        outcome = await redeploy(link, host, job, argv, report=lambda message: out.print(message))
+    finally:
+        await link.close()
+    out.print(outcome.summary())
+    return EXIT_OK
 
 
 def _doctor(host: HostConfig) -> int:

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from agent.bundle import AGENT_PACKAGE
 from agent.datasets.code_digest import code_digest
 from agent.datasets.progress import Counts, Liveness, dataset_alerts, dataset_progress
 from agent.datasets.rates import RateHistory
@@ -148,6 +149,9 @@ class DatasetFollower:
             return None
 
 
+RUNNER_PACKAGE = AGENT_PACKAGE / "pipeline" / "inference"
+
+
 class DatasetsRootError(Exception):
     """The datasets root cannot be listed."""
 
@@ -192,9 +196,9 @@ class DatasetTracker:
         )
         budget = self.config.budgets.get(follower.name, self.config.budget)
         progress = dataset_progress(follower.name, counts, budget, run, follower.history, live)
-        if run is not None and run.active and run.code_path and run.runner_sha256:
-            stale = code_digest(run.code_path) not in (None, run.runner_sha256)
-            progress = replace(progress, stale_code=stale)
+        if run is not None and run.active and run.runner_sha256:
+            current = code_digest(str(RUNNER_PACKAGE))  # the runner code this agent would start now
+            progress = replace(progress, stale_code=current not in (None, run.runner_sha256))
         return progress
 
     def alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:

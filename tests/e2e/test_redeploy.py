@@ -1,0 +1,114 @@
+"""The headline: a runner on stale code is flagged; redeploy makes it run the new code and resume."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from agent.protocol import LaunchParams, Snapshot, SnapshotParams
+from console.config import load_config
+from console.local_link import open_local_link
+from tests.e2e.test_status_over_ssh import run_cli
+from tests.pipeline.runner_files import response_ids, write_id_prompts
+from tests.simulator_process import running_simulator
+from tests.ssh_servers import SshEndpoint
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def old_runner_copy(root: Path) -> Path:
+    """The agent package as deployed earlier: same code but an older runner."""
+    app = root / "app"
+    shutil.copytree(REPO / "agent", app / "agent", ignore=shutil.ignore_patterns("__pycache__"))
+    with (app / "agent" / "pipeline" / "inference" / "status.py").open("a") as handle:
+        handle.write("\n# the old runner, before the fix\n")
+    return app
+
+
+def write_config(
+    tmp_path: Path,
+    endpoint: SshEndpoint,
+    state_dir: Path,
+    datasets: Path,
+    remote_root: Path,
+    url: str,
+) -> Path:
+    app = remote_root / "app"
+    body = endpoint.config_toml(
+        "gpu", python=sys.executable, state_dir=state_dir, datasets_root=datasets
+    )
+    body = body.replace(
+        "[hosts.gpu.datasets]", f'deploy_roots = ["{remote_root}"]\n[hosts.gpu.datasets]'
+    )
+    body = body.replace("budget = 1000\n", "budget = 1000000\n")
+    config = tmp_path / "eagle-console.toml"
+    config.write_text(
+        body
+        + f'[hosts.gpu.sglang]\nurl = "{url}"\n'
+        + f'[[hosts.gpu.deploy]]\nlocal = "{REPO / "agent" / "pipeline" / "inference"}"\n'
+        + f'remote = "{app / "agent" / "pipeline" / "inference"}"\n'
+        + "[hosts.gpu.jobs.inference]\n"
+        + 'argv = ["{python}", "-m", "agent.pipeline.inference", "--server", "{sglang_url}", '
+        + '"--dataset-dir", "{dataset_dir}", "--concurrency", "4"]\n'
+        + 'kind = "inference"\nper_dataset = true\nstop_signal = "SIGINT"\ngrace_s = 20\n'
+        + f'env = {{ PYTHONPATH = "{app}" }}\n'
+    )
+    return config
+
+
+async def dataset_state(state_dir: Path, config: Path) -> Snapshot:
+    link = await open_local_link(state_dir, load_config(config).host("gpu").pipeline)
+    try:
+        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        return snapshot
+    finally:
+        await link.close()
+
+
+async def test_redeploy_moves_a_stale_runner_to_the_new_code_without_loss(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+) -> None:
+    datasets, remote_root = tmp_path / "datasets", tmp_path / "remote"
+    ids = write_id_prompts(datasets / "B1_sharegpt", 200)
+    old_runner_copy(remote_root)
+    with running_simulator(
+        tmp_path / "sim", "--speed", "6", "--mean-tokens", "120", "--sd-tokens", "30"
+    ) as sim:
+        config = write_config(
+            tmp_path, asyncssh_endpoint, state_dir, datasets, remote_root, sim.url
+        )
+        pipeline = load_config(config).host("gpu").pipeline
+        link = await open_local_link(state_dir, pipeline)
+        await link.request(
+            "jobs.launch", LaunchParams("inference", "B1_sharegpt"), idempotency_key="old"
+        )
+        await link.close()
+
+        deadline = time.monotonic() + 60
+        snapshot = await dataset_state(state_dir, config)
+        while not (snapshot.datasets[0].stale_code and snapshot.datasets[0].responses > 5):
+            assert time.monotonic() < deadline, snapshot.datasets[0]
+            await asyncio.sleep(0.2)
+            snapshot = await dataset_state(state_dir, config)
+        assert "stale_code" in {alert.kind for alert in snapshot.alerts}
+
+        result = await run_cli("redeploy", "gpu", "inference", config=config)
+        assert result.code == 0, result.stdout + result.stderr
+        assert "resumed at" in result.stdout
+
+        after = await dataset_state(state_dir, config)
+        assert not after.datasets[0].stale_code
+        while any(job.state == "running" for job in after.jobs):
+            assert time.monotonic() < deadline + 120, after.jobs
+            await asyncio.sleep(0.3)
+            after = await dataset_state(state_dir, config)
+
+    assert response_ids(datasets / "B1_sharegpt") == dict.fromkeys(ids, 1)
+    deployed = remote_root / "app" / "agent" / "pipeline" / "inference" / "status.py"
+    assert (
+        deployed.read_bytes()
+        == (REPO / "agent" / "pipeline" / "inference" / "status.py").read_bytes()
+    )
