@@ -141,7 +141,10 @@ def _tui(config: ConsoleConfig, host: str | None) -> int:
 
     openers = {h.name: opener(h) for h in hosts}
     pinners = {h.name: functools.partial(pin_host_key, h) for h in hosts}
-    ConsoleApp(openers, frozenset(h.name for h in hosts if h.read_only), pinners).run()
+    ConsoleApp(
+        openers, frozenset(h.name for h in hosts if h.read_only), pinners,
+        host_configs={h.name: h for h in hosts},
+    ).run()  # fmt: skip
     return EXIT_OK
 
 

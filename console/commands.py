@@ -19,6 +19,8 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("l", "logs", "Logs"),
     Command("k", "stop_job", "Stop job"),
+    Command("R", "redeploy", "Kill+deploy+restart"),
+    Command("d", "deploy_screen", "Deploy"),
     Command("h", "next_host", "Next host"),
     Command("r", "reconnect", "Reconnect", show=False),
     Command("ctrl+t", "toggle_theme", "Dark/light", show=False),

@@ -1,0 +1,103 @@
+"""R and d in the app: the modal's numbers match the agent's, and confirming moves to the new code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from agent.protocol import DatasetsConfig, JobSpec, LaunchParams, PipelineConfig, StopParams
+from console.app import ConsoleApp
+from console.config import DeployMapping, HostConfig, SshTarget
+from console.link import AgentLink
+from console.local_link import open_local_link
+from console.screens.dashboard import DashboardScreen
+from console.screens.deploy import DeployScreen
+from console.screens.redeploy import RedeployScreen
+from tests.console.test_app import SIZE, cell, wait_for
+from tests.e2e.test_redeploy import REPO, old_runner_copy
+from tests.pipeline.runner_files import write_id_prompts
+from tests.simulator_process import running_simulator
+
+
+def alert_kinds(app: ConsoleApp) -> set[str]:
+    snapshot = app.views["gpu"].snapshot
+    return {alert.kind for alert in snapshot.alerts} if snapshot is not None else set()
+
+
+async def test_r_redeploys_the_selected_runner_onto_the_new_code(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    datasets, remote_root = tmp_path / "datasets", tmp_path / "remote"
+    write_id_prompts(datasets / "B1_sharegpt", 2000)
+    app_dir = old_runner_copy(remote_root)
+    with running_simulator(
+        tmp_path / "sim", "--speed", "3", "--mean-tokens", "120", "--sd-tokens", "30"
+    ) as sim:
+        pipeline = PipelineConfig(
+            datasets=DatasetsConfig(str(datasets), budget=10_000_000), sglang_url=sim.url,
+            deploy_roots=(str(remote_root),),
+            jobs={"inference": JobSpec(
+                ("{python}", "-m", "agent.pipeline.inference", "--server", "{sglang_url}",
+                 "--dataset-dir", "{dataset_dir}", "--concurrency", "4"),
+                kind="inference", per_dataset=True, stop_signal="SIGINT", grace_s=20,
+                env={"PYTHONPATH": str(app_dir)},
+            )},
+        )  # fmt: skip
+        host = HostConfig(
+            "gpu", SshTarget("local"), python=sys.executable, state_dir=str(state_dir), pipeline=pipeline,
+            deploy=(DeployMapping(REPO / "agent" / "pipeline" / "inference", str(app_dir / "agent" / "pipeline" / "inference")),),
+        )  # fmt: skip
+
+        async def opener() -> AgentLink:
+            return await open_local_link(state_dir, pipeline)
+
+        launcher = await opener()
+        job = await launcher.request(
+            "jobs.launch", LaunchParams("inference", "B1_sharegpt"), idempotency_key="old"
+        )
+        await launcher.close()
+        app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "running")
+            await wait_for(pilot, lambda: "stale_code" in alert_kinds(app))
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, DeployScreen))
+            assert "1 file(s) to deploy" in str(app.screen.query_one("#deploy-title").render())
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+            app.screen.query_one("#jobs").focus()
+            await pilot.press("R")
+            await wait_for(pilot, lambda: isinstance(app.screen, RedeployScreen))
+            modal = app.screen
+            assert modal.focused is not None
+            assert modal.focused.id == "cancel"
+            text = str(modal.query_one("#confirm-text").render())
+            snapshot = app.views["gpu"].snapshot
+            assert snapshot is not None
+            running = next(j for j in snapshot.jobs if j.id == job.id)
+            dataset = snapshot.datasets[0]
+            assert f"pid {running.pid}" in text
+            assert "B1_sharegpt:" in text
+            assert f"changed: {app_dir / 'agent' / 'pipeline' / 'inference' / 'status.py'}" in text
+            await pilot.click("#confirm")
+            await wait_for(
+                pilot,
+                lambda: (
+                    app.views["gpu"].snapshot is not None
+                    and not app.views["gpu"].snapshot.datasets[0].stale_code
+                    and any(
+                        j.name == "inference" and j.id != job.id and j.state == "running"
+                        for j in app.views["gpu"].snapshot.jobs
+                    )
+                ),
+                timeout_s=90,
+            )
+            assert dataset.responses <= app.views["gpu"].snapshot.datasets[0].responses  # type: ignore[union-attr]
+            for live in app.views["gpu"].snapshot.jobs:  # type: ignore[union-attr]
+                if live.state == "running":
+                    await app.sessions["gpu"].link.request(  # type: ignore[union-attr]
+                        "jobs.stop",
+                        StopParams(live.id),
+                        idempotency_key=f"cleanup-{live.id}",
+                        timeout_s=60,
+                    )
