@@ -17,7 +17,8 @@ from pathlib import Path
 
 STAGE_MARK = ".eagle-upload-"
 BACKUP_SUFFIX = ".eagle-backup"
-STALE_UPLOAD_S = 3600.0
+STALE_UPLOAD_S = 60.0
+"""An upload temp older than this belongs to a deploy that was cut off, not to one in progress."""
 
 
 class FileError(Exception):
@@ -111,7 +112,7 @@ def rollback(target: Path) -> str:
 
 
 def remove_stale_uploads(folder: Path, now: float | None = None) -> list[Path]:
-    """Delete upload temp files an interrupted deploy left, older than an hour."""
+    """Delete upload temp files an interrupted deploy left (older than STALE_UPLOAD_S)."""
     now = time.time() if now is None else now
     removed = []
     for leftover in folder.glob(f".*{STAGE_MARK}*"):
