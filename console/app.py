@@ -30,6 +30,7 @@ from agent.protocol import (
     StopParams,
     StopResult,
 )
+from console.bundle import local_bundle
 from console.commands import COMMANDS
 from console.config import HostConfig, SshTarget
 from console.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
@@ -318,7 +319,14 @@ class ConsoleApp(App[None]):
                 f"no [[hosts.{self.current}.deploy]] mappings configured", severity="warning"
             )
             return
-        _ = self.push_screen(DeployScreen(self.current, plans))
+        hello = link.hello_result
+        ships = local_bundle().sha256
+        bundle = (
+            f"agent bundle {ships[:12]} (the host runs it)"
+            if hello is not None and hello.bundle_sha256 == ships
+            else f"agent bundle: host runs {(hello.bundle_sha256 if hello else '?')[:12]}, console ships {ships[:12]}"
+        )
+        _ = self.push_screen(DeployScreen(self.current, plans, bundle))
 
     async def action_show_diff(self, remote: str) -> None:
         """One file's diff."""

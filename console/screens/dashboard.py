@@ -53,7 +53,8 @@ class DashboardScreen(Screen[None]):
         if snapshot is None:
             return
         self.query_one(DatasetsTable).show(snapshot.datasets)
-        self.query_one(JobsTable).show(snapshot.jobs, now)
+        stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
+        self.query_one(JobsTable).show(snapshot.jobs, now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         self.query_one("#gpus", Static).update(gpu_text(snapshot.gpus, snapshot.gpu_note))
         self.query_one(AlertStrip).show(snapshot.alerts)

@@ -51,16 +51,18 @@ class DeployScreen(Screen[None]):
         Binding("escape,q", "back", "Back"),
     ]
 
-    def __init__(self, host: str, plans: list[FilePlan]) -> None:
+    def __init__(self, host: str, plans: list[FilePlan], bundle_line: str = "") -> None:
         super().__init__()
         self.host = host
         self.plans = plans
+        self.bundle_line = bundle_line
 
     def compose(self) -> ComposeResult:
         """Title, the table, footer."""
         changed = sum(plan.needs_deploy for plan in self.plans)
         yield Static(
-            f"[b]{self.host}[/b] · deploy drift · {changed} file(s) to deploy", id="deploy-title"
+            f"[b]{self.host}[/b] · deploy drift · {changed} file(s) to deploy · {self.bundle_line}",
+            id="deploy-title",
         )
         table: DataTable[Text | str] = DataTable(id="deploy-table", cursor_type="row")
         table.add_columns("status", "remote", "local", "host sha256", "local sha256")

@@ -27,15 +27,17 @@ class JobsTable(DataTable[Text | str]):
         for column in COLUMNS:
             self.add_column(column, key=column)
 
-    def show(self, jobs: tuple[JobInfo, ...], now: float) -> None:
-        """Put `jobs` on screen as of `now`, keeping the cursor on the same job when it can."""
+    def show(
+        self, jobs: tuple[JobInfo, ...], now: float, stale: frozenset[str] = frozenset()
+    ) -> None:
+        """Put `jobs` on screen as of `now`; jobs (or their datasets) in `stale` run old code."""
         selected = self.selected_job_id
         self.clear()
         for job in jobs:
             exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
             self.add_row(
                 job.name, job.kind, job.dataset or "", str(job.pid or ""),
-                Text(job.state, style=STATE_STYLE.get(job.state, "")), job_uptime(job, now),
+                _state_text(job, stale), job_uptime(job, now),
                 exit_text, "gpu" if job.gpu else "", "external" if job.external else "own",
                 key=job.id,
             )  # fmt: skip
@@ -49,3 +51,11 @@ class JobsTable(DataTable[Text | str]):
             return None
         row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
         return row_key.value
+
+
+def _state_text(job: JobInfo, stale: frozenset[str]) -> Text:
+    if job.state == "running" and (
+        job.id in stale or (job.dataset is not None and job.dataset in stale)
+    ):
+        return Text("running · stale code", style="bold yellow")
+    return Text(job.state, style=STATE_STYLE.get(job.state, ""))

@@ -60,9 +60,14 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "running")
             await wait_for(pilot, lambda: "stale_code" in alert_kinds(app))
+            await wait_for(
+                pilot, lambda: cell(app, "jobs", job.id, "state") == "running · stale code"
+            )
             await pilot.press("d")
             await wait_for(pilot, lambda: isinstance(app.screen, DeployScreen))
-            assert "1 file(s) to deploy" in str(app.screen.query_one("#deploy-title").render())
+            title = str(app.screen.query_one("#deploy-title").render())
+            assert "1 file(s) to deploy" in title
+            assert "(the host runs it)" in title
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
             app.screen.query_one("#jobs").focus()
