@@ -34,12 +34,23 @@ SIZE = (170, 50)
 
 
 async def wait_for(
-    pilot: Pilot[None], predicate: Callable[[], bool], timeout_s: float = 20.0
+    pilot: Pilot[None], predicate: Callable[[], bool], timeout_s: float = 30.0
 ) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
-        assert time.monotonic() < deadline, "the screen never showed it"
+        assert time.monotonic() < deadline, f"the screen never showed it; {describe(pilot.app)}"
         await pilot.pause(0.05)
+
+
+def describe(app: object) -> str:
+    """What the app showed when a wait gave up, for the failure message."""
+    if not isinstance(app, ConsoleApp):
+        return ""
+    view = app.views[app.current]
+    snapshot = view.snapshot
+    jobs = [(j.name, j.state) for j in snapshot.jobs] if snapshot else []
+    alerts = [a.kind for a in snapshot.alerts] if snapshot else []
+    return f"screen {type(app.screen).__name__}, link {view.state.status} ({view.state.detail}), jobs {jobs}, alerts {alerts}"
 
 
 def cell(app: ConsoleApp, table_id: str, row: str, column: str) -> str:
