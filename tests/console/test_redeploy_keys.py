@@ -58,7 +58,7 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
         await launcher.close()
         app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "running")
+            await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state").startswith("running"))
             await wait_for(pilot, lambda: "stale_code" in alert_kinds(app))
             await wait_for(
                 pilot, lambda: cell(app, "jobs", job.id, "state") == "running · stale code"
