@@ -818,6 +818,20 @@ def _json_type(value: Any) -> str:
 # ---------------------------------------------------------------- framing
 
 
+class ByteReader(typing.Protocol):
+    """The read half of a channel: asyncio's or asyncssh's stream reader."""
+
+    async def read(self, n: int = -1) -> bytes: ...  # noqa: D102
+
+
+class ByteWriter(typing.Protocol):
+    """The write half of a channel: asyncio's or asyncssh's stream writer."""
+
+    def write(self, data: bytes) -> None: ...  # noqa: D102
+
+    async def drain(self) -> None: ...  # noqa: D102
+
+
 @dataclass(frozen=True, slots=True)
 class OversizedLine:
     """Stands in for a line that was longer than the limit; its bytes were dropped."""

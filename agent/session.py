@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
 
 from agent.core import AgentCore, AgentError, Handler
 from agent.logs import NamedLog, read_chunk
 from agent.protocol import (
     METHODS,
+    ByteReader,
+    ByteWriter,
     Done,
     ErrorCode,
     ErrorInfo,
@@ -42,20 +43,6 @@ FOLLOW_POLL_S = 0.25
 MIN_WATCH_INTERVAL_S = 0.1
 CHANGE_POLL_S = 0.2
 """How often the dataset files are checked for growth between timed snapshots."""
-
-
-class ByteReader(Protocol):
-    """Anything with asyncio's `StreamReader.read`."""
-
-    async def read(self, n: int = -1) -> bytes: ...  # noqa: D102
-
-
-class ByteWriter(Protocol):
-    """Anything with asyncio's `StreamWriter.write` and `drain`."""
-
-    def write(self, data: bytes) -> None: ...  # noqa: D102
-
-    async def drain(self) -> None: ...  # noqa: D102
 
 
 class Session:

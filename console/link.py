@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from agent.protocol import (
     AGENT_VERSION,
     PROTOCOL_VERSION,
+    ByteReader,
     ErrorResponse,
     Event,
     HelloParams,
@@ -31,6 +32,7 @@ from agent.protocol import (
     encode,
     parse_result,
 )
+from agent.protocol import ByteWriter as ProtocolByteWriter
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +53,8 @@ class AgentRequestError(LinkError):
         self.detail = message
 
 
-class ByteReader(Protocol):
-    """The read half of a channel: asyncio's or asyncssh's stream reader."""
-
-    async def read(self, n: int = -1) -> bytes: ...  # noqa: D102
-
-
-class ByteWriter(Protocol):
-    """The write half of a channel: asyncio's or asyncssh's stream writer."""
-
-    def write(self, data: bytes) -> None: ...  # noqa: D102
-
-    async def drain(self) -> None: ...  # noqa: D102
+class ByteWriter(ProtocolByteWriter, Protocol):
+    """A write half that can also say "no more input" (end of file)."""
 
     def write_eof(self) -> None: ...  # noqa: D102
 
