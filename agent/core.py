@@ -340,7 +340,7 @@ def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
               f"finished ({job.state}{', code ' + str(job.exit_code) if job.exit_code is not None else ''})",
               job.id, now)
         for job in jobs
-        if job.state in ("exited", "killed") and job.ended_at is not None and now - job.ended_at < RECENT_EXIT_S
+        if job.state in ("exited", "killed", "stopped") and job.ended_at is not None and now - job.ended_at < RECENT_EXIT_S
     ] + [
         Alert("stale_code", "warning", f"job {job.name} runs {script} as it was at launch; the file "
               "on disk has changed since: restart the job to run the new code", job.id, now)

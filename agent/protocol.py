@@ -212,7 +212,7 @@ class JobInfo:
     name: str
     kind: str
     state: str
-    """starting, running, stopping, exited, failed, killed or lost."""
+    """starting, running, stopping, stopped (by the user), exited, failed, killed or lost."""
     argv: tuple[str, ...]
     pid: int | None = None
     pgid: int | None = None

@@ -401,6 +401,10 @@ class ConsoleApp(App[None]):
             or "  (no file differs)"
         )
         text = f"{self._stop_consequences(job.id)}\nFiles that will be deployed (ctrl+d: diff):\n{files}"
+        argv = suggested_argv(job, self.views[self.current].snapshot)
+        if argv != job.argv:
+            added = " ".join(argv[len(job.argv) :])
+            text += f"\nSuggested: it heads past its budget, so the command now ends with {added}."
 
         def confirmed(argv: tuple[str, ...] | None) -> None:
             if argv is not None:
@@ -410,7 +414,7 @@ class ConsoleApp(App[None]):
                 )
 
         _ = self.push_screen(
-            RedeployScreen(f"Kill, deploy and restart {job.name}?", text, job.argv), confirmed
+            RedeployScreen(f"Kill, deploy and restart {job.name}?", text, argv), confirmed
         )
 
     async def _redeploy(self, job_id: str, argv: tuple[str, ...] | None) -> None:
@@ -454,3 +458,15 @@ class ConsoleApp(App[None]):
                 "or lost if it has to be killed. A restart resumes from the responses on disk."
             )
         return "\n".join(lines)
+
+
+def suggested_argv(job: JobInfo, snapshot: Snapshot | None) -> tuple[str, ...]:
+    """The job's argv, plus --token-budget when its dataset is projected past its budget."""
+    dataset = (
+        next((d for d in snapshot.datasets if d.name == job.dataset), None) if snapshot else None
+    )
+    if dataset is None or dataset.budget is None or "--token-budget" in job.argv:
+        return job.argv
+    if not dataset.projected_overrun_tokens:
+        return job.argv
+    return (*job.argv, "--token-budget", str(dataset.budget))

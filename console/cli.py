@@ -102,8 +102,9 @@ def _default_to_tui(argv: list[str]) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
-        print("eagle-console demo is not built yet: it lands with the demo issue.")  # noqa: T201
-        return EXIT_OK
+        from console.demo import run_demo
+
+        return run_demo(args.dir, args.keep, args.ssh)
     config = load_config(args.config)
     if args.command == "status":
         return _status(config, args.host, as_json=args.json)

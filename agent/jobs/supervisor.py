@@ -213,6 +213,8 @@ def _state(
     if ended is not None:
         code, signal_name = ended.get("exit_code"), ended.get("exit_signal")
         state = "exited" if code == 0 else ("killed" if signal_name else "failed")
+        if stopped is not None and stopped.get("outcome") == "stopped":
+            state = "stopped"  # ended because the user stopped it, whatever its exit code says
         return state, code, signal_name, ended.get("ended_at")
     if shim is None:
         return "starting", None, None, None
@@ -224,8 +226,13 @@ def _state(
     if alive:
         state = "stopping" if stopping else ("running" if child is not None else "starting")
         return state, None, None, None
-    if stopped is not None and "SIGKILL" in stopped.get("steps", ()):
-        return "killed", None, "SIGKILL", stopped.get("at")
+    if stopped is not None and stopped.get("outcome") == "stopped":
+        return (
+            "stopped",
+            None,
+            "SIGKILL" if "SIGKILL" in stopped.get("steps", ()) else None,
+            stopped.get("at"),
+        )
     return "lost", None, None, None
 
 

@@ -42,3 +42,9 @@ def build_tokenizer(out_dir: Path, vocab_size: int = 32000) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(out_dir))
     return out_dir
+
+
+if __name__ == "__main__":
+    import sys
+
+    build_tokenizer(Path(sys.argv[1]))

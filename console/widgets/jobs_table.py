@@ -15,6 +15,7 @@ STATE_STYLE = {
     "lost": "red",
     "killed": "yellow",
     "stopping": "yellow",
+    "stopped": "dim",
 }
 
 

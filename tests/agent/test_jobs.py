@@ -120,7 +120,7 @@ async def test_launch_runs_under_a_shim_in_its_own_session(
     result: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s1")
     assert result.outcome == "stopped"
     assert [step.action for step in result.steps] == ["SIGTERM"]
-    assert result.job.state == "killed"
+    assert result.job.state == "stopped"
     assert result.job.exit_signal == "SIGTERM"
 
 
@@ -150,7 +150,7 @@ async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: Age
     assert 1.0 - 1 <= kill_after <= 1.0 + 1, "SIGKILL comes after grace_s + term_grace_s, +- 1 s"
     assert result.outcome == "stopped"
     assert group_members(running.pgid) == []
-    assert result.job.state == "killed"
+    assert result.job.state == "stopped"
     assert took < 10
 
 

@@ -192,7 +192,7 @@ async def test_stopping_a_job_asks_first_with_cancel_focused(
         await pilot.press("k")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.click("#confirm")
-        await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "killed")
+        await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "stopped")
 
 
 async def test_the_log_viewer_follows_pauses_searches_and_filters(
