@@ -1,0 +1,53 @@
+"""Vocab mapping end to end on 50M tokens of simulator output: tokens/s. Goal >= 15M/s on one core."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from agent.pipeline.vocab import build
+from agent.simulator.tokens import LengthProfile, TokenSource
+
+TOKENS = 50_000_000
+
+
+def write_simulated(folder: Path) -> int:
+    source = TokenSource(32000, seed=3)
+    written = 0
+    folder.mkdir(parents=True)
+    with (folder / "raw_responses.jsonl").open("w") as handle:
+        lines = []
+        for index in range(64):
+            answer = source.plan(str(index).encode(), 8000, LengthProfile(3500, 1500))
+            lines.append(
+                json.dumps(
+                    {
+                        "id": index,
+                        "output_ids": answer.output_ids,
+                        "completion_tokens": len(answer.output_ids),
+                    }
+                )
+            )
+        block = "\n".join(lines) + "\n"
+        per_block = sum(len(json.loads(line)["output_ids"]) for line in lines)
+        while written < TOKENS:
+            handle.write(block)
+            written += per_block
+    return written
+
+
+def run() -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        tokens = write_simulated(root / "datasets" / "B1")
+        started = time.perf_counter()
+        report = build(
+            [root / "datasets" / "B1"], "raw_responses.jsonl", 32000, 32000 // 4, root / "out"
+        )
+        took = time.perf_counter() - started
+        assert report["tokens"] == tokens
+        print(
+            f"vocab mapping: {tokens:,} tokens in {took:.2f} s = {tokens / took / 1e6:.1f}M tokens/s (goal >= 15M/s)"
+        )
