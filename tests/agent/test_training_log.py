@@ -1,0 +1,73 @@
+"""Training progress from the log lines of each trainer (samples written from their formats)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent.probes.training_log import TrainingLogParser
+
+SPECFORGE_OLD = (
+    "Starting training from epoch:0 step:0\n"
+    "Training Epoch 2:  41%|████      | 820/2000 [10:15<14:45,  1.33it/s, loss=2.314, acc=0.612, acceptance_rate=0.55, time=0.75s]\r"
+    "Training Epoch 2:  42%|████▏     | 840/2000 [10:30<14:30,  1.33it/s, loss=2.301, acc=0.615, acceptance_rate=0.56, time=0.75s]\n"
+    "Eval - Step 840 [2/10], position 0,  Acc: 0.74\n"
+    "Eval - Step 840 [2/10], position 1,  Acc: 0.60\n"
+    "Eval - Step 840 [2/10], position 2,  Acc: 0.50\n"
+    "Eval - Step 840 [2/10], position 0,  Acceptance Rate: 0.7400\n"
+    "Eval - Step 840 [2/10], position 0, pLoss: 1.2001\n"
+)
+SPECFORGE_NEW = (
+    "step 100: {'train/acc_0': 0.70, 'train/acc_1': 0.50, 'train/loss': 3.1, 'train/lr': 0.0001, "
+    "'train/acceptance_rate': 0.52, 'perf/optimizer_steps_per_hour': 812.5}\n"
+    "step 200: {'eval/acc_0': 0.80, 'eval/acc_1': 0.60, 'eval/loss': 2.9}\n"
+    "step 300: {'eval/acc_0': 0.78, 'eval/acc_1': 0.50, 'eval/loss': 2.7}\n"
+)
+SPECULATORS = (
+    "{'train': {'loss_0': 1.5, 'loss_1': 1.0, 'full_acc_0': 0.71, 'full_acc_1': 0.42, 'cond_acc_1': 0.59}, "
+    "'epoch': 3, 'lr': 5e-05, 'global_step': 4400}\n"
+    "{'val': {'loss_0': 1.4, 'loss_1': 0.9, 'full_acc_0': 0.73, 'full_acc_1': 0.45}, 'epoch': 3, 'global_step': 4400}\n"
+)
+
+
+def test_specforge_older_tqdm_and_eval_lines() -> None:
+    parser = TrainingLogParser()
+    parser.feed(SPECFORGE_OLD)
+    state = parser.state
+    assert (state.step, state.total_steps, state.epoch) == (840, 2000, 2)
+    assert state.eta_s == 14 * 60 + 30
+    assert state.loss == pytest.approx(2.301)
+    assert state.accuracy_by_position == {0: 0.74, 1: 0.60, 2: 0.50}
+    assert state.acceptance_length == pytest.approx(1 + 0.74 + 0.74 * 0.60 + 0.74 * 0.60 * 0.50)
+    assert state.acceptance_rate == pytest.approx(0.74)
+    assert state.best_eval_step == 840
+
+
+def test_specforge_newer_step_dicts_keep_the_best_eval_acceptance_not_the_lowest_loss() -> None:
+    parser = TrainingLogParser()
+    parser.feed(SPECFORGE_NEW)
+    state = parser.state
+    assert state.step == 300
+    assert state.loss == pytest.approx(2.7)  # loss still drops...
+    assert state.best_eval_step == 200  # ...while acceptance fell after step 200
+    assert state.best_eval_acceptance == pytest.approx(1 + 0.80 + 0.80 * 0.60)
+    assert state.learning_rate == pytest.approx(1e-4)
+    assert list(state.loss_history) == [3.1, 2.9, 2.7]
+
+
+def test_speculators_dict_lines() -> None:
+    parser = TrainingLogParser()
+    parser.feed(SPECULATORS)
+    state = parser.state
+    assert (state.step, state.epoch) == (4400, 3)
+    assert state.accuracy_by_position == {0: 0.73, 1: 0.45}
+    assert state.loss == pytest.approx(2.3)
+    assert state.best_eval_acceptance == pytest.approx(1 + 0.73 + 0.73 * 0.45)
+
+
+def test_a_plain_tqdm_bar_and_noise() -> None:
+    parser = TrainingLogParser()
+    parser.feed("Loading checkpoint shards: 100%|██████████| 4/4 [00:03<00:00,  1.2it/s]\n")
+    parser.feed("hidden states:  12%|█▏        | 1200/10000 [05:00<36:40,  4.0it/s]\r")
+    parser.feed("Traceback (most recent call last):\nnot a dict {oops\n")
+    assert (parser.state.step, parser.state.total_steps) == (1200, 10000)
+    assert parser.state.eta_s == 36 * 60 + 40
