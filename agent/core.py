@@ -25,6 +25,7 @@ from agent.jobs.spec import SpecError
 from agent.jobs.supervisor import Supervisor, stale_script
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.probes.cache import ProbeCache
+from agent.probes.training import TrainingWatch
 from agent.procfs import process_info
 from agent.protocol import (
     AGENT_VERSION,
@@ -92,6 +93,7 @@ class AgentCore:
         self.audit = AuditLog(paths.root / "audit.jsonl")
         self.supervisor = Supervisor(paths.root, self._job_event)
         self.probes = ProbeCache()
+        self.training = TrainingWatch()
         self.changed = asyncio.Event()
         """Set and cleared at once on every job event: wakes every snapshot watcher."""
         self.handlers: dict[str, Handler] = {
@@ -292,6 +294,7 @@ class AgentCore:
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
             self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
+            self.training.progress(jobs),
         )  # fmt: skip
 
 

@@ -514,6 +514,25 @@ class AuditResult:
 
 
 @dataclass(frozen=True, slots=True)
+class TrainingProgress:
+    """A training or hidden-states job, as its log tells it."""
+
+    job_id: str
+    step: int | None
+    total_steps: int | None
+    epoch: int | None
+    loss: float | None
+    learning_rate: float | None
+    acceptance_rate: float | None
+    acceptance_length: float | None
+    best_eval_acceptance: float | None
+    best_eval_step: int | None
+    eta_s: float | None
+    loss_history: tuple[float, ...] = ()
+    acceptance_history: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -526,6 +545,7 @@ class Snapshot:
     server: ServerStats | None = None
     gpus: tuple[GpuSample, ...] = ()
     gpu_note: str = ""
+    training: tuple[TrainingProgress, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

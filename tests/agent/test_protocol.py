@@ -256,7 +256,8 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
         '"last_response_age_s":null,"writer_active":false}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
-        '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":""}}',
+        '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
+        '"training":[]}}',
     ),
 ]
 
@@ -282,7 +283,8 @@ GOLDEN_OTHERS: list[tuple[Message, str]] = [
     (
         Event("snapshot", Snapshot(1.0, "h", None, ())),
         '{"event":"snapshot","data":{"taken_at":1.0,"host_name":"h","datasets_root":null,'
-        '"datasets":[],"alerts":[],"jobs":[],"server":null,"gpus":[],"gpu_note":""}}',
+        '"datasets":[],"alerts":[],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
+        '"training":[]}}',
     ),
 ]
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from pathlib import Path
+
 import pytest
 
 from agent.probes.training_log import TrainingLogParser
+from agent.protocol import JobSpec, LaunchParams, PipelineConfig, Snapshot, SnapshotParams
+from console.local_link import open_local_link
 
 SPECFORGE_OLD = (
     "Starting training from epoch:0 step:0\n"
@@ -71,3 +77,30 @@ def test_a_plain_tqdm_bar_and_noise() -> None:
     parser.feed("Traceback (most recent call last):\nnot a dict {oops\n")
     assert (parser.state.step, parser.state.total_steps) == (1200, 10000)
     assert parser.state.eta_s == 36 * 60 + 40
+
+
+async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path) -> None:
+    trainer = JobSpec(
+        ("{python}", "-m", "agent.simulator.train", "--steps", "60", "--step-s", "0.01", "--log-interval", "10"),
+        kind="train", gpu=True,
+    )  # fmt: skip
+    link = await open_local_link(state_dir, PipelineConfig(jobs={"train": trainer}))
+    try:
+        job = await link.request("jobs.launch", LaunchParams("train"), idempotency_key="train-1")
+        deadline = time.monotonic() + 30
+        while True:
+            snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+            progress = next((t for t in snapshot.training if t.job_id == job.id), None)
+            if progress is not None and progress.step == 60 and progress.best_eval_step is not None:
+                break
+            assert time.monotonic() < deadline, progress
+            await asyncio.sleep(0.1)
+    finally:
+        await link.close()
+    assert progress.total_steps == 30  # per epoch
+    assert progress.best_eval_step is not None
+    assert progress.best_eval_step < 60, "the stand-in's acceptance sags at the end: the best is earlier"
+    assert progress.loss is not None
+    assert progress.acceptance_length is not None
+    assert progress.acceptance_length > 1
+    assert len(progress.loss_history) >= 6
