@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.protocol import DatasetProgress, GpuSample, JobInfo, ServerStats
+from agent.protocol import DatasetProgress, GpuSample, JobInfo, ServerStats, TrainingProgress
 
 STALE_AFTER_S = 5.0
 """A panel whose data is older than this shows as stale."""
@@ -162,3 +162,38 @@ def _float(value: str | None) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def spark(values: tuple[float, ...], width: int = 24) -> str:
+    """A one-line sparkline of the last `width` values."""
+    tail = values[-width:]
+    if not tail:
+        return ""
+    low, high = min(tail), max(tail)
+    span = (high - low) or 1.0
+    return "".join(SPARK[min(7, int((v - low) / span * 7))] for v in tail)
+
+
+def training_text(items: tuple[TrainingProgress, ...], jobs: tuple[JobInfo, ...]) -> str:
+    """One block per training job: step, epoch, loss, acceptance and the best eval acceptance."""
+    names = {job.id: job.name for job in jobs}
+    blocks = []
+    for t in items:
+        step = f"step {t.step or 0:,}" + (f"/{t.total_steps:,}" if t.total_steps else "")
+        best = (
+            f" (best {t.best_eval_acceptance:.2f} @ {t.best_eval_step})"
+            if t.best_eval_acceptance
+            else ""
+        )
+        accept = (
+            f"accept len {t.acceptance_length:.2f}{best}" if t.acceptance_length else "accept len —"
+        )
+        loss = f"loss {t.loss:.3f}" if t.loss is not None else "loss —"
+        blocks.append(
+            f"{names.get(t.job_id, t.job_id)}: {step} · epoch {t.epoch if t.epoch is not None else '—'} · "
+            f"ETA {duration(t.eta_s)}\n  {loss} {spark(t.loss_history)}\n  {accept} {spark(t.acceptance_history)}"
+        )
+    return "\n".join(blocks)

@@ -8,7 +8,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from console.host_view import HostView
-from console.model import STALE_AFTER_S, age, gpu_text
+from console.model import STALE_AFTER_S, age, gpu_text, training_text
 from console.widgets.alert_strip import AlertStrip
 from console.widgets.datasets_table import DatasetsTable
 from console.widgets.host_header import HostHeader
@@ -56,7 +56,9 @@ class DashboardScreen(Screen[None]):
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         self.query_one(JobsTable).show(snapshot.jobs, now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
-        self.query_one("#gpus", Static).update(gpu_text(snapshot.gpus, snapshot.gpu_note))
+        training = training_text(snapshot.training, snapshot.jobs)
+        gpus = gpu_text(snapshot.gpus, snapshot.gpu_note)
+        self.query_one("#gpus", Static).update(f"{gpus}\n{training}" if training else gpus)
         self.query_one(AlertStrip).show(snapshot.alerts)
 
     @property
