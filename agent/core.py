@@ -21,7 +21,7 @@ from agent.datasets.detail import dataset_detail
 from agent.datasets.tracker import DatasetsRootError, DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.jobs.external import external_target, find_external
-from agent.jobs.spec import SpecError
+from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.supervisor import Supervisor, stale_script
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.probes.cache import ProbeCache
@@ -140,6 +140,22 @@ class AgentCore:
         """The agent's clock."""
         return PingResult(agent_time=time.time())
 
+    def gpu_holders(self) -> list[str]:
+        """What holds the GPUs now: running GPU jobs, and any process nvidia-smi sees using one."""
+        jobs = self.all_jobs()
+        holders = [
+            f"{job.name} ({job.id})"
+            for job in jobs
+            if job.gpu and job.state in ("starting", "running", "stopping")
+        ]
+        own = {job.pgid for job in jobs if job.pgid is not None and job.gpu}
+        for gpu in self.probes.gpus.gpus:
+            for pid in gpu.pids:
+                info = process_info(pid)
+                if info is not None and info.pgid not in own:
+                    holders.append(f"pid {pid} on GPU{gpu.index}")
+        return holders
+
     def all_jobs(self) -> tuple[JobInfo, ...]:
         """The agent's own jobs, then the external processes that match the configured patterns."""
         own = self.supervisor.jobs()
@@ -155,8 +171,11 @@ class AgentCore:
         params: LaunchParams = request.params
         try:
             return await self.supervisor.launch(
-                params, request.idempotency_key or "", self.pipeline, self._dataset_names()
-            )
+                params, request.idempotency_key or "", self.pipeline, self._dataset_names(),
+                self.gpu_holders(),
+            )  # fmt: skip
+        except GpuBusyError as exc:
+            raise AgentError(ErrorCode.GPU_BUSY, str(exc)) from None
         except SpecError as exc:
             raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 

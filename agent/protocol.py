@@ -42,6 +42,7 @@ class ErrorCode:
     NOT_FOUND = "not_found"
     UNREADABLE = "unreadable"
     READ_ONLY = "read_only"
+    GPU_BUSY = "gpu_busy"
     INTERNAL = "internal"
 
 

@@ -25,6 +25,7 @@ from agent.protocol import (
     Event,
     JobEvent,
     JobInfo,
+    LaunchParams,
     LogChunk,
     Snapshot,
     StopParams,
@@ -37,7 +38,7 @@ from console.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.host_keys import OfferedKey
 from console.host_view import HostView, headline, new_alerts
 from console.hosts import HostSession, LinkState, Opener
-from console.link import AgentLink, LinkError
+from console.link import AgentLink, AgentRequestError, LinkError
 from console.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.redeploy import redeploy
 from console.screens.confirm import ConfirmScreen
@@ -433,6 +434,73 @@ class ConsoleApp(App[None]):
             self.notify(str(exc), severity="error", timeout=30)
             return
         self.notify(outcome.summary(), timeout=20)
+
+    async def action_launch_kind(self, kind: str) -> None:
+        """Start the configured job of `kind` (v vocab, t train, s server), behind the GPU guard."""
+        link = self._mutable_link()
+        config = self.host_configs.get(self.current)
+        names = [
+            name
+            for name, spec in (config.pipeline.jobs if config else {}).items()
+            if spec.kind == kind
+        ]
+        if link is None:
+            return
+        if not names:
+            self.notify(f"no job of kind {kind} in hosts.{self.current}.jobs", severity="warning")
+            return
+        try:
+            job: JobInfo = await link.request(
+                "jobs.launch",
+                LaunchParams(names[0]),
+                idempotency_key=f"{kind}-{secrets.token_hex(6)}",
+            )
+        except AgentRequestError as exc:
+            if exc.code != "gpu_busy":
+                self.notify(str(exc), severity="error")
+                return
+            self._offer_gpu_handover(names[0], exc.detail)
+            return
+        self.notify(f"started {job.name} (pid group {job.pgid})")
+
+    def _offer_gpu_handover(self, job_name: str, detail: str) -> None:
+        snapshot = self.views[self.current].snapshot
+        holders = [j for j in (snapshot.jobs if snapshot else ()) if j.gpu and j.state == "running"]
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.run_worker(
+                    self._hand_over(holders, job_name), group="actions", exit_on_error=False
+                )
+
+        names = ", ".join(f"{j.name} (pid {j.pid})" for j in holders) or "the holders"
+        text = f"{detail}\n\nStop {names} first (drain, then escalate), then start {job_name}?"
+        _ = self.push_screen(
+            ConfirmScreen(f"The GPUs are busy: start {job_name}?", text, "Stop, then start"),
+            confirmed,
+        )
+
+    async def _hand_over(self, holders: list[JobInfo], job_name: str) -> None:
+        link = self.sessions[self.current].link
+        if link is None:
+            return
+        try:
+            for holder in holders:
+                await link.request(
+                    "jobs.stop",
+                    StopParams(holder.id),
+                    idempotency_key=f"handover-{holder.id}",
+                    timeout_s=STOP_TIMEOUT_S,
+                )
+            job: JobInfo = await link.request(
+                "jobs.launch",
+                LaunchParams(job_name),
+                idempotency_key=f"handover-{secrets.token_hex(6)}",
+            )
+        except LinkError as exc:
+            self.notify(f"hand-over stopped: {exc}", severity="error", timeout=20)
+            return
+        self.notify(f"stopped {', '.join(h.name for h in holders)}; started {job.name}")
 
     def _selected_job_id(self) -> str | None:
         return self.screen.selected_job_id if isinstance(self.screen, DashboardScreen) else None

@@ -21,6 +21,17 @@ class SpecError(Exception):
     """A job cannot be launched as asked; the message says why."""
 
 
+class GpuBusyError(SpecError):
+    """A GPU job cannot start while another job holds the GPUs."""
+
+    def __init__(self, job: str, holders: list[str]) -> None:
+        super().__init__(
+            f"job {job} needs the GPUs, which {', '.join(holders)} hold(s); stop it first "
+            "(the console offers to stop it and then start this job)"
+        )
+        self.holders = holders
+
+
 @dataclass(frozen=True, slots=True)
 class RenderedJob:
     """A job ready to exec."""

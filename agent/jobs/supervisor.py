@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from agent.jobs.registry import (
     JobFiles,
     Registry,
 )
-from agent.jobs.spec import SpecError, check_dataset_name, render
+from agent.jobs.spec import GpuBusyError, SpecError, check_dataset_name, render
 from agent.jobs.stopper import GroupIdentity, StopPlan, StopTarget, parse_signal, stop_group
 from agent.procfs import is_same_process, start_ticks
 from agent.protocol import (
@@ -81,9 +81,14 @@ class Supervisor:
     # ------------------------------------------------------------ launching
 
     async def launch(
-        self, params: LaunchParams, key: str, pipeline: PipelineConfig, datasets: set[str]
-    ) -> JobInfo:
-        """Start a configured job; a repeated idempotency key returns the job it started."""
+        self, params: LaunchParams, key: str, pipeline: PipelineConfig, datasets: set[str],
+        gpu_holders: Sequence[str] = (),
+    ) -> JobInfo:  # fmt: skip
+        """Start a configured job; a repeated idempotency key returns the job it started.
+
+        A job with `gpu = true` is refused while `gpu_holders` (other GPU jobs, processes holding
+        GPU memory) is not empty: the GPU guard.
+        """
         existing = self.registry.by_idempotency_key(key)
         if existing is not None:
             return self.info(existing)
@@ -91,6 +96,8 @@ class Supervisor:
         if spec is None:
             known = ", ".join(sorted(pipeline.jobs)) or "none"
             raise SpecError(f"no job {params.job!r} in the host config (configured: {known})")
+        if spec.gpu and gpu_holders:
+            raise GpuBusyError(params.job, list(gpu_holders))
         rendered = render(
             params.job, spec, self._values(spec, params, pipeline, datasets), params.argv
         )

@@ -99,7 +99,9 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
         await link.close()
     assert progress.total_steps == 30  # per epoch
     assert progress.best_eval_step is not None
-    assert progress.best_eval_step < 60, "the stand-in's acceptance sags at the end: the best is earlier"
+    assert progress.best_eval_step < 60, (
+        "the stand-in's acceptance sags at the end: the best is earlier"
+    )
     assert progress.loss is not None
     assert progress.acceptance_length is not None
     assert progress.acceptance_length > 1

@@ -1,0 +1,88 @@
+"""The GPU guard: a GPU job waits for the GPUs, and `t` offers to stop the holder first."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.protocol import JobInfo, JobSpec, LaunchParams, PipelineConfig, StopParams
+from console.app import ConsoleApp
+from console.config import HostConfig, SshTarget
+from console.link import AgentLink, AgentRequestError
+from console.local_link import open_local_link
+from console.screens.confirm import ConfirmScreen
+from tests.console.test_app import SIZE, cell, wait_for
+
+NAP = (sys.executable, "-c", "import time; time.sleep(120)")
+JOBS = {
+    "sglang": JobSpec(NAP, kind="server", gpu=True, grace_s=5),
+    "train": JobSpec(NAP, kind="train", gpu=True, grace_s=5),
+    "vocab": JobSpec(NAP, kind="vocab", gpu=False, grace_s=5),
+}
+
+
+async def test_a_gpu_job_is_refused_while_another_holds_the_gpus(state_dir: Path) -> None:
+    link = await open_local_link(state_dir, PipelineConfig(jobs=JOBS))
+    try:
+        server: JobInfo = await link.request(
+            "jobs.launch", LaunchParams("sglang"), idempotency_key="s1"
+        )
+        vocab: JobInfo = await link.request(
+            "jobs.launch", LaunchParams("vocab"), idempotency_key="v1"
+        )
+        with pytest.raises(AgentRequestError) as caught:
+            await link.request("jobs.launch", LaunchParams("train"), idempotency_key="t1")
+        assert caught.value.code == "gpu_busy"
+        assert f"sglang ({server.id})" in caught.value.detail
+        await link.request(
+            "jobs.stop", StopParams(server.id), idempotency_key="stop-s1", timeout_s=60
+        )
+        train: JobInfo = await link.request(
+            "jobs.launch", LaunchParams("train"), idempotency_key="t2"
+        )
+        for job in (vocab, train):
+            await link.request(
+                "jobs.stop", StopParams(job.id), idempotency_key=f"stop-{job.id}", timeout_s=60
+            )
+    finally:
+        await link.close()
+    assert train.name == "train"
+
+
+async def test_t_offers_to_stop_the_server_first(state_dir: Path) -> None:
+    pipeline = PipelineConfig(jobs=JOBS)
+
+    async def opener() -> AgentLink:
+        return await open_local_link(state_dir, pipeline)
+
+    launcher = await opener()
+    server: JobInfo = await launcher.request(
+        "jobs.launch", LaunchParams("sglang"), idempotency_key="s"
+    )
+    await launcher.close()
+    host = HostConfig("gpu", SshTarget("local"), pipeline=pipeline)
+    app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: cell(app, "jobs", server.id, "state") == "running")
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "sglang" in str(app.screen.query_one("#confirm-text").render())
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: cell(app, "jobs", server.id, "state") == "stopped")
+        await wait_for(
+            pilot,
+            lambda: any(j.name == "train" and j.state == "running" for j in running_jobs(app)),
+        )
+        link = app.sessions["gpu"].link
+        assert link is not None
+        for job in running_jobs(app):
+            await link.request(
+                "jobs.stop", StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
+            )
+
+
+def running_jobs(app: ConsoleApp) -> list[JobInfo]:
+    snapshot = app.views["gpu"].snapshot
+    return [j for j in snapshot.jobs if j.state == "running"] if snapshot else []
