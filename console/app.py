@@ -7,6 +7,7 @@ on display renders it.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import secrets
 import time
@@ -244,13 +245,7 @@ class ConsoleApp(App[None]):
         if job is None:
             self.notify("select a job first (the jobs table)", severity="warning")
             return
-        consequences = self._stop_consequences(job.id)
-
-        def confirmed(answer: bool | None) -> None:
-            if answer:
-                self.run_worker(self._stop(job.id, job.name), group="actions", exit_on_error=False)
-
-        _ = self.push_screen(ConfirmScreen(f"Stop {job.name}?", consequences, "Stop"), confirmed)
+        self._offer_stop(job)
 
     async def _stop(self, job_id: str, name: str) -> None:
         link = self.sessions[self.current].link
@@ -449,6 +444,12 @@ class ConsoleApp(App[None]):
         if not names:
             self.notify(f"no job of kind {kind} in hosts.{self.current}.jobs", severity="warning")
             return
+        running = [
+            j for j in self._jobs() if j.name in names and j.state in ("starting", "running")
+        ]
+        if kind == "server" and running:
+            self._offer_stop(running[0])
+            return
         try:
             job: JobInfo = await link.request(
                 "jobs.launch",
@@ -462,6 +463,39 @@ class ConsoleApp(App[None]):
             self._offer_gpu_handover(names[0], exc.detail)
             return
         self.notify(f"started {job.name} (pid group {job.pgid})")
+        if kind == "server":
+            self.run_worker(self._await_ready(job.name), group="actions", exit_on_error=False)
+
+    async def _await_ready(self, name: str, timeout_s: float = 900.0) -> None:
+        """Say when the started server answers /health (the agent's probe), or that it never did."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout_s:
+            snapshot = self.views[self.current].snapshot
+            server = snapshot.server if snapshot else None
+            if server is not None and server.healthy and server.probed_at > time.time() - 10:
+                model = f", model {server.model_path}" if server.model_path else ""
+                self.notify(
+                    f"{name} ready at {server.url}{model} after {time.monotonic() - started:.0f} s"
+                )
+                return
+            await asyncio.sleep(1.0)
+        self.notify(
+            f"{name} did not answer /health within {timeout_s:.0f} s; see its log (l)",
+            severity="error",
+        )
+
+    def _jobs(self) -> tuple[JobInfo, ...]:
+        snapshot = self.views[self.current].snapshot
+        return snapshot.jobs if snapshot else ()
+
+    def _offer_stop(self, job: JobInfo) -> None:
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.run_worker(self._stop(job.id, job.name), group="actions", exit_on_error=False)
+
+        _ = self.push_screen(
+            ConfirmScreen(f"Stop {job.name}?", self._stop_consequences(job.id), "Stop"), confirmed
+        )
 
     def _offer_gpu_handover(self, job_name: str, detail: str) -> None:
         snapshot = self.views[self.current].snapshot

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +88,42 @@ async def test_t_offers_to_stop_the_server_first(state_dir: Path) -> None:
 def running_jobs(app: ConsoleApp) -> list[JobInfo]:
     snapshot = app.views["gpu"].snapshot
     return [j for j in snapshot.jobs if j.state == "running"] if snapshot else []
+
+
+async def test_s_starts_the_server_says_when_it_is_ready_and_stops_it(state_dir: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    simulator = JobSpec(
+        ("{python}", "-m", "agent.simulator", "--port", str(port), "--model-path", "org/target"),
+        kind="server", gpu=True, grace_s=5,
+    )  # fmt: skip
+    pipeline = PipelineConfig(sglang_url=f"http://127.0.0.1:{port}", jobs={"sglang": simulator})
+
+    async def opener() -> AgentLink:
+        return await open_local_link(state_dir, pipeline)
+
+    app = ConsoleApp(
+        {"gpu": opener},
+        host_configs={"gpu": HostConfig("gpu", SshTarget("local"), pipeline=pipeline)},
+    )
+    said: list[str] = []
+    original = app.notify
+
+    def notify(message: str, **kwargs: Any) -> None:
+        said.append(message)
+        original(message, **kwargs)
+
+    app.notify = notify  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await pilot.press("s")
+        await wait_for(
+            pilot,
+            lambda: any("ready at" in line and "org/target" in line for line in said),
+            timeout_s=60,
+        )
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: not running_jobs(app))
