@@ -48,6 +48,7 @@ from console.screens.dataset import DatasetScreen
 from console.screens.deploy import DeployScreen, DiffScreen
 from console.screens.help import HelpScreen
 from console.screens.logs import LogScreen
+from console.screens.pipeline import PipelineScreen
 from console.screens.redeploy import RedeployScreen
 from console.screens.trust import TrustScreen
 from console.themes import themes_dir
@@ -200,6 +201,14 @@ class ConsoleApp(App[None]):
         """Show the next host."""
         names = list(self.views)
         self.show_host(names[(names.index(self.current) + 1) % len(names)])
+
+    def action_pipeline(self) -> None:
+        """The pipeline's stages and the next step."""
+        snapshot = self.views[self.current].snapshot
+        if snapshot is None:
+            self.notify("no data from the host yet", severity="warning")
+            return
+        _ = self.push_screen(PipelineScreen(self.current, snapshot))
 
     def action_help(self) -> None:
         """Every key."""

@@ -24,6 +24,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("v", "launch_kind('vocab')", "Vocab map"),
     Command("t", "launch_kind('train')", "Train"),
     Command("s", "launch_kind('server')", "SGLang"),
+    Command("p", "pipeline", "Pipeline"),
     Command("h", "next_host", "Next host"),
     Command("r", "reconnect", "Reconnect", show=False),
     Command("ctrl+t", "toggle_theme", "Dark/light", show=False),

@@ -25,6 +25,7 @@ from console.screens.dashboard import DashboardScreen
 from console.screens.dataset import DatasetScreen
 from console.screens.help import HelpScreen
 from console.screens.logs import LogScreen
+from console.screens.pipeline import PipelineScreen
 from console.ssh_link import open_ssh_link
 from console.widgets.host_header import HostHeader
 from tests.datasets import response_line, write_sample_root
@@ -124,6 +125,11 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
         assert "over its budget" in str(app.screen.query_one("#alerts").render())
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert isinstance(app.screen, DashboardScreen)
+        await pilot.press("p")
+        assert isinstance(app.screen, PipelineScreen)
+        assert "next: generate (key R)" in str(app.screen.query_one("#pipeline-title").render())
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
         table = app.screen.query_one("#datasets", DataTable)

@@ -1,0 +1,77 @@
+"""The pipeline's stages in order, each with its state from the agent, and the next sensible step.
+
+generate -> vocab -> stop server -> hidden states -> train -> serve with drafter. No Textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.protocol import JobInfo, Snapshot
+
+ACTIVE = ("starting", "running", "stopping")
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage and where it stands."""
+
+    name: str
+    state: str
+    """not started, running, done or failed."""
+    detail: str
+    key: str
+    """The key that moves it on."""
+
+
+def stages(snapshot: Snapshot) -> list[Stage]:
+    """Every stage, in pipeline order."""
+    datasets = snapshot.datasets
+    complete = sum(d.status in ("complete", "over_budget") for d in datasets)
+    writing = any(d.writer_active for d in datasets)
+    generate = (
+        "done"
+        if datasets and complete == len(datasets)
+        else ("running" if writing or complete else "not started")
+    )
+    server = _latest(snapshot.jobs, "server")
+    trained = _state(_latest(snapshot.jobs, "train"))
+    return [
+        Stage("generate", generate, f"{complete}/{len(datasets)} datasets complete", "R"),
+        _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
+        Stage("stop server", "done" if server is None or server.state not in ACTIVE else "not started",
+              "the server holds the GPUs" if server and server.state in ACTIVE else "GPUs free", "s"),
+        _job_stage("hidden states", _latest(snapshot.jobs, "hidden_states"), "t"),
+        _job_stage("train", _latest(snapshot.jobs, "train"), "t"),
+        Stage("serve with drafter", "running" if trained == "done" and server and server.state in ACTIVE else "not started",
+              "start the server with the drafter once training is done", "s"),
+    ]  # fmt: skip
+
+
+def next_stage(items: list[Stage]) -> Stage | None:
+    """The first stage that is not done."""
+    return next((stage for stage in items if stage.state != "done"), None)
+
+
+def _job_stage(name: str, job: JobInfo | None, key: str) -> Stage:
+    state = _state(job)
+    detail = (
+        "—"
+        if job is None
+        else f"{job.name} {job.state}"
+        + (f", exit {job.exit_code}" if job.exit_code is not None else "")
+    )
+    return Stage(name, state, detail, key)
+
+
+def _state(job: JobInfo | None) -> str:
+    if job is None:
+        return "not started"
+    if job.state in ACTIVE:
+        return "running"
+    return "done" if job.state == "exited" else "failed"
+
+
+def _latest(jobs: tuple[JobInfo, ...], kind: str) -> JobInfo | None:
+    mine = [job for job in jobs if job.kind == kind]
+    return max(mine, key=lambda job: job.started_at or 0.0) if mine else None
