@@ -543,7 +543,16 @@ class ConsoleApp(App[None]):
         except LinkError as exc:
             self.notify(f"hand-over stopped: {exc}", severity="error", timeout=20)
             return
-        self.notify(f"stopped {', '.join(h.name for h in holders)}; started {job.name}")
+        self.notify(
+            f"stopped {', '.join(h.name for h in holders)}; {self._gpu_memory()}; started {job.name}"
+        )
+
+    def _gpu_memory(self) -> str:
+        snapshot = self.views[self.current].snapshot
+        if snapshot is None or not snapshot.gpus:
+            return snapshot.gpu_note if snapshot and snapshot.gpu_note else "no GPU reading"
+        used = sum(g.memory_used_mib or 0 for g in snapshot.gpus) / 1024
+        return f"GPU memory in use now {used:.1f} GiB"
 
     def _selected_job_id(self) -> str | None:
         return self.screen.selected_job_id if isinstance(self.screen, DashboardScreen) else None

@@ -9,6 +9,7 @@ from textual.widgets import Footer, Static
 
 from console.host_view import HostView
 from console.model import STALE_AFTER_S, age, gpu_text, training_text
+from console.pipeline_view import next_stage, stages
 from console.widgets.alert_strip import AlertStrip
 from console.widgets.datasets_table import DatasetsTable
 from console.widgets.host_header import HostHeader
@@ -52,6 +53,11 @@ class DashboardScreen(Screen[None]):
         snapshot = view.snapshot
         if snapshot is None:
             return
+        upcoming = next_stage(stages(snapshot))
+        pipeline = (
+            f"next: {upcoming.name} ({upcoming.key}; p for all stages)" if upcoming else "done"
+        )
+        self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         self.query_one(JobsTable).show(snapshot.jobs, now, stale_subjects)
