@@ -439,15 +439,20 @@ class ConsoleApp(App[None]):
             return
         self.notify(outcome.summary(), timeout=20)
 
+    def _job_names(self, kind: str, config: HostConfig | None) -> list[str]:
+        """Configured jobs of `kind`; for train, hidden-states jobs not yet done come first."""
+        kinds = ("hidden_states", "train") if kind == "train" else (kind,)
+        done = {job.name for job in self._jobs() if job.state == "exited"}
+        jobs = config.pipeline.jobs if config else {}
+        found = [(name, spec.kind) for name, spec in jobs.items() if spec.kind in kinds]
+        found.sort(key=lambda item: (item[0] in done, kinds.index(item[1])))
+        return [name for name, _ in found]
+
     async def action_launch_kind(self, kind: str) -> None:
         """Start the configured job of `kind` (v vocab, t train, s server), behind the GPU guard."""
         link = self._mutable_link()
         config = self.host_configs.get(self.current)
-        names = [
-            name
-            for name, spec in (config.pipeline.jobs if config else {}).items()
-            if spec.kind == kind
-        ]
+        names = self._job_names(kind, config)
         if link is None:
             return
         if not names:
@@ -527,6 +532,7 @@ class ConsoleApp(App[None]):
         link = self.sessions[self.current].link
         if link is None:
             return
+        before = self._gpu_used_gib()
         try:
             for holder in holders:
                 await link.request(
@@ -535,6 +541,7 @@ class ConsoleApp(App[None]):
                     idempotency_key=f"handover-{holder.id}",
                     timeout_s=STOP_TIMEOUT_S,
                 )
+            freed = await self._gpu_freed(before)
             job: JobInfo = await link.request(
                 "jobs.launch",
                 LaunchParams(job_name),
@@ -543,16 +550,25 @@ class ConsoleApp(App[None]):
         except LinkError as exc:
             self.notify(f"hand-over stopped: {exc}", severity="error", timeout=20)
             return
-        self.notify(
-            f"stopped {', '.join(h.name for h in holders)}; {self._gpu_memory()}; started {job.name}"
-        )
+        self.notify(f"stopped {', '.join(h.name for h in holders)}; {freed}; started {job.name}")
 
-    def _gpu_memory(self) -> str:
+    def _gpu_used_gib(self) -> float | None:
         snapshot = self.views[self.current].snapshot
         if snapshot is None or not snapshot.gpus:
-            return snapshot.gpu_note if snapshot and snapshot.gpu_note else "no GPU reading"
-        used = sum(g.memory_used_mib or 0 for g in snapshot.gpus) / 1024
-        return f"GPU memory in use now {used:.1f} GiB"
+            return None
+        return sum(g.memory_used_mib or 0 for g in snapshot.gpus) / 1024
+
+    async def _gpu_freed(self, before: float | None, timeout_s: float = 60.0) -> str:
+        """Wait until the GPUs' memory drops (fresh readings come every few seconds); say by how much."""
+        if before is None:
+            return "no GPU reading to check"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            now = self._gpu_used_gib()
+            if now is not None and now < before - 1.0:
+                return f"GPU memory freed: {before:.1f} -> {now:.1f} GiB"
+            await asyncio.sleep(1.0)
+        return f"GPU memory still {self._gpu_used_gib() or 0:.1f} GiB after {timeout_s:.0f} s"
 
     def _selected_job_id(self) -> str | None:
         return self.screen.selected_job_id if isinstance(self.screen, DashboardScreen) else None
