@@ -1,0 +1,1 @@
+"""The console's actions, grouped by what they change; the app mixes them in."""
