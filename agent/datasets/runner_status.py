@@ -28,7 +28,6 @@ class RunView:
     max_samples: int | None = None
     in_flight: int = 0
     runner_sha256: str | None = None
-    code_path: str | None = None
 
 
 def read_runner_status(dataset_dir: Path, now: float | None = None) -> RunView | None:
@@ -46,7 +45,6 @@ def read_runner_status(dataset_dir: Path, now: float | None = None) -> RunView |
         max_samples=_int(record.get("max_samples")),
         in_flight=_int(record.get("in_flight")) or 0 if active else 0,
         runner_sha256=record.get("runner_sha256"),
-        code_path=record.get("code_path"),
     )
 
 

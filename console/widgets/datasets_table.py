@@ -61,8 +61,9 @@ class DatasetsTable(DataTable[Text | str]):
             if self.row_count
             else None
         )
+        ordered = sorted(datasets, key=SORTS[self.sort_by])
         self.clear()
-        for progress in sorted(datasets, key=SORTS[self.sort_by]):
+        for progress in ordered:
             row = dataset_row(progress)
             overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
             self.add_row(
@@ -71,7 +72,7 @@ class DatasetsTable(DataTable[Text | str]):
                 Text(row.status, style=STATUS_STYLE.get(row.status, "")),
                 key=progress.name,
             )  # fmt: skip
-        names = [d.name for d in sorted(datasets, key=SORTS[self.sort_by])]
+        names = [d.name for d in ordered]
         if selected_name in names:
             self.move_cursor(row=names.index(selected_name))
         elif self.row_count:
