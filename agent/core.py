@@ -309,7 +309,7 @@ class AgentCore:
             except DatasetsRootError as exc:
                 alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
         self.probes.refresh_if_stale(self.pipeline)
-        alerts += job_alerts(jobs, time.time()) + self.probes.alerts(time.time())
+        alerts += job_alerts(jobs, time.time()) + self.probes.alerts(time.time(), jobs)
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
             self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,

@@ -92,7 +92,9 @@ def dataset_row(progress: DatasetProgress) -> DatasetRow:
         tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
         rate=f"{tokens(progress.tokens_per_s)}/s" if progress.tokens_per_s else "—",
         eta=eta(progress),
-        overrun=f"+{tokens(overrun)}" + (f" ({hours:.1f} h)" if hours else "") if overrun else "—",
+        overrun=f"+{tokens(overrun)}" + (f" ({duration(hours * 3600)})" if hours else "")
+        if overrun
+        else "—",
         status=progress.status.replace("_", " "),
     )
 

@@ -18,7 +18,7 @@ class Stage:
 
     name: str
     state: str
-    """not started, running, done or failed."""
+    """not started, running, done, skipped or failed."""
     detail: str
     key: str
     """The key that moves it on."""
@@ -41,7 +41,7 @@ def stages(snapshot: Snapshot) -> list[Stage]:
         _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
         Stage("stop server", "done" if server is None or server.state not in ACTIVE else "not started",
               "the server holds the GPUs" if server and server.state in ACTIVE else "GPUs free", "s"),
-        _job_stage("hidden states", _latest(snapshot.jobs, "hidden_states"), "t"),
+        _hidden_states_stage(snapshot.jobs),
         _job_stage("train", _latest(snapshot.jobs, "train"), "t"),
         Stage("serve with drafter", "running" if trained == "done" and server and server.state in ACTIVE else "not started",
               "start the server with the drafter once training is done", "s"),
@@ -49,8 +49,18 @@ def stages(snapshot: Snapshot) -> list[Stage]:
 
 
 def next_stage(items: list[Stage]) -> Stage | None:
-    """The first stage that is not done."""
-    return next((stage for stage in items if stage.state != "done"), None)
+    """The first stage that is neither done nor skipped."""
+    return next((stage for stage in items if stage.state not in ("done", "skipped")), None)
+
+
+def _hidden_states_stage(jobs: tuple[JobInfo, ...]) -> Stage:
+    """Skipped when training started without it (online training makes its own)."""
+    hidden = _latest(jobs, "hidden_states")
+    if hidden is None and _latest(jobs, "train") is not None:
+        return Stage(
+            "hidden states", "skipped", "training runs online, without a hidden-states job", "t"
+        )
+    return _job_stage("hidden states", hidden, "t")
 
 
 def _job_stage(name: str, job: JobInfo | None, key: str) -> Stage:

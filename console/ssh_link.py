@@ -171,8 +171,12 @@ async def _upload(sftp: asyncssh.SFTPClient, staging: str, bundle: AgentBundle) 
 
 
 def attach_command(host: HostConfig, bundle_dir: str, state_dir: str) -> str:
-    """The one fixed remote command: config values only, each quoted."""
-    return shlex.join(
+    """The one fixed remote command: config values only, each quoted.
+
+    It runs in the bundle's folder: `python -m` puts the working dir first on sys.path, so from
+    $HOME a folder there called `agent` would be imported instead of the bundle.
+    """
+    return f"cd {shlex.quote(bundle_dir)} && " + shlex.join(
         ["env", f"PYTHONPATH={bundle_dir}", host.python, "-m", "agent", "attach",
          "--state-dir", state_dir]
     )  # fmt: skip

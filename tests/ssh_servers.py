@@ -1,4 +1,5 @@
-"""Real SSH servers on loopback for the tests: asyncssh's, in process, and OpenSSH's sshd.
+"""Real SSH servers on loopback for the tests: asyncssh's (console.loopback_ssh), in process, and
+OpenSSH's sshd.
 
 Both use keys generated at setup and a known_hosts file written here: host-key checking is never
 turned off. Exec requests run as real subprocesses through `/bin/sh -c`, as a login shell would.
@@ -6,7 +7,6 @@ turned off. Exec requests run as real subprocesses through `/bin/sh -c`, as a lo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import getpass
 import json
@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import asyncssh
+
+from console.loopback_ssh import listen_loopback, write_client_key, write_known_hosts
 
 READY_TIMEOUT_S = 15.0
 
@@ -53,67 +55,6 @@ class SshEndpoint:
         return "\n".join(lines + ["budget = 1000", ""])
 
 
-def write_client_key(folder: Path) -> tuple[Path, asyncssh.SSHKey]:
-    """A fresh ed25519 client key in OpenSSH format, mode 0600."""
-    key = asyncssh.generate_private_key("ssh-ed25519")
-    path = folder / "id_ed25519"
-    key.write_private_key(str(path))
-    path.chmod(0o600)
-    key.write_public_key(str(path) + ".pub")
-    return path, key
-
-
-def write_known_hosts(path: Path, port: int, public_line: str) -> None:
-    """Pin one host key for 127.0.0.1 on `port`, as OpenSSH writes it."""
-    algorithm, blob = public_line.split()[:2]
-    path.write_text(f"[127.0.0.1]:{port} {algorithm} {blob}\n")
-
-
-async def _run_as_subprocess(process: asyncssh.SSHServerProcess[bytes]) -> None:
-    if process.command is None:
-        process.stderr.write(b"this test server runs exec requests only\n")
-        process.exit(1)
-        return
-    local = await asyncio.create_subprocess_exec(
-        "/bin/sh", "-c", process.command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    assert local.stdin is not None
-    assert local.stdout is not None
-    assert local.stderr is not None
-    feed = asyncio.create_task(_feed_stdin(process.stdin, local.stdin))
-    try:
-        # All output is forwarded before the exit status, as sshd does, so no byte is lost.
-        await asyncio.gather(
-            _forward(local.stdout, process.stdout), _forward(local.stderr, process.stderr)
-        )
-        status = await local.wait()
-        process.exit(status)
-        await process.wait_closed()
-    finally:
-        feed.cancel()
-        if local.returncode is None:  # the client went away first: end the command as sshd would
-            local.kill()
-            await local.wait()
-
-
-async def _feed_stdin(source: asyncssh.SSHReader[bytes], sink: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(ConnectionError, asyncssh.Error):
-        while chunk := await source.read(65536):
-            sink.write(chunk)
-            await sink.drain()
-    sink.close()
-
-
-async def _forward(source: asyncio.StreamReader, sink: asyncssh.SSHWriter[bytes]) -> None:
-    while chunk := await source.read(65536):
-        sink.write(chunk)
-        with contextlib.suppress(ConnectionError, asyncssh.Error):
-            await sink.drain()
-
-
 @dataclass
 class AsyncsshServer:
     """A running in-process asyncssh server and how to reach it."""
@@ -126,23 +67,9 @@ class AsyncsshServer:
 @contextlib.asynccontextmanager
 async def asyncssh_server(folder: Path) -> AsyncIterator[AsyncsshServer]:
     """An asyncssh server on 127.0.0.1, port 0, that trusts one generated client key."""
-    folder.mkdir(parents=True, exist_ok=True)
-    identity, client_key = write_client_key(folder)
-    host_key = asyncssh.generate_private_key("ssh-ed25519")
-    server = await asyncssh.listen(
-        "127.0.0.1", 0,
-        server_host_keys=[host_key],
-        authorized_client_keys=asyncssh.import_authorized_keys(
-            client_key.export_public_key().decode()
-        ),
-        process_factory=_run_as_subprocess,
-        encoding=None,
-        sftp_factory=True,
-        allow_scp=False,
-    )  # fmt: skip
-    port = server.sockets[0].getsockname()[1]
-    known_hosts = folder / "known_hosts"
-    write_known_hosts(known_hosts, port, host_key.export_public_key().decode())
+    loopback = await listen_loopback(folder)
+    server, port, host_key = loopback.acceptor, loopback.port, loopback.host_key
+    identity, known_hosts = loopback.identity, loopback.known_hosts
     endpoint = SshEndpoint(
         "127.0.0.1", port, getpass.getuser(), identity, known_hosts,
         host_key.get_fingerprint("sha256"),

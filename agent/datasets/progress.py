@@ -81,9 +81,16 @@ class Liveness:
     stall_after_s: float
 
 
-def status(counts: Counts, budget: int | None, condition: StopCondition, live: Liveness) -> str:
-    """pending, running, stalled, complete, over_budget or idle."""
-    if budget is not None and counts.tokens > budget:
+def status(
+    counts: Counts, budget: int | None, condition: StopCondition, live: Liveness,
+    tolerance_share: float = 0.0,
+) -> str:  # fmt: skip
+    """pending, running, stalled, complete, over_budget or idle.
+
+    A run that stops at its budget lets the requests in flight finish, so it ends a little past
+    it; up to `tolerance_share` of the budget past it is not over budget.
+    """
+    if budget is not None and counts.tokens > budget * (1 + tolerance_share):
         return "over_budget"
     if live.active:
         stalled = live.idle_for_s is not None and live.idle_for_s > live.stall_after_s
@@ -96,7 +103,7 @@ def status(counts: Counts, budget: int | None, condition: StopCondition, live: L
 
 def dataset_progress(
     name: str, counts: Counts, budget: int | None, run: RunView | None, history: RateHistory,
-    live: Liveness,
+    live: Liveness, tolerance_share: float = 0.0,
 ) -> DatasetProgress:  # fmt: skip
     """Everything the dashboard shows for one dataset."""
     condition = stop_condition(counts, budget, run)
@@ -113,7 +120,7 @@ def dataset_progress(
         eta_low_s=min(etas) if etas else None, eta_high_s=max(etas) if etas else None,
         projected_tokens=projected, projected_overrun_tokens=overrun,
         projected_overrun_hours=_hours(overrun, main),
-        status=status(counts, budget, condition, live), stop_condition=condition.kind,
+        status=status(counts, budget, condition, live, tolerance_share), stop_condition=condition.kind,
         target_responses=condition.target_responses, target_tokens=condition.target_tokens,
         in_flight=run.in_flight if run and run.active else 0,
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
@@ -139,7 +146,7 @@ def dataset_alerts(
     """The alerts one dataset raises."""
     checks = (
         _budget_reached(progress),
-        _over_budget(progress),
+        _over_budget(progress, overrun_alert_share),
         _projected_overrun(progress, overrun_alert_share),
         _stalled(progress),
         _stale_code(progress),
@@ -157,16 +164,18 @@ def _budget_reached(progress: DatasetProgress) -> AlertText:
     budget = progress.budget
     if budget is None or progress.status != "complete" or progress.tokens < budget:
         return None
+    past = progress.tokens - budget
+    finish = f" (+{past:,}, {past / budget:.1%}: requests in flight finished)" if past else ""
     return (
         "budget_reached",
         "info",
-        f"{progress.name} reached its budget: {progress.tokens:,} of {budget:,} tokens",
+        f"{progress.name} reached its budget: {progress.tokens:,} of {budget:,} tokens{finish}",
     )
 
 
-def _over_budget(progress: DatasetProgress) -> AlertText:
+def _over_budget(progress: DatasetProgress, share: float) -> AlertText:
     budget = progress.budget
-    if budget is None or progress.tokens <= budget:
+    if budget is None or progress.tokens <= budget * (1 + share):
         return None
     return (
         "over_budget",
@@ -183,7 +192,7 @@ def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
     if budget is None or not progress.writer_active or overrun <= share * budget:
         return None
     hours = progress.projected_overrun_hours
-    cost = f" (~{hours:.1f} h of generation)" if hours else ""
+    cost = f" (~{_generation_time(hours)} of generation)" if hours else ""
     return (
         "projected_overrun",
         "warning",
@@ -217,3 +226,7 @@ def _stale_code(progress: DatasetProgress) -> AlertText:
             "redeploy to run the new code"
         ),
     )
+
+
+def _generation_time(hours: float) -> str:
+    return f"{hours:.1f} h" if hours >= 1 else f"{max(1, round(hours * 60))} min"

@@ -195,7 +195,15 @@ class DatasetTracker:
             run is not None and run.active, follower.idle_for_s(now), self.config.stall_after_s
         )
         budget = self.config.budgets.get(follower.name, self.config.budget)
-        progress = dataset_progress(follower.name, counts, budget, run, follower.history, live)
+        progress = dataset_progress(
+            follower.name,
+            counts,
+            budget,
+            run,
+            follower.history,
+            live,
+            self.config.overrun_alert_share,
+        )
         if run is not None and run.active and run.runner_sha256:
             current = code_digest(str(RUNNER_PACKAGE))  # the runner code this agent would start now
             progress = replace(progress, stale_code=current not in (None, run.runner_sha256))

@@ -11,7 +11,7 @@ from pathlib import Path
 from agent.probes.gpus import GpuReading, read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
-from agent.protocol import Alert, PipelineConfig, ServerStats
+from agent.protocol import Alert, JobInfo, PipelineConfig, ServerStats
 
 REFRESH_S = 5.0
 
@@ -51,16 +51,22 @@ class ProbeCache:
         )
         self.gpus = await read_gpus()
 
-    def alerts(self, now: float) -> list[Alert]:
-        """server_down when a configured server does not answer /health."""
+    def alerts(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> list[Alert]:
+        """server_down when a configured server does not answer /health.
+
+        An error, or only information when the user stopped the server job (to train, say).
+        """
         server = self.server
         if server is None or server.url is None or server.healthy is not False:
             return []
-        return [
-            Alert(
-                "server_down", "error", f"SGLang at {server.url}: {server.detail}", server.url, now
+        servers = sorted((j for j in jobs if j.kind == "server"), key=lambda j: j.started_at or 0)
+        if servers and servers[-1].state == "stopped":
+            message = (
+                f"SGLang at {server.url} is down: job {servers[-1].name} was stopped on request"
             )
-        ]
+            return [Alert("server_down", "info", message, server.url, now)]
+        message = f"SGLang at {server.url}: {server.detail}"
+        return [Alert("server_down", "error", message, server.url, now)]
 
     async def close(self) -> None:
         """Stop a refresh in progress."""

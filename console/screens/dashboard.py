@@ -7,6 +7,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from agent.protocol import JobInfo
 from console.host_view import HostView
 from console.model import STALE_AFTER_S, age, gpu_text, training_text
 from console.pipeline_view import next_stage, stages
@@ -22,6 +23,8 @@ class DashboardScreen(Screen[None]):
 
     ready = False
     """True once the widgets exist; the app may try to render before that."""
+    jobs: tuple[JobInfo, ...] = ()
+    """The jobs last shown."""
 
     def on_mount(self) -> None:
         """The widgets are composed: renders may begin."""
@@ -60,6 +63,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
+        self.jobs = snapshot.jobs
         self.query_one(JobsTable).show(snapshot.jobs, now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         training = training_text(snapshot.training, snapshot.jobs)
@@ -69,5 +73,13 @@ class DashboardScreen(Screen[None]):
 
     @property
     def selected_job_id(self) -> str | None:
-        """The job under the jobs table's cursor."""
-        return self.query_one(JobsTable).selected_job_id
+        """The job under the cursor of the table in focus.
+
+        From the datasets table: the job writing that dataset, a live one first, else the latest.
+        """
+        datasets = self.query_one(DatasetsTable)
+        if not datasets.has_focus:
+            return self.query_one(JobsTable).selected_job_id
+        writers = [j for j in self.jobs if j.dataset == datasets.selected_name and not j.external]
+        writers.sort(key=lambda job: (job.state in ("starting", "running"), job.started_at or 0))
+        return writers[-1].id if writers else None

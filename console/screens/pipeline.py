@@ -11,7 +11,13 @@ from textual.widgets import DataTable, Footer, Static
 from agent.protocol import Snapshot
 from console.pipeline_view import next_stage, stages
 
-STYLE = {"done": "green", "running": "cyan", "failed": "bold red", "not started": "dim"}
+STYLE = {
+    "done": "green",
+    "running": "cyan",
+    "failed": "bold red",
+    "not started": "dim",
+    "skipped": "dim green",
+}
 
 
 class PipelineScreen(Screen[None]):

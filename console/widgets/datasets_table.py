@@ -53,14 +53,17 @@ class DatasetsTable(DataTable[Text | str]):
         for column in COLUMNS:
             self.add_column(column, key=column)
 
+    @property
+    def selected_name(self) -> str | None:
+        """The dataset under the cursor."""
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
     def show(self, datasets: tuple[DatasetProgress, ...]) -> None:
         """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset."""
         selected = self.cursor_row if self.row_count else 0
-        selected_name = (
-            self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-            if self.row_count
-            else None
-        )
+        selected_name = self.selected_name
         ordered = sorted(datasets, key=SORTS[self.sort_by])
         self.clear()
         for progress in ordered:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from agent.probes.cache import ProbeCache
 from agent.probes.gpus import read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
-from agent.protocol import PipelineConfig, Snapshot, SnapshotParams
+from agent.protocol import JobInfo, PipelineConfig, ServerStats, Snapshot, SnapshotParams
 from console.local_link import open_local_link
 from tests.simulator_process import running_simulator
 
@@ -119,3 +120,14 @@ async def test_a_dead_server_is_a_reading_and_an_alert(tmp_path: Path, state_dir
     assert snapshot.server.healthy is False
     assert [alert.kind for alert in snapshot.alerts] == ["server_down"]
     assert snapshot.gpu_note.startswith(("no GPU", "nvidia-smi failed")) or snapshot.gpus
+
+
+def test_a_server_stopped_on_request_is_information_not_an_error() -> None:
+    cache = ProbeCache()
+    cache.server = ServerStats(url="http://127.0.0.1:1", healthy=False, detail="unreachable")
+    crashed = JobInfo("sglang-1", "sglang", "server", "failed", (), started_at=1.0)
+    stopped = JobInfo("sglang-2", "sglang", "server", "stopped", (), started_at=2.0)
+    assert [a.severity for a in cache.alerts(3.0, (crashed,))] == ["error"]
+    [alert] = cache.alerts(3.0, (crashed, stopped))
+    assert alert.severity == "info"
+    assert "stopped on request" in alert.message

@@ -91,6 +91,21 @@ def test_status(counts: Counts, budget: int, live: Liveness, expected: str) -> N
     assert status(counts, budget, stop_condition(counts, budget, run), live) == expected
 
 
+def test_finishing_the_requests_in_flight_past_the_budget_is_within_tolerance() -> None:
+    run = RunView(active=False, budget=1000)
+    finished = Counts(10, 10, 1015)
+    condition = stop_condition(finished, 1000, run)
+    idle = Liveness(False, 3, 600)
+    assert status(finished, 1000, condition, idle, tolerance_share=0.02) == "complete"
+    assert (
+        status(Counts(10, 10, 1021), 1000, condition, idle, tolerance_share=0.02) == "over_budget"
+    )
+    progress = dataset_progress("B1", finished, 1000, run, RateHistory(), idle, 0.02)
+    alerts = {a.kind: a for a in dataset_alerts(progress, 0.02, now=0.0)}
+    assert set(alerts) == {"budget_reached"}
+    assert "+15, 1.5%: requests in flight finished" in alerts["budget_reached"].message
+
+
 def test_a_replaced_file_restarts_the_rate_history() -> None:
     history = steady_history(100.0, 1.0, seconds=100)
     history.observe(110.0, 50, 1)

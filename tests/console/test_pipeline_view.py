@@ -43,3 +43,16 @@ def test_after_vocab_and_a_stopped_server_the_next_step_is_hidden_states() -> No
     upcoming = next_stage(items)
     assert upcoming is not None
     assert (upcoming.name, upcoming.key) == ("hidden states", "t")
+
+
+def test_training_without_a_hidden_states_job_skips_that_stage() -> None:
+    items = stages(snapshot(
+        (DatasetProgress("B1", 10, 10, 100, 100, status="complete"),),
+        (job("sglang", "server", "stopped", 1.0), job("vocab", "vocab", "exited", 2.0, 0),
+         job("train", "train", "running", 3.0)),
+    ))  # fmt: skip
+    states = {s.name: s.state for s in items}
+    assert states["hidden states"] == "skipped"
+    upcoming = next_stage(items)
+    assert upcoming is not None
+    assert (upcoming.name, upcoming.state) == ("train", "running")

@@ -1,0 +1,112 @@
+"""The demo's eagle-console.toml: written as a user would for a real box, then loaded like one.
+
+The demo runs from this file, so the example beside the workspace is never out of date.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from console.config import HostConfig, load_config
+from console.demo.workspace import OLD_RUN, Workspace
+
+BUDGET = 60_000
+"""Tokens per dataset: minutes of simulated generation, not hours."""
+DRAFT_VOCAB = 8000
+TARGET_VOCAB = 32000
+
+
+@dataclass(frozen=True, slots=True)
+class SshAccess:
+    """How the --ssh demo reaches its loopback server."""
+
+    port: int
+    user: str
+    identity: Path
+    known_hosts: Path
+    ssh_config: Path
+
+
+def write_demo_config(space: Workspace, sglang_port: int, ssh: SshAccess | None) -> HostConfig:
+    """Write the config and load the demo host back from it."""
+    lines = [
+        "# The demo's host, written as the config for a real GPU box would be.",
+        "# Try: eagle-console --config THIS_FILE status demo    (while the demo runs)",
+        "[hosts.demo]",
+        *_connection(ssh),
+        f"python = {_q(sys.executable)}",
+        f"state_dir = {_q(space.state)}",
+        f"deploy_roots = [{_q(space.remote_script.parent)}]",
+        "",
+        "[hosts.demo.datasets]",
+        f"root = {_q(space.datasets)}",
+        f"budget = {BUDGET}",
+        f"budgets = {{ {OLD_RUN} = {BUDGET // 2} }}",
+        "",
+        "[hosts.demo.sglang]",
+        f'url = "http://127.0.0.1:{sglang_port}"',
+        f"log = {_q(space.root / 'sglang.log')}",
+        "",
+        "[[hosts.demo.deploy]]",
+        f"local = {_q(space.local_script)}",
+        f"remote = {_q(space.remote_script)}",
+        "",
+        *_jobs(space, sglang_port),
+    ]
+    space.config.write_text("\n".join(lines))
+    return load_config(space.config).host("demo")
+
+
+def _connection(ssh: SshAccess | None) -> list[str]:
+    if ssh is None:
+        return ['ssh = "localhost"  # not used: the plain demo talks to its agent directly']
+    return [
+        f'ssh = "{ssh.user}@127.0.0.1:{ssh.port}"',
+        f"known_hosts = {_q(ssh.known_hosts)}  # the server's key, pinned before the first connect",
+        f"identity = {_q(ssh.identity)}",
+        f"ssh_config = {_q(ssh.ssh_config)}",
+    ]
+
+
+def _jobs(space: Workspace, sglang_port: int) -> list[str]:
+    runner = ["{python}", "-m", "agent.pipeline.inference", "--server", "{sglang_url}",
+              "--dataset-dir", "{dataset_dir}", "--tokenizer", str(space.tokenizer),
+              "--concurrency", "6", "--max-new-tokens", "1200"]  # fmt: skip
+    server = ["{python}", "-m", "agent.simulator", "--port", str(sglang_port), "--log-file",
+              str(space.root / "sglang.log"), "--speed", "2", "--mean-tokens", "300",
+              "--sd-tokens", "150", "--max-running-requests", "48",
+              "--vocab-size", str(TARGET_VOCAB)]  # fmt: skip
+    vocab = ["{python}", "-m", "agent.pipeline.vocab", "--datasets-root", str(space.datasets),
+             "--target-vocab-size", str(TARGET_VOCAB), "--draft-vocab-size", str(DRAFT_VOCAB),
+             "--out", str(space.root / "vocab")]  # fmt: skip
+    train = ["{python}", "-m", "agent.simulator.train", "--steps", "600", "--step-s", "0.1",
+             "--log-interval", "30"]  # fmt: skip
+    jobs: dict[str, dict[str, object]] = {
+        "sglang": {"argv": server, "kind": "server", "gpu": True, "grace_s": 10},
+        "inference": {"argv": [*runner, "--token-budget", "{budget}"], "kind": "inference",
+                      "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15},
+        "inference-old": {"argv": [*runner, "--max-samples", "400"], "kind": "inference",
+                          "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15},
+        "vocab": {"argv": vocab, "kind": "vocab"},
+        "train": {"argv": train, "kind": "train", "gpu": True, "stop_signal": "SIGINT", "grace_s": 10},
+    }  # fmt: skip
+    lines = []
+    for name, table in jobs.items():
+        lines.append(f"[hosts.demo.jobs.{name}]")
+        lines += [f"{key} = {_value(value)}" for key, value in table.items()]
+        lines.append("")
+    return lines
+
+
+def _value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value)
+
+
+def _q(path: object) -> str:
+    """A TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(str(path))

@@ -1,0 +1,103 @@
+"""The demo's workspace: eight datasets named like a real run, a tokenizer, and scripts to deploy."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from console.bundle import local_bundle
+
+DATASETS = {
+    "B1_sharegpt": (260, 40), "B2_ultrachat": (240, 30), "B3_math": (400, 20), "B4_code": (200, 60),
+    "B5_sharegpt4": (220, 50), "B6_wildchat": (260, 25), "B7_reasoning": (180, 80), "B8_openhermes": (240, 35),
+}  # fmt: skip
+"""Name -> (prompts, words per prompt)."""
+OLD_RUN = "B3_math"
+"""The dataset whose run is the old invocation, with --max-samples and no budget."""
+WORDS = "explain write summarize solve prove compute the a of to and in question answer problem step code function python math story".split()
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """Where the demo keeps everything; the folder names say what plays which part."""
+
+    root: Path
+
+    @property
+    def datasets(self) -> Path:
+        """One folder per dataset, as on the GPU box."""
+        return self.root / "datasets"
+
+    @property
+    def state(self) -> Path:
+        """The agent's state directory."""
+        return self.root / "agent-state"
+
+    @property
+    def tokenizer(self) -> Path:
+        """The small tokenizer, saved with a chat template."""
+        return self.root / "tokenizer"
+
+    @property
+    def local_script(self) -> Path:
+        """The script "on the laptop" that the user edits."""
+        return self.root / "local" / "run_inference.py"
+
+    @property
+    def remote_script(self) -> Path:
+        """Its older copy "on the box"."""
+        return self.root / "remote" / "run_inference.py"
+
+    @property
+    def ssh(self) -> Path:
+        """The loopback SSH server's keys, known_hosts and port (--ssh only)."""
+        return self.root / "ssh"
+
+    @property
+    def config(self) -> Path:
+        """The example config, which the demo itself loads."""
+        return self.root / "eagle-console.toml"
+
+
+def build_workspace(space: Workspace) -> None:
+    """Datasets, tokenizer and scripts."""
+    space.root.mkdir(parents=True, exist_ok=True)
+    write_datasets(space)
+    subprocess.run(
+        [sys.executable, "-m", "agent.simulator.tokenizer", str(space.tokenizer)],
+        env=bundle_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    prepare_scripts(space)
+
+
+def write_datasets(space: Workspace, seed: int = 7) -> None:
+    """Chat prompts of different sizes per dataset."""
+    rng = random.Random(seed)
+    for name, (count, words) in DATASETS.items():
+        folder = space.datasets / name
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / "prompts.jsonl").open("w") as handle:
+            for index in range(count):
+                text = " ".join(
+                    rng.choice(WORDS) for _ in range(rng.randint(words // 2, words * 2))
+                )
+                record = {"id": f"{name}-{index}", "messages": [{"role": "user", "content": text}]}
+                handle.write(json.dumps(record) + "\n")
+
+
+def prepare_scripts(space: Workspace) -> None:
+    """A script on "the laptop" and an older copy "on the box", so `d` has drift to show."""
+    space.local_script.parent.mkdir(exist_ok=True)
+    space.remote_script.parent.mkdir(exist_ok=True)
+    space.local_script.write_text('"""The fixed runner."""\nBUDGET_FLAG = "--token-budget"\n')
+    space.remote_script.write_text('"""The old runner: no budget."""\n')
+
+
+def bundle_env() -> dict[str, str]:
+    """The environment for the demo's own Python subprocesses: the agent package importable."""
+    return dict(os.environ, PYTHONPATH=str(local_bundle().source))
