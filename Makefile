@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # A bare `torch` requirement can pull a CUDA build of several GB; pin the build you want here.
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
-SOURCES := agent console tests benchmarks
+SOURCES := agent console tests benchmarks faults
 
 .PHONY: demo test lint typecheck bench install sshd clean
 

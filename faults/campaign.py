@@ -1,0 +1,42 @@
+"""Run scenarios by name, each in its own folder, turning a crash into a reported violation."""
+
+from __future__ import annotations
+
+import importlib
+import time
+import traceback
+from pathlib import Path
+from typing import Protocol
+
+from faults.result import Scale, ScenarioResult
+
+SCENARIOS = (
+    "runner_kill", "link_drops", "blackhole", "stop_escalation", "deploy_interrupt", "host_keys",
+    "injection", "bad_input",
+)  # fmt: skip
+"""In the order the report lists them."""
+
+
+class Scenario(Protocol):
+    """What each scenario module provides."""
+
+    TITLE: str
+
+    async def run(self, scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
+        """Inject the faults, check the invariants, count."""
+        ...
+
+
+async def run_scenario(name: str, scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
+    """One scenario; an exception becomes a violation that names it, never a lost report."""
+    module: Scenario = importlib.import_module(f"faults.{name}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    try:
+        result = await module.run(scale, workdir, seed)
+    except Exception as exc:  # the report must say what broke, and go on to the next scenario
+        result = ScenarioResult(name, module.TITLE, seed)
+        result.violate(f"the scenario crashed: {type(exc).__name__}: {exc}")
+        result.notes.append("traceback: " + " | ".join(traceback.format_exc().splitlines()[-6:]))
+    result.wall_s = time.monotonic() - started
+    return result

@@ -1,0 +1,17 @@
+"""The short fault campaign inside `make test`: every scenario at small scale must pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faults.campaign import SCENARIOS, run_scenario
+from faults.result import Scale
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+async def test_the_short_campaign_scenario_passes(name: str, tmp_path: Path) -> None:
+    result = await run_scenario(name, Scale(full=False), tmp_path / name, seed=7)
+    assert result.faults > 0, "a scenario that injects nothing proves nothing"
+    assert result.passed, "\n".join(result.violations + result.notes)
