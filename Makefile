@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 SOURCES := agent console tests benchmarks faults
 
-.PHONY: demo test lint typecheck bench install sshd clean
+.PHONY: demo test lint typecheck bench faults install system-tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,13 +18,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# OpenSSH's server, for the tests marked `sshd` (they skip, saying why, where it cannot be had).
-sshd:
-	@if ! command -v sshd >/dev/null 2>&1 && ! test -x /usr/sbin/sshd; then \
+# OpenSSH's server and tmux, for the tests that use them (they skip, saying why, where neither
+# is installed nor installable: apt-get needs root).
+system-tools:
+	@missing=""; \
+	command -v sshd >/dev/null 2>&1 || test -x /usr/sbin/sshd || missing="$$missing openssh-server"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server >/dev/null) \
-	      || echo "note: could not install openssh-server; tests marked sshd will be skipped"; \
-	  else echo "note: openssh-server missing and not root; tests marked sshd will be skipped"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	      || echo "note: could not install$$missing; the tests that need them will be skipped"; \
+	  else echo "note:$$missing missing and not root; the tests that need them will be skipped"; fi; \
 	fi
 
 lint: install
@@ -35,7 +39,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install sshd lint typecheck
+test: install system-tools lint typecheck
 	$(BIN)/pytest
 
 demo: install
@@ -43,6 +47,10 @@ demo: install
 
 bench: install
 	$(BIN)/python -m benchmarks
+
+# The full fault campaign; writes the report that docs/ links to.
+faults: install system-tools
+	$(BIN)/python -m faults --report docs/reliability.md
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -88,7 +88,7 @@ def _jobs(space: Workspace, sglang_port: int) -> list[str]:
         "sglang": {"argv": server, "kind": "server", "gpu": True, "grace_s": 10},
         "inference": {"argv": [*runner, "--token-budget", "{budget}"], "kind": "inference",
                       "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15},
-        "inference-old": {"argv": [*runner, "--max-samples", "400"], "kind": "inference",
+        "inference-old": {"argv": [*runner, "--max-samples", "1000"], "kind": "inference",
                           "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15},
         "vocab": {"argv": vocab, "kind": "vocab"},
         "train": {"argv": train, "kind": "train", "gpu": True, "stop_signal": "SIGINT", "grace_s": 10},

@@ -13,7 +13,7 @@ from pathlib import Path
 from console.bundle import local_bundle
 
 DATASETS = {
-    "B1_sharegpt": (260, 40), "B2_ultrachat": (240, 30), "B3_math": (400, 20), "B4_code": (200, 60),
+    "B1_sharegpt": (260, 40), "B2_ultrachat": (240, 30), "B3_math": (1200, 20), "B4_code": (200, 60),
     "B5_sharegpt4": (220, 50), "B6_wildchat": (260, 25), "B7_reasoning": (180, 80), "B8_openhermes": (240, 35),
 }  # fmt: skip
 """Name -> (prompts, words per prompt)."""

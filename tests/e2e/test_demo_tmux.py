@@ -1,0 +1,123 @@
+"""`eagle-console demo` driven as a person would: in tmux, by keys, reading the screen.
+
+tmux runs the demo on a private server socket; the test sends keys with `send-keys` and reads the
+screen with `capture-pane` until the datasets show progress, presses R on the dataset heading
+past its budget, confirms, and waits for the toast that says it was redeployed. Quitting must
+leave nothing of the demo running.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.procfs import all_pids, command_line
+
+SCREEN_TIMEOUT_S = 150.0
+PROGRESS = re.compile(r"B1_sharegpt\s+([1-9]\d*) / \d+")
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Tmux:
+    """One tmux server on its own socket, with one window running one command."""
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+    def run(self, *args: str) -> str:
+        """A tmux command against this server; its stdout."""
+        # pytest sets COLUMNS and LINES, which Textual would take over the pane's real size.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True, env=env
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        """What the pane shows now."""
+        return self.run("capture-pane", "-p", "-t", "demo")
+
+    def keys(self, *keys: str) -> None:
+        """Press keys, as tmux names them."""
+        self.run("send-keys", "-t", "demo", *keys)
+
+    def wait_for(self, found: Callable[[str], bool], what: str) -> str:
+        """The screen once `found` holds; fails with the last screen after SCREEN_TIMEOUT_S."""
+        deadline = time.monotonic() + SCREEN_TIMEOUT_S
+        screen = self.screen()
+        while not found(screen):
+            if time.monotonic() > deadline:
+                pytest.fail(f"the screen never showed {what}; it shows:\n{screen}")
+            time.sleep(0.2)
+            screen = self.screen()
+        return screen
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    server = Tmux(f"eagle-test-{secrets.token_hex(4)}")
+    try:
+        yield server
+    finally:
+        subprocess.run(
+            ["tmux", "-L", server.socket, "kill-server"], capture_output=True, check=False
+        )
+
+
+def demo_processes(workspace: Path) -> list[str]:
+    """Command lines of live processes that belong to the demo in `workspace`."""
+    found = []
+    for pid in all_pids():
+        line = " ".join(command_line(pid))
+        if str(workspace) in line and pid != os.getpid():
+            found.append(f"{pid}: {line}")
+    return found
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("flags", ["", "--ssh"], ids=["local", "ssh"])
+def test_the_demo_shows_progress_and_r_redeploys_the_run_heading_over_budget(
+    tmp_path: Path, tmux: Tmux, flags: str
+) -> None:
+    workspace = tmp_path / "demo"
+    console = Path(sys.executable).parent / "eagle-console"
+    exited = tmp_path / "exited"
+    command = f"{console} demo {flags} --dir {workspace} --keep; echo $? > {exited}"
+    tmux.run("new-session", "-d", "-s", "demo", "-x", "200", "-y", "50", command)
+
+    tmux.wait_for(lambda s: PROGRESS.search(s) is not None, "progress on B1_sharegpt")
+    tmux.wait_for(lambda s: "B3_math" in s and "restart it with --token-budget" in s,
+                  "the projected-overrun alert on B3_math")  # fmt: skip
+
+    tmux.keys("Down", "Down")  # the datasets table has the focus; B3_math is the third row
+    tmux.keys("R")
+    modal = tmux.wait_for(lambda s: "Kill, deploy and restart" in s, "the redeploy modal")
+    assert "inference-old" in modal
+    assert "B3_math" in modal
+    assert "--token-budget 30000" in modal  # suggested, since the run heads past its budget
+    tmux.keys("Tab", "Enter")  # Cancel has the focus; Tab moves to "Kill, deploy, restart"
+    tmux.wait_for(lambda s: "(B3_math) redeployed in" in s, "the redeployed toast")
+
+    remote = workspace / "remote" / "run_inference.py"
+    assert remote.read_text() == (workspace / "local" / "run_inference.py").read_text()
+    argvs = [p.read_text() for p in (workspace / "agent-state" / "jobs").glob("*B3_math*/job.json")]
+    assert len(argvs) == 2
+    assert sum("--token-budget" in argv for argv in argvs) == 1
+
+    tmux.keys("q")
+    deadline = time.monotonic() + SCREEN_TIMEOUT_S
+    while not exited.exists():
+        assert time.monotonic() < deadline, f"the demo did not exit:\n{tmux.screen()}"
+        time.sleep(0.2)
+    assert exited.read_text().strip() == "0"
+    assert demo_processes(workspace) == []
