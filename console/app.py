@@ -27,6 +27,7 @@ from agent.protocol import (
     Snapshot,
 )
 from console.actions.deploy import DeployActions
+from console.actions.generate import GenerateActions
 from console.actions.jobs import JobActions
 from console.commands import COMMANDS
 from console.config import HostConfig
@@ -47,7 +48,7 @@ from console.themes import themes_dir
 Pinner = Callable[[OfferedKey], Path]
 
 
-class ConsoleApp(JobActions, DeployActions):
+class ConsoleApp(GenerateActions, JobActions, DeployActions):
     """eagle-console: one dashboard over every configured host."""
 
     CSS_PATH = [themes_dir() / "base.tcss", themes_dir() / "dashboard.tcss"]

@@ -17,6 +17,8 @@ class Command:
 
 
 COMMANDS: tuple[Command, ...] = (
+    Command("g", "generate", "Generate"),
+    Command("G", "generate_all", "Generate all", show=False),
     Command("l", "logs", "Logs"),
     Command("k", "stop_job", "Stop job"),
     Command("R", "redeploy", "Kill+deploy+restart"),

@@ -37,7 +37,7 @@ def stages(snapshot: Snapshot) -> list[Stage]:
     server = _latest(snapshot.jobs, "server")
     trained = _state(_latest(snapshot.jobs, "train"))
     return [
-        Stage("generate", generate, f"{complete}/{len(datasets)} datasets complete", "R"),
+        Stage("generate", generate, f"{complete}/{len(datasets)} datasets complete", "g"),
         _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
         Stage("stop server", "done" if server is None or server.state not in ACTIVE else "not started",
               "the server holds the GPUs" if server and server.state in ACTIVE else "GPUs free", "s"),

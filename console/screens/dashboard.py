@@ -72,6 +72,11 @@ class DashboardScreen(Screen[None]):
         self.query_one(AlertStrip).show(snapshot.alerts)
 
     @property
+    def selected_dataset(self) -> str | None:
+        """The dataset under the datasets table's cursor."""
+        return self.query_one(DatasetsTable).selected_name
+
+    @property
     def selected_job_id(self) -> str | None:
         """The job under the cursor of the table in focus.
 

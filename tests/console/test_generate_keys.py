@@ -1,0 +1,75 @@
+"""g starts generation on the dataset under the cursor, G on every dataset still to do."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from agent.protocol import DatasetsConfig, JobInfo, JobSpec, PipelineConfig, StopParams
+from console.app import ConsoleApp
+from console.config import HostConfig, SshTarget
+from console.link import AgentLink
+from console.local_link import open_local_link
+from console.screens.confirm import ConfirmScreen
+from tests.console.test_app import SIZE, wait_for
+from tests.datasets import write_prompts
+
+RUNNER = JobSpec(
+    (sys.executable, "-c", "import sys, time; time.sleep(120)", "{dataset}"),
+    kind="inference", per_dataset=True, grace_s=5,
+)  # fmt: skip
+
+
+def live_jobs(app: ConsoleApp) -> list[JobInfo]:
+    snapshot = app.views["gpu"].snapshot
+    return [j for j in snapshot.jobs if j.state == "running"] if snapshot else []
+
+
+async def stop_all(app: ConsoleApp) -> None:
+    link = app.sessions["gpu"].link
+    assert link is not None
+    for job in live_jobs(app):
+        await link.request(
+            "jobs.stop", StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
+        )
+
+
+async def test_g_starts_the_selected_dataset_once_and_g_again_says_why_not(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    root = tmp_path / "datasets"
+    for name in ("B1_sharegpt", "B2_ultrachat", "B3_math"):
+        write_prompts(root / name, 3)
+    pipeline = PipelineConfig(
+        datasets=DatasetsConfig(str(root), budget=1000), jobs={"inference": RUNNER}
+    )
+
+    async def opener() -> AgentLink:
+        return await open_local_link(state_dir, pipeline)
+
+    app = ConsoleApp(
+        {"gpu": opener},
+        host_configs={"gpu": HostConfig("gpu", SshTarget("local"), pipeline=pipeline)},
+    )
+    said: list[str] = []
+    app.notify = lambda message, **kwargs: said.append(message)  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(
+            pilot, lambda: bool(app.views["gpu"].snapshot and app.views["gpu"].snapshot.datasets)
+        )
+        await pilot.press("down", "g")
+        await wait_for(pilot, lambda: len(live_jobs(app)) == 1)
+        assert live_jobs(app)[0].dataset == "B2_ultrachat"
+        await pilot.press("g")
+        await wait_for(pilot, lambda: any("B2_ultrachat is being written" in m for m in said))
+        await pilot.press("G")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "B1_sharegpt, B3_math" in str(app.screen.query_one("#confirm-text").render())
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: len(live_jobs(app)) == 3)
+        assert sorted(j.dataset or "" for j in live_jobs(app)) == [
+            "B1_sharegpt",
+            "B2_ultrachat",
+            "B3_math",
+        ]
+        await stop_all(app)
