@@ -34,6 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--mean-tokens", type=float, default=600.0, help="mean response length")
     add("--sd-tokens", type=float, default=250.0, help="response length spread")
     add("--runaway-share", type=float, default=0.0, help="share that runs to max_new_tokens")
+    add(
+        "--tokens-per-prompt-token",
+        type=float,
+        default=0.0,
+        help="added to the mean length per prompt token (longer prompts, longer answers)",
+    )
     add("--error-rate", type=float, default=0.0, help="share of HTTP 500 answers")
     add("--spike-rate", type=float, default=0.0, help="share of requests delayed by --spike-s")
     add("--spike-s", type=float, default=5.0)
@@ -49,7 +55,9 @@ def config_from(args: argparse.Namespace) -> SimulatorConfig:
         context_length=args.context_length, model_path=args.model_path,
         skip_tokenizer_init=args.skip_tokenizer_init, log_file=args.log_file,
         port_file=args.port_file,
-        lengths=LengthProfile(args.mean_tokens, args.sd_tokens, args.runaway_share),
+        lengths=LengthProfile(
+            args.mean_tokens, args.sd_tokens, args.runaway_share, args.tokens_per_prompt_token
+        ),
         engine=EngineSettings(
             decode_tokens_per_s=args.decode_rate,
             max_tokens_per_s_per_request=args.per_request_rate,

@@ -196,7 +196,9 @@ class Simulator:
         return None
 
     def _submit(self, prompt: PromptIn) -> SimRequest:
-        answer = self.tokens.plan(prompt.key, prompt.max_new_tokens, self.config.lengths)
+        answer = self.tokens.plan(
+            prompt.key, prompt.max_new_tokens, self.config.lengths, prompt.tokens
+        )
         sim = SimRequest(prompt.rid, prompt.tokens, answer, prompt.max_new_tokens)
         self.engine.submit(sim)
         return sim

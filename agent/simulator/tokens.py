@@ -23,6 +23,8 @@ class LengthProfile:
     sd_tokens: float = 250.0
     runaway_share: float = 0.0
     """Share of answers that never stop by themselves and hit max_new_tokens."""
+    tokens_per_prompt_token: float = 0.0
+    """Added to the mean per prompt token, so datasets of longer prompts get longer answers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +49,13 @@ class TokenSource:
         rng.shuffle(ids)  # frequent ids spread over the vocabulary, not just the low ones
         self._pool = rng.choices(ids, cum_weights=list(itertools.accumulate(weights)), k=POOL_SIZE)
 
-    def plan(self, prompt_key: bytes, max_new_tokens: int, profile: LengthProfile) -> PlannedAnswer:
+    def plan(
+        self, prompt_key: bytes, max_new_tokens: int, profile: LengthProfile, prompt_tokens: int = 0
+    ) -> PlannedAnswer:
         """The answer to one prompt under one length profile."""
         rng = random.Random(hashlib.sha256(str(self.seed).encode() + prompt_key).digest())
-        wanted = max(1, round(rng.gauss(profile.mean_tokens, profile.sd_tokens)))
+        mean = profile.mean_tokens + profile.tokens_per_prompt_token * prompt_tokens
+        wanted = max(1, round(rng.gauss(mean, profile.sd_tokens)))
         if rng.random() < profile.runaway_share or wanted >= max_new_tokens:
             return PlannedAnswer(self._slice(rng, max_new_tokens), "length")
         return PlannedAnswer(self._slice(rng, wanted - 1) + [self.eos_id], "stop")

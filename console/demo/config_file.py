@@ -13,8 +13,8 @@ from pathlib import Path
 from console.config import HostConfig, load_config
 from console.demo.workspace import OLD_RUN, Workspace
 
-BUDGET = 60_000
-"""Tokens per dataset: minutes of simulated generation, not hours."""
+BUDGET = 100_000
+"""Tokens per dataset: two or three minutes of simulated generation, not hours."""
 DRAFT_VOCAB = 8000
 TARGET_VOCAB = 32000
 
@@ -76,8 +76,8 @@ def _jobs(space: Workspace, sglang_port: int) -> list[str]:
               "--dataset-dir", "{dataset_dir}", "--tokenizer", str(space.tokenizer),
               "--concurrency", "6", "--max-new-tokens", "1200"]  # fmt: skip
     server = ["{python}", "-m", "agent.simulator", "--port", str(sglang_port), "--log-file",
-              str(space.root / "sglang.log"), "--speed", "2", "--mean-tokens", "300",
-              "--sd-tokens", "150", "--max-running-requests", "48",
+              str(space.root / "sglang.log"), "--speed", "2", "--mean-tokens", "120",
+              "--sd-tokens", "90", "--tokens-per-prompt-token", "3", "--max-running-requests", "48",
               "--vocab-size", str(TARGET_VOCAB)]  # fmt: skip
     vocab = ["{python}", "-m", "agent.pipeline.vocab", "--datasets-root", str(space.datasets),
              "--target-vocab-size", str(TARGET_VOCAB), "--draft-vocab-size", str(DRAFT_VOCAB),

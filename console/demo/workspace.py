@@ -13,8 +13,8 @@ from pathlib import Path
 from console.bundle import local_bundle
 
 DATASETS = {
-    "B1_sharegpt": (260, 40), "B2_ultrachat": (240, 30), "B3_math": (1200, 20), "B4_code": (200, 60),
-    "B5_sharegpt4": (220, 50), "B6_wildchat": (260, 25), "B7_reasoning": (180, 80), "B8_openhermes": (240, 35),
+    "B1_sharegpt": (520, 40), "B2_ultrachat": (480, 30), "B3_math": (1200, 20), "B4_code": (400, 60),
+    "B5_sharegpt4": (440, 50), "B6_wildchat": (520, 25), "B7_reasoning": (360, 80), "B8_openhermes": (480, 35),
 }  # fmt: skip
 """Name -> (prompts, words per prompt)."""
 OLD_RUN = "B3_math"

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from agent.procfs import all_pids, command_line
+from console.demo.config_file import BUDGET
 
 SCREEN_TIMEOUT_S = 150.0
 PROGRESS = re.compile(r"B1_sharegpt\s+([1-9]\d*) / \d+")
@@ -104,7 +105,9 @@ def test_the_demo_shows_progress_and_r_redeploys_the_run_heading_over_budget(
     modal = tmux.wait_for(lambda s: "Kill, deploy and restart" in s, "the redeploy modal")
     assert "inference-old" in modal
     assert "B3_math" in modal
-    assert "--token-budget 30000" in modal  # suggested, since the run heads past its budget
+    assert (
+        f"--token-budget {BUDGET // 2}" in modal
+    )  # suggested, since the run heads past its budget
     tmux.keys("Tab", "Enter")  # Cancel has the focus; Tab moves to "Kill, deploy, restart"
     tmux.wait_for(lambda s: "(B3_math) redeployed in" in s, "the redeployed toast")
 

@@ -1,0 +1,22 @@
+"""Answer lengths: the profile's mean, and longer answers for longer prompts when asked."""
+
+from __future__ import annotations
+
+import statistics
+
+from agent.simulator.tokens import LengthProfile, TokenSource
+
+
+def mean_length(source: TokenSource, profile: LengthProfile, prompt_tokens: int) -> float:
+    answers = [source.plan(f"p{i}".encode(), 100_000, profile, prompt_tokens) for i in range(400)]
+    return statistics.fmean(len(a.output_ids) for a in answers)
+
+
+def test_longer_prompts_get_longer_answers_only_when_the_profile_says_so() -> None:
+    source = TokenSource(vocab_size=1000, seed=3)
+    flat = LengthProfile(mean_tokens=200, sd_tokens=40)
+    scaled = LengthProfile(mean_tokens=200, sd_tokens=40, tokens_per_prompt_token=2.0)
+    assert abs(mean_length(source, flat, 10) - mean_length(source, flat, 300)) < 10
+    short, long = mean_length(source, scaled, 10), mean_length(source, scaled, 300)
+    assert abs(short - 220) < 10
+    assert abs(long - 800) < 15
