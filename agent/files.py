@@ -40,6 +40,8 @@ class Roots:
         """`path` as an absolute path under a root, or FileError naming the roots."""
         if not self.roots:
             raise FileError("no deploy roots are configured for this host; add deploy_roots")
+        if "\0" in path:
+            raise FileError(f"{path!r}: a path cannot hold a NUL byte")
         raw = Path(path)
         if not raw.is_absolute() or ".." in raw.parts:
             raise FileError(f"{path}: give an absolute path without '..'")

@@ -9,6 +9,7 @@ No Textual here: the TUI and the headless commands share it.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import posixpath
@@ -25,7 +26,7 @@ from agent.protocol import (
     RollbackParams,
 )
 from console.config import DeployMapping
-from console.link import AgentLink, LinkError
+from console.link import AgentLink, AgentRequestError, LinkError
 
 SKIP_PARTS = {"__pycache__", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
@@ -123,11 +124,10 @@ async def deploy(link: AgentLink, plans: Iterable[FilePlan]) -> list[InstallResu
         folder, name = posixpath.split(plan.remote)
         staged = posixpath.join(folder, f".{name}.eagle-upload-{secrets.token_hex(6)}")
         try:
+            # The agent confines the staging path to the deploy roots before a byte is written.
+            await link.request("files.hash", FilesHashParams((staged,)))
             await link.files.stage(staged, content, plan.mode)
-            result: InstallResult = await link.request(
-                "files.install", InstallParams(plan.remote, staged, digest, plan.mode),
-                idempotency_key=f"install-{digest[:16]}-{secrets.token_hex(4)}",
-            )  # fmt: skip
+            result = await _install(link, plan, staged, digest)
         except (LinkError, OSError) as exc:
             done = ", ".join(r.target for r in results) or "nothing"
             raise LinkError(
@@ -142,6 +142,21 @@ async def rollback(link: AgentLink, remote: str) -> InstallResult:
     result: InstallResult = await link.request(
         "files.rollback", RollbackParams(remote), idempotency_key=f"rollback-{secrets.token_hex(6)}"
     )
+    return result
+
+
+async def _install(link: AgentLink, plan: FilePlan, staged: str, digest: str) -> InstallResult:
+    """Swap the staged file in; a refused one is removed, so nothing of it stays behind."""
+    try:
+        result: InstallResult = await link.request(
+            "files.install", InstallParams(plan.remote, staged, digest, plan.mode),
+            idempotency_key=f"install-{digest[:16]}-{secrets.token_hex(4)}",
+        )  # fmt: skip
+    except AgentRequestError:
+        assert link.files is not None
+        with contextlib.suppress(LinkError, OSError):
+            await link.files.remove(staged)
+        raise
     return result
 
 

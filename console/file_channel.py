@@ -23,6 +23,8 @@ class FileChannel(Protocol):
 
     async def stage(self, path: str, content: bytes, mode: int) -> None: ...  # noqa: D102
 
+    async def remove(self, path: str) -> None: ...  # noqa: D102
+
 
 class SftpChannel:
     """Files over SFTP on the link's own SSH connection."""
@@ -49,6 +51,12 @@ class SftpChannel:
                 with contextlib.suppress(asyncssh.SFTPOpUnsupported):
                     await handle.fsync()  # the agent fsyncs before the swap anyway
 
+    async def remove(self, path: str) -> None:
+        """Remove a staged file the agent refused; a missing one is fine."""
+        async with self.connection.start_sftp_client() as sftp:
+            with contextlib.suppress(asyncssh.SFTPNoSuchFile):
+                await sftp.remove(path)
+
 
 class LocalChannel:
     """Files on this machine (the demo and tests run the agent locally)."""
@@ -60,6 +68,10 @@ class LocalChannel:
     async def stage(self, path: str, content: bytes, mode: int) -> None:
         """Create `path` exclusively with `content` and fsync it."""
         await asyncio.to_thread(_write_exclusive, Path(path), content, mode)
+
+    async def remove(self, path: str) -> None:
+        """Remove a staged file the agent refused; a missing one is fine."""
+        await asyncio.to_thread(Path(path).unlink, missing_ok=True)
 
 
 def _read_or_none(path: Path) -> bytes | None:

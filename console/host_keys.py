@@ -46,6 +46,8 @@ class OfferedKey:
     key: Any
     pinned_fingerprints: tuple[str, ...]
     """Fingerprints known_hosts pins for this host, the offered one included if trusted."""
+    revoked: bool = False
+    """known_hosts marks exactly this key @revoked: never trusted, never pinned."""
 
     @property
     def fingerprint(self) -> str:
@@ -65,7 +67,7 @@ class OfferedKey:
     @property
     def changed(self) -> bool:
         """True when known_hosts pins other keys for this host and not this one: beware."""
-        return bool(self.pinned_fingerprints) and not self.trusted
+        return bool(self.pinned_fingerprints) and not self.trusted and not self.revoked
 
 
 class UntrustedHostKeyError(LinkError):
@@ -80,6 +82,12 @@ def _refusal_message(host: HostConfig, offered: OfferedKey | None) -> str:
     path = known_hosts_path(host)
     if offered is None:
         return f"{host.name}: host key of {host.ssh} is not trusted by {path}"
+    if offered.revoked:
+        return (
+            f"{host.name}: REVOKED host key for {host.ssh}: it offers {offered.algorithm} "
+            f"{offered.fingerprint}, which {path} marks @revoked. Refusing; it cannot be pinned. "
+            "Ask whoever runs the box which key it should offer."
+        )
     if offered.changed:
         pattern = host_pattern(host.ssh.host, host.ssh.port)
         return (
@@ -109,15 +117,45 @@ async def fetch_offered_key(
         return None
     if key is None:
         return None
-    trusted = load_known_hosts(known_hosts_path(host))
-    address = host.ssh.host
-    pinned = trusted.match(host.ssh.host, address, host.ssh.port)[0]
-    return OfferedKey(key, tuple(str(k.get_fingerprint("sha256")) for k in pinned))
+    path = known_hosts_path(host)
+    matched = load_known_hosts(path).match(host.ssh.host, "", host.ssh.port)  # "": a name is fine
+    pinned = dict.fromkeys(str(k.get_fingerprint("sha256")) for k in matched[0])
+    revoked = {str(k.get_fingerprint("sha256")) for k in matched[2]} | revoked_fingerprints(path)
+    fingerprint = str(key.get_fingerprint("sha256"))
+    return OfferedKey(key, tuple(pinned), revoked=fingerprint in revoked)
+
+
+def revoked_fingerprints(path: Path) -> set[str]:
+    """Every key known_hosts marks @revoked, whatever its host pattern.
+
+    asyncssh misses `@revoked [host]:port ...` lines, and OpenSSH treats a revoked key as
+    revoked: so the console reads the markers itself and refuses those keys on every host.
+    """
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 4 and fields[0] == "@revoked":
+            try:
+                key = asyncssh.import_public_key(f"{fields[2]} {fields[3]}")
+            except (asyncssh.KeyImportError, ValueError):
+                continue
+            found.add(str(key.get_fingerprint("sha256")))
+    return found
+
+
+def refuse_revoked(host: HostConfig, key: Any) -> None:
+    """Raise UntrustedHostKeyError when the key a server proved it holds is marked @revoked."""
+    if str(key.get_fingerprint("sha256")) in revoked_fingerprints(known_hosts_path(host)):
+        raise UntrustedHostKeyError(host, OfferedKey(key, (), revoked=True))
 
 
 def pin_host_key(host: HostConfig, offered: OfferedKey) -> Path:
-    """Append the offered key to the host's known_hosts file; refuses a changed key."""
-    if offered.changed:
+    """Append the offered key to the host's known_hosts file; refuses a changed or revoked key."""
+    if offered.changed or offered.revoked:
         raise LinkError(_refusal_message(host, offered))
     path = known_hosts_path(host)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ from console.host_keys import (
     fetch_offered_key,
     known_hosts_path,
     load_known_hosts,
+    refuse_revoked,
 )
 from console.link import AgentLink, LinkError
 
@@ -77,7 +78,7 @@ async def connect(host: HostConfig) -> asyncssh.SSHClientConnection:
     """Open the SSH connection, turning every failure into one clear LinkError line."""
     options = connect_options(host)
     try:
-        return await asyncssh.connect(**options)
+        conn = await asyncssh.connect(**options)
     except asyncssh.HostKeyNotVerifiable:
         raise UntrustedHostKeyError(host, await fetch_offered_key(host, options)) from None
     except asyncssh.PermissionDenied as exc:
@@ -87,6 +88,12 @@ async def connect(host: HostConfig) -> asyncssh.SSHClientConnection:
         ) from None
     except (OSError, asyncssh.Error, TimeoutError) as exc:
         raise LinkError(f"{host.name}: cannot reach {host.ssh}: {_reason(exc)}") from None
+    try:
+        refuse_revoked(host, conn.get_server_host_key())  # before a single command runs
+    except UntrustedHostKeyError:
+        conn.close()
+        raise
+    return conn
 
 
 def _reason(exc: BaseException) -> str:

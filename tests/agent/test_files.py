@@ -56,6 +56,7 @@ def root(tmp_path: Path) -> Path:
         ("/etc/passwd", "outside the deploy roots"),
         ("{root}/escape/run.py", "outside the deploy roots"),
         ("{root}/link-to-outside", "outside the deploy roots"),
+        ("{root}/scripts/run.py\0.txt", "cannot hold a NUL byte"),
     ],
 )
 def test_paths_outside_the_roots_are_refused(

@@ -57,3 +57,23 @@ async def test_a_cut_upload_leaves_targets_old_and_the_next_deploy_lands(
     assert all((remote / n).read_text() == f"new {n}\n" * 500 for n in ("a.py", "b.py", "c.py"))
     assert str(leftover) in {path for result in results for path in result.removed_leftovers}
     assert not list(remote.glob(".*eagle-upload-*"))
+
+
+async def test_a_folder_swapped_for_a_symlink_after_the_plan_gets_no_byte_outside_the_roots(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    local, remote, outside = tmp_path / "local", tmp_path / "remote", tmp_path / "outside"
+    (local / "sub").mkdir(parents=True)
+    (remote / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (local / "sub" / "x.py").write_text("new\n")
+    link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(remote),)))
+    try:
+        plans = await plan_deploy(link, (DeployMapping(local, str(remote)),))
+        (remote / "sub").rmdir()
+        (remote / "sub").symlink_to(outside)  # swapped between the plan and the deploy
+        with pytest.raises(LinkError, match="outside the deploy roots"):
+            await deploy(link, plans)
+    finally:
+        await link.close()
+    assert list(outside.iterdir()) == []

@@ -62,6 +62,27 @@ async def test_changed_host_key_is_refused_loudly_naming_both_keys(
     trust = await run_cli("trust", "gpu", "--yes", config=config)
     assert_one_clear_failure(trust, "HOST KEY CHANGED")
     assert pinned.read_text().count("\n") == 1, "a changed key is never replaced"
+    assert result.stderr.count(impostor.get_fingerprint("sha256")) == 1
+
+
+async def test_a_revoked_host_key_is_refused_as_revoked_and_cannot_be_pinned(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    known = tmp_path / "known_hosts"
+    real = asyncssh_endpoint.known_hosts.read_text().split()
+    known.write_text(f"@revoked {' '.join(real)}\n")
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, known_hosts=str(known))
+
+    result = await run_cli("status", "gpu", config=config)
+
+    assert_one_clear_failure(result, "REVOKED host key", asyncssh_endpoint.host_key_fingerprint)
+    trust = await run_cli("trust", "gpu", "--yes", config=config)
+    assert_one_clear_failure(trust, "REVOKED host key")
+    assert known.read_text().count("\n") == 1
+    known.write_text(f"{known.read_text()}{' '.join(real)}\n")  # pinned by hand, and revoked
+    pinned_and_revoked = await run_cli("status", "gpu", config=config)
+    assert_one_clear_failure(pinned_and_revoked, "REVOKED host key")
+    assert not state_dir.exists(), "nothing may run on a host whose key is revoked"
 
 
 async def test_ssh_config_cannot_turn_host_key_checking_off(
@@ -91,6 +112,23 @@ async def test_trust_pins_only_on_a_typed_yes(
 
     accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
     assert accepted.code == 0, accepted.stderr
+    status = await run_cli("status", "--json", "gpu", config=config)
+    assert status.code == 0, status.stderr
+
+
+async def test_a_host_given_by_name_is_refused_then_pinned_without_a_traceback(
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
+) -> None:
+    known = tmp_path / "fresh_known_hosts"
+    by_name = f"{asyncssh_endpoint.user}@localhost:{asyncssh_endpoint.port}"
+    config = write_config(
+        tmp_path, asyncssh_endpoint, state_dir, root, known_hosts=str(known), ssh=by_name
+    )
+    refused = await run_cli("status", "gpu", config=config)
+    assert_one_clear_failure(refused, "unknown host key", asyncssh_endpoint.host_key_fingerprint)
+    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
+    assert accepted.code == 0, accepted.stderr
+    assert known.read_text().startswith(f"[localhost]:{asyncssh_endpoint.port} ")
     status = await run_cli("status", "--json", "gpu", config=config)
     assert status.code == 0, status.stderr
 
