@@ -94,7 +94,13 @@ def _default_to_tui(argv: list[str]) -> list[str]:
         "-h",
         "--help",
     }
-    rest = argv[2:] if argv[:1] == ["--config"] else argv
+    rest = (
+        argv[2:]
+        if argv[:1] == ["--config"]
+        else argv[1:]
+        if argv[:1] and argv[0].startswith("--config=")
+        else argv
+    )
     if rest and rest[0] in commands:
         return argv
     return argv[: len(argv) - len(rest)] + ["tui"] + rest
@@ -195,8 +201,8 @@ def _doctor(host: HostConfig) -> int:
     checks = asyncio.run(run_doctor(host))
     out = Console(highlight=False, soft_wrap=True)
     for check in checks:
-        mark = "[green]ok  [/]" if check.ok else "[red]FAIL[/]"
-        out.print(f"{mark} {check.name:9} {check.detail}")
+        out.print("ok  " if check.ok else "FAIL", style="green" if check.ok else "red", end=" ")
+        out.print(f"{check.name:9} {check.detail}", markup=False)
     return EXIT_OK if all(check.ok for check in checks) else EXIT_FAILURE
 
 

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from console.config import ConfigError, HostConfig
 from console.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
-from console.link import AgentLink
+from console.link import AgentLink, LinkError
 from console.ssh_link import open_ssh_link
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
@@ -17,6 +17,10 @@ STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "u
 async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | None) -> int:
     """Show drift (and diffs), then deploy or roll back; returns the exit code."""
     out = Console(highlight=False, soft_wrap=True)
+    if host.read_only and (rollback_path is not None or not dry_run):
+        raise LinkError(
+            f"{host.name} is read_only in the config: refusing to deploy or roll back (--dry-run works)"
+        )
     if not host.deploy and rollback_path is None:
         raise ConfigError(f"hosts.{host.name}: no [[hosts.{host.name}.deploy]] mappings configured")
     link = await open_ssh_link(host)

@@ -79,6 +79,8 @@ def _state(job: JobInfo | None) -> str:
         return "not started"
     if job.state in ACTIVE:
         return "running"
+    if job.state == "stopped":  # stopped on request: still to do, not a failure
+        return "not started"
     return "done" if job.state == "exited" else "failed"
 
 

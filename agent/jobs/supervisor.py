@@ -157,6 +157,11 @@ class Supervisor:
         files = self.registry.get(job_id)
         if files is None:
             raise KeyError(job_id)
+        recorded, before = files.read(STOP_FILE), self.info(files)
+        if isinstance(recorded, dict) and before.state not in ("starting", "running", "stopping"):
+            return StopResult(
+                before, str(recorded.get("outcome", "")), ()
+            )  # history stays as it was
         job = files.read(JOB_FILE) or {}
         identity = _identity(files)
         plan = StopPlan(parse_signal(job.get("stop_signal", "SIGTERM")),

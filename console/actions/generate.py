@@ -77,6 +77,8 @@ class GenerateActions(AppState):
         writers = [j for j in self._jobs() if j.dataset == dataset.name and j.state in LIVE]
         if writers:
             return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
+        if dataset.writer_active:
+            return f"{dataset.name} is being written by a runner the agent did not start (its runner.json is live)"
         if dataset.status in ("complete", "over_budget"):
             return (
                 f"{dataset.name} is {dataset.status.replace('_', ' ')}: {dataset.tokens:,} tokens"

@@ -82,6 +82,11 @@ class DeployScreen(Screen[None]):
             return None
         return self.plans[table.cursor_row]
 
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a file: the table takes the key, so its selection opens the diff."""
+        event.stop()
+        await self.action_diff()
+
     async def action_diff(self) -> None:
         """Ask the app for the selected file's diff."""
         if self.selected is not None:

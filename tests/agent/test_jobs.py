@@ -152,6 +152,8 @@ async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: Age
     assert group_members(running.pgid) == []
     assert result.job.state == "stopped"
     assert took < 10
+    again: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s2b")
+    assert (again.outcome, again.steps, again.job.state) == ("stopped", (), "stopped")
 
 
 async def test_a_recycled_pid_is_never_signalled(link: AgentLink, state_dir: Path) -> None:

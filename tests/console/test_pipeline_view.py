@@ -56,3 +56,11 @@ def test_training_without_a_hidden_states_job_skips_that_stage() -> None:
     upcoming = next_stage(items)
     assert upcoming is not None
     assert (upcoming.name, upcoming.state) == ("train", "running")
+
+
+def test_a_job_stopped_on_request_is_still_to_do_not_failed() -> None:
+    items = stages(snapshot(
+        (DatasetProgress("B1", 10, 10, 100, 100, status="complete"),),
+        (job("vocab", "vocab", "stopped", 1.0),),
+    ))  # fmt: skip
+    assert {s.name: s.state for s in items}["vocab"] == "not started"

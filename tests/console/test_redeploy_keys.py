@@ -11,7 +11,7 @@ from console.config import DeployMapping, HostConfig, SshTarget
 from console.link import AgentLink
 from console.local_link import open_local_link
 from console.screens.dashboard import DashboardScreen
-from console.screens.deploy import DeployScreen
+from console.screens.deploy import DeployScreen, DiffScreen
 from console.screens.redeploy import RedeployScreen
 from tests.console.test_app import SIZE, cell, wait_for
 from tests.e2e.test_redeploy import REPO, old_runner_copy
@@ -68,6 +68,10 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
             title = str(app.screen.query_one("#deploy-title").render())
             assert "1 file(s) to deploy" in title
             assert "(the host runs it)" in title
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+            await pilot.press("escape")
+            await wait_for(pilot, lambda: isinstance(app.screen, DeployScreen))
             await pilot.press("escape")
             await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
             app.screen.query_one("#jobs").focus()

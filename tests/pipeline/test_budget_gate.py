@@ -14,6 +14,15 @@ def test_no_budget_always_dispatches() -> None:
     assert gate.may_dispatch(0.0)
 
 
+def test_a_budget_smaller_than_the_prior_still_sends_one_request_at_a_time() -> None:
+    gate = BudgetGate(50, 2048.0)  # --token-budget 50 with max_new_tokens 4096
+    assert gate.may_dispatch(0.0)
+    gate.sent("a", 0.0)
+    assert not gate.may_dispatch(0.0)
+    gate.answered("a", 30, 1.0)
+    assert gate.may_dispatch(1.0)  # 30 of 50: nothing in flight, so one more
+
+
 def test_the_prior_is_used_until_a_response_is_seen() -> None:
     gate = BudgetGate(1000, 400.0)
     assert gate.expected_tokens == 400.0

@@ -1,0 +1,35 @@
+"""The command line: finding the command after --config, and refusals before any connection."""
+
+from __future__ import annotations
+
+import pytest
+
+from console.cli import _default_to_tui, build_parser
+from console.config import HostConfig, SshTarget
+from console.deploy_command import run_deploy
+from console.link import LinkError
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["--config=x.toml", "status"], "status"),
+        (["--config", "x.toml", "status"], "status"),
+        (["--config=x.toml"], "tui"),
+        (["--config=x.toml", "gpu"], "tui"),
+        (["gpu"], "tui"),
+    ],
+)
+def test_the_command_is_found_after_the_config_flag(argv: list[str], command: str) -> None:
+    args = build_parser().parse_args(_default_to_tui(argv))
+    assert args.command == command
+    assert args.config is None or str(args.config) == "x.toml"
+
+
+@pytest.mark.parametrize(("dry_run", "rollback"), [(False, None), (True, "/srv/x.py")])
+async def test_a_read_only_host_refuses_deploys_before_connecting(
+    dry_run: bool, rollback: str | None
+) -> None:
+    host = HostConfig("gpu", SshTarget("unreachable.invalid"), read_only=True)
+    with pytest.raises(LinkError, match="read_only"):
+        await run_deploy(host, dry_run=dry_run, rollback_path=rollback)
