@@ -4,11 +4,14 @@ The daemon starts the shim in a new session, so the shim leads the job's process
 job stays in it. The shim ignores the stop signals sent to the group (it must outlive the job to
 record its end) but the job gets default handlers, because Python handlers do not survive exec.
 The exit code or signal is written atomically to `exit.json`; a SIGKILL to the group takes the
-shim too, and then whoever sent it records the end.
+shim too, and then whoever sent it records the end. The shim is a child subreaper: a worker the
+job double-forks or that leaves the group with setsid stays below it, where a stop finds it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -18,6 +21,16 @@ from pathlib import Path
 
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
 from agent.procfs import start_ticks
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Orphans of the job re-parent to the shim, not to init, so a stop still finds them."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def run_shim(job_dir: Path) -> int:
@@ -29,6 +42,7 @@ def run_shim(job_dir: Path) -> int:
         return 2
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda *_: None)
+    _become_subreaper()
     try:
         child = subprocess.Popen(
             job["argv"], cwd=job.get("cwd") or None, env={**os.environ, **job.get("env", {})},

@@ -37,12 +37,27 @@ class GroupIdentity:
         return any(is_same_process(pid, ticks) for pid, ticks in self.known)
 
     def members(self) -> list[int]:
-        """Pids alive in the group."""
-        return [info.pid for info in group_members(self.pgid)]
+        """Pids alive in the group, and the shim's descendants that left it."""
+        return [info.pid for info in group_members(self.pgid)] + self.escaped()
+
+    def escaped(self) -> list[int]:
+        """Descendants of the shim in another group (a worker that called setsid, say).
+
+        The shim leads the group and is a child subreaper, so everything the job started stays
+        below it; they are ours only while the shim is the recorded process.
+        """
+        shim = next(((pid, ticks) for pid, ticks in self.known if pid == self.pgid), None)
+        if shim is None or not is_same_process(*shim):
+            return []
+        return [info.pid for info in descendants(self.pgid) if info.pgid != self.pgid]
 
     def send(self, signum: signal.Signals) -> None:
-        """Signal the whole group."""
+        """Signal the whole group, and each escaped descendant by pid."""
+        escaped = self.escaped()
         os.killpg(self.pgid, signum)
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
 
 
 @dataclass(frozen=True, slots=True)

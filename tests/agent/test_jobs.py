@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent.procfs import group_members, start_ticks
+from agent.procfs import group_members, process_info, start_ticks
 from agent.protocol import (
     AuditParams,
     AuditResult,
@@ -41,6 +41,17 @@ ARGV_ECHO = (
     "import json, os, sys; json.dump({'argv': sys.argv[1:], 'env': os.environ.get('PROBE')},"
     " open(sys.argv[1], 'w'))"
 )
+ESCAPING = (
+    "import os, signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"  # double fork: the worker's parent exits, it is orphaned
+    "        open(sys.argv[1], 'w').write(str(os.getpid()))\n"
+    "        time.sleep(300)\n"
+    "    os._exit(0)\n"
+    "time.sleep(300)\n"
+)
 STUBBORN = (
     "trap '' TERM INT; (trap '' TERM INT; sleep 300) & (trap '' TERM INT; sleep 300) & "
     "echo ready; wait; wait"
@@ -64,6 +75,9 @@ def pipeline(tmp_path: Path) -> PipelineConfig:
                 per_dataset=True,
             ),  # fmt: skip
             "bad": JobSpec((PY, "{nonsense}")),
+            "escaping": JobSpec(
+                (PY, "-c", ESCAPING, str(tmp_path / "escaped.pid")), grace_s=0.5, term_grace_s=0.5
+            ),
         },
     )
 
@@ -154,6 +168,26 @@ async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: Age
     assert took < 10
     again: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s2b")
     assert (again.outcome, again.steps, again.job.state) == ("stopped", (), "stopped")
+
+
+async def test_a_worker_that_left_the_group_and_was_orphaned_is_stopped_too(
+    link: AgentLink, tmp_path: Path
+) -> None:
+    info = await launch(link, "escaping", "k-escape")
+    pid_file = tmp_path / "escaped.pid"
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the escaping worker never started"
+        await asyncio.sleep(0.05)
+    escaped = int(pid_file.read_text())
+    assert process_info(escaped) is not None
+
+    result: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s-e")
+
+    assert result.outcome == "stopped"
+    assert escaped in {pid for step in result.steps for pid in step.pids}
+    gone = process_info(escaped)
+    assert gone is None or not gone.alive
 
 
 async def test_a_recycled_pid_is_never_signalled(link: AgentLink, state_dir: Path) -> None:
