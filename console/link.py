@@ -145,7 +145,7 @@ class AgentLink:
         with contextlib.suppress(Exception):
             self._writer.write_eof()
         self._receiver.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._receiver
         self.closed_reason = self.closed_reason or "closed by the console"
         self.closed.set()
@@ -158,7 +158,7 @@ class AgentLink:
                 for line in framer.feed(chunk):
                     self._take(line)
             self._fail_all("the agent closed the connection")
-        except (ConnectionError, OSError) as exc:
+        except Exception as exc:  # the transport's own errors too (asyncssh.ConnectionLost...)
             self._fail_all(f"connection lost: {exc}")
 
     def _take(self, line: bytes | OversizedLine) -> None:

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from agent.protocol import Event, LogChunk, PipelineConfig, Snapshot
 from agent.state import read_json
+from console.config import HostConfig, SshTarget
 from console.hosts import HostSession, LinkState
 from console.link import AgentLink
 from console.local_link import open_local_link
+from console.ssh_link import open_ssh_link
 
 
 async def wait_until(predicate: object, timeout_s: float = 20.0) -> None:
@@ -83,3 +88,32 @@ async def test_an_unreachable_host_backs_off_and_keeps_trying() -> None:
     downs = [s for s in states if s.status == "down"]
     assert downs[0].detail.endswith("Connection refused")
     assert attempts[2] - attempts[1] > attempts[1] - attempts[0] > 0.5, "backoff grows"
+
+
+async def test_a_server_that_dies_mid_link_is_noticed_and_the_session_ends_cleanly(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    folder = tmp_path / "ssh"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "console.loopback_ssh", str(folder)], start_new_session=True
+    )
+    try:
+        await wait_until(lambda: (folder / "port").exists())
+        (tmp_path / "ssh_config").write_text("")
+        host = HostConfig(
+            "gpu", SshTarget("127.0.0.1", getpass.getuser(), int((folder / "port").read_text())),
+            python=sys.executable, state_dir=str(state_dir), known_hosts=str(folder / "known_hosts"),
+            identity=str(folder / "id_ed25519"), ssh_config=str(tmp_path / "ssh_config"),
+        )  # fmt: skip
+        states: list[LinkState] = []
+        session = HostSession("gpu", lambda: open_ssh_link(host), states.append, lambda *_: None)
+        runner = asyncio.create_task(session.run())
+        await wait_until(lambda: session.state.status == "up")
+        server.kill()  # the SSH connection dies with asyncssh's ConnectionLost, not an OSError
+        await wait_until(lambda: session.state.status != "up", timeout_s=3)  # before any ping
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        assert runner.cancelled(), "the session must end by its cancel, not by an error"
+    finally:
+        server.kill()
+        server.wait()

@@ -1,0 +1,221 @@
+"""The SSH path black-holed, then restored: the console must notice without any close (§6.8).
+
+The loopback SSH server runs as its own process and is frozen with SIGSTOP: its socket stays
+open and nothing comes back, no FIN, no RST, as when a route dies. The agent and its job run on
+in their own sessions. The console's `HostSession` (over `open_ssh_link`) must mark the link
+down within the bound its code gives: the SSH keepalive ends a silent connection after
+`KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT_MAX + 1)` without data, and the session's ping ends it
+after `PING_EVERY_S + PING_TIMEOUT_S`; the sooner of the two, plus 2 s. After SIGCONT the link
+must come back (a reconnect is fine) and answer a ping, with the job's log flowing again.
+
+The full campaign uses the shipped values, and adds one trial with the ping silenced so the SSH
+keepalive alone must detect. The short one lowers the keepalive (module constants, restored
+after) so that it detects within seconds. Every log byte received must be the job's file's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import secrets
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+from agent.protocol import JobInfo, LaunchParams, StopParams
+from console import hosts, ssh_link
+from console.hosts import HostSession
+from console.link import LinkError
+from faults._link_harness import (
+    FIRST_CONNECT_S,
+    TICKER,
+    LinkWatch,
+    ServerProcess,
+    Ticker,
+    agent_cleanup,
+    caught_up,
+    check_log,
+    host_config,
+    is_up,
+    loopback_server,
+    report_session_error,
+    request_when_up,
+    running_session,
+    running_ticker,
+    wait_for,
+)
+from faults.result import Scale, ScenarioResult
+
+TITLE = "Link black-holed (SSH server SIGSTOPped), then restored"
+QUICK_KEEPALIVE = {"KEEPALIVE_INTERVAL_S": 1, "KEEPALIVE_COUNT_MAX": 2}
+SLACK_S = 2.0
+RECOVER_WITHIN_S = 60.0
+SILENT_PING_S = 3600.0
+SHIPPED_PING_S = hosts.PING_EVERY_S
+
+
+async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
+    """Freeze the SSH server, time the console's notice, thaw it, time the recovery."""
+    result = ScenarioResult("blackhole", TITLE, seed)
+    rng = random.Random(seed)
+    keepalive = {} if scale.full else QUICK_KEEPALIVE
+    state_dir = workdir / "state"
+    with _patched(ssh_link, **keepalive):
+        async with loopback_server(workdir / "ssh") as server, agent_cleanup(state_dir):
+            watch = LinkWatch()
+            async with running_session(host_config(server, state_dir), watch) as session:
+                drill = _Blackholes(result, session, watch, server)
+                try:
+                    await drill.play(rng, scale.pick(3, 2), keepalive_alone=scale.full)
+                finally:
+                    result.notes.append("what ended each dead link: " + "; ".join(drill.ended_by))
+            report_session_error(result, watch)
+        result.notes.append(
+            f"keepalive {ssh_link.KEEPALIVE_INTERVAL_S} s x {ssh_link.KEEPALIVE_COUNT_MAX}"
+            f"{' (shipped)' if scale.full else ' (lowered for the short run)'}, ping every "
+            f"{hosts.PING_EVERY_S:g} s with {hosts.PING_TIMEOUT_S:g} s timeout: bound "
+            f"{detection_bound_s(ping=True):g} s, {detection_bound_s(ping=False):g} s for the "
+            f"keepalive alone (+{SLACK_S:g} s slack); link: HostSession over "
+            "open_ssh_link to python -m console.loopback_ssh, frozen with SIGSTOP"
+        )
+    return result
+
+
+def detection_bound_s(*, ping: bool) -> float:
+    """How long the console's code may take to notice a silent link, at the current settings."""
+    keepalive = ssh_link.KEEPALIVE_INTERVAL_S * (ssh_link.KEEPALIVE_COUNT_MAX + 1)
+    pinged = hosts.PING_EVERY_S + hosts.PING_TIMEOUT_S
+    return min(keepalive, pinged) if ping else float(keepalive)
+
+
+@contextlib.contextmanager
+def _patched(module: ModuleType, **values: object) -> Iterator[None]:
+    """Set module constants for the block, and put the shipped values back after."""
+    saved = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+class _Blackholes:
+    """The trials of one run, and what they found."""
+
+    def __init__(
+        self, result: ScenarioResult, session: HostSession, watch: LinkWatch, server: ServerProcess
+    ) -> None:
+        self.result = result
+        self.session = session
+        self.watch = watch
+        self.server = server
+        self.ended_by: list[str] = []
+
+    async def play(self, rng: random.Random, trials: int, *, keepalive_alone: bool) -> None:
+        """Start the job, black-hole the link `trials` times (plus once with the ping silenced)."""
+        if not await wait_for(lambda: is_up(self.session), FIRST_CONNECT_S):
+            self.result.violate(f"the link never came up in {FIRST_CONNECT_S:g} s")
+            return
+        ticker = await self._start_ticker()
+        for trial in range(1, trials + 1):
+            if not await self._trial(f"trial {trial}", rng, ticker, ping=True):
+                return
+        if keepalive_alone and not await self._keepalive_alone(rng, ticker, trials + 1):
+            return
+        await self._finish(ticker)
+
+    async def _keepalive_alone(self, rng: random.Random, ticker: Ticker, number: int) -> bool:
+        """One more black hole with the ping silenced: the SSH keepalive alone must notice."""
+        label = f"trial {number} (ping silenced)"
+        with _patched(hosts, PING_EVERY_S=SILENT_PING_S):
+            return await self._silenced(label) and await self._trial(label, rng, ticker, ping=False)
+
+    async def _silenced(self, label: str) -> bool:
+        """Wait for the ping that precedes the pinger's long sleep: none is in flight after it."""
+        since = time.monotonic()
+        within = SHIPPED_PING_S + hosts.PING_TIMEOUT_S + SLACK_S
+        if not await wait_for(lambda: self.watch.pinged_after(since) is not None, within):
+            self.result.violate(f"{label}: no ping answered in {within:g} s before the black hole")
+            return False
+        return True
+
+    async def _start_ticker(self) -> Ticker:
+        key = f"faults-blackhole-{secrets.token_hex(6)}"
+        info: JobInfo = await request_when_up(
+            self.session, "jobs.launch", LaunchParams(TICKER), key=key
+        )
+        ticker = await running_ticker(self.session, info.id)
+        with contextlib.suppress(LinkError):  # a drop now is fine: the reconnect subscribes
+            await self.session.follow_log(ticker.log_name, 0)
+        return ticker
+
+    async def _trial(self, label: str, rng: random.Random, ticker: Ticker, *, ping: bool) -> bool:
+        """One black hole; False when the link did not come back (the run stops there)."""
+        if not await self._healthy(label):
+            return False
+        await asyncio.sleep(rng.uniform(0.2, 2.0))
+        stopped = time.monotonic()
+        os.kill(self.server.pid, signal.SIGSTOP)
+        self.result.faults += 1
+        try:
+            noticed = await self._detect(label, stopped, detection_bound_s(ping=ping))
+            await asyncio.sleep(rng.uniform(0.5, 2.0))  # the black hole outlives the notice
+        finally:
+            resumed = time.monotonic()
+            os.kill(self.server.pid, signal.SIGCONT)
+        recovered = noticed and await self._recover(label, stopped, resumed)
+        if not ticker.alive():
+            self.result.violate(f"{label}: the job's process {ticker.pid} died")
+        if not recovered:
+            self.result.notes.append(f"the run stopped after {label}: the link did not recover")
+        return recovered
+
+    async def _healthy(self, label: str) -> bool:
+        """Up, a ping answered, log bytes flowing: a fair start for the next trial."""
+        since = time.monotonic()
+        if not await wait_for(lambda: self._flowing(since), RECOVER_WITHIN_S):
+            self.result.violate(f"{label}: the link was not healthy before the black hole")
+            return False
+        return True
+
+    def _flowing(self, since: float) -> bool:
+        pinged = self.session.state.latency_ms is not None
+        return is_up(self.session) and pinged and self.watch.chunk_after(since) is not None
+
+    async def _detect(self, label: str, stopped: float, bound_s: float) -> bool:
+        noticed = lambda: self.watch.left_up_after(stopped) is not None  # noqa: E731
+        if not await wait_for(noticed, bound_s + SLACK_S + 10):
+            waited = bound_s + SLACK_S + 10
+            self.result.violate(f"{label}: the dead link was not noticed in {waited:g} s")
+            return False
+        detection = (self.watch.left_up_after(stopped) or stopped) - stopped
+        self.result.detection_s.append(detection)
+        self.ended_by.append(f"{label}: {self.watch.detail_after(stopped)}")
+        if detection > bound_s + SLACK_S:
+            self.result.violate(
+                f"{label}: noticed after {detection:.1f} s, over the bound {bound_s:g} + {SLACK_S:g} s"
+            )
+        return True
+
+    async def _recover(self, label: str, stopped: float, resumed: float) -> bool:
+        if not await wait_for(lambda: self._back(stopped) is not None, RECOVER_WITHIN_S):
+            self.result.violate(f"{label}: not back {RECOVER_WITHIN_S:g} s after SIGCONT")
+            return False
+        self.result.recovery_s.append((self._back(stopped) or resumed) - resumed)
+        return True
+
+    def _back(self, stopped: float) -> float | None:
+        return self.watch.recovered_after(stopped, answered=True)
+
+    async def _finish(self, ticker: Ticker) -> None:
+        key = f"faults-blackhole-stop-{secrets.token_hex(6)}"
+        await request_when_up(self.session, "jobs.stop", StopParams(ticker.job_id), key=key)
+        if not await caught_up(self.watch, ticker):
+            self.result.violate("the log received never caught up with the job's log file")
+        check_log(self.result, self.watch, ticker)
