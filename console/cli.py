@@ -48,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
         "redeploy", help="stop a job, deploy, start it again on the new code"
     )
     redeploy.add_argument("host")
-    redeploy.add_argument("job", help="a job id, or the name of one running job")
+    redeploy.add_argument(
+        "job",
+        help="a job id, a running job's name (NAME/DATASET for a per-dataset job), or a dataset",
+    )
     redeploy.add_argument(
         "--argv", nargs=argparse.REMAINDER, help="start it with this argv instead"
     )

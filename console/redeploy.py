@@ -99,12 +99,16 @@ async def redeploy(
 
 
 def find_job(snapshot: Snapshot, job_ref: str) -> JobInfo:
-    """The job with this id, or the one running job with this name."""
+    """The job with this id; or the one running job with this name, or writing this dataset.
+
+    `inference/B3_math` names the running `inference` job on dataset B3_math.
+    """
+    name, _, dataset = job_ref.partition("/")
+    live = [job for job in snapshot.jobs if job.state in ("running", "starting")]
     by_id = [job for job in snapshot.jobs if job.id == job_ref]
-    by_name = [
-        job for job in snapshot.jobs if job.name == job_ref and job.state in ("running", "starting")
-    ]
-    found = by_id or by_name
+    by_name = [job for job in live if job.name == name and (not dataset or job.dataset == dataset)]
+    by_dataset = [job for job in live if job.dataset == job_ref]
+    found = by_id or by_name or by_dataset
     if len(found) != 1:
         names = (
             ", ".join(sorted({f"{j.name} ({j.id}, {j.state})" for j in snapshot.jobs})) or "none"
