@@ -101,13 +101,21 @@ def build(
     import torch
 
     counts = torch.zeros(vocab, dtype=torch.int64)
-    per_dataset = {}
+    per_dataset, skipped = {}, {}
     for folder in folders:
-        per_dataset[folder.name] = count_dataset(folder, responses_file, counts)
-        progress(f"vocab: {folder.name}: {per_dataset[folder.name]:,} tokens counted")
+        per_dataset[folder.name], skipped[folder.name] = count_dataset(
+            folder, responses_file, counts
+        )
+        unread = (
+            f"; {skipped[folder.name]:,} line(s) without output ids skipped"
+            if skipped[folder.name]
+            else ""
+        )
+        progress(f"vocab: {folder.name}: {per_dataset[folder.name]:,} tokens counted{unread}")
     d2t, t2d, selected = select(counts, draft)
     report = {
         "tokens_per_dataset": per_dataset,
+        "skipped_lines_per_dataset": skipped,
         "tokens": int(counts.sum()),
         "distinct_ids_seen": int((counts > 0).sum()),
         "coverage": float(counts[selected].sum()) / max(1, int(counts.sum())),
@@ -124,13 +132,13 @@ def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)  # noqa: T201
 
 
-def count_dataset(folder: Path, responses_file: str, counts: Any) -> int:
-    """Add the dataset's output ids to `counts`; returns how many tokens it had."""
+def count_dataset(folder: Path, responses_file: str, counts: Any) -> tuple[int, int]:
+    """Add the dataset's output ids to `counts`; returns (tokens, lines skipped for lacking ids)."""
     import torch
 
     vocab = counts.numel()
-    total = 0
-    for batch in _id_batches(folder / responses_file):
+    total, skipped = 0, [0]
+    for batch in _id_batches(folder / responses_file, skipped):
         ids = torch.from_numpy(batch)
         if ids.numel() and int(ids.max()) >= vocab:
             raise VocabError(
@@ -140,11 +148,14 @@ def count_dataset(folder: Path, responses_file: str, counts: Any) -> int:
         total += ids.numel()
     if total == 0:
         raise VocabError(f"{folder.name}: no output ids in {folder / responses_file}")
-    return total
+    return total, skipped[0]
 
 
-def _id_batches(path: Path) -> Iterator[Any]:
+def _id_batches(path: Path, skipped: list[int]) -> Iterator[Any]:
     """The output ids of the complete lines of a responses file, a few thousand lines at a time.
+
+    A complete line without a readable id list (corrupt, or another record shape) is counted in
+    `skipped[0]`, for the report.
 
     The id lists are cut out of each line and parsed together by numpy (about 60M ids/s, four
     times json.loads plus a tensor built from a Python list).
@@ -163,6 +174,8 @@ def _id_batches(path: Path) -> Iterator[Any]:
             ids = _output_ids_text(line)
             if ids:
                 pieces.append(ids)
+            elif line.strip():
+                skipped[0] += 1
             if len(pieces) >= BATCH_LINES:
                 yield np.fromstring(b",".join(pieces), dtype=np.int64, sep=",")
                 pieces = []
@@ -194,7 +207,7 @@ def select(counts: Any, draft: int) -> tuple[Any, Any, Any]:
 
 
 def write_outputs(out: Path, counts: Any, d2t: Any, t2d: Any, report: dict[str, Any]) -> None:
-    """SpecForge's .pt, speculators' .npy files, the frequencies and the report."""
+    """SpecForge's .pt, speculators' .npy files, the frequencies ({id: count}) and the report."""
     import numpy as np
     import torch
 
@@ -202,7 +215,9 @@ def write_outputs(out: Path, counts: Any, d2t: Any, t2d: Any, report: dict[str, 
     torch.save({"d2t": d2t, "t2d": t2d}, out / "vocab_mapping.pt")
     np.save(out / "d2t.npy", d2t.numpy())
     np.save(out / "t2d.npy", t2d.numpy())
-    torch.save(counts, out / "token_freq.pt")
+    seen = torch.nonzero(counts).flatten()
+    frequencies = dict(zip(seen.tolist(), counts[seen].tolist(), strict=True))
+    torch.save(frequencies, out / "token_freq.pt")  # speculators' {token_id: count}
     (out / "vocab_report.json").write_text(json.dumps(report, indent=2) + "\n")
 
 

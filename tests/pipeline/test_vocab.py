@@ -41,6 +41,8 @@ def test_mapping_invariants_ties_and_coverage(tmp_path: Path) -> None:
         torn='{"id": "r9", "output_ids": [49, 49',
     )
     write_responses(root / "B", [[7, 7, 3, 9, 9], [5, 6, 8, 40, 41]])
+    with (root / "B" / "raw_responses.jsonl").open("a") as handle:
+        handle.write('{"id": "bad", "output_ids": [1, "x"]}\n')  # corrupt: skipped and reported
 
     result = run_vocab(
         root, tmp_path / "out", "--target-vocab-size", str(V), "--draft-vocab-size", str(K)
@@ -58,11 +60,14 @@ def test_mapping_invariants_ties_and_coverage(tmp_path: Path) -> None:
     assert torch.nonzero(t2d).flatten().tolist() == selected.tolist()
     report = json.loads((tmp_path / "out" / "vocab_report.json").read_text())
     assert report["tokens_per_dataset"] == {"A": 11, "B": 10}
+    assert report["skipped_lines_per_dataset"] == {"A": 0, "B": 1}
+    assert "B: 10 tokens counted; 1 line(s) without output ids skipped" in result.stderr
     assert report["distinct_ids_seen"] == 11
     assert report["coverage"] == pytest.approx(18 / 21)  # all but 5, 6 and 8 (one each)
-    freq = torch.load(tmp_path / "out" / "token_freq.pt")
-    assert int(freq[7]) == 5
-    assert int(freq[49]) == 0, "the torn last line is not counted"
+    freq = torch.load(tmp_path / "out" / "token_freq.pt")  # speculators' {token_id: count}
+    assert freq[7] == 5
+    assert 49 not in freq, "the torn last line is not counted"
+    assert sum(freq.values()) == 21
 
 
 def test_specforge_and_speculators_load_paths(tmp_path: Path) -> None:
