@@ -43,6 +43,7 @@ def test_mapping_invariants_ties_and_coverage(tmp_path: Path) -> None:
     write_responses(root / "B", [[7, 7, 3, 9, 9], [5, 6, 8, 40, 41]])
     with (root / "B" / "raw_responses.jsonl").open("a") as handle:
         handle.write('{"id": "bad", "output_ids": [1, "x"]}\n')  # corrupt: skipped and reported
+        handle.write('{"id": "r0", "output_ids": [7, 7, 7]}\n')  # r0 again: counted once
 
     result = run_vocab(
         root, tmp_path / "out", "--target-vocab-size", str(V), "--draft-vocab-size", str(K)
@@ -61,7 +62,11 @@ def test_mapping_invariants_ties_and_coverage(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "out" / "vocab_report.json").read_text())
     assert report["tokens_per_dataset"] == {"A": 11, "B": 10}
     assert report["skipped_lines_per_dataset"] == {"A": 0, "B": 1}
-    assert "B: 10 tokens counted; 1 line(s) without output ids skipped" in result.stderr
+    assert report["duplicate_lines_per_dataset"] == {"A": 0, "B": 1}
+    assert (
+        "B: 10 tokens counted; skipped 1 line(s) without output ids and 1 repeated record id(s)"
+        in result.stderr
+    )
     assert report["distinct_ids_seen"] == 11
     assert report["coverage"] == pytest.approx(18 / 21)  # all but 5, 6 and 8 (one each)
     freq = torch.load(tmp_path / "out" / "token_freq.pt")  # speculators' {token_id: count}
