@@ -130,6 +130,9 @@ def _keep_backup(target: Path) -> Path:
     temp.unlink(missing_ok=True)
     os.link(target, temp)  # a hard link: the old bytes, kept without copying them
     os.replace(temp, backup)
+    # rename() does nothing when both names are links to one file (a rollback, or an install
+    # killed between this and the swap left them so): then the temp name is still there.
+    temp.unlink(missing_ok=True)
     return backup
 
 

@@ -697,6 +697,8 @@ def _parse_object(line: bytes | str) -> dict[str, Any]:
         raise ProtocolError(
             ErrorCode.MALFORMED, f"line is not JSON: {exc.msg} at column {exc.colno}"
         ) from None
+    except ValueError as exc:  # json's own limits, such as an integer of over 4300 digits
+        raise ProtocolError(ErrorCode.MALFORMED, f"line is not usable JSON: {exc}") from None
     except RecursionError:
         raise ProtocolError(ErrorCode.MALFORMED, "line is JSON nested too deeply") from None
     if not isinstance(obj, dict):

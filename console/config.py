@@ -6,6 +6,7 @@ without reading code. This module never imports Textual: the headless commands u
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -103,6 +104,8 @@ def load_config(path: Path | None = None) -> ConsoleConfig:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
     return parse_config(document, path)
 
 
@@ -303,7 +306,12 @@ class _Reader:
 
     def seconds(self, table: Mapping[str, Any], key: str, where: str, default: float) -> float:
         value = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+        ):
             raise self.error(
                 _join(where, key), f"got {_describe(value)}", "a number of seconds >= 0"
             )

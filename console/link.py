@@ -125,6 +125,8 @@ class AgentLink:
             ) from None
         finally:
             self._pending.pop(request_id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # failed by the reader while we were still sending: seen here
 
     async def next_event(self) -> Event | None:
         """The next event, or None once the link is closed."""

@@ -90,6 +90,19 @@ def test_install_keeps_a_backup_preserves_mode_and_rolls_back(root: Path) -> Non
     assert target.read_bytes() == b"old\n"
 
 
+def test_an_install_after_a_rollback_leaves_no_temp_name_behind(root: Path) -> None:
+    target = root / "scripts" / "run.py"
+    target.write_bytes(b"v1\n")
+    for version in (b"v2\n", b"v3\n"):
+        install(target, *stage(target, version, tag=version.decode().strip()), 0o644)
+        if version == b"v2\n":
+            rollback(target)  # the target and its backup are now one file under two names
+    assert target.read_bytes() == b"v3\n"
+    assert backup_path(target).read_bytes() == b"v1\n"
+    names = sorted(p.name for p in target.parent.iterdir())
+    assert names == sorted([target.name, backup_path(target).name])
+
+
 def test_a_corrupted_upload_changes_nothing(root: Path) -> None:
     target = root / "scripts" / "run.py"
     target.write_bytes(b"old\n")

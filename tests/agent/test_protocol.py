@@ -353,6 +353,7 @@ def test_the_goldens_cover_every_method_and_event() -> None:
         (b'{"event": "fireworks", "data": {}}', ErrorCode.MALFORMED, "unknown event"),
         (b"x" * (MAX_LINE_BYTES + 1), ErrorCode.OVERSIZED, "exceeds"),
         (b"[" * 100_000, ErrorCode.MALFORMED, "nested too deeply"),
+        (b'{"id": ' + b"1" * 5000 + b', "method": "ping"}', ErrorCode.MALFORMED, "usable JSON"),
     ],
 )
 def test_bad_lines_raise_a_clear_protocol_error(line: bytes, code: str, fragment: str) -> None:

@@ -119,6 +119,16 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
             "hosts.a.jobs.j.grace_s",
             "seconds",
         ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.jobs.j]\nargv = ["x"]\ngrace_s = nan\n',
+            "hosts.a.jobs.j.grace_s",
+            "seconds",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.jobs.j]\nargv = ["x"]\nterm_grace_s = inf\n',
+            "hosts.a.jobs.j.term_grace_s",
+            "seconds",
+        ),
         ('[host.a]\nssh = "b"\n', "host", "one of hosts"),
     ],
 )
@@ -131,6 +141,12 @@ def test_mistakes_name_file_key_and_expectation(
     message = str(caught.value)
     assert message.startswith(f"{path}: {key}:")
     assert expected in message
+
+
+def test_toml_nested_too_deeply_is_a_config_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(path)
 
 
 def test_invalid_toml_says_where(tmp_path: Path) -> None:
