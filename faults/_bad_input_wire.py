@@ -1,0 +1,199 @@
+"""Part (c) of bad_input: hostile lines on the wire to a real agent daemon, through `attach`.
+
+Each bad line is sent with a valid ping right behind it: the bad line must get one clear error
+answer (or, for a blank line, none), the ping must still be answered on the same connection,
+and the daemon must live on. A connection cut mid-line must not hurt the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent.protocol import MAX_LINE_BYTES, PROTOCOL_VERSION
+from agent.state import StatePaths, read_json
+from faults.result import ScenarioResult
+from tests.simulator_process import agent_env
+
+ANSWER_TIMEOUT_S = 30.0
+DROPPED = "dropped"
+"""The expected answer to a line the framer skips (a blank one): none at all."""
+
+
+def _request(request_id: int, method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"id": request_id, "method": method, "params": params}).encode()
+
+
+BAD_LINES: tuple[tuple[str, bytes, str], ...] = (
+    ("not JSON", b"this is not json", "malformed"),
+    ("cut-off JSON", b'{"id": 3, "method": "pi', "malformed"),
+    ("a JSON list", b"[1, 2, 3]", "malformed"),
+    ("a JSON string", b'"ping"', "malformed"),
+    ("JSON null", b"null", "malformed"),
+    ("invalid UTF-8", b"\xff\xfe\xfd", "malformed"),
+    ("NUL bytes", b"\x00" * 64, "malformed"),
+    ("binary junk", bytes(range(11, 256)) * 16, "malformed"),
+    ("UTF-8 BOM", b"\xef\xbb\xbf" + _request(4, "ping", {}), "malformed"),
+    ("JSON nested 100,000 deep", b"[" * 100_000 + b"]" * 100_000, "malformed"),
+    ("no method/result/event", b'{"id": 5}', "malformed"),
+    ("a response", b'{"id": 6, "result": {}}', "malformed"),
+    ("an event with bad data", b'{"event": "job", "data": {}}', "invalid_params"),
+    ("string id", b'{"id": "seven", "method": "ping", "params": {}}', "malformed"),
+    ("float id", b'{"id": 7.5, "method": "ping", "params": {}}', "malformed"),
+    ("boolean id", b'{"id": true, "method": "ping", "params": {}}', "malformed"),
+    ("5,000-digit id", b'{"id": 1' + b"0" * 5000 + b', "method": "ping"}', "malformed"),
+    ("unknown method", _request(8, "jobs.nuke", {}), "unknown_method"),
+    ("method a number", b'{"id": 9, "method": 42, "params": {}}', "unknown_method"),
+    ("lone surrogate in method", b'{"id": 10, "method": "ping\\ud800"}', "unknown_method"),
+    ("unknown param", _request(11, "ping", {"at": "noon"}), "invalid_params"),
+    ("params a list", b'{"id": 12, "method": "ping", "params": [1]}', "invalid_params"),
+    ("param of the wrong type", _request(13, "logs.read", {"name": 5}), "invalid_params"),
+    (
+        "mutation without idempotency key",
+        _request(14, "jobs.stop", {"job_id": "x"}),
+        "invalid_params",
+    ),  # fmt: skip
+    (
+        "path outside the deploy roots",
+        _request(15, "files.hash", {"paths": ["../../etc/passwd"]}),
+        "invalid_params",
+    ),  # fmt: skip
+    (
+        "watch interval too short",
+        _request(16, "snapshot.watch", {"interval_s": 0}),
+        "invalid_params",
+    ),  # fmt: skip
+    ("unknown log", _request(17, "logs.read", {"name": "no-such-log"}), "not_found"),
+    (
+        "unknown protocol version",
+        _request(18, "hello", {"protocol_version": 99, "client_version": "x"}),
+        "unsupported_version",
+    ),  # fmt: skip
+    ("line at the size limit", b"x" * MAX_LINE_BYTES, "malformed"),
+    ("line over the size limit", b"x" * (MAX_LINE_BYTES + 10), "oversized"),
+    ("blank line", b"", DROPPED),
+    ("whitespace only", b" \t \r", DROPPED),
+)
+
+
+class RawWire:
+    """`python -m agent attach` as a subprocess, spoken to in raw bytes."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self.process, self.stdin, self.stdout = process, process.stdin, process.stdout
+
+    @classmethod
+    async def open(cls, state_dir: Path) -> RawWire:
+        """Start attach (and the daemon, if none runs) for `state_dir`."""
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agent", "attach", "--state-dir", str(state_dir),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env=agent_env(), limit=2**20,
+        )  # fmt: skip
+        return cls(process)
+
+    async def send(self, raw: bytes) -> None:
+        """Write bytes as they are."""
+        self.stdin.write(raw)
+        await self.stdin.drain()
+
+    async def answers_until(self, request_id: int) -> tuple[list[dict[str, Any]], Any]:
+        """The answers before the one to `request_id`, and that one (None if the link died)."""
+        before: list[dict[str, Any]] = []
+        while True:
+            try:
+                line = await asyncio.wait_for(self.stdout.readline(), ANSWER_TIMEOUT_S)
+            except (TimeoutError, ValueError):
+                return before, None
+            if not line.endswith(b"\n"):
+                return before, None
+            answer = json.loads(line)
+            if "event" in answer:
+                continue
+            if answer.get("id") == request_id:
+                return before, answer
+            before.append(answer)
+
+    async def close(self) -> None:
+        """End input and wait for attach to exit (killing it if it hangs)."""
+        with contextlib.suppress(ConnectionError):
+            self.stdin.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), ANSWER_TIMEOUT_S)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+
+
+def hello(request_id: int) -> bytes:
+    """A valid hello line."""
+    return _request(request_id, "hello", {"protocol_version": PROTOCOL_VERSION,
+                                          "client_version": "faults"}) + b"\n"  # fmt: skip
+
+
+def ping(request_id: int) -> bytes:
+    """A valid ping line."""
+    return _request(request_id, "ping", {}) + b"\n"
+
+
+async def greeted_wire(state_dir: Path, result: ScenarioResult) -> RawWire | None:
+    """A new raw connection past hello, or None (a violation) if hello is not answered."""
+    wire = await RawWire.open(state_dir)
+    await wire.send(hello(1))
+    _, answer = await wire.answers_until(1)
+    if isinstance(answer, dict) and "result" in answer:
+        return wire
+    result.violate(f"wire: hello was not answered ({answer!r})")
+    await wire.close()
+    return None
+
+
+def clear_error(answers: list[dict[str, Any]], expected: str) -> str | None:
+    """What is wrong with the answers to one bad line, or None when they are right."""
+    if expected == DROPPED:
+        return None if not answers else f"a skipped line was answered: {answers}"
+    if len(answers) != 1 or "error" not in answers[0]:
+        return f"want one error answer, got {answers}"
+    error = answers[0]["error"]
+    code, message = error.get("code"), error.get("message")
+    if not isinstance(message, str) or not message.strip() or "Traceback" in message:
+        return f"unclear error message {message!r}"
+    return None if code == expected else f"error code {code!r}, want {expected!r}: {message}"
+
+
+def daemon_pid(state_dir: Path) -> int | None:
+    """The running daemon's pid from daemon.json."""
+    info = read_json(StatePaths(state_dir).daemon_info)
+    return int(info["pid"]) if isinstance(info, dict) else None
+
+
+def alive(pid: int | None) -> bool:
+    """Whether `pid` still runs."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def log_tracebacks(state_dir: Path) -> list[str]:
+    """The last line of each traceback in the daemon's log."""
+    log = StatePaths(state_dir).daemon_log
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    found, inside = [], False
+    for line in lines:
+        if line.startswith("Traceback"):
+            inside = True
+        elif inside and line and not line.startswith((" ", "During", "The above")):
+            found.append(line)
+            inside = False
+    return found
