@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
-import platform
 import sys
 from pathlib import Path
 
+from faults.report import machine_lines
+
 
 def main() -> int:
-    print(f"# eagle-console benchmarks on {platform.machine()}, {platform.python_version()}")
+    print("# eagle-console benchmarks")
+    print("\n".join(machine_lines()))
     names = sys.argv[1:] or sorted(p.stem for p in Path(__file__).parent.glob("bench_*.py"))
     for name in names:
         module = importlib.import_module(f"benchmarks.{name}")

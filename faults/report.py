@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 from importlib import metadata
+from pathlib import Path
 
 from faults.result import ScenarioResult, spread
 
@@ -44,8 +45,8 @@ def machine_lines() -> list[str]:
     """What the figures were measured on."""
     cores = os.cpu_count() or 0
     return [
-        f"- Machine: {platform.system()} {platform.release()} {platform.machine()}, {cores} cores, "
-        f"Python {platform.python_version()}",
+        f"- Machine: {platform.system()} {platform.release()} {platform.machine()}, {_cpu_model()}, "
+        f"{cores} cores, {_memory_gib()}, Python {platform.python_version()}",
         f"- Commit: {_git_commit()}; asyncssh {_version('asyncssh')}; {_openssh_version()}",
     ]
 
@@ -68,6 +69,25 @@ def _section(result: ScenarioResult) -> list[str]:
     lines += [f"- {note}" for note in result.notes]
     lines += [f"- **violated:** {violation}" for violation in result.violations]
     return [*lines, ""]
+
+
+def _cpu_model() -> str:
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or "CPU unknown"
+    return next(
+        (line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
+        "CPU unknown",
+    )
+
+
+def _memory_gib() -> str:
+    try:
+        pages, page_bytes = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return "memory unknown"
+    return f"{pages * page_bytes / 2**30:.0f} GiB memory"
 
 
 def _git_commit() -> str:

@@ -23,6 +23,9 @@ from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
 from agent.procfs import start_ticks
 
 PR_SET_CHILD_SUBREAPER = 36
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+                signal.SIGUSR2)  # fmt: skip
+"""Every stop signal a job may configure but SIGKILL: the shim outlives them to record the end."""
 
 
 def _become_subreaper() -> None:
@@ -40,7 +43,7 @@ def run_shim(job_dir: Path) -> int:
     if job is None:
         print(f"shim: no {JOB_FILE} in {job_dir}", file=sys.stderr)  # noqa: T201
         return 2
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in STOP_SIGNALS:  # a handler, not SIG_IGN: exec gives the job the defaults back
         signal.signal(signum, lambda *_: None)
     _become_subreaper()
     try:

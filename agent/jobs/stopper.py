@@ -14,7 +14,7 @@ import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from agent.procfs import descendants, group_members, is_same_process
@@ -31,10 +31,12 @@ class GroupIdentity:
     pgid: int
     known: tuple[tuple[int, int], ...]
     """(pid, start ticks) of the shim and the job, whichever were recorded."""
+    seen_escaped: set[tuple[int, int]] = field(default_factory=set)
+    """(pid, start ticks) of descendants found outside the group during this stop."""
 
     def still_ours(self) -> bool:
-        """True while at least one recorded process is alive with its recorded start time."""
-        return any(is_same_process(pid, ticks) for pid, ticks in self.known)
+        """True while a recorded process, or a remembered escapee, lives with its start time."""
+        return any(is_same_process(pid, ticks) for pid, ticks in (*self.known, *self.seen_escaped))
 
     def members(self) -> list[int]:
         """Pids alive in the group, and the shim's descendants that left it."""
@@ -44,17 +46,23 @@ class GroupIdentity:
         """Descendants of the shim in another group (a worker that called setsid, say).
 
         The shim leads the group and is a child subreaper, so everything the job started stays
-        below it; they are ours only while the shim is the recorded process.
+        below it. They are found while the shim is the recorded process and remembered with
+        their start times, so they are still stopped if the shim goes first.
         """
         shim = next(((pid, ticks) for pid, ticks in self.known if pid == self.pgid), None)
-        if shim is None or not is_same_process(*shim):
-            return []
-        return [info.pid for info in descendants(self.pgid) if info.pgid != self.pgid]
+        if shim is not None and is_same_process(*shim):
+            self.seen_escaped.update(
+                (info.pid, info.start_ticks)
+                for info in descendants(self.pgid)
+                if info.pgid != self.pgid
+            )
+        return [pid for pid, ticks in sorted(self.seen_escaped) if is_same_process(pid, ticks)]
 
     def send(self, signum: signal.Signals) -> None:
         """Signal the whole group, and each escaped descendant by pid."""
         escaped = self.escaped()
-        os.killpg(self.pgid, signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, signum)
         for pid in escaped:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)

@@ -47,6 +47,7 @@ ESCAPING = (
     "if os.fork() == 0:\n"
     "    os.setsid()\n"
     "    if os.fork() == 0:\n"  # double fork: the worker's parent exits, it is orphaned
+    "        signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
     "        open(sys.argv[1], 'w').write(str(os.getpid()))\n"
     "        time.sleep(300)\n"
     "    os._exit(0)\n"
@@ -78,6 +79,12 @@ def pipeline(tmp_path: Path) -> PipelineConfig:
             "escaping": JobSpec(
                 (PY, "-c", ESCAPING, str(tmp_path / "escaped.pid")), grace_s=0.5, term_grace_s=0.5
             ),
+            "escaping-usr1": JobSpec(  # SIGUSR1 ends the job at once: the shim must outlive it
+                (PY, "-c", ESCAPING, str(tmp_path / "escaped.pid")),
+                stop_signal="SIGUSR1",
+                grace_s=0.5,
+                term_grace_s=0.5,
+            ),  # fmt: skip
         },
     )
 
@@ -170,10 +177,11 @@ async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: Age
     assert (again.outcome, again.steps, again.job.state) == ("stopped", (), "stopped")
 
 
+@pytest.mark.parametrize("job", ["escaping", "escaping-usr1"])
 async def test_a_worker_that_left_the_group_and_was_orphaned_is_stopped_too(
-    link: AgentLink, tmp_path: Path
+    link: AgentLink, tmp_path: Path, job: str
 ) -> None:
-    info = await launch(link, "escaping", "k-escape")
+    info = await launch(link, job, f"k-{job}")
     pid_file = tmp_path / "escaped.pid"
     deadline = time.monotonic() + 10
     while not pid_file.exists() or not pid_file.read_text():
@@ -185,6 +193,7 @@ async def test_a_worker_that_left_the_group_and_was_orphaned_is_stopped_too(
     result: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s-e")
 
     assert result.outcome == "stopped"
+    assert result.job.state == "stopped"
     assert escaped in {pid for step in result.steps for pid in step.pids}
     gone = process_info(escaped)
     assert gone is None or not gone.alive

@@ -129,7 +129,7 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
         assert isinstance(app.screen, DashboardScreen)
         await pilot.press("p")
         assert isinstance(app.screen, PipelineScreen)
-        assert "next: generate (key R)" in str(app.screen.query_one("#pipeline-title").render())
+        assert "next: generate (key g)" in str(app.screen.query_one("#pipeline-title").render())
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
         table = app.screen.query_one("#datasets", DataTable)
