@@ -107,9 +107,9 @@ class PipelineConfig:
     sglang_log: str | None = None
     jobs: dict[str, JobSpec] = field(default_factory=dict)
     external: dict[str, str] = field(default_factory=dict)
+    """Processes the agent did not start, found by a regex over their command line, by name."""
     deploy_roots: tuple[str, ...] = ()
     """The only folders file installs may write under."""
-    """Processes the agent did not start, found by a regex over their command line, by name."""
 
 
 @dataclass(frozen=True, slots=True)

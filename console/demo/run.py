@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -31,6 +33,7 @@ from console.ssh_link import open_ssh_link
 def run_demo(folder: Path | None, keep: bool, ssh: bool) -> int:
     """The whole demo; returns the exit code."""
     space = Workspace(folder or Path(tempfile.mkdtemp(prefix="eagle-demo-")))
+    signal.signal(signal.SIGHUP, _hang_up)  # a closed terminal still stops what the demo started
     say(f"eagle-console demo: building the workspace in {space.root} ...")
     build_workspace(space)
     ssh_server: subprocess.Popen[bytes] | None = None
@@ -85,11 +88,12 @@ def _run_console(opener: Opener, host: HostConfig) -> None:
 def _tear_down(
     space: Workspace, opener: Opener | None, ssh_server: subprocess.Popen[bytes] | None, keep: bool
 ) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # the terminal may be gone: finish regardless
     if opener is not None:
         say("stopping the demo's runs (each drains its requests in flight), then the server ...")
         try:
             asyncio.run(stop_everything(opener))
-        except LinkError as exc:  # go on: the agent, the servers and the workspace still go
+        except (LinkError, OSError) as exc:  # go on: the agent, servers and workspace still go
             say(f"could not stop the jobs through the agent: {exc}")
     stop_agent(space)
     if ssh_server is not None:
@@ -100,6 +104,11 @@ def _tear_down(
         shutil.rmtree(space.root, ignore_errors=True)
 
 
+def _hang_up(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def say(line: str) -> None:
-    """One line of the demo's own narration, before and after the console."""
-    print(line, flush=True)  # noqa: T201
+    """One line of the demo's own narration, before and after the console (if a terminal is left)."""
+    with contextlib.suppress(OSError):
+        print(line, flush=True)  # noqa: T201

@@ -113,7 +113,7 @@ def stop_agent(space: Workspace) -> None:
     """The daemon goes too: the demo leaves nothing running."""
     subprocess.run(
         [sys.executable, "-m", "agent", "stop", "--state-dir", str(space.state)],
-        env=bundle_env(), check=False, stdout=subprocess.DEVNULL,
+        env=bundle_env(), check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
 
 

@@ -8,10 +8,12 @@ leave nothing of the demo running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -65,7 +67,7 @@ class Tmux:
 
 
 @pytest.fixture
-def tmux() -> Iterator[Tmux]:
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
     server = Tmux(f"eagle-test-{secrets.token_hex(4)}")
     try:
         yield server
@@ -73,6 +75,17 @@ def tmux() -> Iterator[Tmux]:
         subprocess.run(
             ["tmux", "-L", server.socket, "kill-server"], capture_output=True, check=False
         )
+        end_leftovers(tmp_path)  # a failed test must not leave the demo's processes behind
+
+
+def end_leftovers(workspace: Path) -> None:
+    """Give the demo's own teardown (it handles the hang-up) its chance, then SIGKILL the rest."""
+    deadline = time.monotonic() + 30
+    while demo_processes(workspace) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for line in demo_processes(workspace):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
 
 
 def demo_processes(workspace: Path) -> list[str]:
