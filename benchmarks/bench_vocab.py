@@ -18,23 +18,19 @@ def write_simulated(folder: Path) -> int:
     written = 0
     folder.mkdir(parents=True)
     with (folder / "raw_responses.jsonl").open("w") as handle:
-        lines = []
+        bodies = []  # each record after its id: 64 answers, repeated under new ids
         for index in range(64):
             answer = source.plan(str(index).encode(), 8000, LengthProfile(3500, 1500))
-            lines.append(
-                json.dumps(
-                    {
-                        "id": index,
-                        "output_ids": answer.output_ids,
-                        "completion_tokens": len(answer.output_ids),
-                    }
-                )
-            )
-        block = "\n".join(lines) + "\n"
-        per_block = sum(len(json.loads(line)["output_ids"]) for line in lines)
+            record = {"output_ids": answer.output_ids, "completion_tokens": len(answer.output_ids)}
+            bodies.append(json.dumps(record)[1:])
+        per_block = sum(len(json.loads("{" + body)["output_ids"]) for body in bodies)
+        block = 0
         while written < TOKENS:
-            handle.write(block)
+            handle.write(
+                "".join(f'{{"id": "r{block}-{i}", {body}\n' for i, body in enumerate(bodies))
+            )
             written += per_block
+            block += 1
     return written
 
 
