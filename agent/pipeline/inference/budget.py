@@ -88,8 +88,8 @@ class BudgetGate:
             return True
         if self.reached or self.keep_full:
             return not self.reached
-        if self.in_flight == 0 and self.tokens_done < self.budget:
-            return True  # below the budget with nothing in flight: one request, or it never ends
+        if self.in_flight == 0 and self.responses_done == 0:
+            return True  # a budget below the prior: one request, then the answers guide the rest
         mean = self.expected_tokens
         if self.tokens_done + (self.in_flight + 1) * self.prior_tokens < self.budget:
             return True  # even if everything ran to max_new_tokens, no need to look closer
