@@ -20,6 +20,7 @@ from agent.bundle import running_bundle_sha256
 from agent.datasets.detail import dataset_detail
 from agent.datasets.tracker import DatasetsRootError, DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
+from agent.idempotency import IdempotentRequests
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.supervisor import Supervisor, stale_script
@@ -91,6 +92,7 @@ class AgentCore:
         self._tracker = _tracker_for(self.pipeline)
         self.broadcast = broadcast
         self.audit = AuditLog(paths.root / "audit.jsonl")
+        self.idempotent = IdempotentRequests(answer_errors=(AgentError,))
         self.supervisor = Supervisor(paths.root, self._job_event)
         self.probes = ProbeCache()
         self.training = TrainingWatch()

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Any
 
 from agent.core import AgentCore, AgentError, Handler
+from agent.idempotency import KeyReusedError
 from agent.logs import NamedLog, read_chunk
 from agent.protocol import (
     METHODS,
@@ -162,7 +164,7 @@ class Session:
             await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)
             return
         try:
-            result = await handler(request)
+            result = await self._run(request, handler)
         except AgentError as exc:
             self._audit(request, f"error: {exc.message}")
             await self._send_error(request.id, exc.code, exc.message)
@@ -178,6 +180,15 @@ class Session:
             self.client = request.params.client_version
         self._audit(request, "ok")
         await self.send(Response(request.id, to_wire(result)))
+
+    async def _run(self, request: Request, handler: Handler) -> Any:
+        """Mutating requests run once per idempotency key; a retry gets the first answer."""
+        if not METHODS[request.method].mutating:
+            return await handler(request)
+        try:
+            return await self.core.idempotent.run(request, handler)
+        except KeyReusedError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
     def _audit(self, request: Request, outcome: str) -> None:
         if METHODS[request.method].mutating:

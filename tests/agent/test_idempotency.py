@@ -1,0 +1,78 @@
+"""A mutating request retried with its idempotency key is answered, not done again."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.protocol import (
+    InstallParams,
+    InstallResult,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopParams,
+    StopResult,
+)
+from console.link import AgentRequestError
+from console.local_link import open_local_link
+
+STUBBORN = (
+    "import pathlib, signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "pathlib.Path(sys.argv[1]).touch()\n"
+    "time.sleep(60)\n"
+)
+
+
+async def test_a_retried_install_gets_the_first_answer_and_a_reused_key_is_refused(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    root = tmp_path / "deploy"
+    root.mkdir()
+    target, staged = root / "run.py", root / ".run.py.eagle-upload-a"
+    target.write_bytes(b"old\n")
+    staged.write_bytes(b"new\n")
+    params = InstallParams(str(target), str(staged), hashlib.sha256(b"new\n").hexdigest(), 0o644)
+    link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(root),)))
+    try:
+        first: InstallResult = await link.request("files.install", params, idempotency_key="k")
+        again: InstallResult = await link.request("files.install", params, idempotency_key="k")
+        other = InstallParams(str(target), str(staged), "0" * 64, 0o644)
+        with pytest.raises(AgentRequestError, match="was used for another request"):
+            await link.request("files.install", other, idempotency_key="k")
+    finally:
+        await link.close()
+    assert again == first  # the staged file is gone: doing it again would have failed
+    assert target.read_bytes() == b"new\n"
+
+
+async def test_a_stop_retried_while_it_runs_waits_for_the_same_stop(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    ready = tmp_path / "ready"
+    argv = (sys.executable, "-c", STUBBORN, str(ready))
+    jobs = {"stubborn": JobSpec(argv, grace_s=1.0, term_grace_s=1.0)}
+    link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
+    try:
+        job: JobInfo = await link.request(
+            "jobs.launch", LaunchParams("stubborn"), idempotency_key="l"
+        )
+        deadline = time.monotonic() + 20
+        while not ready.exists():  # SIGTERM is ignored from here on
+            assert time.monotonic() < deadline, "the job never started"
+            await asyncio.sleep(0.02)
+        stops = [
+            link.request("jobs.stop", StopParams(job.id), idempotency_key="s") for _ in range(3)
+        ]
+        results: list[StopResult] = await asyncio.gather(*stops)
+    finally:
+        await link.close()
+    assert results[0] == results[1] == results[2]  # one stop: the very same steps, times and all
+    assert [s.action for s in results[0].steps] == ["SIGTERM", "SIGKILL"]
