@@ -92,7 +92,9 @@ class AgentCore:
         self._tracker = _tracker_for(self.pipeline)
         self.broadcast = broadcast
         self.audit = AuditLog(paths.root / "audit.jsonl")
-        self.idempotent = IdempotentRequests(answer_errors=(AgentError,))
+        self.idempotent = IdempotentRequests(
+            answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"})
+        )
         self.supervisor = Supervisor(paths.root, self._job_event)
         self.probes = ProbeCache()
         self.training = TrainingWatch()

@@ -28,10 +28,16 @@ class IdempotentRequests:
     """The running or finished request of each recent key."""
 
     def __init__(
-        self, answer_errors: tuple[type[Exception], ...], capacity: int = CAPACITY
+        self,
+        answer_errors: tuple[type[Exception], ...],
+        idempotent_methods: frozenset[str] = frozenset(),
+        capacity: int = CAPACITY,
     ) -> None:
         self.answer_errors = answer_errors
         """Errors that are the request's answer (refusals); any other failure may be retried."""
+        self.idempotent_methods = idempotent_methods
+        """Methods whose handler is idempotent itself (a launch returns the job it started, as it
+        is now): a retry after the first run asks the handler again, for a fresh answer."""
         self.capacity = capacity
         self._runs: OrderedDict[str, tuple[Request, asyncio.Task[Any]]] = OrderedDict()
 
@@ -48,6 +54,8 @@ class IdempotentRequests:
                     f"idempotency key {key!r} was used for another request ({first.method}); "
                     "send a new key for a new request"
                 )
+            if task.done() and request.method in self.idempotent_methods:
+                return await handler(request)
             return await asyncio.shield(task)
         task = asyncio.ensure_future(handler(request))
         task.add_done_callback(lambda done: self._settled(key, done))

@@ -76,3 +76,27 @@ async def test_a_stop_retried_while_it_runs_waits_for_the_same_stop(
         await link.close()
     assert results[0] == results[1] == results[2]  # one stop: the very same steps, times and all
     assert [s.action for s in results[0].steps] == ["SIGTERM", "SIGKILL"]
+
+
+async def test_a_retried_launch_returns_the_job_as_it_is_now(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    ready = tmp_path / "ready"
+    jobs = {"stubborn": JobSpec((sys.executable, "-c", STUBBORN, str(ready)), grace_s=0.5)}
+    link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
+    try:
+        first: JobInfo = await link.request(
+            "jobs.launch", LaunchParams("stubborn"), idempotency_key="once"
+        )
+        deadline = time.monotonic() + 20
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the job never started"
+            await asyncio.sleep(0.02)
+        again: JobInfo = await link.request(
+            "jobs.launch", LaunchParams("stubborn"), idempotency_key="once"
+        )
+        await link.request("jobs.stop", StopParams(first.id), idempotency_key="end")
+    finally:
+        await link.close()
+    assert (again.id, again.state) == (first.id, "running")
+    assert again.pid is not None
