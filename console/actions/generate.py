@@ -7,10 +7,9 @@ import secrets
 from agent.protocol import DatasetProgress, JobInfo, LaunchParams
 from console.actions.base import AppState
 from console.link import AgentLink, AgentRequestError, LinkError
+from console.pipeline_view import ACTIVE
 from console.screens.confirm import ConfirmScreen
 from console.screens.dashboard import DashboardScreen
-
-LIVE = ("starting", "running", "stopping")
 
 
 class GenerateActions(AppState):
@@ -74,7 +73,7 @@ class GenerateActions(AppState):
 
     def _why_not(self, dataset: DatasetProgress) -> str | None:
         """Why generation should not start on `dataset` now, or None when it should."""
-        writers = [j for j in self._jobs() if j.dataset == dataset.name and j.state in LIVE]
+        writers = [j for j in self._jobs() if j.dataset == dataset.name and j.state in ACTIVE]
         if writers:
             return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
         if dataset.writer_active:
