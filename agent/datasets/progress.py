@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from agent.datasets.rates import Rate, RateHistory
 from agent.datasets.runner_status import RunView
-from agent.protocol import Alert, DatasetProgress
+from agent.protocol import Alert, DatasetProgress, generation_done
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,8 @@ class Counts:
     tokens: int
     corrupt_lines: int = 0
     torn_tail_bytes: int = 0
+    failed_prompts: int = 0
+    """Prompts that failed for good and have no response: no run sends them again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +97,8 @@ def status(
     if live.active:
         stalled = live.idle_for_s is not None and live.idle_for_s > live.stall_after_s
         return "stalled" if stalled else "running"
-    done_tokens = condition.target_tokens is not None and counts.tokens >= condition.target_tokens
-    if done_tokens or (counts.prompts and counts.responses >= condition.target_responses):
+    left = condition.target_responses - counts.responses - counts.failed_prompts
+    if generation_done(counts.tokens, condition.target_tokens, left if counts.prompts else 1):
         return "complete"
     return "pending" if counts.responses == 0 else "idle"
 
@@ -125,6 +127,7 @@ def dataset_progress(
         in_flight=run.in_flight if run and run.active else 0,
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
         last_response_age_s=live.idle_for_s, writer_active=live.active,
+        failed_prompts=counts.failed_prompts,
     )  # fmt: skip
 
 

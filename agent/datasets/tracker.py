@@ -8,6 +8,7 @@ silently. This module reads files and never writes them.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -123,6 +124,32 @@ class ResponseCounter(LineFollower):
 
 
 @dataclass
+class FailedPromptIds(LineFollower):
+    """The ids an errors.jsonl marks as failing for good, as the runner reads them."""
+
+    ids: set[str] = field(default_factory=set)
+
+    def reset(self) -> None:
+        """Forget every id."""
+        self.ids = set()
+
+    def take_lines(self, block: bytes, block_offset: int) -> None:
+        """Note the id of each line with `"permanent": true`."""
+        for line in block.split(b"\n"):
+            record = _json_object(line) if b'"permanent"' in line else None
+            if record is not None and record.get("permanent") and "id" in record:
+                self.ids.add(str(record["id"]))
+
+
+def _json_object(line: bytes) -> dict[str, object] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+@dataclass
 class DatasetFollower:
     """The prompts and responses of one dataset folder, and its rate history."""
 
@@ -130,15 +157,18 @@ class DatasetFollower:
     folder: Path
     prompts: PromptCounter
     responses: ResponseCounter
+    errors: FailedPromptIds
     history: RateHistory = field(default_factory=RateHistory)
 
     def counts(self) -> Counts:
         """Read what was appended since last time; returns the totals."""
         self.prompts.update()
         self.responses.update()
+        self.errors.update()
         return Counts(
             self.prompts.prompts, self.responses.responses, self.responses.tokens,
             len(self.responses.corrupt_offsets), self.responses.torn_tail_bytes,
+            len(self.errors.ids - self.responses.seen_ids),
         )  # fmt: skip
 
     def idle_for_s(self, now: float) -> float | None:
@@ -240,6 +270,7 @@ class DatasetTracker:
             folder,
             PromptCounter(folder / self.config.prompts_file),
             ResponseCounter(folder / self.config.responses_file),
+            FailedPromptIds(folder / "errors.jsonl"),
         )
 
     def _dataset_names(self) -> list[str]:

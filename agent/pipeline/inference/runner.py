@@ -45,6 +45,7 @@ from agent.pipeline.inference.status import (
     status_record,
     write_status,
 )
+from agent.protocol import generation_done
 
 log = logging.getLogger("runner")
 
@@ -137,12 +138,16 @@ class Runner:
             if self._may_dispatch():
                 self._launch(self.todo.popleft(), client, pool)
                 continue
-            if not self.tasks and (not self.todo or not self.gate.may_dispatch(time.monotonic())):
+            if not self.tasks and self._done():
                 break
             if self.options.on_budget == "cancel" and self.gate.reached:
                 break
             self.changed.clear()
             await self.changed.wait()
+
+    def _done(self) -> bool:
+        """The one rule: the budget is met or no prompt is left (`generation_done`)."""
+        return generation_done(self.gate.tokens_done, self.gate.budget, len(self.todo))
 
     def _may_dispatch(self) -> bool:
         """Room for one more request; while every server is down its task waits for one."""
@@ -335,9 +340,7 @@ class Runner:
             self.state, self.stop_reason = "failed", "server_down"
         elif self.stop_reason != "signal":
             self.state = "stopped"
-            self.stop_reason = (
-                "budget" if self.todo and self.gate.budget is not None else "exhausted"
-            )
+            self.stop_reason = "budget" if self.gate.reached else "exhausted"
         else:
             self.state = "stopped"
         self._report()
