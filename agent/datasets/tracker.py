@@ -15,9 +15,9 @@ from pathlib import Path
 
 from agent.bundle import AGENT_PACKAGE
 from agent.datasets.code_digest import code_digest
+from agent.datasets.glued_lines import read_clean, read_line
 from agent.datasets.progress import Counts, Liveness, dataset_alerts, dataset_progress
 from agent.datasets.rates import RateHistory
-from agent.datasets.response_lines import parse_response
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
 from agent.protocol import Alert, DatasetProgress, DatasetsConfig, JobInfo
 
@@ -111,11 +111,17 @@ class ResponseCounter(LineFollower):
             position += len(line) + 1
 
     def _take_line(self, line: bytes, offset: int) -> None:
-        record = parse_response(line)
-        if record is None:
-            self.corrupt_offsets.append(offset)
+        clean = read_clean(line)
+        if clean is not None:
+            self._count(*clean)
             return
-        response_id, tokens = record
+        found = read_line(line)
+        if not found.clean:  # unparseable, or a torn record glued to a complete one
+            self.corrupt_offsets.append(offset)
+        for response in found.responses:
+            self._count(response.id, response.tokens)
+
+    def _count(self, response_id: str, tokens: int) -> None:
         if response_id in self.seen_ids:
             return
         self.seen_ids.add(response_id)
@@ -252,8 +258,8 @@ class DatasetTracker:
                 severity="error",
                 subject=item.name,
                 message=f"{item.name}/{self.config.responses_file}: {item.corrupt_lines} "
-                f"unparseable line(s), first at byte "
-                f"{self._followers[item.name].responses.corrupt_offsets[0]}",
+                f"unparseable line(s) (or torn records glued to a complete one, which is "
+                f"counted), first at byte {self._followers[item.name].responses.corrupt_offsets[0]}",
                 raised_at=now,
             )
             for item in progress
