@@ -43,6 +43,10 @@ class ErrorCode:
     UNREADABLE = "unreadable"
     READ_ONLY = "read_only"
     GPU_BUSY = "gpu_busy"
+    DATASET_BUSY = "dataset_busy"
+    """The dataset already has a writer; the message names it."""
+    STORAGE = "storage"
+    """The agent could not write its own files (full disk...); the message names the path."""
     INTERNAL = "internal"
 
 
@@ -74,6 +78,8 @@ class DatasetsConfig:
     """A running dataset with no new response for this long is stalled."""
     overrun_alert_share: float = 0.02
     """Alert when the projected overrun passes this share of the budget."""
+    low_disk_floor_bytes: int = 1 << 30
+    """Warn (low_disk) when a filesystem being written has less free than this, however slow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +202,8 @@ class DatasetProgress:
     writer: str | None = None
     """Who writes it now, in words (pid, command line, how it was found); None when nobody."""
     writer_pid: int | None = None
+    writer_stopped: bool = False
+    """Its writer is stopped (SIGSTOP): the dataset is stalled, and nobody else may write it."""
 
     @property
     def prompts_left(self) -> int:

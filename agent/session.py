@@ -169,6 +169,11 @@ class Session:
             self._audit(request, f"error: {exc.message}")
             await self._send_error(request.id, exc.code, exc.message)
             return
+        except OSError as exc:  # a full disk, the state folder's or a deploy target's
+            message = storage_message(request.method, exc)
+            self._audit(request, f"error: {message}")
+            await self._send_error(request.id, ErrorCode.STORAGE, message)
+            return
         except Exception as exc:
             log.exception("request %s (%s) failed", request.id, request.method)
             message = f"{request.method} failed inside the agent: {exc!r}; see agent.log"
@@ -191,10 +196,27 @@ class Session:
             raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
     def _audit(self, request: Request, outcome: str) -> None:
-        if METHODS[request.method].mutating:
+        """Record a mutation; a full state folder loses the line, never the answer or the link."""
+        if not METHODS[request.method].mutating:
+            return
+        try:
             self.core.audit.record(
                 self.client, request.method, request.params, request.idempotency_key, outcome
             )
+        except OSError as exc:
+            log.warning("audit line for %s (%s) lost: %s", request.method, outcome, exc)
+            self.core.state_health.failed(exc)
+        else:
+            self.core.state_health.wrote()
 
     async def _send_error(self, request_id: int | None, code: str, message: str) -> None:
         await self.send(ErrorResponse(request_id, ErrorInfo(code, message)))
+
+
+def storage_message(method: str, error: OSError) -> str:
+    """The one line a console shows for a write that failed inside a request."""
+    where = f" {error.filename}" if error.filename else ""
+    return (
+        f"{method}: cannot write{where}: {error.strerror or error}; free space there (or fix the "
+        "disk) and retry"
+    )

@@ -81,6 +81,8 @@ class Liveness:
     active: bool
     idle_for_s: float | None
     stall_after_s: float
+    frozen: bool = False
+    """The writer is stopped (SIGSTOP): stalled at once, however recent its last response."""
 
 
 def status(
@@ -95,7 +97,7 @@ def status(
     if budget is not None and counts.tokens > budget * (1 + tolerance_share):
         return "over_budget"
     if live.active:
-        stalled = live.idle_for_s is not None and live.idle_for_s > live.stall_after_s
+        stalled = live.frozen or (live.idle_for_s or 0.0) > live.stall_after_s
         return "stalled" if stalled else "running"
     left = condition.target_responses - counts.responses - counts.failed_prompts
     if generation_done(counts.tokens, condition.target_tokens, left if counts.prompts else 1):
@@ -210,6 +212,13 @@ def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
 def _stalled(progress: DatasetProgress) -> AlertText:
     if progress.status != "stalled":
         return None
+    if progress.writer_stopped:
+        return (
+            "stalled",
+            "warning",
+            f"{progress.name}: its writer is stopped and still holds it: {progress.writer}; "
+            "send it SIGCONT to go on, or stop it (k) to free the dataset",
+        )
     minutes = (progress.last_response_age_s or 0) / 60
     return (
         "stalled",

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.bundle import AGENT_PACKAGE
 from agent.datasets.code_digest import code_digest
+from agent.datasets.disk_space import DatasetDisk, low_disk_alerts, write_failed_alert
 from agent.datasets.glued_lines import read_clean, read_line
 from agent.datasets.progress import Counts, Liveness, dataset_alerts, dataset_progress
 from agent.datasets.rates import RateHistory
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
+from agent.datasets.writers import DatasetFiles, Writer, run_with_writers, with_writers
 from agent.protocol import Alert, DatasetProgress, DatasetsConfig, JobInfo
 
 READ_CHUNK_BYTES = 16 * 1024 * 1024
@@ -165,6 +168,8 @@ class DatasetFollower:
     responses: ResponseCounter
     errors: FailedPromptIds
     history: RateHistory = field(default_factory=RateHistory)
+    run: RunView | None = None
+    """What runner.json said at the last look."""
 
     def counts(self) -> Counts:
         """Read what was appended since last time; returns the totals."""
@@ -215,21 +220,38 @@ class DatasetTracker:
         """The dataset folders under the root."""
         return self._dataset_names()
 
-    def progress(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> tuple[DatasetProgress, ...]:
+    def dataset_files(self) -> list[DatasetFiles]:
+        """The paths of every dataset that say who writes it (for `WriterFinder`)."""
+        root = Path(self.config.root)
+        return [
+            DatasetFiles(name, root / name, root / name / self.config.responses_file)
+            for name in self._dataset_names()
+        ]
+
+    def progress(
+        self, now: float, jobs: tuple[JobInfo, ...] = (),
+        writers: Mapping[str, list[Writer]] | None = None,
+    ) -> tuple[DatasetProgress, ...]:  # fmt: skip
         """The progress of every dataset folder under the root, by name."""
         names = self._dataset_names()
         self._followers = {name: self._follower(name) for name in names}
-        return tuple(self._one(follower, now, jobs) for follower in self._followers.values())
+        writers = writers or {}
+        return tuple(
+            self._one(follower, now, jobs, writers.get(follower.name, []))
+            for follower in self._followers.values()
+        )
 
     def _one(
-        self, follower: DatasetFollower, now: float, jobs: tuple[JobInfo, ...]
-    ) -> DatasetProgress:
+        self, follower: DatasetFollower, now: float, jobs: tuple[JobInfo, ...],
+        writers: list[Writer],
+    ) -> DatasetProgress:  # fmt: skip
         counts = follower.counts()
         follower.history.observe(now, counts.tokens, counts.responses)
-        run = _run_view(follower, jobs, now)
+        run = follower.run = run_with_writers(_run_view(follower, jobs, now), writers)
         live = Liveness(
-            run is not None and run.active, follower.idle_for_s(now), self.config.stall_after_s
-        )
+            (run is not None and run.active) or bool(writers), follower.idle_for_s(now),
+            self.config.stall_after_s, frozen=any(w.stopped for w in writers),
+        )  # fmt: skip
         budget = self.config.budgets.get(follower.name, self.config.budget)
         progress = dataset_progress(
             follower.name,
@@ -240,18 +262,20 @@ class DatasetTracker:
             live,
             self.config.overrun_alert_share,
         )
+        progress = with_writers(progress, writers)
         if run is not None and run.active and run.runner_sha256:
             current = code_digest(str(RUNNER_PACKAGE))  # the runner code this agent would start now
             progress = replace(progress, stale_code=current not in (None, run.runner_sha256))
         return progress
 
     def alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
-        """Budget, projection, stall, stale-code and corruption alerts for `progress`."""
+        """Budget, projection, stall, stale-code, corruption and disk alerts for `progress`."""
         alerts = [
             a
             for item in progress
             for a in dataset_alerts(item, self.config.overrun_alert_share, now)
         ]
+        alerts += self._disk_alerts(progress, now)
         return alerts + [
             Alert(
                 kind="corrupt_file",
@@ -264,6 +288,14 @@ class DatasetTracker:
             )
             for item in progress
             if item.corrupt_lines
+        ]
+
+    def _disk_alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
+        followers = [(item, self._followers[item.name]) for item in progress]
+        disks = [DatasetDisk(item, f.folder, f.responses.offset) for item, f in followers]
+        failed = [write_failed_alert(item.name, f.run, now) for item, f in followers]
+        return low_disk_alerts(disks, self.config.low_disk_floor_bytes, now) + [
+            alert for alert in failed if alert is not None
         ]
 
     def _follower(self, name: str) -> DatasetFollower:

@@ -7,8 +7,10 @@ job is in its folder, so a restarted daemon lists and stops the jobs an earlier 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,6 +82,10 @@ class Supervisor:
 
     # ------------------------------------------------------------ launching
 
+    def launched(self, key: str) -> bool:
+        """True if a launch with this idempotency key already started its job."""
+        return bool(key) and self.registry.by_idempotency_key(key) is not None
+
     async def launch(
         self, params: LaunchParams, key: str, pipeline: PipelineConfig, datasets: set[str],
         gpu_holders: Sequence[str] = (),
@@ -111,7 +117,11 @@ class Supervisor:
                 "launched_at": time.time(), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
             },
         )  # fmt: skip
-        self._start_shim(files)
+        try:
+            self._start_shim(files)
+        except OSError:
+            shutil.rmtree(files.folder, ignore_errors=True)
+            raise
         info = self.info(files)
         await self.emit(JobEvent(info, f"launched {info.name} as pid group {info.pgid}"))
         return info
@@ -147,8 +157,12 @@ class Supervisor:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=files.folder, env=env,
                 start_new_session=True,
             )  # fmt: skip
+        try:
+            files.write(SHIM_FILE, {"pid": shim.pid, "start_ticks": start_ticks(shim.pid)})
+        except OSError:
+            _kill_unrecorded(shim)  # nobody could find it to stop it later: stop it now
+            raise
         self._shims[files.id] = shim
-        files.write(SHIM_FILE, {"pid": shim.pid, "start_ticks": start_ticks(shim.pid)})
 
     # ------------------------------------------------------------ stopping
 
@@ -202,6 +216,13 @@ class Supervisor:
         for job_id, shim in list(self._shims.items()):
             if shim.poll() is not None:
                 del self._shims[job_id]
+
+
+def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the group of a shim not yet reaped (so its pid cannot have been reused)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(shim.pid, signal.SIGKILL)
+    shim.wait()
 
 
 def _identity(files: JobFiles) -> GroupIdentity:

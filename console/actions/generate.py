@@ -76,6 +76,8 @@ class GenerateActions(AppState):
         writers = [j for j in self._jobs() if j.dataset == dataset.name and j.state in ACTIVE]
         if writers:
             return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
+        if dataset.writer:  # a lock holder or an old script with the file open: one writer only
+            return f"{dataset.name} is being written by {dataset.writer}"
         if dataset.writer_active:
             return f"{dataset.name} is being written by a runner the agent did not start (its runner.json is live)"
         if dataset.generation_done:

@@ -12,13 +12,16 @@ import errno
 import json
 import resource
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from agent.datasets.tracker import DatasetTracker
 from agent.pipeline.inference.options import EXIT_WRITE_FAILED
 from agent.pipeline.inference.records import AppendLog
 from agent.pipeline.inference.storage import StorageError
+from agent.protocol import DatasetsConfig
 from tests.pipeline.runner_files import (
     RUN_TIMEOUT_S,
     response_ids,
@@ -121,6 +124,14 @@ def assert_stopped_cleanly(folder: Path, stderr: str, errno_name: str) -> None:
     assert kept, "nothing was written before the disk filled"
     assert set(kept.values()) == {1}
     assert record["responses"] == len(kept)
+    tracker = DatasetTracker(DatasetsConfig(str(folder.parent)))
+    [alert] = [
+        a
+        for a in tracker.alerts(tracker.progress(time.time()), time.time())
+        if a.subject == folder.name and a.kind == "disk_full"
+    ]
+    assert f"({errno_name})" in alert.message
+    assert alert.severity == "error"
 
 
 def resume_exactly(folder: Path, simulator: SimulatorProcess, ids: list[str]) -> None:
