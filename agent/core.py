@@ -94,11 +94,11 @@ class AgentCore:
         self._tracker = _tracker_for(self.pipeline)
         self.broadcast = broadcast
         self.audit = AuditLog(paths.root / "audit.jsonl")
-        self.state_health = StateHealth(paths.root)
         self.idempotent = IdempotentRequests(
             answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"})
         )
-        self.supervisor = Supervisor(paths.root, self._job_event)
+        self.state_health = StateHealth(paths.root)
+        self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
         self.probes = ProbeCache()
         self.training = TrainingWatch()
         self.writers = WriterFinder()

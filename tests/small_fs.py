@@ -62,11 +62,22 @@ def small_tmpfs(path: Path, size_kib: int) -> Iterator[SmallFs]:
     refusal = mount_refusal()
     if refusal is not None:
         pytest.skip(f"{refusal}; the full-disk test needs a real filesystem to fill")
+    with contextlib.ExitStack() as stack:
+        try:
+            mounted = stack.enter_context(mounted_tmpfs(path, size_kib))
+        except RuntimeError as exc:
+            pytest.skip(f"cannot mount a tmpfs here ({exc}); the full-disk test needs one")
+        yield mounted
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(path: Path, size_kib: int) -> Iterator[SmallFs]:
+    """Mount a tmpfs of `size_kib` at `path` for the block; RuntimeError says why it cannot."""
+    refusal = mount_refusal()
+    if refusal is not None:
+        raise RuntimeError(refusal)
     path.mkdir(parents=True, exist_ok=True)
-    try:
-        _mount("-t", "tmpfs", "-o", f"size={size_kib}k,mode=0755", "tmpfs", str(path))
-    except RuntimeError as exc:
-        pytest.skip(f"cannot mount a tmpfs here ({exc}); the full-disk test needs one")
+    _mount("-t", "tmpfs", "-o", f"size={size_kib}k,mode=0755", "tmpfs", str(path))
     try:
         yield SmallFs(path)
     finally:

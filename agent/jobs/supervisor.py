@@ -50,10 +50,14 @@ EXTERNAL_PLAN = StopPlan(signal.SIGTERM, 30.0, 10.0)
 class Supervisor:
     """The agent's own jobs, from their folders under `<state>/jobs`."""
 
-    def __init__(self, state_dir: Path, emit: Emit) -> None:
+    def __init__(
+        self, state_dir: Path, emit: Emit, write_failed: Callable[[OSError], None] = lambda _: None
+    ) -> None:
         self.state_dir = state_dir
         self.registry = Registry(state_dir / "jobs")
         self.emit = emit
+        self.write_failed = write_failed
+        """Told of a record that could not be written while the action itself went ahead."""
         self._shims: dict[str, subprocess.Popen[bytes]] = {}
         self._stopping: set[str] = set()
 
@@ -190,11 +194,17 @@ class Supervisor:
         finally:
             self._stopping.discard(job_id)
         self._reap()
-        files.write(
-            STOP_FILE, {"outcome": outcome, "steps": [s.action for s in steps], "at": time.time()}
-        )
+        said = ""
+        try:
+            files.write(
+                STOP_FILE,
+                {"outcome": outcome, "steps": [s.action for s in steps], "at": time.time()},
+            )
+        except OSError as exc:  # the job is stopped all the same; only the record is missing
+            self.write_failed(exc)
+            said = f" (not recorded: cannot write {exc.filename}: {exc.strerror})"
         info = self.info(files)
-        await self.emit(JobEvent(info, f"stop of {info.name}: {outcome}"))
+        await self.emit(JobEvent(info, f"stop of {info.name}: {outcome}{said}"))
         return StopResult(info, outcome, tuple(steps))
 
     async def stop_external(
