@@ -139,6 +139,8 @@ class AgentCore:
                 write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
             except OSError as exc:
                 self.state_health.failed(exc)
+            else:
+                self.state_health.wrote(self.paths.pipeline_config)
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
             agent_version=AGENT_VERSION,
@@ -190,9 +192,11 @@ class AgentCore:
             if not self.supervisor.launched(key):
                 await self._refuse_a_second_writer(params)
             try:
-                return await self.supervisor.launch(
+                job = await self.supervisor.launch(
                     params, key, self.pipeline, self._dataset_names(), self.gpu_holders()
                 )
+                self.state_health.wrote(self.supervisor.registry.root)
+                return job
             except GpuBusyError as exc:
                 raise AgentError(ErrorCode.GPU_BUSY, str(exc)) from None
             except SpecError as exc:

@@ -207,7 +207,7 @@ class Session:
             log.warning("audit line for %s (%s) lost: %s", request.method, outcome, exc)
             self.core.state_health.failed(exc)
         else:
-            self.core.state_health.wrote()
+            self.core.state_health.wrote(self.core.audit.path)
 
     async def _send_error(self, request_id: int | None, code: str, message: str) -> None:
         await self.send(ErrorResponse(request_id, ErrorInfo(code, message)))

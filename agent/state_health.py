@@ -29,41 +29,47 @@ class WriteFailure:
 
 
 class StateHealth:
-    """The last failed write to the state folder and its free space."""
+    """The failed writes to the state folder, by what they were for, and its free space."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.failure: WriteFailure | None = None
+        self.failures: dict[str, WriteFailure] = {}
+        """By the entry of the state folder the write was under (audit.jsonl, jobs...)."""
 
     def failed(self, error: OSError) -> None:
         """Note a write that failed."""
         path = str(error.filename) if error.filename else str(self.root)
-        self.failure = WriteFailure(path, error.strerror or str(error), time.time())
+        failure = WriteFailure(path, error.strerror or str(error), time.time())
+        self.failures[self._entry(path)] = failure
 
-    def wrote(self) -> None:
-        """A write succeeded: whatever failed before has room again."""
-        self.failure = None
+    def wrote(self, path: Path) -> None:
+        """A write under the same entry as `path` succeeded: that part has room again."""
+        self.failures.pop(self._entry(str(path)), None)
 
     def alerts(self, now: float) -> list[Alert]:
         """`state_full` while the state folder cannot be written, or is about to be full."""
         free = _free_bytes(self.root)
-        if self.failure is None and (free is None or free >= MIN_FREE_BYTES):
+        whys = [f"writing {f.path} failed: {f.reason}" for f in self.failures.values()]
+        if free is not None and free < MIN_FREE_BYTES:
+            whys.append(f"only {free:,} bytes are free there")
+        if not whys:
             return []
-        why = (
-            f"writing {self.failure.path} failed: {self.failure.reason}"
-            if self.failure is not None
-            else f"only {free or 0:,} bytes are free there"
-        )
         return [
             Alert(
                 "state_full",
                 "error",
-                f"the agent's state folder {self.root}: {why}. Jobs cannot be launched or their "
-                "ends recorded until space is freed there; requests are still answered",
+                f"the agent's state folder {self.root}: {'; '.join(whys)}. Jobs cannot be launched "
+                "or their ends recorded until this is fixed; requests are still answered",
                 str(self.root),
                 now,
             )  # fmt: skip
         ]
+
+    def _entry(self, path: str) -> str:
+        try:
+            return Path(path).relative_to(self.root).parts[0]
+        except (ValueError, IndexError):
+            return ""
 
 
 def _free_bytes(path: Path) -> int | None:

@@ -32,7 +32,7 @@ from faults._runner_kill_files import ResponsesFollower, read_final, write_promp
 from faults.result import Scale, ScenarioResult
 from tests.pipeline.runner_files import runner_command, status
 from tests.simulator_process import agent_env, running_simulator
-from tests.small_fs import SmallFs, mount_refusal, mounted_tmpfs
+from tests.small_fs import SmallFs, tmpfs_or_none
 
 TITLE = "Runner's disk full mid-append (ENOSPC), space freed, resumed"
 
@@ -60,13 +60,14 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
 
 
 def _run(stops: int, workdir: Path, rng: random.Random, result: ScenarioResult) -> None:
-    refusal = mount_refusal()
-    with running_simulator(workdir / "sim", *SIMULATOR_ARGS, "--seed", str(result.seed)) as sim:
-        if refusal is None:
-            with mounted_tmpfs(workdir / "mnt", size_kib=96) as fs:
-                _cycles(stops, fs.path, sim.url, _TmpfsRoom(fs, rng), workdir, result)
+    with (
+        running_simulator(workdir / "sim", *SIMULATOR_ARGS, "--seed", str(result.seed)) as sim,
+        tmpfs_or_none(workdir / "mnt", size_kib=96) as mounted,
+    ):
+        if isinstance(mounted, SmallFs):
+            _cycles(stops, mounted.path, sim.url, _TmpfsRoom(mounted, rng), workdir, result)
         else:
-            result.notes.append(f"no tmpfs ({refusal}): RLIMIT_FSIZE (EFBIG) stood in for ENOSPC")
+            result.notes.append(f"no tmpfs ({mounted}): RLIMIT_FSIZE (EFBIG) stood in for ENOSPC")
             _cycles(stops, workdir / "data", sim.url, _SizeLimit(rng), workdir, result)
 
 

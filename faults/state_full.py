@@ -39,7 +39,7 @@ from agent.protocol import (
 from console.link import AgentLink, AgentRequestError, LinkError
 from faults._hostile_common import job_states, local_agent
 from faults.result import Scale, ScenarioResult
-from tests.small_fs import SmallFs, mount_refusal, mounted_tmpfs
+from tests.small_fs import SmallFs, tmpfs_or_none
 
 TITLE = "Agent's state folder full while consoles keep asking"
 
@@ -72,13 +72,12 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
 
 @contextlib.contextmanager
 def _state_folder(state: Path, result: ScenarioResult) -> Iterator[SmallFs | None]:
-    refusal = mount_refusal()
-    if refusal is not None:
-        result.notes.append(f"no tmpfs ({refusal}): the state folder was made unwritable instead")
-        yield None
-        return
-    with mounted_tmpfs(state, size_kib=32 * 1024) as fs:
-        yield fs
+    with tmpfs_or_none(state, size_kib=32 * 1024) as mounted:
+        if isinstance(mounted, str):
+            result.notes.append(f"no tmpfs ({mounted}): the state folder was made unwritable")
+            yield None
+        else:
+            yield mounted
 
 
 async def _trial(

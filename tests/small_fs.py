@@ -84,7 +84,19 @@ def mounted_tmpfs(path: Path, size_kib: int) -> Iterator[SmallFs]:
         subprocess.run(["umount", "-l", str(path)], check=False, capture_output=True)
 
 
+@contextlib.contextmanager
+def tmpfs_or_none(path: Path, size_kib: int) -> Iterator[SmallFs | str]:
+    """A mounted tmpfs, or the reason there is none (for callers that have a fallback)."""
+    with contextlib.ExitStack() as stack:
+        mounted: SmallFs | str
+        try:
+            mounted = stack.enter_context(mounted_tmpfs(path, size_kib))
+        except RuntimeError as exc:
+            mounted = str(exc)
+        yield mounted
+
+
 def _mount(*args: str) -> None:
     done = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(done.stderr.strip() or f"mount exited {done.returncode}")
+        raise RuntimeError(" ".join(done.stderr.split()) or f"mount exited {done.returncode}")

@@ -157,3 +157,16 @@ def assert_no_job_alive(pid_file: Path) -> None:
         and marker in " ".join(command_line(pid))
     ]  # fmt: skip
     assert running == [], f"the job still runs as pid(s) {running}"
+
+
+def test_a_failure_is_cleared_only_by_a_write_under_the_same_entry(tmp_path: Path) -> None:
+    from agent.state_health import StateHealth
+
+    health = StateHealth(tmp_path)
+    health.failed(PermissionError(13, "Permission denied", str(tmp_path / "jobs" / "x-1")))
+
+    health.wrote(tmp_path / "audit.jsonl")
+    [alert] = health.alerts(1.0)
+    assert f"writing {tmp_path / 'jobs' / 'x-1'} failed: Permission denied" in alert.message
+    health.wrote(tmp_path / "jobs")
+    assert health.alerts(1.0) == []
