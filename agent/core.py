@@ -216,7 +216,7 @@ class AgentCore:
             return
         if self._tracker is None or params.dataset not in self._dataset_names():
             return  # the launch itself says what is wrong
-        files = [d for d in self._tracker.dataset_files() if d.name == params.dataset]
+        files = self._tracker.dataset_files([params.dataset])
         found = await asyncio.to_thread(self.writers.find, files, self.all_jobs(), fresh=True)
         writers = found.get(params.dataset, [])
         if writers:
@@ -347,8 +347,11 @@ class AgentCore:
             root = self._tracker.config.root
             now = time.time()
             try:
-                writers = await asyncio.to_thread(
-                    self.writers.find, self._tracker.dataset_files(), jobs
+                files = self._tracker.dataset_files()
+                writers = (  # the descriptor scan walks every process: off the loop
+                    await asyncio.to_thread(self.writers.find, files, jobs)
+                    if self.writers.scan_due(files)
+                    else self.writers.find(files, jobs)
                 )
                 datasets = self._tracker.progress(now, jobs, writers)
                 alerts = self._tracker.alerts(datasets, now)

@@ -37,6 +37,7 @@ from agent.protocol import (
     encode,
     to_wire,
 )
+from agent.state_health import WRITE_ERRNOS
 
 log = logging.getLogger(__name__)
 
@@ -169,16 +170,10 @@ class Session:
             self._audit(request, f"error: {exc.message}")
             await self._send_error(request.id, exc.code, exc.message)
             return
-        except OSError as exc:  # a full disk, the state folder's or a deploy target's
-            message = storage_message(request.method, exc)
-            self._audit(request, f"error: {message}")
-            await self._send_error(request.id, ErrorCode.STORAGE, message)
-            return
         except Exception as exc:
-            log.exception("request %s (%s) failed", request.id, request.method)
-            message = f"{request.method} failed inside the agent: {exc!r}; see agent.log"
+            code, message = _failure(request.method, exc)
             self._audit(request, f"error: {message}")
-            await self._send_error(request.id, ErrorCode.INTERNAL, message)
+            await self._send_error(request.id, code, message)
             return
         if request.method == "hello":
             self.greeted = True
@@ -213,10 +208,15 @@ class Session:
         await self.send(ErrorResponse(request_id, ErrorInfo(code, message)))
 
 
-def storage_message(method: str, error: OSError) -> str:
-    """The one line a console shows for a write that failed inside a request."""
-    where = f" {error.filename}" if error.filename else ""
-    return (
-        f"{method}: cannot write{where}: {error.strerror or error}; free space there (or fix the "
-        "disk) and retry"
-    )
+def _failure(method: str, exc: Exception) -> tuple[str, str]:
+    """(code, message) for a request that raised.
+
+    A failed write (a full disk) is `storage` and names the path; anything else is a bug, logged
+    with its traceback.
+    """
+    if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:
+        where = f" {exc.filename}" if exc.filename else ""
+        message = f"{method}: cannot write{where}: {exc.strerror}; free space there (or fix the disk) and retry"
+        return ErrorCode.STORAGE, message
+    log.error("request %s failed", method, exc_info=exc)
+    return ErrorCode.INTERNAL, f"{method} failed inside the agent: {exc!r}; see agent.log"

@@ -8,6 +8,7 @@ write until a write succeeds again, and looks at the free space, so the console 
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from dataclasses import dataclass
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from agent.protocol import Alert
 
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
+"""Errnos that mean "this cannot be written now", not "the agent has a bug"."""
 MIN_FREE_BYTES = 16 * 1024 * 1024
 """Below this, the next job's folder, log and audit lines may not fit."""
 

@@ -44,15 +44,11 @@ def low_disk_alerts(datasets: Iterable[DatasetDisk], floor_bytes: int, now: floa
     """One `low_disk` warning per filesystem whose writers will run out of room within the hour."""
     by_device: dict[int, list[DatasetDisk]] = {}
     for item in datasets:
-        with contextlib.suppress(OSError):
-            by_device.setdefault(os.stat(item.folder).st_dev, []).append(item)
-    alerts = []
-    for group in by_device.values():
-        writing = [item for item in group if item.progress.writer_active]
-        alert = _low_disk(writing, floor_bytes, now) if writing else None
-        if alert is not None:
-            alerts.append(alert)
-    return alerts
+        if item.progress.writer_active:  # nobody writes it: it needs no room
+            with contextlib.suppress(OSError):
+                by_device.setdefault(os.stat(item.folder).st_dev, []).append(item)
+    alerts = [_low_disk(writing, floor_bytes, now) for writing in by_device.values()]
+    return [alert for alert in alerts if alert is not None]
 
 
 def _low_disk(writing: list[DatasetDisk], floor_bytes: int, now: float) -> Alert | None:

@@ -203,6 +203,7 @@ class DatasetTracker:
     def __init__(self, config: DatasetsConfig) -> None:
         self.config = config
         self._followers: dict[str, DatasetFollower] = {}
+        self._files: dict[str, DatasetFiles] = {}
 
     def signature(self) -> tuple[tuple[int, int], ...]:
         """(size, mtime in ns) of each followed responses file; cheap: one stat per dataset."""
@@ -220,13 +221,18 @@ class DatasetTracker:
         """The dataset folders under the root."""
         return self._dataset_names()
 
-    def dataset_files(self) -> list[DatasetFiles]:
-        """The paths of every dataset that say who writes it (for `WriterFinder`)."""
-        root = Path(self.config.root)
-        return [
-            DatasetFiles(name, root / name, root / name / self.config.responses_file)
-            for name in self._dataset_names()
-        ]
+    def dataset_files(self, names: list[str] | None = None) -> list[DatasetFiles]:
+        """The paths that say who writes each dataset (all, or `names`), for `WriterFinder`."""
+        return [self._files_of(name) for name in (names or self._dataset_names())]
+
+    def _files_of(self, name: str) -> DatasetFiles:
+        found = self._files.get(name)
+        if found is None:
+            folder = Path(self.config.root) / name
+            found = self._files[name] = DatasetFiles(
+                name, folder, folder / self.config.responses_file
+            )
+        return found
 
     def progress(
         self, now: float, jobs: tuple[JobInfo, ...] = (),

@@ -77,14 +77,23 @@ def _leave_a_note(fd: int) -> None:
         os.pwrite(fd, (json.dumps(note) + "\n").encode(), 0)
 
 
-def lock_holder(path: Path) -> LockHolder | None:
-    """Who holds the writer lock at `path` now, or None if nobody does."""
+def lock_holder(path: Path, locks: FlockTable | None = None) -> LockHolder | None:
+    """Who holds the writer lock at `path` now, or None if nobody does.
+
+    `locks` is one reading of /proc/locks, to share between many paths.
+    """
     try:
-        inode = path.stat().st_ino
+        info = path.stat()
     except OSError:
         return None
-    pids = flock_writers().get(inode, [])
-    pid = next((p for p in pids if _has_open(p, path)), pids[0] if pids else None)
+    table = flock_writers() if locks is None else locks
+    exact = table.get((os.major(info.st_dev), os.minor(info.st_dev), info.st_ino), [])
+    same_inode = [
+        pid for (_, _, inode), pids in table.items() if inode == info.st_ino for pid in pids
+    ]
+    # A device that differs (btrfs subvolumes) or another file with the same inode number on
+    # another filesystem: only a process that has this very file open counts.
+    pid = exact[0] if exact else next((p for p in same_inode if _has_open(p, path)), None)
     if pid is None and not PROC.joinpath("locks").exists():
         pid = _noted_pid(path)
     return LockHolder(pid, tuple(command_line(pid))) if pid is not None else None
@@ -96,19 +105,25 @@ def noted_holder(path: Path) -> LockHolder | None:
     return LockHolder(pid, tuple(command_line(pid))) if pid is not None else None
 
 
-def flock_writers() -> dict[int, list[int]]:
-    """Inode -> pids holding an exclusive flock on it, from /proc/locks (empty if unreadable)."""
+FlockTable = dict[tuple[int, int, int], list[int]]
+"""(device major, minor, inode) -> pids holding an exclusive flock on that file."""
+
+
+def flock_writers() -> FlockTable:
+    """Every exclusive flock now held, from /proc/locks (empty if unreadable)."""
     try:
         text = (PROC / "locks").read_text()
     except OSError:
         return {}
-    holders: dict[int, list[int]] = {}
+    holders: FlockTable = {}
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 6 or fields[1] != "FLOCK" or fields[3] != "WRITE":
             continue  # waiters ("->") and POSIX or shared locks are not holders of ours
-        with contextlib.suppress(ValueError, IndexError):
-            holders.setdefault(int(fields[5].rsplit(":", 1)[1]), []).append(int(fields[4]))
+        with contextlib.suppress(ValueError):
+            major, minor, inode = fields[5].split(":")
+            key = (int(major, 16), int(minor, 16), int(inode))
+            holders.setdefault(key, []).append(int(fields[4]))
     return holders
 
 

@@ -11,20 +11,21 @@ signals or locks.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from agent.datasets.runner_status import RunView
-from agent.datasets.writer_lock import LOCK_NAME, lock_holder
+from agent.datasets.writer_lock import LOCK_NAME, FlockTable, flock_writers, lock_holder
 from agent.procfs import PROC, all_pids, command_line, process_info
 from agent.protocol import DatasetProgress, JobInfo
 
-FD_SCAN_INTERVAL_S = 10.0
+FD_SCAN_INTERVAL_S = 30.0
+"""The descriptor scan walks every process; a launch always rescans first."""
 LIVE_JOB_STATES = ("starting", "running", "stopping")
 STOPPED_STATES = ("T", "t")
 """/proc state letters of a process stopped by a signal (SIGSTOP, SIGTSTP) or by a tracer."""
@@ -46,13 +47,23 @@ class Writer:
         return f"pid {self.pid} ({command}), {self.how}{frozen}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class DatasetFiles:
-    """The paths of one dataset that say who writes it."""
+    """The paths of one dataset that say who writes it (made once: looked at every snapshot)."""
 
     name: str
     folder: Path
     responses: Path
+
+    @cached_property
+    def lock(self) -> Path:
+        """Its writer.lock."""
+        return self.folder / LOCK_NAME
+
+    @cached_property
+    def responses_key(self) -> str:
+        """The responses path as the descriptor scan keys it."""
+        return str(self.responses)
 
 
 class WriterFinder:
@@ -69,8 +80,16 @@ class WriterFinder:
     ) -> dict[str, list[Writer]]:
         """Name -> its writers (empty when nobody writes it). Blocking: call it off the loop."""
         datasets = list(datasets)
-        open_for_writing = self._open_for_writing({str(d.responses) for d in datasets}, fresh)
-        return {d.name: _writers_of(d, jobs, open_for_writing) for d in datasets}
+        open_for_writing = self._open_for_writing({d.responses_key for d in datasets}, fresh)
+        locks = flock_writers()
+        return {d.name: _writers_of(d, jobs, open_for_writing, locks) for d in datasets}
+
+    def scan_due(self, datasets: Iterable[DatasetFiles]) -> bool:
+        """True when the next `find` walks /proc/*/fd (slow: call it off the loop then)."""
+        paths = {d.responses_key for d in datasets}
+        return (
+            time.monotonic() - self._scanned_at >= self.interval_s or not paths <= self._open.keys()
+        )
 
     def _open_for_writing(self, paths: set[str], fresh: bool) -> dict[str, list[int]]:
         with self._lock:
@@ -82,18 +101,19 @@ class WriterFinder:
 
 
 def _writers_of(
-    dataset: DatasetFiles, jobs: tuple[JobInfo, ...], open_for_writing: dict[str, list[int]]
-) -> list[Writer]:
+    dataset: DatasetFiles, jobs: tuple[JobInfo, ...], open_for_writing: dict[str, list[int]],
+    locks: FlockTable,
+) -> list[Writer]:  # fmt: skip
     found: dict[int, Writer] = {}
     for job in jobs:
         pid = job.pid or job.pgid
         writes = job.kind == "inference" and job.dataset == dataset.name and not job.external
         if writes and job.state in LIVE_JOB_STATES and pid:
             found.setdefault(pid, _writer(pid, f"agent job {job.id}", job.argv))
-    holder = lock_holder(dataset.folder / LOCK_NAME)
+    holder = lock_holder(dataset.lock, locks) if locks else None
     if holder is not None:
         found.setdefault(holder.pid, _writer(holder.pid, f"holds {LOCK_NAME}", holder.argv))
-    for pid in open_for_writing.get(str(dataset.responses), []):
+    for pid in open_for_writing.get(dataset.responses_key, []):
         found.setdefault(pid, _writer(pid, f"has {dataset.responses.name} open for writing"))
     return list(found.values())
 
@@ -105,31 +125,29 @@ def _writer(pid: int, how: str, argv: tuple[str, ...] = ()) -> Writer:
 
 
 def open_for_writing(paths: set[str]) -> dict[str, list[int]]:
-    """Path -> pids holding it open for writing (O_WRONLY or O_RDWR), from /proc/*/fd."""
+    """Path -> pids holding it open for writing (O_WRONLY or O_RDWR), from /proc/*/fd.
+
+    Plain strings and one readlink per descriptor: this walks every descriptor of every process.
+    """
     wanted = {os.path.realpath(p): p for p in paths}
     found: dict[str, list[int]] = {p: [] for p in paths}
-    own = os.getpid()
+    own, proc = os.getpid(), str(PROC)
     for pid in all_pids():
         if pid == own:
             continue
-        for fd, target in _descriptors(pid):
-            path = wanted.get(target)
-            if path is not None and pid not in found[path] and _writable(pid, fd):
+        fd_dir = f"{proc}/{pid}/fd"
+        try:
+            names = os.listdir(fd_dir)
+        except OSError:
+            continue  # gone, or not ours to read
+        for name in names:
+            try:
+                path = wanted.get(os.readlink(f"{fd_dir}/{name}"))
+            except OSError:
+                continue
+            if path is not None and pid not in found[path] and _writable(pid, name):
                 found[path].append(pid)
     return found
-
-
-def _descriptors(pid: int) -> list[tuple[str, str]]:
-    fd_dir = PROC / str(pid) / "fd"
-    try:
-        names = os.listdir(fd_dir)
-    except OSError:
-        return []
-    links = []
-    for name in names:
-        with contextlib.suppress(OSError):
-            links.append((name, os.readlink(fd_dir / name)))
-    return links
 
 
 def _writable(pid: int, fd: str) -> bool:

@@ -89,3 +89,24 @@ def wait_until_locked(folder: Path) -> None:
     while lock_holder(folder / LOCK_NAME) is None:
         assert time.monotonic() < deadline, "flock never took the lock"
         time.sleep(0.01)
+
+
+def test_a_lock_on_another_filesystem_with_the_same_inode_is_not_this_datasets(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / LOCK_NAME
+    path.touch()
+    info = path.stat()
+    here = (os.major(info.st_dev), os.minor(info.st_dev), info.st_ino)
+    elsewhere = (here[0] + 1, here[1], here[2])
+
+    assert lock_holder(path, {elsewhere: [os.getpid()]}) is None, (
+        "this process has no such file open"
+    )
+    with path.open("rb"):
+        holder = lock_holder(path, {elsewhere: [os.getpid()]})
+    assert holder is not None, "a process that has this very file open holds it (btrfs devices)"
+    assert holder.pid == os.getpid()
+    found = lock_holder(path, {here: [os.getpid()]})
+    assert found is not None
+    assert found.pid == os.getpid()
