@@ -87,6 +87,11 @@ def _by_hand(
         result.violate(f"the last run exited {last.returncode}: {last.stderr[-300:]}")
     final = read_final(folder / "raw_responses.jsonl")
     _count_final(final.ids, final.corrupt_lines, ids, "by hand", result)
+    result.notes.append(
+        f"by hand: {attempts} second runners, each started while the first was frozen mid-run; "
+        "detect_s is a second runner's whole life, interpreter start to exit 4 (it stops before "
+        "reading a prompt); its files compared byte for byte before and after"
+    )
 
 
 def _second_runner(
