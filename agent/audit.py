@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
@@ -29,9 +30,18 @@ class AuditLog:
             },
             separators=(",", ":"),
         )  # fmt: skip
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        data = (line + "\n").encode()
         try:
-            os.write(fd, (line + "\n").encode())
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
+        try:
+            end = os.fstat(fd).st_size
+            if os.write(fd, data) < len(data):  # a full disk took part of it: take it back
+                os.ftruncate(fd, end)
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         finally:
             os.close(fd)
 

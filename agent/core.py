@@ -19,6 +19,7 @@ from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
 from agent.datasets.detail import dataset_detail
 from agent.datasets.tracker import DatasetsRootError, DatasetTracker
+from agent.datasets.writers import WriterFinder, second_writer_refusal
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.idempotency import IdempotentRequests
 from agent.jobs.external import external_target, find_external
@@ -63,6 +64,7 @@ from agent.protocol import (
     to_wire,
 )
 from agent.state import StatePaths, read_json, write_json_atomic
+from agent.state_health import StateHealth
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
@@ -95,9 +97,13 @@ class AgentCore:
         self.idempotent = IdempotentRequests(
             answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"})
         )
-        self.supervisor = Supervisor(paths.root, self._job_event)
+        self.state_health = StateHealth(paths.root)
+        self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
         self.probes = ProbeCache()
         self.training = TrainingWatch()
+        self.writers = WriterFinder()
+        self._launching = asyncio.Lock()
+        """Held from the one-writer check to the job's start, so two launches cannot both pass."""
         self.changed = asyncio.Event()
         """Set and cleared at once on every job event: wakes every snapshot watcher."""
         self.handlers: dict[str, Handler] = {
@@ -129,7 +135,12 @@ class AgentCore:
         if params.pipeline is not None and params.pipeline != self.pipeline:
             self.pipeline = params.pipeline
             self._tracker = _tracker_for(params.pipeline)
-            write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
+            try:  # kept for a restarted daemon; a full state folder must not refuse the console
+                write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
+            except OSError as exc:
+                self.state_health.failed(exc)
+            else:
+                self.state_health.wrote(self.paths.pipeline_config)
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
             agent_version=AGENT_VERSION,
@@ -171,17 +182,45 @@ class AgentCore:
         return JobsList(self.all_jobs())
 
     async def jobs_launch(self, request: Request) -> JobInfo:
-        """Start a configured job (a retried request returns the job it started)."""
+        """Start a configured job (a retried request returns the job it started).
+
+        An inference job is refused while its dataset has a writer (one writer per dataset).
+        """
         params: LaunchParams = request.params
-        try:
-            return await self.supervisor.launch(
-                params, request.idempotency_key or "", self.pipeline, self._dataset_names(),
-                self.gpu_holders(),
-            )  # fmt: skip
-        except GpuBusyError as exc:
-            raise AgentError(ErrorCode.GPU_BUSY, str(exc)) from None
-        except SpecError as exc:
-            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+        key = request.idempotency_key or ""
+        async with self._launching:
+            if not self.supervisor.launched(key):
+                await self._refuse_a_second_writer(params)
+            try:
+                job = await self.supervisor.launch(
+                    params, key, self.pipeline, self._dataset_names(), self.gpu_holders()
+                )
+                self.state_health.wrote(self.supervisor.registry.root)
+                return job
+            except GpuBusyError as exc:
+                raise AgentError(ErrorCode.GPU_BUSY, str(exc)) from None
+            except SpecError as exc:
+                raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+            except OSError as exc:  # its records could not be written: nothing was left running
+                self.state_health.failed(exc)
+                raise AgentError(
+                    ErrorCode.STORAGE,
+                    f"cannot write {exc.filename or self.paths.root}: {exc.strerror}; nothing was "
+                    f"started (a job whose records cannot be kept is not run). Free space in "
+                    f"{self.paths.root} and launch again",
+                ) from None
+
+    async def _refuse_a_second_writer(self, params: LaunchParams) -> None:
+        spec = self.pipeline.jobs.get(params.job)
+        if spec is None or spec.kind != "inference" or params.dataset is None:
+            return
+        if self._tracker is None or params.dataset not in self._dataset_names():
+            return  # the launch itself says what is wrong
+        files = self._tracker.dataset_files([params.dataset])
+        found = await asyncio.to_thread(self.writers.find, files, self.all_jobs(), fresh=True)
+        writers = found.get(params.dataset, [])
+        if writers:
+            raise AgentError(ErrorCode.DATASET_BUSY, second_writer_refusal(params.dataset, writers))
 
     async def jobs_stop(self, request: Request) -> StopResult:
         """Stop a job: its stop signal, grace, SIGTERM, SIGKILL, with pid checks before each."""
@@ -308,12 +347,19 @@ class AgentCore:
             root = self._tracker.config.root
             now = time.time()
             try:
-                datasets = self._tracker.progress(now, jobs)
+                files = self._tracker.dataset_files()
+                writers = (  # the descriptor scan walks every process: off the loop
+                    await asyncio.to_thread(self.writers.find, files, jobs)
+                    if self.writers.scan_due(files)
+                    else self.writers.find(files, jobs)
+                )
+                datasets = self._tracker.progress(now, jobs, writers)
                 alerts = self._tracker.alerts(datasets, now)
             except DatasetsRootError as exc:
                 alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
         self.probes.refresh_if_stale(self.pipeline)
         alerts += job_alerts(jobs, time.time()) + self.probes.alerts(time.time(), jobs)
+        alerts += self.state_health.alerts(time.time())
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
             self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,

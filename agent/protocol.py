@@ -43,6 +43,10 @@ class ErrorCode:
     UNREADABLE = "unreadable"
     READ_ONLY = "read_only"
     GPU_BUSY = "gpu_busy"
+    DATASET_BUSY = "dataset_busy"
+    """The dataset already has a writer; the message names it."""
+    STORAGE = "storage"
+    """The agent could not write its own files (full disk...); the message names the path."""
     INTERNAL = "internal"
 
 
@@ -74,6 +78,8 @@ class DatasetsConfig:
     """A running dataset with no new response for this long is stalled."""
     overrun_alert_share: float = 0.02
     """Alert when the projected overrun passes this share of the budget."""
+    low_disk_floor_bytes: int = 1 << 30
+    """Warn (low_disk) when a filesystem being written has less free than this, however slow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +197,23 @@ class DatasetProgress:
     last_response_age_s: float | None = None
     writer_active: bool = False
     """True while a run (runner.json or an agent job) is writing this dataset."""
+    failed_prompts: int = 0
+    """Prompts that failed for good (errors.jsonl) and have no response: no run sends them again."""
+    writer: str | None = None
+    """Who writes it now, in words (pid, command line, how it was found); None when nobody."""
+    writer_pid: int | None = None
+    writer_stopped: bool = False
+    """Its writer is stopped (SIGSTOP): the dataset is stalled, and nobody else may write it."""
+
+    @property
+    def prompts_left(self) -> int:
+        """Prompts a run would still send: neither answered nor failed for good."""
+        return max(0, self.prompts - self.responses - self.failed_prompts)
+
+    @property
+    def generation_done(self) -> bool:
+        """Done with its budget, by the one rule the runner, the agent and the console share."""
+        return generation_done(self.tokens, self.budget, self.prompts_left)
 
 
 @dataclass(frozen=True, slots=True)
@@ -903,6 +926,19 @@ class LineFramer:
     def pending_bytes(self) -> int:
         """Bytes of an unfinished line held or dropped so far."""
         return self._dropped + len(self._buffer)
+
+
+# ---------------------------------------------------------------- the budget rule
+
+
+def generation_done(tokens: int, budget: int | None, prompts_left: int) -> bool:
+    """The one rule for "done with its budget": its tokens reach the budget, or no prompt is left.
+
+    The runner ends a run by it, the agent calls a dataset complete by it, and the console's
+    pipeline view and g/G start generation by it; a run that stops under its budget with prompts
+    left is not done, so the next one must make progress.
+    """
+    return prompts_left <= 0 or (budget is not None and tokens >= budget)
 
 
 # ---------------------------------------------------------------- bundle identity

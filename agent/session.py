@@ -37,6 +37,7 @@ from agent.protocol import (
     encode,
     to_wire,
 )
+from agent.state_health import WRITE_ERRNOS
 
 log = logging.getLogger(__name__)
 
@@ -170,10 +171,9 @@ class Session:
             await self._send_error(request.id, exc.code, exc.message)
             return
         except Exception as exc:
-            log.exception("request %s (%s) failed", request.id, request.method)
-            message = f"{request.method} failed inside the agent: {exc!r}; see agent.log"
+            code, message = _failure(request.method, exc)
             self._audit(request, f"error: {message}")
-            await self._send_error(request.id, ErrorCode.INTERNAL, message)
+            await self._send_error(request.id, code, message)
             return
         if request.method == "hello":
             self.greeted = True
@@ -191,10 +191,32 @@ class Session:
             raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
     def _audit(self, request: Request, outcome: str) -> None:
-        if METHODS[request.method].mutating:
+        """Record a mutation; a full state folder loses the line, never the answer or the link."""
+        if not METHODS[request.method].mutating:
+            return
+        try:
             self.core.audit.record(
                 self.client, request.method, request.params, request.idempotency_key, outcome
             )
+        except OSError as exc:
+            log.warning("audit line for %s (%s) lost: %s", request.method, outcome, exc)
+            self.core.state_health.failed(exc)
+        else:
+            self.core.state_health.wrote(self.core.audit.path)
 
     async def _send_error(self, request_id: int | None, code: str, message: str) -> None:
         await self.send(ErrorResponse(request_id, ErrorInfo(code, message)))
+
+
+def _failure(method: str, exc: Exception) -> tuple[str, str]:
+    """(code, message) for a request that raised.
+
+    A failed write (a full disk) is `storage` and names the path; anything else is a bug, logged
+    with its traceback.
+    """
+    if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:
+        where = f" {exc.filename}" if exc.filename else ""
+        message = f"{method}: cannot write{where}: {exc.strerror}; free space there (or fix the disk) and retry"
+        return ErrorCode.STORAGE, message
+    log.error("request %s failed", method, exc_info=exc)
+    return ErrorCode.INTERNAL, f"{method} failed inside the agent: {exc!r}; see agent.log"

@@ -70,14 +70,23 @@ def prepare_state_dir(path: str | Path) -> StatePaths:
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
-    """Replace `path` with `value` as JSON so a reader sees the old file or the new, never half."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Replace `path` with `value` as JSON so a reader sees the old file or the new, never half.
+
+    A failed write (a full disk) raises OSError naming `path`, and leaves the old file as it was.
+    """
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "w") as handle:
             json.dump(value, handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

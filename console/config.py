@@ -235,7 +235,7 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
     table = reader.table(host, "datasets", where)
     where = f"{where}.datasets"
     reader.only(table, where, {"root", "prompts", "responses", "budget", "budgets", "stall_after_s",
-                               "overrun_alert_share"})  # fmt: skip
+                               "overrun_alert_share", "low_disk_floor_gib"})  # fmt: skip
     budgets = reader.table(table, "budgets", where, required=False)
     return DatasetsConfig(
         root=reader.text(table, "root", where),
@@ -245,6 +245,7 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
         budgets={name: reader.count(budgets, name, f"{where}.budgets") or 0 for name in budgets},
         stall_after_s=reader.seconds(table, "stall_after_s", where, 600.0),
         overrun_alert_share=reader.seconds(table, "overrun_alert_share", where, 0.02),
+        low_disk_floor_bytes=round(reader.seconds(table, "low_disk_floor_gib", where, 1.0) * 2**30),
     )
 
 

@@ -27,7 +27,7 @@ class Stage:
 def stages(snapshot: Snapshot) -> list[Stage]:
     """Every stage, in pipeline order."""
     datasets = snapshot.datasets
-    complete = sum(d.status in ("complete", "over_budget") for d in datasets)
+    complete = sum(d.generation_done for d in datasets)
     writing = any(d.writer_active for d in datasets)
     generate = (
         "done"

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent.datasets.glued_lines import read_line
 from agent.datasets.response_lines import response_tokens
 from agent.protocol import DatasetDetail, ErrorSummary, ResponseSummary
 
@@ -67,7 +68,9 @@ def _json(line: bytes) -> Any:
     try:
         return json.loads(line)
     except ValueError:
-        return None
+        pass
+    found = read_line(line)  # a torn record glued to a complete one: the complete one shows
+    return _json(found.responses[-1].record) if found.responses else None
 
 
 def _finish(record: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from agent.datasets.rates import Rate, RateHistory
 from agent.datasets.runner_status import RunView
-from agent.protocol import Alert, DatasetProgress
+from agent.protocol import Alert, DatasetProgress, generation_done
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,8 @@ class Counts:
     tokens: int
     corrupt_lines: int = 0
     torn_tail_bytes: int = 0
+    failed_prompts: int = 0
+    """Prompts that failed for good and have no response: no run sends them again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ class Liveness:
     active: bool
     idle_for_s: float | None
     stall_after_s: float
+    frozen: bool = False
+    """The writer is stopped (SIGSTOP): stalled at once, however recent its last response."""
 
 
 def status(
@@ -93,10 +97,10 @@ def status(
     if budget is not None and counts.tokens > budget * (1 + tolerance_share):
         return "over_budget"
     if live.active:
-        stalled = live.idle_for_s is not None and live.idle_for_s > live.stall_after_s
+        stalled = live.frozen or (live.idle_for_s or 0.0) > live.stall_after_s
         return "stalled" if stalled else "running"
-    done_tokens = condition.target_tokens is not None and counts.tokens >= condition.target_tokens
-    if done_tokens or (counts.prompts and counts.responses >= condition.target_responses):
+    left = condition.target_responses - counts.responses - counts.failed_prompts
+    if generation_done(counts.tokens, condition.target_tokens, left if counts.prompts else 1):
         return "complete"
     return "pending" if counts.responses == 0 else "idle"
 
@@ -125,6 +129,7 @@ def dataset_progress(
         in_flight=run.in_flight if run and run.active else 0,
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
         last_response_age_s=live.idle_for_s, writer_active=live.active,
+        failed_prompts=counts.failed_prompts,
     )  # fmt: skip
 
 
@@ -207,6 +212,13 @@ def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
 def _stalled(progress: DatasetProgress) -> AlertText:
     if progress.status != "stalled":
         return None
+    if progress.writer_stopped:
+        return (
+            "stalled",
+            "warning",
+            f"{progress.name}: its writer is stopped and still holds it: {progress.writer}; "
+            "send it SIGCONT to go on, or stop it (k) to free the dataset",
+        )
     minutes = (progress.last_response_age_s or 0) / 60
     return (
         "stalled",

@@ -10,6 +10,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agent.state import read_json
 
@@ -28,6 +29,10 @@ class RunView:
     max_samples: int | None = None
     in_flight: int = 0
     runner_sha256: str | None = None
+    pid: int | None = None
+    write_error: str | None = None
+    """Why the run stopped when a file could not be written (runner.json's write_error)."""
+    write_disk_full: bool = False
 
 
 def read_runner_status(dataset_dir: Path, now: float | None = None) -> RunView | None:
@@ -45,7 +50,17 @@ def read_runner_status(dataset_dir: Path, now: float | None = None) -> RunView |
         max_samples=_int(record.get("max_samples")),
         in_flight=_int(record.get("in_flight")) or 0 if active else 0,
         runner_sha256=record.get("runner_sha256"),
+        pid=_int(record.get("pid")),
+        **_write_error(record.get("write_error")),
     )
+
+
+def _write_error(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {}
+    path, errno_name = value.get("path"), value.get("errno")
+    text = f"cannot write {path}: {value.get('message')} ({errno_name})"
+    return {"write_error": text, "write_disk_full": value.get("disk_full") is True}
 
 
 def view_from_argv(argv: tuple[str, ...]) -> RunView:

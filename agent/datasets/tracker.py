@@ -8,16 +8,20 @@ silently. This module reads files and never writes them.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.bundle import AGENT_PACKAGE
 from agent.datasets.code_digest import code_digest
+from agent.datasets.disk_space import DatasetDisk, low_disk_alerts, write_failed_alert
+from agent.datasets.glued_lines import read_clean, read_line
 from agent.datasets.progress import Counts, Liveness, dataset_alerts, dataset_progress
 from agent.datasets.rates import RateHistory
-from agent.datasets.response_lines import parse_response
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
+from agent.datasets.writers import DatasetFiles, Writer, run_with_writers, with_writers
 from agent.protocol import Alert, DatasetProgress, DatasetsConfig, JobInfo
 
 READ_CHUNK_BYTES = 16 * 1024 * 1024
@@ -110,16 +114,48 @@ class ResponseCounter(LineFollower):
             position += len(line) + 1
 
     def _take_line(self, line: bytes, offset: int) -> None:
-        record = parse_response(line)
-        if record is None:
-            self.corrupt_offsets.append(offset)
+        clean = read_clean(line)
+        if clean is not None:
+            self._count(*clean)
             return
-        response_id, tokens = record
+        found = read_line(line)
+        if not found.clean:  # unparseable, or a torn record glued to a complete one
+            self.corrupt_offsets.append(offset)
+        for response in found.responses:
+            self._count(response.id, response.tokens)
+
+    def _count(self, response_id: str, tokens: int) -> None:
         if response_id in self.seen_ids:
             return
         self.seen_ids.add(response_id)
         self.responses += 1
         self.tokens += tokens
+
+
+@dataclass
+class FailedPromptIds(LineFollower):
+    """The ids an errors.jsonl marks as failing for good, as the runner reads them."""
+
+    ids: set[str] = field(default_factory=set)
+
+    def reset(self) -> None:
+        """Forget every id."""
+        self.ids = set()
+
+    def take_lines(self, block: bytes, block_offset: int) -> None:
+        """Note the id of each line with `"permanent": true`."""
+        for line in block.split(b"\n"):
+            record = _json_object(line) if b'"permanent"' in line else None
+            if record is not None and record.get("permanent") and "id" in record:
+                self.ids.add(str(record["id"]))
+
+
+def _json_object(line: bytes) -> dict[str, object] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 @dataclass
@@ -130,15 +166,20 @@ class DatasetFollower:
     folder: Path
     prompts: PromptCounter
     responses: ResponseCounter
+    errors: FailedPromptIds
     history: RateHistory = field(default_factory=RateHistory)
+    run: RunView | None = None
+    """What runner.json said at the last look."""
 
     def counts(self) -> Counts:
         """Read what was appended since last time; returns the totals."""
         self.prompts.update()
         self.responses.update()
+        self.errors.update()
         return Counts(
             self.prompts.prompts, self.responses.responses, self.responses.tokens,
             len(self.responses.corrupt_offsets), self.responses.torn_tail_bytes,
+            len(self.errors.ids - self.responses.seen_ids),
         )  # fmt: skip
 
     def idle_for_s(self, now: float) -> float | None:
@@ -162,6 +203,7 @@ class DatasetTracker:
     def __init__(self, config: DatasetsConfig) -> None:
         self.config = config
         self._followers: dict[str, DatasetFollower] = {}
+        self._files: dict[str, DatasetFiles] = {}
 
     def signature(self) -> tuple[tuple[int, int], ...]:
         """(size, mtime in ns) of each followed responses file; cheap: one stat per dataset."""
@@ -179,21 +221,43 @@ class DatasetTracker:
         """The dataset folders under the root."""
         return self._dataset_names()
 
-    def progress(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> tuple[DatasetProgress, ...]:
+    def dataset_files(self, names: list[str] | None = None) -> list[DatasetFiles]:
+        """The paths that say who writes each dataset (all, or `names`), for `WriterFinder`."""
+        return [self._files_of(name) for name in (names or self._dataset_names())]
+
+    def _files_of(self, name: str) -> DatasetFiles:
+        found = self._files.get(name)
+        if found is None:
+            folder = Path(self.config.root) / name
+            found = self._files[name] = DatasetFiles(
+                name, folder, folder / self.config.responses_file
+            )
+        return found
+
+    def progress(
+        self, now: float, jobs: tuple[JobInfo, ...] = (),
+        writers: Mapping[str, list[Writer]] | None = None,
+    ) -> tuple[DatasetProgress, ...]:  # fmt: skip
         """The progress of every dataset folder under the root, by name."""
         names = self._dataset_names()
         self._followers = {name: self._follower(name) for name in names}
-        return tuple(self._one(follower, now, jobs) for follower in self._followers.values())
+        writers = writers or {}
+        return tuple(
+            self._one(follower, now, jobs, writers.get(follower.name, []))
+            for follower in self._followers.values()
+        )
 
     def _one(
-        self, follower: DatasetFollower, now: float, jobs: tuple[JobInfo, ...]
-    ) -> DatasetProgress:
+        self, follower: DatasetFollower, now: float, jobs: tuple[JobInfo, ...],
+        writers: list[Writer],
+    ) -> DatasetProgress:  # fmt: skip
         counts = follower.counts()
         follower.history.observe(now, counts.tokens, counts.responses)
-        run = _run_view(follower, jobs, now)
+        run = follower.run = run_with_writers(_run_view(follower, jobs, now), writers)
         live = Liveness(
-            run is not None and run.active, follower.idle_for_s(now), self.config.stall_after_s
-        )
+            (run is not None and run.active) or bool(writers), follower.idle_for_s(now),
+            self.config.stall_after_s, frozen=any(w.stopped for w in writers),
+        )  # fmt: skip
         budget = self.config.budgets.get(follower.name, self.config.budget)
         progress = dataset_progress(
             follower.name,
@@ -204,30 +268,40 @@ class DatasetTracker:
             live,
             self.config.overrun_alert_share,
         )
+        progress = with_writers(progress, writers)
         if run is not None and run.active and run.runner_sha256:
             current = code_digest(str(RUNNER_PACKAGE))  # the runner code this agent would start now
             progress = replace(progress, stale_code=current not in (None, run.runner_sha256))
         return progress
 
     def alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
-        """Budget, projection, stall, stale-code and corruption alerts for `progress`."""
+        """Budget, projection, stall, stale-code, corruption and disk alerts for `progress`."""
         alerts = [
             a
             for item in progress
             for a in dataset_alerts(item, self.config.overrun_alert_share, now)
         ]
+        alerts += self._disk_alerts(progress, now)
         return alerts + [
             Alert(
                 kind="corrupt_file",
                 severity="error",
                 subject=item.name,
                 message=f"{item.name}/{self.config.responses_file}: {item.corrupt_lines} "
-                f"unparseable line(s), first at byte "
-                f"{self._followers[item.name].responses.corrupt_offsets[0]}",
+                f"unparseable line(s) (or torn records glued to a complete one, which is "
+                f"counted), first at byte {self._followers[item.name].responses.corrupt_offsets[0]}",
                 raised_at=now,
             )
             for item in progress
             if item.corrupt_lines
+        ]
+
+    def _disk_alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
+        followers = [(item, self._followers[item.name]) for item in progress]
+        disks = [DatasetDisk(item, f.folder, f.responses.offset) for item, f in followers]
+        failed = [write_failed_alert(item.name, f.run, now) for item, f in followers]
+        return low_disk_alerts(disks, self.config.low_disk_floor_bytes, now) + [
+            alert for alert in failed if alert is not None
         ]
 
     def _follower(self, name: str) -> DatasetFollower:
@@ -240,6 +314,7 @@ class DatasetTracker:
             folder,
             PromptCounter(folder / self.config.prompts_file),
             ResponseCounter(folder / self.config.responses_file),
+            FailedPromptIds(folder / "errors.jsonl"),
         )
 
     def _dataset_names(self) -> list[str]:

@@ -7,6 +7,7 @@ accepts a missing or half-written file as "not yet".
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +65,11 @@ class Registry:
             except FileExistsError:
                 continue
             files = JobFiles(folder)
-            files.write(JOB_FILE, {"id": files.id, **record})
+            try:
+                files.write(JOB_FILE, {"id": files.id, **record})
+            except OSError:
+                shutil.rmtree(folder, ignore_errors=True)  # no half-made job left behind
+                raise
             return files
         raise RuntimeError(f"cannot create a job folder for {name} under {self.root}")
 

@@ -20,12 +20,15 @@ import time
 from pathlib import Path
 
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
-from agent.procfs import start_ticks
+from agent.procfs import descendants, start_ticks
 
 PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
                 signal.SIGUSR2)  # fmt: skip
 """Every stop signal a job may configure but SIGKILL: the shim outlives them to record the end."""
+EXIT_UNRECORDED = 75
+"""The job's pid or end could not be recorded (a full state folder); a job not yet ended was
+killed at once, so none runs that the agent cannot find."""
 
 
 def _become_subreaper() -> None:
@@ -55,15 +58,34 @@ def run_shim(job_dir: Path) -> int:
         print(f"shim: cannot start {job['argv'][0]!r}: {exc.strerror}", file=sys.stderr, flush=True)  # noqa: T201
         files.write(EXIT_FILE, {"exit_code": 127, "exit_signal": None, "ended_at": time.time()})
         return 127
-    files.write(CHILD_FILE, {"pid": child.pid, "start_ticks": start_ticks(child.pid)})
+    try:
+        files.write(CHILD_FILE, {"pid": child.pid, "start_ticks": start_ticks(child.pid)})
+    except OSError as exc:
+        return _stop_unrecorded(child, exc)
     code = child.wait()
     signal_name = signal.Signals(-code).name if code < 0 else None
-    files.write(
-        EXIT_FILE,
-        {
-            "exit_code": code if code >= 0 else None,
-            "exit_signal": signal_name,
-            "ended_at": time.time(),
-        },
-    )
+    ended = {"exit_code": code if code >= 0 else None, "exit_signal": signal_name}
+    try:
+        files.write(EXIT_FILE, {**ended, "ended_at": time.time()})
+    except OSError as exc:
+        _say(f"shim: the job ended ({ended}) but {exc.filename} cannot be written: {exc.strerror}")
+        return EXIT_UNRECORDED
     return 0
+
+
+def _stop_unrecorded(child: subprocess.Popen[bytes], error: OSError) -> int:
+    """A job the agent could not find again is not left running: kill it and all below, say why."""
+    for process in descendants(os.getpid()):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGKILL)
+    child.wait()
+    _say(
+        f"shim: stopped the job at once: cannot record its pid in {error.filename}: "
+        f"{error.strerror}; free space in the agent's state folder and launch it again"
+    )
+    return EXIT_UNRECORDED
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError):  # the log may sit on the same full disk
+        print(line, file=sys.stderr, flush=True)  # noqa: T201

@@ -7,8 +7,10 @@ job is in its folder, so a restarted daemon lists and stops the jobs an earlier 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,10 +50,14 @@ EXTERNAL_PLAN = StopPlan(signal.SIGTERM, 30.0, 10.0)
 class Supervisor:
     """The agent's own jobs, from their folders under `<state>/jobs`."""
 
-    def __init__(self, state_dir: Path, emit: Emit) -> None:
+    def __init__(
+        self, state_dir: Path, emit: Emit, write_failed: Callable[[OSError], None] = lambda _: None
+    ) -> None:
         self.state_dir = state_dir
         self.registry = Registry(state_dir / "jobs")
         self.emit = emit
+        self.write_failed = write_failed
+        """Told of a record that could not be written while the action itself went ahead."""
         self._shims: dict[str, subprocess.Popen[bytes]] = {}
         self._stopping: set[str] = set()
 
@@ -79,6 +85,10 @@ class Supervisor:
         )  # fmt: skip
 
     # ------------------------------------------------------------ launching
+
+    def launched(self, key: str) -> bool:
+        """True if a launch with this idempotency key already started its job."""
+        return bool(key) and self.registry.by_idempotency_key(key) is not None
 
     async def launch(
         self, params: LaunchParams, key: str, pipeline: PipelineConfig, datasets: set[str],
@@ -111,7 +121,11 @@ class Supervisor:
                 "launched_at": time.time(), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
             },
         )  # fmt: skip
-        self._start_shim(files)
+        try:
+            self._start_shim(files)
+        except OSError:
+            shutil.rmtree(files.folder, ignore_errors=True)
+            raise
         info = self.info(files)
         await self.emit(JobEvent(info, f"launched {info.name} as pid group {info.pgid}"))
         return info
@@ -147,8 +161,12 @@ class Supervisor:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=files.folder, env=env,
                 start_new_session=True,
             )  # fmt: skip
+        try:
+            files.write(SHIM_FILE, {"pid": shim.pid, "start_ticks": start_ticks(shim.pid)})
+        except OSError:
+            _kill_unrecorded(shim)  # nobody could find it to stop it later: stop it now
+            raise
         self._shims[files.id] = shim
-        files.write(SHIM_FILE, {"pid": shim.pid, "start_ticks": start_ticks(shim.pid)})
 
     # ------------------------------------------------------------ stopping
 
@@ -176,11 +194,17 @@ class Supervisor:
         finally:
             self._stopping.discard(job_id)
         self._reap()
-        files.write(
-            STOP_FILE, {"outcome": outcome, "steps": [s.action for s in steps], "at": time.time()}
-        )
+        said = ""
+        try:
+            files.write(
+                STOP_FILE,
+                {"outcome": outcome, "steps": [s.action for s in steps], "at": time.time()},
+            )
+        except OSError as exc:  # the job is stopped all the same; only the record is missing
+            self.write_failed(exc)
+            said = f" (not recorded: cannot write {exc.filename}: {exc.strerror})"
         info = self.info(files)
-        await self.emit(JobEvent(info, f"stop of {info.name}: {outcome}"))
+        await self.emit(JobEvent(info, f"stop of {info.name}: {outcome}{said}"))
         return StopResult(info, outcome, tuple(steps))
 
     async def stop_external(
@@ -202,6 +226,13 @@ class Supervisor:
         for job_id, shim in list(self._shims.items()):
             if shim.poll() is not None:
                 del self._shims[job_id]
+
+
+def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the group of a shim not yet reaped (so its pid cannot have been reused)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(shim.pid, signal.SIGKILL)
+    shim.wait()
 
 
 def _identity(files: JobFiles) -> GroupIdentity:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.datasets.glued_lines import is_suspect, read_line
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 BATCH_LINES = 2048
 _ID_CHARACTERS = b"0123456789, \t"
@@ -135,11 +137,14 @@ class LineTally:
 
     skipped: int = 0
     duplicates: int = 0
+    glued: int = 0
+    """Corrupt lines holding a torn record glued to a complete one (the complete one counts)."""
 
     def said(self) -> str:
         """What the progress line adds about them."""
         parts = [f"{self.skipped:,} line(s) without output ids"] if self.skipped else []
         parts += [f"{self.duplicates:,} repeated record id(s)"] if self.duplicates else []
+        parts += [f"{self.glued:,} torn record(s) glued to a complete one"] if self.glued else []
         return f"; skipped {' and '.join(parts)}" if parts else ""
 
 
@@ -183,20 +188,37 @@ def _id_batches(path: Path, tally: LineTally) -> Iterator[Any]:
         for line in handle:
             if not line.endswith(b"\n"):
                 break  # a torn last line is not a response yet
-            ids, record = _output_ids_text(line), _record_id(line)
-            if ids and record is not None and record in seen:
-                tally.duplicates += 1
-            elif ids:
-                pieces.append(ids)
-                if record is not None:
-                    seen.add(record)
-            elif line.strip():
-                tally.skipped += 1
+            for ids, record in _records(line, tally):
+                if ids and record is not None and record in seen:
+                    tally.duplicates += 1
+                elif ids:
+                    pieces.append(ids)
+                    if record is not None:
+                        seen.add(record)
+                elif line.strip():
+                    tally.skipped += 1
             if len(pieces) >= BATCH_LINES:
                 yield np.fromstring(b",".join(pieces), dtype=np.int64, sep=",")
                 pieces = []
         if pieces:
             yield np.fromstring(b",".join(pieces), dtype=np.int64, sep=",")
+
+
+def _records(line: bytes, tally: LineTally) -> list[tuple[bytes | None, bytes | None]]:
+    """(id list text, record id) of each record on the line.
+
+    One, unless a torn record was glued to a complete one (`agent.datasets.glued_lines`): then the
+    complete record's ids count, under its own id, and the line is tallied as glued.
+    """
+    ids = _output_ids_text(line)
+    if ids is not None and not is_suspect(line):
+        return [(ids, _record_id(line))]
+    found = read_line(line)
+    if found.clean:
+        return [(ids, _record_id(line))]
+    tally.glued += bool(found.responses)
+    records = [(_output_ids_text(r.record), _record_id(r.record)) for r in found.responses]
+    return records or [(None, None)]
 
 
 def _output_ids_text(line: bytes) -> bytes | None:

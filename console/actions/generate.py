@@ -76,12 +76,12 @@ class GenerateActions(AppState):
         writers = [j for j in self._jobs() if j.dataset == dataset.name and j.state in ACTIVE]
         if writers:
             return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
+        if dataset.writer:  # a lock holder or an old script with the file open: one writer only
+            return f"{dataset.name} is being written by {dataset.writer}"
         if dataset.writer_active:
             return f"{dataset.name} is being written by a runner the agent did not start (its runner.json is live)"
-        if dataset.status in ("complete", "over_budget"):
-            return (
-                f"{dataset.name} is {dataset.status.replace('_', ' ')}: {dataset.tokens:,} tokens"
-            )
+        if dataset.generation_done:
+            return f"{dataset.name} is done: {_done_why(dataset)}"
         return None
 
     async def _launch(self, link: AgentLink, job_name: str, datasets: list[str]) -> None:
@@ -99,3 +99,11 @@ class GenerateActions(AppState):
         if started:
             where = ", ".join(f"{job.dataset} (pid {job.pid})" for job in started)
             self.notify(f"started {job_name} on {where}")
+
+
+def _done_why(dataset: DatasetProgress) -> str:
+    """Why the one budget rule calls `dataset` done, in words."""
+    if dataset.budget is not None and dataset.tokens >= dataset.budget:
+        return f"{dataset.tokens:,} of its {dataset.budget:,} tokens"
+    failed = f", {dataset.failed_prompts:,} failed for good" if dataset.failed_prompts else ""
+    return f"no prompt left ({dataset.responses:,} answered{failed})"

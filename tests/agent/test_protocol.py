@@ -98,7 +98,7 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '{"id":1,"method":"hello","params":{"protocol_version":1,"client_version":"eagle-console'
         ' 0.1.0","pipeline":{"datasets":{"root":"/data","prompts_file":"prompts.jsonl",'
         '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000},'
-        '"stall_after_s":600.0,"overrun_alert_share":0.02},'
+        '"stall_after_s":600.0,"overrun_alert_share":0.02,"low_disk_floor_bytes":1073741824},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"jobs":{},"external":{},'
         '"deploy_roots":[]}}}',
     ),
@@ -254,7 +254,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"mean_tokens_per_response":null,"stop_condition":"all_prompts","target_responses":null,'
         '"target_tokens":null,"eta_low_s":null,"eta_high_s":null,"projected_overrun_hours":null,'
         '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
-        '"last_response_age_s":null,"writer_active":false}],"alerts":[{'
+        '"last_response_age_s":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
         '"training":[]}}',

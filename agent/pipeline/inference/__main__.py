@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 
-from agent.pipeline.inference.options import EXIT_FAILURE, EXIT_USAGE, parse_options
+from agent.datasets.writer_lock import DatasetLockedError, WriterLockError
+from agent.pipeline.inference.options import (
+    EXIT_FAILURE,
+    EXIT_LOCKED,
+    EXIT_USAGE,
+    EXIT_WRITE_FAILED,
+    parse_options,
+)
 from agent.pipeline.inference.prompts import PromptsError
 from agent.pipeline.inference.records import CorruptRecordError
 from agent.pipeline.inference.runner import RunFailedError, Runner
+from agent.pipeline.inference.storage import StorageError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,12 +29,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return asyncio.run(Runner(options).run())
-    except PromptsError as exc:
-        print(f"runner: {exc}", file=sys.stderr)  # noqa: T201
-        return EXIT_USAGE
+    except DatasetLockedError as exc:
+        return _said(exc, EXIT_LOCKED)
+    except (PromptsError, WriterLockError) as exc:
+        return _said(exc, EXIT_USAGE)
     except (CorruptRecordError, RunFailedError) as exc:
-        print(f"runner: {exc}", file=sys.stderr)  # noqa: T201
-        return EXIT_FAILURE
+        return _said(exc, EXIT_FAILURE)
+    except StorageError as exc:
+        return _said(f"stopped: {exc}", EXIT_WRITE_FAILED)
+
+
+def _said(what: object, code: int) -> int:
+    """One line on stderr (which may sit on the full disk itself), and the exit code."""
+    with contextlib.suppress(OSError):
+        print(f"runner: {what}", file=sys.stderr, flush=True)  # noqa: T201
+    return code
 
 
 if __name__ == "__main__":

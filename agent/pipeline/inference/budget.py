@@ -6,8 +6,10 @@ first, so the ones still running near the end are the long ones. For each, the g
 the tokens it has made (its age times the per-request decode rate seen in recent completions)
 and expects the mean length of the responses seen that were longer than that. One more request
 goes out while the tokens done plus everything expected, the new one included, stays within half
-a response of the budget, so the final total lands on the budget on average. A completion that
-comes in short makes room again. With `--on-budget cancel` the gate keeps every slot busy until
+a response of the budget. A completion that comes in short makes room again, and while the
+tokens done are under the budget with nothing in flight one more request always goes out: a run
+ends at its budget or when its prompts run out, never a few tokens short of it (the rule of
+`agent.protocol.generation_done`). With `--on-budget cancel` the gate keeps every slot busy until
 the budget is met instead, since whatever is still running then is cut off anyway.
 
 Pure arithmetic: the caller passes the clock.
@@ -88,8 +90,8 @@ class BudgetGate:
             return True
         if self.reached or self.keep_full:
             return not self.reached
-        if self.in_flight == 0 and self.responses_done == 0:
-            return True  # a budget below the prior: one request, then the answers guide the rest
+        if self.in_flight == 0:
+            return True  # under the budget with nothing coming: a run ends at it, never short
         mean = self.expected_tokens
         if self.tokens_done + (self.in_flight + 1) * self.prior_tokens < self.budget:
             return True  # even if everything ran to max_new_tokens, no need to look closer

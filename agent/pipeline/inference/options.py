@@ -8,6 +8,11 @@ from pathlib import Path
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_SIGNAL = 0, 1, 2, 3
 """EXIT_SIGNAL: stopped by SIGINT/SIGTERM after draining (or cancelling) what was in flight."""
+EXIT_LOCKED = 4
+"""Another process writes the dataset (it holds writer.lock); nothing was read or written."""
+EXIT_WRITE_FAILED = 5
+"""A dataset file could not be written (disk full, quota, I/O error, size limit): the run
+stopped, every record written whole is kept, and a rerun resumes exactly."""
 
 
 @dataclass(frozen=True, slots=True)

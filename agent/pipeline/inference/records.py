@@ -2,8 +2,9 @@
 
 Resume never counts lines: every complete valid line is a done id (the first one wins if an id
 repeats). A torn last line, normal after a kill, is moved to `raw_responses.torn` and the file
-is cut back to its last newline. An unparseable line in the middle stops the run with its byte
-offset, unless `--repair` moves it to `raw_responses.corrupt` and keeps the rest.
+is cut back to its last newline. An unparseable line in the middle, or a torn record glued to a
+complete one (`agent.datasets.glued_lines`), stops the run with its byte offset, unless `--repair`
+moves the line to `raw_responses.corrupt` and keeps the rest, and every complete record in it.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.datasets.response_lines import parse_response
+from agent.datasets.glued_lines import LineRecords, read_line
+from agent.pipeline.inference.storage import StorageError, cut_back
 
 
 class CorruptRecordError(Exception):
@@ -40,25 +43,49 @@ def recover(path: Path, *, repair: bool) -> ResumeState:
     state = ResumeState()
     if not path.exists():
         return state
-    corrupt: list[tuple[int, bytes]] = []
+    corrupt: list[Corrupt] = []
     end_of_valid = _scan(path, state, corrupt)
-    size = path.stat().st_size
-    if end_of_valid < size:
-        state.torn_bytes_moved = _move_torn_tail(path, end_of_valid)
     if corrupt and not repair:
-        offset, line = corrupt[0]
-        raise CorruptRecordError(
-            f"{path}: line at byte {offset} is not a response ({line[:60]!r}); "
-            f"{len(corrupt)} such line(s). Inspect it, or rerun with --repair to move them "
-            f"to {path.with_suffix('.corrupt')}"
-        )
-    if corrupt:
-        _move_corrupt_lines(path, corrupt)
-        state.corrupt_lines_moved = len(corrupt)
+        raise CorruptRecordError(_corrupt_message(path, corrupt))
+    try:
+        if end_of_valid < path.stat().st_size:
+            state.torn_bytes_moved = _move_torn_tail(path, end_of_valid)
+        if corrupt:
+            _move_corrupt_lines(path, corrupt)
+            state.corrupt_lines_moved = len(corrupt)
+    except OSError as exc:
+        where = Path(exc.filename) if exc.filename else path
+        raise StorageError(where, exc, "resume stopped before changing the responses") from None
     return state
 
 
-def _scan(path: Path, state: ResumeState, corrupt: list[tuple[int, bytes]]) -> int:
+@dataclass(frozen=True, slots=True)
+class Corrupt:
+    """A complete line that is not one response: where it is, its bytes, what it holds."""
+
+    offset: int
+    line: bytes
+    found: LineRecords
+
+
+def _corrupt_message(path: Path, corrupt: list[Corrupt]) -> str:
+    first = corrupt[0]
+    if first.found.glued:
+        ids = ", ".join(repr(r.id) for r in first.found.responses)
+        what = (
+            f"holds {first.found.fragment_bytes} bytes of a torn record glued to the complete "
+            f"record(s) {ids}"
+        )
+    else:
+        what = f"is not a response ({first.line[:60]!r})"
+    return (
+        f"{path}: line at byte {first.offset} {what}; {len(corrupt)} such line(s). Inspect it, or "
+        f"rerun with --repair to move the line(s) to {path.with_suffix('.corrupt')} and keep "
+        "every complete record in them"
+    )
+
+
+def _scan(path: Path, state: ResumeState, corrupt: list[Corrupt]) -> int:
     offset = 0
     with path.open("rb") as handle:
         for line in handle:
@@ -70,18 +97,17 @@ def _scan(path: Path, state: ResumeState, corrupt: list[tuple[int, bytes]]) -> i
     return offset
 
 
-def _take(line: bytes, offset: int, state: ResumeState, corrupt: list[tuple[int, bytes]]) -> None:
-    parsed = parse_response(line)
-    if parsed is None:
-        corrupt.append((offset, line))
-        return
-    response_id, tokens = parsed
-    if response_id in state.done_ids:
-        state.duplicates += 1
-        return
-    state.done_ids.add(response_id)
-    state.tokens += tokens
-    state.lengths.append(tokens)
+def _take(line: bytes, offset: int, state: ResumeState, corrupt: list[Corrupt]) -> None:
+    found = read_line(line)
+    if not found.clean:
+        corrupt.append(Corrupt(offset, line, found))
+    for response in found.responses:
+        if response.id in state.done_ids:
+            state.duplicates += 1
+            continue
+        state.done_ids.add(response.id)
+        state.tokens += response.tokens
+        state.lengths.append(response.tokens)
 
 
 def _move_torn_tail(path: Path, keep_bytes: int) -> int:
@@ -98,18 +124,21 @@ def _move_torn_tail(path: Path, keep_bytes: int) -> int:
     return len(tail)
 
 
-def _move_corrupt_lines(path: Path, corrupt: list[tuple[int, bytes]]) -> None:
-    bad_offsets = {offset for offset, _ in corrupt}
+def _move_corrupt_lines(path: Path, corrupt: list[Corrupt]) -> None:
+    """Each corrupt line goes aside whole; the complete records in it stay, one per line."""
+    by_offset = {item.offset: item for item in corrupt}
     with path.with_suffix(".corrupt").open("ab") as aside:
-        aside.writelines(line for _, line in corrupt)
+        aside.writelines(item.line for item in corrupt)
         aside.flush()
         os.fsync(aside.fileno())
     tmp = path.with_suffix(".repairing")
     with path.open("rb") as source, tmp.open("wb") as target:
         offset = 0
         for line in source:
-            if offset not in bad_offsets:
-                target.write(line)
+            item = by_offset.get(offset)
+            target.writelines(
+                [line] if item is None else [r.record + b"\n" for r in item.found.responses]
+            )
             offset += len(line)
         target.flush()
         os.fsync(target.fileno())
@@ -133,21 +162,40 @@ def permanently_failed_ids(path: Path) -> set[str]:
 
 
 class AppendLog:
-    """An append-only JSONL file: one complete line per write, fsynced at least once a second."""
+    """An append-only JSONL file: one complete line per write, fsynced at least once a second.
 
-    def __init__(self, path: Path, fsync_interval_s: float = 1.0) -> None:
+    A write or fsync that fails raises `StorageError` after cutting any partial line back to the
+    end of the last record written whole, so the file never holds half a record of ours.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        fsync_interval_s: float = 1.0,
+        write: Callable[[int, bytes], int] = os.write,
+    ) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self.end = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise StorageError(path, exc) from None
+        """Just past the last line written whole (resume leaves the file ending in a newline)."""
+        self._write = write
         self._fsync_interval_s = fsync_interval_s
         self._synced_at = time.monotonic()
         self._dirty = False
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as one line, in one write call."""
+        """Write one record as one line, in one write call (more only on odd filesystems)."""
         data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
-        written = os.write(self._fd, data)
-        while written < len(data):  # regular files write whole; this guards odd filesystems
-            written += os.write(self._fd, data[written:])
+        try:
+            written = self._write(self._fd, data)
+            while written < len(data):
+                written += self._write(self._fd, data[written:])
+        except OSError as exc:
+            raise StorageError(self.path, exc, cut_back(self._fd, self.path, self.end)) from None
+        self.end += len(data)
         self._dirty = True
         if time.monotonic() - self._synced_at >= self._fsync_interval_s:
             self.sync()
@@ -155,11 +203,18 @@ class AppendLog:
     def sync(self) -> None:
         """Fsync what was appended since the last sync."""
         if self._dirty:
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise StorageError(
+                    self.path, exc, "fsync failed: the last second of records may not be durable"
+                ) from None
             self._dirty = False
         self._synced_at = time.monotonic()
 
     def close(self) -> None:
-        """Sync and close."""
-        self.sync()
-        os.close(self._fd)
+        """Sync (when it still can) and close."""
+        try:
+            self.sync()
+        finally:
+            os.close(self._fd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import secrets
 import signal
@@ -20,6 +21,7 @@ from typing import Any
 
 import aiohttp
 
+from agent.datasets.writer_lock import take_writer_lock
 from agent.pipeline.inference.budget import BudgetGate
 from agent.pipeline.inference.client import (
     PermanentError,
@@ -45,6 +47,8 @@ from agent.pipeline.inference.status import (
     status_record,
     write_status,
 )
+from agent.pipeline.inference.storage import StorageError
+from agent.protocol import generation_done
 
 log = logging.getLogger("runner")
 
@@ -66,6 +70,7 @@ class Runner:
         self.state = "starting"
         self.stop_reason: str | None = None
         self.failure: str | None = None
+        self.storage_error: StorageError | None = None
         self.stop_requested = False
         self.cancelling = False
         self.changed = asyncio.Event()
@@ -83,7 +88,21 @@ class Runner:
     # ------------------------------------------------------------ the run
 
     async def run(self) -> int:
-        """Run to the end; returns the exit code."""
+        """Run to the end; returns the exit code.
+
+        Holds the dataset's writer lock from before the first byte it reads or writes until it
+        exits, so a second runner on the same dataset stops at once having written nothing.
+        """
+        lock_fd = take_writer_lock(self.options.dataset_dir)
+        try:
+            return await self._run_locked()
+        except StorageError as exc:
+            self._stopped_by(exc)  # a write failed before the run could start, or while closing
+            raise self.storage_error or exc from None
+        finally:
+            os.close(lock_fd)
+
+    async def _run_locked(self) -> int:
         self._prepare()
         self._report()  # "starting", with what resume found, before the first request
         async with aiohttp.ClientSession() as session:
@@ -137,12 +156,16 @@ class Runner:
             if self._may_dispatch():
                 self._launch(self.todo.popleft(), client, pool)
                 continue
-            if not self.tasks and (not self.todo or not self.gate.may_dispatch(time.monotonic())):
+            if not self.tasks and self._done():
                 break
             if self.options.on_budget == "cancel" and self.gate.reached:
                 break
             self.changed.clear()
             await self.changed.wait()
+
+    def _done(self) -> bool:
+        """The one rule: the budget is met or no prompt is left (`generation_done`)."""
+        return generation_done(self.gate.tokens_done, self.gate.budget, len(self.todo))
 
     def _may_dispatch(self) -> bool:
         """Room for one more request; while every server is down its task waits for one."""
@@ -255,7 +278,11 @@ class Runner:
                     prompt, "hit max_new_tokens; dropped by --drop-truncated", permanent=True
                 )
                 return True
-        self.writer.append(_record(prompt, body, tokens, finish, latency_s))
+        try:
+            self.writer.append(_record(prompt, body, tokens, finish, latency_s))
+        except StorageError as exc:
+            self._storage_failed(exc, tokens)
+            return True
         self.gate.answered(asyncio.current_task(), tokens, time.monotonic())
         self.stats.completed += 1
         self.stats.tokens_this_run += tokens
@@ -268,15 +295,32 @@ class Runner:
         log.warning(
             "[%s] prompt %s failed%s: %s", self.name, prompt.id, " for good" * permanent, reason
         )
-        self.errors_log.append(
-            {
-                "id": prompt.id,
-                "reason": reason,
-                "status": status,
-                "permanent": permanent,
-                "ts": time.time(),
-            }
-        )
+        if self.storage_error is not None:
+            return  # nowhere to note it; the prompt stays to do
+        try:
+            self.errors_log.append(
+                {
+                    "id": prompt.id,
+                    "reason": reason,
+                    "status": status,
+                    "permanent": permanent,
+                    "ts": time.time(),
+                }
+            )
+        except StorageError as exc:
+            self._storage_failed(exc, 0)
+
+    def _storage_failed(self, exc: StorageError, tokens_lost: int) -> None:
+        """A file cannot be written: stop dispatching now; answers still coming have nowhere to go."""
+        self.stats.discarded_tokens += tokens_lost
+        if self.storage_error is not None:
+            return
+        log.error("[%s] %s: stopping", self.name, exc)
+        self.storage_error = exc
+        self.failure = str(exc)
+        self.stop_requested = True
+        self.cancelling = True
+        self.changed.set()
 
     # ------------------------------------------------------------ stopping
 
@@ -331,13 +375,13 @@ class Runner:
         self.changed.set()
 
     def _finish(self) -> int:
+        if self.storage_error is not None:
+            raise self.storage_error
         if self.failure is not None:
             self.state, self.stop_reason = "failed", "server_down"
         elif self.stop_reason != "signal":
             self.state = "stopped"
-            self.stop_reason = (
-                "budget" if self.todo and self.gate.budget is not None else "exhausted"
-            )
+            self.stop_reason = "budget" if self.gate.reached else "exhausted"
         else:
             self.state = "stopped"
         self._report()
@@ -345,16 +389,38 @@ class Runner:
             raise RunFailedError(self.failure)
         return EXIT_SIGNAL if self.stop_reason == "signal" else EXIT_OK
 
+    def _stopped_by(self, exc: StorageError) -> None:
+        """Say in runner.json (where there is room) and in the error why the run stopped."""
+        self.storage_error = self.storage_error or exc
+        stats = self.stats
+        said = [
+            f"kept every record written: {stats.completed:,} new this run, "
+            f"{self.gate.tokens_done:,} tokens in the dataset"
+        ]
+        if stats.cancelled_requests or stats.discarded_tokens:
+            said.append(
+                f"dropped {stats.cancelled_requests} request(s) in flight and "
+                f"{stats.discarded_tokens:,} tokens of answers there was no room for"
+            )
+        said.append("free space and rerun: it resumes exactly where it stopped")
+        self.storage_error.detail = "; ".join(filter(None, (self.storage_error.detail, *said)))
+        self.state, self.stop_reason = "failed", "write_failed"
+        self._report()
+
     # ------------------------------------------------------------ reporting
 
     async def _report_forever(self) -> None:
         last_line = 0.0
         while True:
             await asyncio.sleep(self.options.status_interval_s)
-            self.writer.sync()
+            try:
+                self.writer.sync()
+            except StorageError as exc:
+                self._storage_failed(exc, 0)
             record = self._report()
             if time.monotonic() - last_line >= self.options.progress_interval_s:
-                print(progress_line(self.name, record), file=sys.stderr, flush=True)  # noqa: T201
+                with contextlib.suppress(OSError):  # a log on a full disk must not end the run
+                    print(progress_line(self.name, record), file=sys.stderr, flush=True)  # noqa: T201
                 last_line = time.monotonic()
 
     def _report(self) -> dict[str, Any]:
@@ -382,6 +448,7 @@ class Runner:
                 "duplicates_skipped": self.resume.duplicates,
                 "torn_bytes_moved": self.resume.torn_bytes_moved,
                 "corrupt_lines_moved": self.resume.corrupt_lines_moved,
+                "write_error": self.storage_error.as_record() if self.storage_error else None,
             },
             self.stats,
         )

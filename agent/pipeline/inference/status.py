@@ -6,6 +6,7 @@ people reading the job log.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.bundle import bundle_files, running_bundle_sha256
+from agent.pipeline.inference.storage import rewrite_in_place
 from agent.protocol import bundle_digest
 from agent.state import write_json_atomic
 
@@ -59,9 +61,20 @@ def status_record(fields: dict[str, Any], stats: RunStats) -> dict[str, Any]:
     }
 
 
-def write_status(path: Path, record: dict[str, Any]) -> None:
-    """Replace runner.json so a reader never sees half of it."""
-    write_json_atomic(path, record)
+def write_status(path: Path, record: dict[str, Any]) -> bool:
+    """Replace runner.json so a reader never sees half of it; False if there was no room at all.
+
+    On a full disk the atomic replace (a new file) fails; runner.json is then rewritten in its
+    own blocks, so the reason the run stopped still reaches the agent.
+    """
+    try:
+        write_json_atomic(path, record)
+    except OSError:
+        try:
+            rewrite_in_place(path, json.dumps(record).encode())
+        except OSError:
+            return False
+    return True
 
 
 def progress_line(name: str, record: dict[str, Any]) -> str:

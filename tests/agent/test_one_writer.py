@@ -1,0 +1,194 @@
+"""The agent refuses a second writer on a dataset, names the first, and shows a frozen one as stalled.
+
+Through the real daemon: two consoles launching at once, an old script that holds the responses
+file open for writing (no lock), a process holding writer.lock, and writers stopped by SIGSTOP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.datasets.writer_lock import LOCK_NAME
+from agent.procfs import process_info
+from agent.protocol import (
+    DatasetProgress,
+    DatasetsConfig,
+    ErrorCode,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    Snapshot,
+    SnapshotParams,
+    StopParams,
+)
+from console.link import AgentLink, AgentRequestError
+from console.local_link import open_local_link
+from tests.datasets import write_prompts
+
+PY = sys.executable
+HOLD_OPEN = (
+    "import sys, time; f = open(sys.argv[1], 'a'); print('open', flush=True); time.sleep(300)"
+)
+WRITER = JobSpec(
+    (PY, "-c", "import time; time.sleep(300)", "{dataset_dir}"), kind="inference",
+    per_dataset=True, grace_s=2,
+)  # fmt: skip
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for name in ("B1", "B2"):
+        write_prompts(tmp_path / "datasets" / name, 3)
+    return tmp_path / "datasets"
+
+
+@pytest.fixture
+async def link(root: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
+    pipeline = PipelineConfig(
+        datasets=DatasetsConfig(str(root), budget=1000), jobs={"inference": WRITER}
+    )
+    agent = await open_local_link(state_dir, pipeline)
+    yield agent
+    for job in (await dataset_snapshot(agent)).jobs:
+        if job.state == "running":
+            with contextlib.suppress(AgentRequestError):
+                await agent.request(
+                    "jobs.stop", StopParams(job.id), idempotency_key=f"end-{job.id}"
+                )
+    await agent.close()
+
+
+@contextlib.contextmanager
+def background(*argv: str) -> Iterator[subprocess.Popen[str]]:
+    """A process the agent did not start; killed (and woken first) at the end."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert process.stdout is not None
+        process.stdout.readline()  # it says when it holds what it holds
+        yield process
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        assert process.stdout is not None
+        process.stdout.close()
+
+
+def stop_process(pid: int) -> None:
+    """SIGSTOP `pid` and wait until /proc shows it stopped (the signal lands asynchronously)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while (info := process_info(pid)) is None or info.state != "T":
+        assert time.monotonic() < deadline, f"pid {pid} never stopped"
+        time.sleep(0.005)
+
+
+async def dataset_snapshot(link: AgentLink) -> Snapshot:
+    snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+    return snapshot
+
+
+async def progress_of(link: AgentLink, name: str) -> DatasetProgress:
+    return next(d for d in (await dataset_snapshot(link)).datasets if d.name == name)
+
+
+async def launch(link: AgentLink, dataset: str, key: str) -> JobInfo:
+    info: JobInfo = await link.request(
+        "jobs.launch", LaunchParams("inference", dataset), idempotency_key=key
+    )
+    return info
+
+
+async def test_two_consoles_launching_on_one_dataset_start_one_writer(
+    link: AgentLink, state_dir: Path, root: Path
+) -> None:
+    pipeline = PipelineConfig(
+        datasets=DatasetsConfig(str(root), budget=1000), jobs={"inference": WRITER}
+    )
+    other = await open_local_link(state_dir, pipeline)
+    try:
+        answers = await asyncio.gather(
+            launch(link, "B1", "console-1"), launch(other, "B1", "console-2"),
+            return_exceptions=True,
+        )  # fmt: skip
+    finally:
+        await other.close()
+
+    started = [a for a in answers if isinstance(a, JobInfo)]
+    refused = [a for a in answers if isinstance(a, AgentRequestError)]
+    assert len(started) == 1, answers
+    assert len(refused) == 1, answers
+    assert refused[0].code == ErrorCode.DATASET_BUSY
+    assert f"agent job {started[0].id}" in refused[0].detail
+    assert "B1 already has a writer" in refused[0].detail
+    winner = ("console-1", "console-2")[answers.index(started[0])]
+    again = await launch(link, "B1", winner)
+    assert again.id == started[0].id, "a retried launch still gets its own job, not a refusal"
+    assert (await launch(link, "B2", "console-3")).dataset == "B2"
+
+
+async def test_an_old_script_with_the_file_open_for_writing_is_the_writer(
+    link: AgentLink, root: Path
+) -> None:
+    with background(PY, "-c", HOLD_OPEN, str(root / "B1" / "raw_responses.jsonl")) as script:
+        progress = await progress_of(link, "B1")
+        assert progress.writer_active
+        assert progress.writer_pid == script.pid
+        assert progress.status == "running"
+        assert "has raw_responses.jsonl open for writing" in (progress.writer or "")
+
+        with pytest.raises(AgentRequestError) as refused:
+            await launch(link, "B1", "k1")
+
+        assert refused.value.code == ErrorCode.DATASET_BUSY
+        assert f"pid {script.pid} (" in refused.value.detail
+
+
+async def test_a_lock_holder_is_the_writer(link: AgentLink, root: Path) -> None:
+    lock = str(root / "B1" / LOCK_NAME)
+    with background("flock", "--exclusive", lock, "sh", "-c", "echo locked; sleep 300") as held:
+        with pytest.raises(AgentRequestError) as refused:
+            await launch(link, "B1", "k1")
+        assert f"pid {held.pid} (flock" in refused.value.detail
+        assert f"holds {LOCK_NAME}" in refused.value.detail
+
+
+async def test_a_stopped_writer_the_agent_did_not_start_shows_as_stalled(
+    link: AgentLink, root: Path
+) -> None:
+    with background(PY, "-c", HOLD_OPEN, str(root / "B1" / "raw_responses.jsonl")) as script:
+        stop_process(script.pid)
+        snapshot = await dataset_snapshot(link)
+        [progress] = [d for d in snapshot.datasets if d.name == "B1"]
+        assert (progress.status, progress.writer_stopped) == ("stalled", True)
+        [alert] = [a for a in snapshot.alerts if a.kind == "stalled" and a.subject == "B1"]
+        assert "SIGCONT" in alert.message
+        with pytest.raises(AgentRequestError):
+            await launch(link, "B1", "k1")
+        os.kill(script.pid, signal.SIGCONT)
+
+
+async def test_a_stopped_agent_job_shows_as_stalled_and_keeps_its_dataset(link: AgentLink) -> None:
+    job = await launch(link, "B2", "k1")
+    while job.pid is None or job.state != "running":
+        job = next(j for j in (await dataset_snapshot(link)).jobs if j.id == job.id)
+    stop_process(job.pid)
+    try:
+        progress = await progress_of(link, "B2")
+        assert (progress.status, progress.writer_pid) == ("stalled", job.pid)
+        with pytest.raises(AgentRequestError) as refused:
+            await launch(link, "B2", "k2")
+        assert "stopped (SIGSTOP)" in refused.value.detail
+    finally:
+        os.kill(job.pid, signal.SIGCONT)

@@ -1,0 +1,60 @@
+"""g names the writer of a dataset the agent did not start, and so does the agent's refusal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from agent.protocol import DatasetsConfig, PipelineConfig
+from console.app import ConsoleApp
+from console.config import HostConfig, SshTarget
+from console.link import AgentLink
+from console.local_link import open_local_link
+from tests.console.test_app import SIZE, wait_for
+from tests.console.test_generate_keys import RUNNER, live_jobs
+from tests.datasets import write_prompts
+
+HOLD_OPEN = (
+    "import sys, time; f = open(sys.argv[1], 'a'); print('open', flush=True); time.sleep(300)"
+)
+
+
+async def test_g_on_a_dataset_an_old_script_writes_names_that_script(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    root = tmp_path / "datasets"
+    write_prompts(root / "B1_sharegpt", 3)
+    pipeline = PipelineConfig(
+        datasets=DatasetsConfig(str(root), budget=1000), jobs={"inference": RUNNER}
+    )
+
+    async def opener() -> AgentLink:
+        return await open_local_link(state_dir, pipeline)
+
+    app = ConsoleApp(
+        {"gpu": opener},
+        host_configs={"gpu": HostConfig("gpu", SshTarget("local"), pipeline=pipeline)},
+    )
+    said: list[str] = []
+    app.notify = lambda message, **kwargs: said.append(message)  # type: ignore[method-assign]
+    script = subprocess.Popen(
+        [sys.executable, "-c", HOLD_OPEN, str(root / "B1_sharegpt" / "raw_responses.jsonl")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert script.stdout is not None
+        script.stdout.readline()
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: any(
+                d.writer for d in (app.views["gpu"].snapshot.datasets if app.views["gpu"].snapshot else ())
+            ))  # fmt: skip
+            await pilot.press("g")
+            await wait_for(pilot, lambda: any(f"pid {script.pid} (" in m for m in said))
+            assert live_jobs(app) == []
+            assert "open for writing" in said[-1]
+    finally:
+        script.kill()
+        script.wait()
+        if script.stdout is not None:
+            script.stdout.close()
