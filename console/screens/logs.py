@@ -185,6 +185,7 @@ class LogScreen(Screen[None]):
         else:
             self.filter = pattern
         self._redraw()
+        self._update_status()  # the status line names the pattern in force at once
         if self._prompt == "search" and pattern is not None:
             self._jump(+1)
 
