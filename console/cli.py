@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from rich.console import Console
 
 from console.config import ConfigError, ConsoleConfig, HostConfig, load_config
 from console.link import LinkError
-from console.safe_text import literal
+from console.safe_text import literal, sanitise_lines
 from console.status import HostStatus, fetch_all, print_json, print_tables
 from console.trust import trust_host
 
@@ -73,8 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class SanitisingFormatter(logging.Formatter):
+    """Log lines quote the agent (its error messages, bad lines): sanitised like all host text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as usual, every control character made visible."""
+        return sanitise_lines(super().format(record))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns its exit code."""
+    if logging.lastResort is not None:  # the handler of warnings when no logging is configured
+        logging.lastResort.setFormatter(SanitisingFormatter())
     args = build_parser().parse_args(_default_to_tui(sys.argv[1:] if argv is None else argv))
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:

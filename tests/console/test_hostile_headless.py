@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,18 @@ def test_a_failure_line_naming_host_text_is_one_safe_line(
 
 def test_planted_sequences_are_what_escapes_holds() -> None:
     assert all(sequence in ESCAPES for sequence in PLANTED)
+
+
+def test_warnings_logged_about_the_agent_are_sanitised_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["--config", "/nonexistent/eagle-console.toml", "status"])  # installs the formatter
+    capsys.readouterr()
+    logger = logging.getLogger("console.link")
+    record = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "agent error: %s",
+                               (hostile("warned"),), None)  # fmt: skip
+    assert logging.lastResort is not None  # what prints warnings when logging is not set up
+    logging.lastResort.handle(record)
+    err = capsys.readouterr().err
+    assert escapes_that_got_through(err) == []
+    assert f"warned{SHOWN_MARKUP}" in err
