@@ -143,7 +143,7 @@ def _judge(
     if code is None:
         problems.append(f"still running {EXIT_WITHIN_S:g} s after the hang-up")
     if leftovers:
-        problems.append(f"left {len(leftovers)} process(es): {leftovers[:3]}")
+        problems.append(f"exited {code}, leaving {len(leftovers)} process(es): {leftovers[:3]}")
     if trial.phase in ("building", "jobs starting") and ALTERNATE_SCREEN in terminal.output:
         problems.append("the console had come up: the hang-up missed the start-up")
     if trial.phase == "teardown" and code == 0:

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 
 SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+TERMINAL_SIGNALS = (signal.SIGTSTP, signal.SIGCONT)
+"""Job control: the console's to handle while it runs, the defaults' otherwise."""
 
 
 class DemoInterrupts:
@@ -36,12 +38,20 @@ class DemoInterrupts:
 
     @contextlib.contextmanager
     def console(self, stop: Callable[[], None]) -> Iterator[None]:
-        """While the console runs, the first signal calls `stop` (which must not block)."""
+        """While the console runs, the first signal calls `stop` (which must not block).
+
+        Textual handles SIGTSTP and SIGCONT (for Ctrl+Z) and leaves its handlers behind: the
+        SIGCONT that comes with a hang-up would then make it take the terminal again in the
+        middle of the teardown, and raise there. They are put back as they were.
+        """
+        saved = {signum: signal.getsignal(signum) for signum in TERMINAL_SIGNALS}
         self._stop_console = stop
         try:
             yield
         finally:
             self._stop_console = None
+            for signum, handler in saved.items():
+                signal.signal(signum, handler)
 
     def tearing_down(self) -> None:
         """The teardown begins: no signal interrupts anything any more."""
