@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from faults.result import Scale, ScenarioResult
+from faults.result import Scale, ScenarioResult, spread
 from tests.demo_terminal import (
     ALTERNATE_SCREEN,
     BUILDING,
@@ -81,8 +81,8 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
         )
     )
     result.notes.append(
-        f"exit after the hang-up (p50 / max): {_spread(result.detection_s)}; "
-        "every process of the demo gone (p50 / max): " + _spread(result.recovery_s)
+        f"exit after the hang-up (p50 / max): {spread(result.detection_s)}; "
+        f"every process of the demo gone (p50 / max): {spread(result.recovery_s)}"
     )
     return result
 
@@ -104,6 +104,7 @@ def one_trial(trial: Trial, workspace: Path, result: ScenarioResult, left: Count
         left[trial.label] += len(leftovers)
         _judge(trial, terminal, code, leftovers, result)
         result.detection_s.append(exited_s)
+        result.notes.append(f"{trial.label}: exited {code} {exited_s:.2f} s after the hang-up")
         if gone:
             result.recovery_s.append(time.monotonic() - hung_up_at)
     finally:
@@ -152,10 +153,3 @@ def _judge(
         result.violate(f"{label}: {'; '.join(problems)}")
     else:
         result.acknowledged += 1
-
-
-def _spread(values: list[float]) -> str:
-    if not values:
-        return "—"
-    ordered = sorted(values)
-    return f"{ordered[len(ordered) // 2]:.2f} / {ordered[-1]:.2f} s"

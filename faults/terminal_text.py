@@ -134,7 +134,7 @@ def command(config: Path, *args: str) -> list[str]:
 
 def drive_console(config: Path, result: ScenarioResult) -> list[Surface]:
     """The TUI, key by key; one surface per step (the bytes written while it was up)."""
-    terminal = PtyTerminal(command(config, "gpu"), _env())
+    terminal = PtyTerminal(command(config, "gpu"), dict(os.environ))
     surfaces: list[Surface] = []
     try:
         start = 0
@@ -177,7 +177,7 @@ def _marker(shown: bytes, footer_style: bytes) -> bytes:
 
 def run_command(config: Path, name: str, args: tuple[str, ...], expected: int) -> Surface:
     """One headless command on a pty of its own, to its end."""
-    terminal = PtyTerminal(command(config, *args), _env())
+    terminal = PtyTerminal(command(config, *args), dict(os.environ))
     try:
         code = terminal.wait_exit(STEP_TIMEOUT_S * 2)
     finally:
@@ -233,7 +233,3 @@ def _gives_back(output: bytes, box: HostileBox) -> bool:
     except (ValueError, KeyError, TypeError):
         return False
     return names == set(box.datasets) and output.isascii()
-
-
-def _env() -> dict[str, str]:
-    return dict(os.environ)

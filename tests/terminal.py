@@ -49,7 +49,7 @@ class PtyTerminal:
         self.process = subprocess.Popen(
             list(argv), stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
             env=term_env | {"TERM": "xterm-256color"}, start_new_session=True,
-            preexec_fn=_take_terminal,  # noqa: PLW1509 (the ctty must be set in the child)
+            preexec_fn=_take_terminal,  # the controlling terminal can only be taken in the child
         )  # fmt: skip
         os.close(slave)
         self.master: int | None = master

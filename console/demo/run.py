@@ -82,7 +82,7 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
     try:
         await launch_server(link, nonce)
         url = host.pipeline.sglang_url or ""
-        await asyncio.to_thread(wait_for_health, url, Path(host.pipeline.sglang_log or ""))
+        await wait_for_health(url, Path(host.pipeline.sglang_log or ""))
         await launch_runs(link, nonce)
     finally:
         await link.close()

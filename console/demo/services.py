@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import socket
 import subprocess
@@ -49,21 +50,25 @@ def start_ssh_server(space: Workspace, children: list[subprocess.Popen[bytes]]) 
     )  # fmt: skip
 
 
-def wait_for_health(url: str, server_log: Path) -> None:
-    """Block until the SGLang stand-in answers /health."""
+async def wait_for_health(url: str, server_log: Path) -> None:
+    """Wait until the SGLang stand-in answers /health.
 
-    def healthy() -> bool:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=1) as answer:
-                return int(answer.status) == 200
-        except (urllib.error.URLError, OSError):
-            return False
-
+    Each probe runs in a thread for at most a second, so an interrupted start-up (a hang-up)
+    never waits on a probe for longer than that.
+    """
     deadline = time.monotonic() + START_TIMEOUT_S
-    while not healthy():
+    while not await asyncio.to_thread(_healthy, url):
         if time.monotonic() > deadline:
             raise LinkError(f"the SGLang simulator did not answer /health (see {server_log})")
-        time.sleep(0.1)
+        await asyncio.sleep(0.1)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=1) as answer:
+            return int(answer.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 async def launch_server(link: AgentLink, nonce: str) -> None:

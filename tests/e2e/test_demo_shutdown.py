@@ -7,7 +7,10 @@ scenario (its short version runs in tests/test_fault_campaign.py).
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,5 +97,19 @@ def test_sigterm_while_the_console_runs_puts_the_terminal_back_first(workspace: 
         assert b"\x1b[?1049l" in after.split(TEARING_DOWN)[0]  # the alternate screen was left
         assert TORN_DOWN in after
         assert demo_processes(workspace) == []
+    finally:
+        terminal.close()
+
+
+@pytest.mark.timeout(120)
+def test_the_console_itself_ends_when_its_terminal_is_closed(tmp_path: Path) -> None:
+    config = tmp_path / "eagle-console.toml"
+    config.write_text('[hosts.gpu]\nssh = "nobody@127.0.0.1:1"\n[hosts.gpu.datasets]\nroot = "/"\n')
+    console = Path(sys.executable).parent / "eagle-console"
+    terminal = PtyTerminal([str(console), "--config", str(config), "gpu"], dict(os.environ))
+    try:
+        terminal.wait_for(re.escape(ALTERNATE_SCREEN), 60)  # up, reconnecting to nowhere
+        terminal.hang_up()
+        assert terminal.wait_exit(10) is not None, "the console outlived its terminal"
     finally:
         terminal.close()
