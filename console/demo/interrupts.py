@@ -42,7 +42,9 @@ class DemoInterrupts:
 
         Textual handles SIGTSTP and SIGCONT (for Ctrl+Z) and leaves its handlers behind: the
         SIGCONT that comes with a hang-up would then make it take the terminal again in the
-        middle of the teardown, and raise there. They are put back as they were.
+        middle of the teardown, and raise there. They are put back as they were. (While the
+        console runs, a hang-up drops the SIGCONT handler first: taking a dead terminal again
+        there deadlocks Textual's writer thread.)
         """
         saved = {signum: signal.getsignal(signum) for signum in TERMINAL_SIGNALS}
         self._stop_console = stop
@@ -63,6 +65,10 @@ class DemoInterrupts:
         return 128 + self.received[0] if self.received else 0
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            # The SIGCONT that comes with a hang-up would make Textual take the dead terminal
+            # again (and deadlock its writer thread): the terminal is gone, job control with it.
+            signal.signal(signal.SIGCONT, signal.SIG_DFL)
         self.received.append(signum)
         if self._raised or self._tearing_down:
             self.hurry.set()
