@@ -2,7 +2,8 @@
 
 One HostSession per host runs as a worker for the app's whole life, so a link never depends on
 which screen is showing. Messages from the links update the HostView of their host; the screen
-on display renders it.
+on display renders it. Every toast is sanitised and never read as markup: most of them carry
+names and reasons from a host.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import ClassVar
 
 from textual.app import SystemCommand
 from textual.binding import Binding, BindingType
+from textual.markup import escape
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import DataTable
 
@@ -37,6 +40,7 @@ from console.host_view import HostView, headline, new_alerts
 from console.hosts import HostSession, LinkState, Opener
 from console.link import LinkError
 from console.messages import AgentEventReceived, LinkChanged, SnapshotReceived
+from console.safe_text import sanitise
 from console.screens.dashboard import DashboardScreen
 from console.screens.dataset import DatasetScreen
 from console.screens.help import HelpScreen
@@ -89,6 +93,21 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions):
             self.run_worker(session.run(), name=f"link {name}", group="links", exit_on_error=False)
         self.set_interval(1.0, self._render_current)
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A toast of plain text, whoever asks for it (a widget's markup=True included)."""
+        super().notify(
+            sanitise(message), title=sanitise(title), severity=severity, timeout=timeout,
+            markup=False,
+        )  # fmt: skip
+
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The command table in the palette, with every host to jump to."""
         yield from super().get_system_commands(screen)
@@ -100,8 +119,9 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions):
                 functools.partial(self.run_action, command.action),
             )
         for name in self.views:
+            shown = escape(sanitise(name))  # the palette reads titles as markup
             yield SystemCommand(
-                f"Host {name}", f"show {name}", functools.partial(self.show_host, name)
+                f"Host {shown}", f"show {shown}", functools.partial(self.show_host, name)
             )
 
     def show_host(self, name: str) -> None:

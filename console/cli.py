@@ -2,6 +2,7 @@
 
 Exit codes scripts can rely on: 0 success, 1 failure (a host down, a refused key, an agent
 error), 2 usage or config error. Every failure is one clear line on stderr, never a traceback.
+Whatever a line holds from the host is sanitised and never read as markup (`literal`).
 """
 
 from __future__ import annotations
@@ -9,15 +10,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from console.config import ConfigError, ConsoleConfig, HostConfig, load_config
 from console.link import LinkError
+from console.safe_text import literal, sanitise_lines
 from console.status import HostStatus, fetch_all, print_json, print_tables
 from console.trust import trust_host
+
+if TYPE_CHECKING:
+    from console.doctor import Check
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -67,17 +74,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class SanitisingFormatter(logging.Formatter):
+    """Log lines quote the agent (its error messages, bad lines): sanitised like all host text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as usual, every control character made visible."""
+        return sanitise_lines(super().format(record))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; returns its exit code."""
+    if logging.lastResort is not None:  # the handler of warnings when no logging is configured
+        logging.lastResort.setFormatter(SanitisingFormatter())
     args = build_parser().parse_args(_default_to_tui(sys.argv[1:] if argv is None else argv))
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         return _run(args)
     except ConfigError as exc:
-        err.print(f"eagle-console: config error: {exc}", markup=False)
+        err.print(literal(f"eagle-console: config error: {exc}"))
         return EXIT_USAGE
     except LinkError as exc:
-        err.print(f"eagle-console: {exc}", markup=False)
+        err.print(literal(f"eagle-console: {exc}"))
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
@@ -173,11 +190,11 @@ def _status(config: ConsoleConfig, host: str | None, *, as_json: bool) -> int:
 
 def _report_failure(status: HostStatus, err: Console) -> None:
     if status.error:
-        err.print(f"eagle-console: {status.error}", markup=False)
+        err.print(literal(f"eagle-console: {status.error}"))
     elif status.snapshot is not None:
         for alert in status.snapshot.alerts:
             if alert.kind == "datasets_root":
-                err.print(f"eagle-console: {status.host}: {alert.message}", markup=False)
+                err.print(literal(f"eagle-console: {status.host}: {alert.message}"))
 
 
 async def _redeploy(host: HostConfig, job: str, argv: tuple[str, ...] | None) -> int:
@@ -191,10 +208,12 @@ async def _redeploy(host: HostConfig, job: str, argv: tuple[str, ...] | None) ->
     out = Console(highlight=False, soft_wrap=True)
     link = await open_ssh_link(host)
     try:
-        outcome = await redeploy(link, host, job, argv, report=lambda message: out.print(message))
+        outcome = await redeploy(
+            link, host, job, argv, report=lambda message: out.print(literal(message))
+        )
     finally:
         await link.close()
-    out.print(outcome.summary())
+    out.print(literal(outcome.summary()))
     return EXIT_OK
 
 
@@ -202,11 +221,15 @@ def _doctor(host: HostConfig) -> int:
     from console.doctor import run_doctor
 
     checks = asyncio.run(run_doctor(host))
-    out = Console(highlight=False, soft_wrap=True)
+    print_checks(checks, Console(highlight=False, soft_wrap=True))
+    return EXIT_OK if all(check.ok for check in checks) else EXIT_FAILURE
+
+
+def print_checks(checks: list[Check], out: Console) -> None:
+    """One line per doctor check: ok or FAIL, its name, and what it found (host text, literal)."""
     for check in checks:
         out.print("ok  " if check.ok else "FAIL", style="green" if check.ok else "red", end=" ")
-        out.print(f"{check.name:9} {check.detail}", markup=False)
-    return EXIT_OK if all(check.ok for check in checks) else EXIT_FAILURE
+        out.print(literal(f"{check.name:9} {check.detail}"))
 
 
 def _report(host: HostConfig) -> int:

@@ -1,14 +1,19 @@
-"""`eagle-console deploy HOST [--dry-run] [--rollback PATH]`: the deploy, for scripts and people."""
+"""`eagle-console deploy HOST [--dry-run] [--rollback PATH]`: the deploy, for scripts and people.
+
+Paths, digests and diffs come from the host: sanitised, and never read as markup.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from console.config import ConfigError, HostConfig
 from console.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.link import AgentLink, LinkError
+from console.safe_text import literal, sanitise_lines
 from console.ssh_link import open_ssh_link
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
@@ -27,7 +32,7 @@ async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | No
     try:
         if rollback_path is not None:
             result = await rollback(link, rollback_path)
-            out.print(f"rolled back {result.target} to {result.sha256[:12]}")
+            out.print(literal(f"rolled back {result.target} to {result.sha256[:12]}"))
             return 0
         plans = await plan_deploy(link, host.deploy)
         out.print(drift_table(host.name, plans))
@@ -36,9 +41,9 @@ async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | No
             return 0
         for result in await deploy(link, plans):
             previous = (result.previous_sha256 or "none")[:12]
-            out.print(
+            out.print(literal(
                 f"deployed {result.target}: {previous} -> {result.sha256[:12]} (backup {result.backup or 'none'})"
-            )
+            ))  # fmt: skip
         return 0
     finally:
         await link.close()
@@ -46,13 +51,14 @@ async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | No
 
 def drift_table(host: str, plans: list[FilePlan]) -> Table:
     """Every mapped file and its state."""
-    table = Table(title=f"{host}: deploy drift")
+    table = Table(title=literal(f"{host}: deploy drift"))
     for column in ("status", "remote", "local", "host sha256", "local sha256"):
         table.add_column(column)
     for plan in plans:
         table.add_row(
-            f"[{STATUS_STYLE[plan.status]}]{plan.status}[/]", plan.remote, str(plan.local or "—"),
-            (plan.remote_sha256 or "—")[:12], (plan.local_sha256 or "—")[:12],
+            Text(plan.status, style=STATUS_STYLE[plan.status]), literal(plan.remote),
+            literal(str(plan.local or "—")), literal((plan.remote_sha256 or "—")[:12]),
+            (plan.local_sha256 or "—")[:12],
         )  # fmt: skip
     return table
 
@@ -63,7 +69,7 @@ async def print_diffs(link: AgentLink, plans: list[FilePlan], out: Console) -> N
         if plan.status == "changed":
             out.print(
                 Syntax(
-                    await unified_diff(link, plan),
+                    sanitise_lines(await unified_diff(link, plan)),
                     "diff",
                     theme="ansi_dark",
                     background_color="default",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from agent.protocol import Alert, Snapshot
 from console.hosts import LinkState
+from console.safe_text import sanitise
 
 THROUGHPUT_POINTS = 120
 
@@ -52,9 +53,9 @@ def new_alerts(before: Snapshot | None, after: Snapshot) -> list[Alert]:
 
 def headline(view: HostView) -> str:
     """One line per host for the host strip: link, datasets running, alerts."""
-    snapshot = view.snapshot
+    snapshot, name = view.snapshot, sanitise(view.name)
     if snapshot is None:
-        return f"{view.name}: {view.state.status}"
+        return f"{name}: {view.state.status}"
     running = sum(1 for d in snapshot.datasets if d.status == "running")
     errors = sum(1 for a in snapshot.alerts if a.severity == "error")
-    return f"{view.name}: {view.state.status}, {running} running, {len(snapshot.alerts)} alerts ({errors} errors)"
+    return f"{name}: {view.state.status}, {running} running, {len(snapshot.alerts)} alerts ({errors} errors)"

@@ -1,7 +1,8 @@
 """How numbers read on screen: tokens, rates, ETAs, ages and dataset rows. No Textual here.
 
 Everything is derived from the agent's frozen snapshot, so the same text appears in the TUI, in
-`status` and in reports.
+`status` and in reports. Every string that came from the host goes through `sanitise` on its way
+into these texts; none of them holds markup.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent.protocol import DatasetProgress, GpuSample, JobInfo, ServerStats, TrainingProgress
+from console.safe_text import sanitise
 
 STALE_AFTER_S = 5.0
 """A panel whose data is older than this shows as stale."""
@@ -86,7 +88,7 @@ def dataset_row(progress: DatasetProgress) -> DatasetRow:
     overrun = progress.projected_overrun_tokens or 0
     hours = progress.projected_overrun_hours
     return DatasetRow(
-        name=progress.name,
+        name=sanitise(progress.name),
         responses=f"{progress.responses:,} / {cap or 0:,}",
         budget_bar=bar(fraction) + percent,
         tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
@@ -95,7 +97,7 @@ def dataset_row(progress: DatasetProgress) -> DatasetRow:
         overrun=f"+{tokens(overrun)}" + (f" ({duration(hours * 3600)})" if hours else "")
         if overrun
         else "—",
-        status=progress.status.replace("_", " "),
+        status=sanitise(progress.status.replace("_", " ")),
     )
 
 
@@ -113,17 +115,19 @@ def age(seconds: float | None) -> str:
     return "live" if seconds < STALE_AFTER_S else f"{duration(seconds)} old"
 
 
+HEALTH = {True: "healthy", False: "down", None: "unknown"}
+"""The word for the server's health."""
+
+
 def server_text(server: ServerStats | None) -> str:
-    """The server in a few lines."""
+    """The server in a few lines of plain text (the first says its health in words: HEALTH)."""
     if server is None:
         return "SGLang: not probed yet"
-    health = {True: "[green]healthy[/]", False: "[red]down[/]", None: "unknown"}[server.healthy]
-    lines = [
-        f"SGLang {server.url or ''}: {health} {server.detail if not server.healthy else ''}".rstrip()
-    ]
+    detail = sanitise(server.detail) if not server.healthy else ""
+    lines = [f"SGLang {sanitise(server.url or '')}: {HEALTH[server.healthy]} {detail}".rstrip()]
     if server.model_path:
-        lines.append(f"model {server.model_path}")
-    load = server.log_stats
+        lines.append(f"model {sanitise(server.model_path)}")
+    load = {key: sanitise(value) for key, value in server.log_stats.items()}
     running = (
         server.running_requests if server.running_requests is not None else load.get("#running-req")
     )
@@ -146,12 +150,12 @@ def server_text(server: ServerStats | None) -> str:
 def gpu_text(gpus: tuple[GpuSample, ...], note: str) -> str:
     """One line per GPU: utilisation, memory, temperature, holder."""
     if not gpus:
-        return note or "GPUs: not probed yet"
+        return sanitise(note) or "GPUs: not probed yet"
     return "\n".join(
         f"GPU{g.index} {g.utilization_pct or 0:.0f}% · {(g.memory_used_mib or 0) / 1024:.1f} / "
         f"{(g.memory_total_mib or 0) / 1024:.1f} GiB · {g.temperature_c or 0:.0f}°C"
         + (
-            f" · {', '.join(g.job_ids)}"
+            f" · {sanitise(', '.join(g.job_ids))}"
             if g.job_ids
             else (f" · pids {list(g.pids)}" if g.pids else "")
         )
@@ -195,7 +199,7 @@ def training_text(items: tuple[TrainingProgress, ...], jobs: tuple[JobInfo, ...]
         )
         loss = f"loss {t.loss:.3f}" if t.loss is not None else "loss —"
         blocks.append(
-            f"{names.get(t.job_id, t.job_id)}: {step} · epoch {t.epoch if t.epoch is not None else '—'} · "
+            f"{sanitise(names.get(t.job_id, t.job_id))}: {step} · epoch {t.epoch if t.epoch is not None else '—'} · "
             f"ETA {duration(t.eta_s)}\n  {loss} {spark(t.loss_history)}\n  {accept} {spark(t.acceptance_history)}"
         )
     return "\n".join(blocks)

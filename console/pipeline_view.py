@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agent.protocol import JobInfo, Snapshot
+from console.safe_text import sanitise
 
 ACTIVE = ("starting", "running", "stopping")
 
@@ -68,7 +69,7 @@ def _job_stage(name: str, job: JobInfo | None, key: str) -> Stage:
     detail = (
         "—"
         if job is None
-        else f"{job.name} {job.state}"
+        else sanitise(f"{job.name} {job.state}")
         + (f", exit {job.exit_code}" if job.exit_code is not None else "")
     )
     return Stage(name, state, detail, key)

@@ -1,4 +1,8 @@
-"""`eagle-console status`: one snapshot per host, as a table for people or JSON for scripts."""
+"""`eagle-console status`: one snapshot per host, as a table for people or JSON for scripts.
+
+The tables hold host text (dataset names, alerts): every cell is a sanitised `Text`, never markup.
+JSON escapes every control character itself.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agent.protocol import Snapshot, SnapshotParams, to_wire
 from console.config import HostConfig
 from console.link import LinkError
+from console.safe_text import literal
 from console.ssh_link import open_ssh_link
 
 
@@ -75,19 +81,28 @@ def print_tables(statuses: list[HostStatus], console: Console) -> None:
             continue  # its one line goes to stderr
         console.print(datasets_table(status.host, status.snapshot))
         for alert in status.snapshot.alerts:
-            console.print(f"  [{_colour(alert.severity)}]{alert.severity}[/]: {alert.message}")
+            console.print(
+                Text.assemble(
+                    "  ",
+                    literal(alert.severity, _colour(alert.severity)),
+                    ": ",
+                    literal(alert.message),
+                )  # fmt: skip
+            )
 
 
 def datasets_table(host: str, snapshot: Snapshot) -> Table:
     """The datasets of one snapshot as a Rich table."""
-    table = Table(title=f"{host} — {snapshot.datasets_root or 'no datasets root configured'}")
+    table = Table(
+        title=literal(f"{host} — {snapshot.datasets_root or 'no datasets root configured'}")
+    )
     for column in ("dataset", "responses", "prompts", "tokens", "budget", "status"):
         table.add_column(column, justify="left" if column in ("dataset", "status") else "right")
     for item in snapshot.datasets:
         budget = f"{item.budget:,}" if item.budget is not None else "—"
         table.add_row(
-            item.name, f"{item.responses:,}", f"{item.prompts:,}", f"{item.tokens:,}", budget,
-            item.status,
+            literal(item.name), f"{item.responses:,}", f"{item.prompts:,}", f"{item.tokens:,}",
+            budget, literal(item.status),
         )  # fmt: skip
     return table
 

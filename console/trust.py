@@ -8,6 +8,7 @@ import sys
 from console.config import HostConfig
 from console.host_keys import fetch_offered_key, pin_host_key
 from console.link import LinkError
+from console.safe_text import sanitise
 from console.ssh_link import connect_options
 
 
@@ -17,16 +18,17 @@ def trust_host(host: HostConfig, *, assume_yes: bool) -> int:
     if offered is None:
         raise LinkError(f"{host.name}: cannot fetch the host key of {host.ssh}")
     if offered.trusted:
-        print(f"{host.name}: {offered.algorithm} {offered.fingerprint} is already pinned.")  # noqa: T201
+        pinned = f"{host.name}: {offered.algorithm} {offered.fingerprint} is already pinned."
+        print(sanitise(pinned))  # noqa: T201
         return 0
     if offered.changed:
         pin_host_key(host, offered)  # raises the loud refusal, naming both fingerprints
-    print(f"{host.name} ({host.ssh}) offers {offered.algorithm} {offered.fingerprint}")  # noqa: T201
+    print(sanitise(f"{host.name} ({host.ssh}) offers {offered.algorithm} {offered.fingerprint}"))  # noqa: T201
     if not assume_yes and not _confirmed():
         print("not pinned.")  # noqa: T201
         return 1
     path = pin_host_key(host, offered)
-    print(f"pinned {offered.fingerprint} for {host.name} in {path}")  # noqa: T201
+    print(sanitise(f"pinned {offered.fingerprint} for {host.name} in {path}"))  # noqa: T201
     return 0
 
 

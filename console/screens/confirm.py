@@ -8,9 +8,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from console.safe_text import literal, literal_lines
+
 
 class ConfirmScreen(ModalScreen[bool]):
-    """Returns True only when the user presses the action's button."""
+    """Returns True only when the user presses the action's button.
+
+    The title and the consequences name jobs, datasets and paths from the host: shown literally.
+    """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
@@ -23,8 +28,8 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         """Title, what will happen, Cancel (focused) and the action."""
         with Vertical(id="confirm-box"):
-            yield Static(f"[b]{self.title_text}[/b]", id="confirm-title")
-            yield Static(self.consequences, id="confirm-text")
+            yield Static(literal(self.title_text, "bold"), id="confirm-title")
+            yield Static(literal_lines(self.consequences), id="confirm-text")
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button(self.action_label, id="confirm", variant="error")

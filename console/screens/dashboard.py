@@ -11,6 +11,7 @@ from agent.protocol import JobInfo
 from console.host_view import HostView
 from console.model import STALE_AFTER_S, age, gpu_text, training_text
 from console.pipeline_view import next_stage, stages
+from console.safe_text import literal_lines
 from console.widgets.alert_strip import AlertStrip
 from console.widgets.datasets_table import DatasetsTable
 from console.widgets.host_header import HostHeader
@@ -68,7 +69,9 @@ class DashboardScreen(Screen[None]):
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         training = training_text(snapshot.training, snapshot.jobs)
         gpus = gpu_text(snapshot.gpus, snapshot.gpu_note)
-        self.query_one("#gpus", Static).update(f"{gpus}\n{training}" if training else gpus)
+        self.query_one("#gpus", Static).update(
+            literal_lines(f"{gpus}\n{training}" if training else gpus)
+        )
         self.query_one(AlertStrip).show(snapshot.alerts)
 
     @property

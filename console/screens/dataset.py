@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -9,6 +10,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from agent.protocol import DatasetDetail
 from console.model import bar
+from console.safe_text import literal, literal_lines, sanitise
 
 
 def histogram_text(detail: DatasetDetail) -> str:
@@ -39,22 +41,30 @@ class DatasetScreen(Screen[None]):
         reasons = ", ".join(
             f"{reason} {count:,}" for reason, count in sorted(detail.finish_reasons.items())
         )
-        yield Static(
-            f"[b]{self.host} · {detail.name}[/b] · last {detail.window_responses:,} responses · "
-            f"finish reasons: {reasons or '—'}",
-            id="dataset-title",
+        title = Text.assemble(
+            literal(f"{self.host} · {detail.name}", "bold"),
+            literal(
+                f" · last {detail.window_responses:,} responses · finish reasons: {reasons or '—'}"
+            ),
         )
+        yield Static(title, id="dataset-title")
         yield Static(histogram_text(detail), id="dataset-histogram")
-        recent: DataTable[str] = DataTable(id="dataset-recent", cursor_type="row")
+        recent: DataTable[Text | str] = DataTable(id="dataset-recent", cursor_type="row")
         recent.add_columns("id", "tokens", "finish", "latency")
         for item in reversed(detail.recent):
             latency = f"{item.latency_s:.1f} s" if item.latency_s is not None else "—"
-            recent.add_row(item.id, f"{item.completion_tokens:,}", item.finish_reason, latency)
+            recent.add_row(
+                literal(item.id),
+                f"{item.completion_tokens:,}",
+                literal(item.finish_reason),
+                latency,
+            )
         yield recent
         errors = "\n".join(
-            f"{e.id}: {e.reason}{' (for good)' if e.permanent else ''}" for e in detail.errors
+            sanitise(f"{e.id}: {e.reason}") + (" (for good)" if e.permanent else "")
+            for e in detail.errors
         )
-        yield Static(errors or "no errors", id="dataset-errors")
+        yield Static(literal_lines(errors or "no errors"), id="dataset-errors")
         yield Footer()
 
     def action_back(self) -> None:

@@ -11,6 +11,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.deploy import FilePlan
+from console.safe_text import literal, sanitise_lines
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
 
@@ -29,7 +30,7 @@ class DiffScreen(ModalScreen[None]):
         with VerticalScroll(id="diff-box"):
             yield Static(
                 Syntax(
-                    self.diff or "no difference",
+                    sanitise_lines(self.diff) or "no difference",
                     "diff",
                     theme="ansi_dark",
                     background_color="default",
@@ -60,16 +61,18 @@ class DeployScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Title, the table, footer."""
         changed = sum(plan.needs_deploy for plan in self.plans)
-        yield Static(
-            f"[b]{self.host}[/b] · deploy drift · {changed} file(s) to deploy · {self.bundle_line}",
-            id="deploy-title",
+        title = Text.assemble(
+            literal(self.host, "bold"),
+            literal(f" · deploy drift · {changed} file(s) to deploy · {self.bundle_line}"),
         )
+        yield Static(title, id="deploy-title")
         table: DataTable[Text | str] = DataTable(id="deploy-table", cursor_type="row")
         table.add_columns("status", "remote", "local", "host sha256", "local sha256")
         for plan in self.plans:
             table.add_row(
-                Text(plan.status, style=STATUS_STYLE[plan.status]), plan.remote, str(plan.local or "—"),
-                (plan.remote_sha256 or "—")[:12], (plan.local_sha256 or "—")[:12], key=plan.remote,
+                Text(plan.status, style=STATUS_STYLE[plan.status]), literal(plan.remote),
+                literal(str(plan.local or "—")), literal((plan.remote_sha256 or "—")[:12]),
+                (plan.local_sha256 or "—")[:12], key=plan.remote,
             )  # fmt: skip
         yield table
         yield Footer()

@@ -1,5 +1,8 @@
 """A log, followed live: pause with a "+N new lines" badge, search, filter, highlight, copy.
 
+Log lines are host text: each is sanitised as it arrives, so the view, search, filter and copy all
+work on what is shown, and nothing in a log reaches the terminal as a control sequence.
+
 Memory stays bounded however long the log grows: the screen keeps the newest MAX_LINES lines.
 Textual's Log widget renders only the lines in view, and new lines are written in batches a few
 times a second, so a flood of thousands of lines a second never makes a key press wait.
@@ -18,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Log, Static
 
 from agent.protocol import LogChunk
+from console.safe_text import literal, sanitise
 
 MAX_LINES = 50_000
 FLUSH_S = 0.1
@@ -90,7 +94,8 @@ class LogScreen(Screen[None]):
         if chunk.reset:
             self.lines.clear()
             self._redraw()
-        new = chunk.text.split("\n")[:-1] if chunk.text.endswith("\n") else chunk.text.split("\n")
+        text = chunk.text[:-1] if chunk.text.endswith("\n") else chunk.text
+        new = [sanitise(line) for line in text.split("\n")]
         self.lines.extend(new)
         if self.following:
             self._pending.extend(new)
@@ -180,6 +185,7 @@ class LogScreen(Screen[None]):
         else:
             self.filter = pattern
         self._redraw()
+        self._update_status()  # the status line names the pattern in force at once
         if self._prompt == "search" and pattern is not None:
             self._jump(+1)
 
@@ -217,12 +223,16 @@ class LogScreen(Screen[None]):
     def _update_status(self) -> None:
         self._status_due = False
         state = "following" if self.following else "paused"
-        badge = f"  [reverse] +{self.unseen:,} new lines [/]" if self.unseen else ""
         extra = "".join(
             f"  {name}: /{pattern.pattern}/"
             for name, pattern in (("filter", self.filter), ("search", self.search))
             if pattern
         )
-        self.query_one("#log-status", Static).update(
-            f"[b]{self.host}[/b] · {self.log_name} · {state} · {len(self.lines):,} lines{extra}{badge}"
+        status = Text.assemble(
+            literal(self.host, "bold"),
+            literal(f" · {self.log_name} · {state} · {len(self.lines):,} lines{extra}"),
         )
+        if self.unseen:
+            status.append("  ")
+            status.append(f" +{self.unseen:,} new lines ", style="reverse")
+        self.query_one("#log-status", Static).update(status)

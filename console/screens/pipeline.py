@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from agent.protocol import Snapshot
 from console.pipeline_view import next_stage, stages
+from console.safe_text import literal
 
 STYLE = {
     "done": "green",
@@ -35,14 +36,15 @@ class PipelineScreen(Screen[None]):
         items = stages(self.snapshot)
         upcoming = next_stage(items)
         hint = f"next: {upcoming.name} (key {upcoming.key})" if upcoming else "every stage is done"
-        yield Static(f"[b]{self.host}[/b] · pipeline · {hint}", id="pipeline-title")
+        title = Text.assemble(literal(self.host, "bold"), f" · pipeline · {hint}")
+        yield Static(title, id="pipeline-title")
         table: DataTable[Text | str] = DataTable(id="pipeline-table", cursor_type="row")
         table.add_columns("stage", "state", "detail", "key")
         for stage in items:
             table.add_row(
                 stage.name,
                 Text(stage.state, style=STYLE[stage.state]),
-                stage.detail,
+                literal(stage.detail),
                 stage.key,
                 key=stage.name,
             )

@@ -2,6 +2,8 @@
 
 Cancel has the focus. The command that will be started again is editable (to add
 `--token-budget 10000000`, say); `ctrl+d` shows the diff of the files that will be deployed.
+A command holding characters that cannot be shown as they are (escapes, controls) is shown with
+placeholders and cannot be edited: it restarts exactly as it was.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
+
+from console.safe_text import literal, literal_lines, sanitise
 
 
 class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
@@ -29,13 +33,25 @@ class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
         self.consequences = consequences
         self.argv = argv
 
+    @property
+    def editable(self) -> bool:
+        """True when the command shows as it is, so what is edited is what will run."""
+        command = shlex.join(self.argv)
+        return sanitise(command) == command
+
     def compose(self) -> ComposeResult:
         """Title, consequences, the command, Cancel and Redeploy."""
         with Vertical(id="confirm-box"):
-            yield Static(f"[b]{self.title_text}[/b]", id="confirm-title")
-            yield Static(self.consequences, id="confirm-text", markup=False)
-            yield Static("Command to start again (edit it to change this run only):")
-            yield Input(shlex.join(self.argv), id="redeploy-argv")
+            yield Static(literal(self.title_text, "bold"), id="confirm-title")
+            yield Static(literal_lines(self.consequences), id="confirm-text")
+            if self.editable:
+                yield Static("Command to start again (edit it to change this run only):")
+            else:
+                yield Static("Command to start again (it holds control characters, shown as "
+                             "symbols: it restarts exactly as it was and cannot be edited here):")  # fmt: skip
+            yield Input(
+                sanitise(shlex.join(self.argv)), id="redeploy-argv", disabled=not self.editable
+            )
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button("Kill, deploy, restart", id="confirm", variant="error")
@@ -48,6 +64,9 @@ class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
         """Dismiss with the argv to start, or None."""
         if event.button.id != "confirm":
             _ = self.dismiss(None)
+            return
+        if not self.editable:
+            _ = self.dismiss(self.argv)
             return
         try:
             argv = tuple(shlex.split(self.query_one(Input).value))

@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
 from console.host_keys import OfferedKey
+from console.safe_text import literal, literal_lines
 
 
 class TrustScreen(ModalScreen[bool]):
@@ -29,8 +30,8 @@ class TrustScreen(ModalScreen[bool]):
         """The facts, then the prompt (none for a changed key)."""
         can_pin = self.offered is not None and not self.offered.changed
         with Vertical(id="trust-box"):
-            yield Static(f"[b]{self.host}: host key not trusted[/b]", id="trust-title")
-            yield Static(self.detail, id="trust-text", markup=False)
+            yield Static(literal(f"{self.host}: host key not trusted", "bold"), id="trust-title")
+            yield Static(literal_lines(self.detail), id="trust-text")
             if can_pin:
                 yield Static(
                     "Compare the fingerprint with `ssh-keygen -lf` on the box. Type yes to pin it:"

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from agent.protocol import Alert
+from console.safe_text import sanitise
 
 ORDER = {"error": 0, "warning": 1, "info": 2}
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -18,7 +19,7 @@ class AlertStrip(Static):
         """Render `alerts`."""
         text = Text()
         for alert in sorted(alerts, key=lambda a: ORDER.get(a.severity, 3)):
-            text.append(f"{alert.severity}: ", style=STYLE.get(alert.severity, ""))
-            text.append(alert.message + "\n")
+            text.append(f"{sanitise(alert.severity)}: ", style=STYLE.get(alert.severity, ""))
+            text.append(sanitise(alert.message) + "\n")
         self.update(text if alerts else Text("no alerts", style="dim"))
         self.set_class(bool(alerts), "-alerting")

@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 
 from agent.protocol import DatasetProgress
 from console.model import dataset_row
+from console.safe_text import literal
 
 COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun", "status")
 STATUS_STYLE = {
@@ -70,9 +71,9 @@ class DatasetsTable(DataTable[Text | str]):
             row = dataset_row(progress)
             overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
             self.add_row(
-                row.name, row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
+                literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
                 Text(row.overrun, style=overrun_style),
-                Text(row.status, style=STATUS_STYLE.get(row.status, "")),
+                literal(row.status, STATUS_STYLE.get(row.status, "")),
                 key=progress.name,
             )  # fmt: skip
         names = [d.name for d in ordered]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
+from rich.text import Text
 from textual.widgets import Static
 
 from console.host_view import HostView
 from console.model import STALE_AFTER_S, age
+from console.safe_text import literal
 
 
 class HostHeader(Static):
@@ -25,8 +27,13 @@ class HostHeader(Static):
         hosts = f"  ·  others: {'; '.join(others)} (h to switch)" if others else ""
         data_age = view.age_s(now)
         self.update(
-            f"[b]{view.name}[/b] · link {state.status}{latency}{version} · data "
-            f"{age(data_age)} · {time.strftime('%H:%M:%S', time.localtime(now))}{hosts}"
+            Text.assemble(
+                literal(view.name, "bold"),
+                literal(
+                    f" · link {state.status}{latency}{version} · data {age(data_age)} · "
+                    f"{time.strftime('%H:%M:%S', time.localtime(now))}{hosts}"
+                ),
+            )  # fmt: skip
         )
         self.set_class(state.status != "up", "-down")
         self.set_class(data_age is not None and data_age > STALE_AFTER_S, "-stale")

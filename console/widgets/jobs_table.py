@@ -7,6 +7,7 @@ from textual.widgets import DataTable
 
 from agent.protocol import JobInfo
 from console.model import job_uptime
+from console.safe_text import literal
 
 COLUMNS = ("job", "kind", "dataset", "pid", "state", "uptime", "exit", "gpu", "origin")
 STATE_STYLE = {
@@ -37,9 +38,9 @@ class JobsTable(DataTable[Text | str]):
         for job in jobs:
             exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
             self.add_row(
-                job.name, job.kind, job.dataset or "", str(job.pid or ""),
-                _state_text(job, stale), job_uptime(job, now),
-                exit_text, "gpu" if job.gpu else "", "external" if job.external else "own",
+                literal(job.name), literal(job.kind), literal(job.dataset or ""),
+                str(job.pid or ""), _state_text(job, stale), job_uptime(job, now),
+                literal(exit_text), "gpu" if job.gpu else "", "external" if job.external else "own",
                 key=job.id,
             )  # fmt: skip
         if selected is not None and selected in [row.value for row in self.rows]:
@@ -59,4 +60,4 @@ def _state_text(job: JobInfo, stale: frozenset[str]) -> Text:
         job.id in stale or (job.dataset is not None and job.dataset in stale)
     ):
         return Text("running · stale code", style="bold yellow")
-    return Text(job.state, style=STATE_STYLE.get(job.state, ""))
+    return literal(job.state, STATE_STYLE.get(job.state, ""))

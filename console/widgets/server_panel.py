@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
 from agent.protocol import ServerStats
-from console.model import server_text
+from console.model import HEALTH, server_text
+from console.safe_text import literal_lines
+
+HEALTH_STYLE = {True: "green", False: "red"}
 
 
 class ServerPanel(Vertical):
@@ -20,5 +24,16 @@ class ServerPanel(Vertical):
 
     def show(self, server: ServerStats | None, throughput: list[float]) -> None:
         """Render the latest reading."""
-        self.query_one("#server-text", Static).update(server_text(server))
+        self.query_one("#server-text", Static).update(_with_health(server))
         self.query_one("#server-throughput", Sparkline).data = throughput or [0.0]
+
+
+def _with_health(server: ServerStats | None) -> Text:
+    """The server's text, never markup, with its health word in colour on the first line."""
+    text = literal_lines(server_text(server))
+    if server is not None and server.healthy is not None:
+        word = HEALTH[server.healthy]
+        at = text.plain.split("\n", 1)[0].find(f": {word}") + 2
+        if at >= 2:
+            text.stylize(HEALTH_STYLE[server.healthy], at, at + len(word))
+    return text

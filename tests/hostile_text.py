@@ -1,0 +1,59 @@
+"""Hostile text as a box could hold it, planted in every string a host sends, and the checks.
+
+Each hostile string starts with a label naming where it was planted, then carries markup that
+would restyle or crash a renderer and escape sequences that would drive a terminal: a title
+change, a screen clear, a cursor-position query (the terminal would answer with keystrokes), a
+C1 CSI, a DCS, NUL, backspace, carriage return, a bidi override and an undecodable byte.
+The tests and the `terminal_text` fault scenario share it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import unicodedata
+from typing import Any, TypeVar
+
+MARKUP = "[red]M[/][/][link=https://evil.example]L[/link]"
+ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[6n\x9b31m\x1bP+q\x1b\\\x00\x08\r\u202e\udcff"
+SHOWN_MARKUP = "[red]M[/][/]"
+"""What a screen must show of MARKUP (its start: narrow cells cut the rest)."""
+BIDI = frozenset({0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+                  0x2028, 0x2029})  # fmt: skip
+T = TypeVar("T")
+
+
+def hostile(label: str) -> str:
+    """A hostile string that says where it was planted."""
+    return f"{label}{MARKUP}{ESCAPES}~"
+
+
+def plant(value: T, label: str = "") -> T:
+    """`value` with every string in it, at any depth, replaced by `hostile(<its path>)`."""
+    planted: Any
+    if isinstance(value, str):
+        planted = hostile(label)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: plant(getattr(value, f.name), f"{label}.{f.name}".lstrip("."))
+            for f in dataclasses.fields(value)
+        }
+        planted = dataclasses.replace(value, **changes)
+    elif isinstance(value, tuple):
+        planted = tuple(plant(item, f"{label}[{i}]") for i, item in enumerate(value))
+    elif isinstance(value, dict):
+        planted = {
+            plant(key, f"{label}<{i}>"): plant(item, f"{label}[{i}]")
+            for i, (key, item) in enumerate(value.items())
+        }
+    else:
+        planted = value
+    return planted  # type: ignore[no-any-return]
+
+
+def unsafe_characters(text: str) -> list[str]:
+    """Every character in `text` a terminal would act on or a reader be fooled by, as repr."""
+    return [
+        repr(char)
+        for char in text
+        if unicodedata.category(char) in ("Cc", "Cs") or ord(char) in BIDI
+    ]
