@@ -37,12 +37,6 @@ def kimi(tmp_path_factory: pytest.TempPathFactory) -> KimiLikeTokenizer:
     return build_kimi_like_tokenizer(tmp_path_factory.mktemp("models") / "kimi")
 
 
-@pytest.fixture(autouse=True)
-def modules_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """transformers copies trusted code here; keep it out of the home folder."""
-    monkeypatch.setenv("HF_MODULES_CACHE", str(tmp_path / "hf_modules"))
-
-
 def write_lines(folder: Path, lines: list[dict[str, Any]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "prompts.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
