@@ -7,6 +7,8 @@ size, chat template, think marker) come from the real tokenizer loaded by real t
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,9 @@ from agent.simulator.tokenizer import build_tokenizer
 from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 from tests.simulator_process import agent_env
 
+REFUSAL_WAIT_S = 20.0
+"""transformers' own question would wait 15 s for an answer on a terminal."""
+
 
 @pytest.fixture(scope="module")
 def kimi(tmp_path_factory: pytest.TempPathFactory) -> KimiLikeTokenizer:
@@ -26,6 +31,7 @@ def kimi(tmp_path_factory: pytest.TempPathFactory) -> KimiLikeTokenizer:
 
 
 def folder_with(tmp_path: Path, files: dict[str, Any]) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     for name, content in files.items():
         text = content if isinstance(content, str) else json.dumps(content)
         (tmp_path / name).write_text(text)
@@ -55,6 +61,12 @@ def folder_with(tmp_path: Path, files: dict[str, Any]) -> Path:
         (
             {"tokenizer_config.json": {"auto_map": {"AutoTokenizer": ["org/repo--tok.T", None]}}},
             ("tok.py from the hub repository org/repo",),
+        ),
+        (  # Kimi-K2's model folder: trusted, the config's code runs before the tokenizer's
+            {"config.json": {"auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}},
+             "tokenizer_config.json": {"auto_map": {"AutoTokenizer": ["tokenization_kimi.T", None]}},
+             "tokenization_kimi.py": "", "configuration_deepseek.py": ""},
+            ("tokenization_kimi.py", "configuration_deepseek.py"),
         ),
         (  # a model folder whose config ships modelling code only: the tokenizer needs none
             {"config.json": {"auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}},
@@ -107,3 +119,45 @@ def test_a_refusal_comes_before_transformers_is_imported(kimi: KimiLikeTokenizer
     refusal, imported = result.stdout.splitlines()
     assert "ships its own code (tokenization_kimi.py)" in refusal
     assert imported == "[]"
+
+
+NESTED_CONFIG = """
+from transformers import PretrainedConfig
+
+
+class NestedConfig(PretrainedConfig):
+    model_type = "nested-x"
+"""
+NESTED_TOKENIZER = """
+from transformers import AutoConfig, PreTrainedTokenizer
+
+
+class NestedTokenizer(PreTrainedTokenizer):
+    def __init__(self, **kwargs):
+        AutoConfig.from_pretrained({folder!r})  # trust left open: transformers would ask
+        super().__init__(**kwargs)
+"""
+
+
+def test_trusted_code_that_loads_more_code_gets_no_question_either(tmp_path: Path) -> None:
+    folder = folder_with(tmp_path / "nested", {})
+    folder_with(folder, {
+        "config.json": {"model_type": "nested-x",
+                        "auto_map": {"AutoConfig": "configuration_nested.NestedConfig"}},
+        "configuration_nested.py": NESTED_CONFIG,
+        "tokenizer_config.json": {"auto_map": {"AutoTokenizer": ["tokenization_nested.NestedTokenizer", None]}},
+        "tokenization_nested.py": NESTED_TOKENIZER.format(folder=str(folder)),
+    })  # fmt: skip
+    controller, terminal = pty.openpty()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "agent.pipeline.tokenizer", str(folder), "--trust-remote-code"],
+            env=agent_env(), stdin=terminal, capture_output=True, text=True, timeout=REFUSAL_WAIT_S,
+        )  # fmt: skip
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert result.returncode == 2
+    assert "[y/N]" not in result.stdout + result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"tokenizer: cannot load a tokenizer from {folder}: ")

@@ -17,10 +17,18 @@ TRUST_FLAG = "--trust-remote-code"
 
 
 def shipped_code(folder: Path) -> tuple[str, ...]:
-    """The code files the tokenizer in `folder` says it needs; empty when it needs none."""
-    references = _references(_json(folder / "tokenizer_config.json"), legacy_pair=True)
+    """The code files loading the tokenizer in `folder` runs; empty when its tokenizer is no code.
+
+    The tokenizer's own first, then the config's: trusted, transformers loads config.json with
+    the same trust (Kimi-K2's `configuration_deepseek.py`) before the tokenizer.
+    """
+    model_config = _json(folder / "config.json")
+    references = _references(
+        _json(folder / "tokenizer_config.json"), "AutoTokenizer", legacy_pair=True
+    ) or _references(model_config, "AutoTokenizer")
     if not references:
-        references = _references(_json(folder / "config.json"), legacy_pair=False)
+        return ()
+    references += _references(model_config, "AutoConfig")
     return tuple(dict.fromkeys(_code_file(folder, ref) for ref in references))
 
 
@@ -42,10 +50,10 @@ def _json(path: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _references(config: dict[str, Any], *, legacy_pair: bool) -> list[str]:
+def _references(config: dict[str, Any], auto_class: str, *, legacy_pair: bool = False) -> list[str]:
     auto_map = config.get("auto_map")
     if isinstance(auto_map, dict):
-        entry = auto_map.get("AutoTokenizer")
+        entry = auto_map.get(auto_class)
     elif legacy_pair and isinstance(auto_map, list):
         entry = auto_map
     else:
