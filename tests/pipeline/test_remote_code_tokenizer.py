@@ -175,11 +175,65 @@ def assert_refusal(stderr: str, prefix: str, kimi: KimiLikeTokenizer) -> None:
     assert "pass --trust-remote-code" in line
 
 
-def assert_nothing_marked_failed(folder: Path, simulator: SimulatorProcess) -> None:
+def assert_nothing_marked_failed(
+    folder: Path, simulator: SimulatorProcess, refusal: str = "tokenization_kimi.py"
+) -> None:
     record = status(folder)
     assert (record["state"], record["stop_reason"]) == ("refused", "refused")
-    assert "tokenization_kimi.py" in record["refusal"]
+    assert refusal in record["refusal"]
     assert (record["dispatched"], record["errors"], record["failure"]) == (0, 0, None)
     assert not (folder / "errors.jsonl").exists()
     assert not (folder / "raw_responses.jsonl").exists()
     assert generate_requests(simulator) == 0
+
+
+LATE_IMPORT_CODE = """
+import importlib
+
+from transformers import PreTrainedTokenizer
+
+
+class LateTokenizer(PreTrainedTokenizer):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+
+    @property
+    def vocab_size(self):
+        return 128
+
+    def get_vocab(self):
+        return {chr(i): i for i in range(128)}
+
+    def _tokenize(self, text, **kwargs):
+        importlib.import_module("tiktoken")  # imported only when it first encodes
+        return list(text)
+
+    def _convert_token_to_id(self, token):
+        return ord(token) % 128
+
+    def _convert_id_to_token(self, index):
+        return chr(index)
+"""
+
+
+def test_a_package_imported_only_when_encoding_refuses_the_run_not_every_prompt(
+    simulator: SimulatorProcess, tmp_path: Path
+) -> None:
+    tokenizer = tmp_path / "late"
+    tokenizer.mkdir()
+    (tokenizer / "tokenization_late.py").write_text(LATE_IMPORT_CODE)
+    config = {"auto_map": {"AutoTokenizer": ["tokenization_late.LateTokenizer", None]},
+              "chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}"}  # fmt: skip
+    (tokenizer / "tokenizer_config.json").write_text(json.dumps(config))
+    folder = tmp_path / "B1"
+    write_lines(folder, [{"id": f"c{i}", "messages": chat} for i, chat in enumerate(kimi_chats())])
+    command = runner_command(folder, simulator.url, "--tokenizer", str(tokenizer),
+                             "--trust-remote-code")  # fmt: skip
+
+    result = subprocess.run(command, env=without_package_env(tmp_path / "block", "tiktoken"),
+                            capture_output=True, text=True, timeout=RUN_TIMEOUT_S)  # fmt: skip
+
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "needs the Python package tiktoken" in line
+    assert_nothing_marked_failed(folder, simulator, refusal="tiktoken")
