@@ -41,7 +41,7 @@ async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> Tokeniz
     )  # fmt: skip
     try:
         out, err = await asyncio.wait_for(process.communicate(), timeout_s)
-    except TimeoutError:
+    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
         _kill_group(process.pid)
         await process.wait()
         return TokenizerCheck(
