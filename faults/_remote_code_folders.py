@@ -22,9 +22,12 @@ from tests.remote_code.blocker import without_package_env
 from tests.remote_code.folder import build_kimi_like_tokenizer
 from tests.simulator_process import agent_env
 
-RUN_BOUND_S = 30.0
-"""A refusal reads two small files; a trusted load imports transformers. transformers' own
-question, were it asked, would wait 15 s on a terminal for an answer that never comes."""
+REFUSAL_BOUND_S = 30.0
+"""An untrusted run reads two small files and stops, transformers never imported (under a second
+on an idle machine). A question, were one asked, shows as its "[y/N]" text, whatever the bound."""
+LOAD_BOUND_S = 120.0
+"""A trusted run imports transformers and runs the folder's code: seconds when idle, tens of
+seconds on a loaded machine. Only a safety net against a hang; questions show by their text."""
 STDIN_KINDS = ("terminal", "closed", "devnull")
 
 
@@ -101,6 +104,7 @@ def run_runner(
     env: dict[str, str] | None = None,
 ) -> RunOutcome:  # fmt: skip
     """Run the runner on `dataset` to its end (or the bound), stdin as `stdin_kind` says."""
+    bound_s = LOAD_BOUND_S if "--trust-remote-code" in flags else REFUSAL_BOUND_S
     command = runner_command(dataset, server, "--tokenizer", str(tokenizer), *flags)
     if stdin_kind == "closed":
         command = ["/bin/sh", "-c", 'exec "$@" <&-', "sh", *command]
@@ -109,7 +113,7 @@ def run_runner(
     started = time.monotonic()
     try:
         done = subprocess.run(command, env=env or agent_env(), stdin=stdin, capture_output=True,
-                              text=True, timeout=RUN_BOUND_S)  # fmt: skip
+                              text=True, timeout=bound_s)  # fmt: skip
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as expired:
         code, out, err = None, _text(expired.stdout), _text(expired.stderr)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from faults._remote_code_folders import (
     FOLDERS,
-    RUN_BOUND_S,
+    REFUSAL_BOUND_S,
     STDIN_KINDS,
     TRUSTED_BROKEN,
     RunOutcome,
@@ -69,7 +69,7 @@ class _Checker:
                 self._refused(f"{label}, stdin {stdin_kind}", outcome, "--trust-remote-code")
         self.result.notes.append(
             f"untrusted: {len(labels)} folders x {len(STDIN_KINDS)} stdin kinds, each refused in "
-            f"one line naming --trust-remote-code (bound {RUN_BOUND_S:g} s)"
+            f"one line naming --trust-remote-code (bound {REFUSAL_BOUND_S:g} s)"
         )
 
     def trusted_broken(self, labels: tuple[str, ...]) -> None:

@@ -28,8 +28,9 @@ from tests.remote_code.folder import (
 )
 from tests.simulator_process import SimulatorProcess, agent_env
 
-REFUSAL_WAIT_S = 10.0
-"""A refusal reads two small files; transformers' own question would wait 15 s for an answer."""
+REFUSAL_WAIT_S = 30.0
+"""A refusal reads two small files and never imports transformers: under a second when idle.
+A question, were one asked, fails the test by its "[y/N]" text, or by this bound if it waits."""
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,9 @@ from agent.simulator.tokenizer import build_tokenizer
 from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 from tests.simulator_process import agent_env
 
-REFUSAL_WAIT_S = 20.0
-"""transformers' own question would wait 15 s for an answer on a terminal."""
+LOAD_WAIT_S = 120.0
+"""A trusted load imports transformers (tens of seconds on a loaded machine); a question, were
+one asked, fails the test by its "[y/N]" text, however long it waited."""
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_trusted_code_that_loads_more_code_gets_no_question_either(tmp_path: Pat
     try:
         result = subprocess.run(
             [sys.executable, "-m", "agent.pipeline.tokenizer", str(folder), "--trust-remote-code"],
-            env=agent_env(), stdin=terminal, capture_output=True, text=True, timeout=REFUSAL_WAIT_S,
+            env=agent_env(), stdin=terminal, capture_output=True, text=True, timeout=LOAD_WAIT_S,
         )  # fmt: skip
     finally:
         os.close(terminal)
