@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agent.pipeline.tokenizer import shipped_code
+from agent.pipeline.tokenizer import import_failure, shipped_code
 from agent.simulator.tokenizer import build_tokenizer
 from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 from tests.simulator_process import agent_env
@@ -162,3 +162,29 @@ def test_trusted_code_that_loads_more_code_gets_no_question_either(tmp_path: Pat
     assert "[y/N]" not in result.stdout + result.stderr
     [line] = result.stderr.splitlines()
     assert line.startswith(f"tokenizer: cannot load a tokenizer from {folder}: ")
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (ModuleNotFoundError("No module named 'tiktoken'", name="tiktoken"),
+         "needs the Python package tiktoken"),
+        (ModuleNotFoundError("No module named 'tiktoken.load'", name="tiktoken.load"),
+         "needs the Python package tiktoken"),
+        (ImportError("This modeling file requires the following packages that were not found in "
+                     "your environment: tiktoken. Run `pip install tiktoken`"),
+         "needs the Python package tiktoken"),
+        # Kimi-K2's own code on transformers 5: a name that moved, not a package to install
+        (ImportError("cannot import name 'bytes_to_unicode' from "
+                     "'transformers.models.gpt2.tokenization_gpt2'",
+                     name="transformers.models.gpt2.tokenization_gpt2"),
+         "failed on an import: cannot import name 'bytes_to_unicode'"),
+    ],
+)  # fmt: skip
+def test_import_failures_name_the_package_only_when_one_is_missing(
+    error: ImportError, said: str
+) -> None:
+    line = import_failure("/models/kimi", error)
+    assert line.startswith("the tokenizer at /models/kimi ")
+    assert said in line
+    assert "\n" not in line
