@@ -27,6 +27,7 @@ from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.supervisor import Supervisor, stale_script
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.probes.cache import ProbeCache
+from agent.probes.tokenizer import check_tokenizer
 from agent.probes.training import TrainingWatch
 from agent.procfs import process_info
 from agent.protocol import (
@@ -60,6 +61,8 @@ from agent.protocol import (
     Snapshot,
     StopParams,
     StopResult,
+    TokenizerCheck,
+    TokenizerCheckParams,
     from_wire,
     to_wire,
 )
@@ -68,7 +71,7 @@ from agent.state_health import StateHealth
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
-CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes")
+CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes", "tokenizer")
 
 
 class AgentError(Exception):
@@ -120,6 +123,7 @@ class AgentCore:
             "files.rollback": self.files_rollback,
             "audit.read": self.audit_read,
             "datasets.detail": self.datasets_detail,
+            "tokenizer.check": self.tokenizer_check,
         }
 
     async def hello(self, request: Request) -> HelloResult:
@@ -315,6 +319,11 @@ class AgentCore:
         return await asyncio.to_thread(
             dataset_detail, params.name, folder, datasets.responses_file, params.recent
         )
+
+    async def tokenizer_check(self, request: Request) -> TokenizerCheck:
+        """Load the configured tokenizer with the configured trust setting, bounded in time."""
+        params: TokenizerCheckParams = request.params
+        return await check_tokenizer(self.pipeline, params.timeout_s)
 
     async def audit_read(self, request: Request) -> AuditResult:
         """The newest audit entries."""

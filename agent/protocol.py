@@ -87,7 +87,9 @@ class JobSpec:
     """A configured job: an argv list (never a shell string), where it runs and how it stops.
 
     argv, cwd and env values may use {python}, {bundle}, {state_dir}, {dataset}, {dataset_dir},
-    {budget} and {sglang_url}; the agent fills them in per launch.
+    {budget}, {sglang_url} and {tokenizer}; the agent fills them in per launch. An argv element
+    that is exactly {trust_remote_code} becomes --trust-remote-code, or disappears when the host
+    does not trust its tokenizer's code.
     """
 
     argv: tuple[str, ...]
@@ -116,6 +118,10 @@ class PipelineConfig:
     """Processes the agent did not start, found by a regex over their command line, by name."""
     deploy_roots: tuple[str, ...] = ()
     """The only folders file installs may write under."""
+    tokenizer: str | None = None
+    """The target model's tokenizer folder on the host: {tokenizer} in argv, checked by doctor."""
+    trust_remote_code: bool = False
+    """Run the code that tokenizer folder ships (Kimi-K2's); an explicit opt-in, never a default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -573,6 +579,30 @@ class Snapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenizerCheckParams:
+    """Load the host's configured tokenizer, with its trust setting, in a process of its own."""
+
+    timeout_s: float = 60.0
+    """The load is abandoned (its process killed) after this long."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerCheck:
+    """How the configured tokenizer loaded on the host, or the one line why it did not."""
+
+    path: str | None
+    trust_remote_code: bool
+    ok: bool
+    detail: str
+    class_name: str | None = None
+    vocab_size: int | None = None
+    has_chat_template: bool = False
+    think_marker: str | None = None
+    """The marker the chat template opens the assistant turn with (<think>), if any."""
+    load_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorInfo:
     """Why a request failed, and what to do about it."""
 
@@ -647,6 +677,7 @@ METHODS: dict[str, MethodSpec] = {
     "files.rollback": MethodSpec(RollbackParams, InstallResult, mutating=True),
     "audit.read": MethodSpec(AuditParams, AuditResult),
     "datasets.detail": MethodSpec(DetailParams, DatasetDetail),
+    "tokenizer.check": MethodSpec(TokenizerCheckParams, TokenizerCheck),
 }
 """Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
 

@@ -156,7 +156,7 @@ def _deploy(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[Deplo
 
 _HOST_KEYS = {
     "ssh", "python", "state_dir", "known_hosts", "identity", "ssh_config", "read_only",
-    "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots",
+    "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots", "tokenizer",
 }  # fmt: skip
 
 
@@ -165,6 +165,7 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
     reader.only(sglang, f"{where}.sglang", {"url", "log"})
     jobs = reader.table(host, "jobs", where, required=False)
     external = reader.table(host, "external", where, required=False)
+    tokenizer_path, trust_remote_code = _tokenizer(reader, host, where)
     return PipelineConfig(
         datasets=_datasets(reader, host, where) if "datasets" in host else None,
         sglang_url=reader.optional(sglang, "url", f"{where}.sglang", str, "an http:// URL"),
@@ -172,7 +173,21 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
         jobs={name: _job(reader, jobs, name, f"{where}.jobs") for name in jobs},
         external={name: _regex(reader, external, name, f"{where}.external") for name in external},
         deploy_roots=_paths(reader, host, "deploy_roots", where),
+        tokenizer=tokenizer_path,
+        trust_remote_code=trust_remote_code,
     )
+
+
+def _tokenizer(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[str | None, bool]:
+    """`[tokenizer] path` (a folder on the host) and `trust_remote_code` (off unless set true)."""
+    table = reader.table(host, "tokenizer", where, required=False)
+    where = f"{where}.tokenizer"
+    reader.only(table, where, {"path", "trust_remote_code"})
+    path = reader.optional(table, "path", where, str, "an absolute folder path on the host")
+    if path is not None and not path.startswith("/"):
+        raise reader.error(f"{where}.path", f"got {path!r}", "an absolute folder path on the host")
+    trust = reader.optional(table, "trust_remote_code", where, bool, "true or false")
+    return path, bool(trust)
 
 
 def _regex(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> str:

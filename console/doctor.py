@@ -1,7 +1,8 @@
 """`eagle-console doctor HOST`: every precondition of a working link, checked and explained.
 
 SSH and the host key, the remote Python and its version, aiohttp (for SGLang probes), the agent
-bundle and daemon, the datasets root, SGLang, and nvidia-smi: one line each, with what to do.
+bundle and daemon, the datasets root, SGLang, nvidia-smi, and the target's tokenizer (loaded on
+the host with the configured trust setting): one line each, with what to do.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from agent.protocol import Snapshot, SnapshotParams
 from console.config import HostConfig
+from console.doctor_tokenizer import tokenizer_line
 from console.link import AgentLink, LinkError
 from console.ssh_link import connect, open_ssh_link, probe_python
 
@@ -54,7 +56,9 @@ async def run_doctor(host: HostConfig) -> list[Check]:
     except LinkError as exc:
         return [*checks, Check("agent", False, str(exc))]
     try:
-        return checks + await _agent_checks(link)
+        checks += await _agent_checks(link)
+        ok, detail = await tokenizer_line(link, host.name, host.pipeline)
+        return [*checks, Check("tokenizer", ok, detail)]
     finally:
         await link.close()
 

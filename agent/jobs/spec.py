@@ -2,7 +2,8 @@
 
 Placeholders are bare names in braces ({dataset}); other braces pass through untouched. Values
 are substituted into argv elements, never into a shell string, so a dataset name or an
-argument reaches the job byte for byte. What cannot be passed that way (a NUL byte, an unknown
+argument reaches the job byte for byte. {trust_remote_code} is the one that is a whole element:
+it becomes the flag or vanishes. What cannot be passed that way (a NUL byte, an unknown
 placeholder, a dataset that is not a folder under the root) is refused with the reason.
 """
 
@@ -14,7 +15,13 @@ from dataclasses import dataclass
 
 from agent.protocol import JobSpec
 
-PLACEHOLDERS = ("python", "bundle", "state_dir", "dataset", "dataset_dir", "budget", "sglang_url")
+PLACEHOLDERS = (
+    "python", "bundle", "state_dir", "dataset", "dataset_dir", "budget", "sglang_url", "tokenizer",
+    "trust_remote_code",
+)  # fmt: skip
+FLAG_PLACEHOLDER = "{trust_remote_code}"
+"""An argv element of its own: --trust-remote-code when the host trusts its tokenizer's code,
+else the element is left out (an empty argument would be a different command line)."""
 
 
 class SpecError(Exception):
@@ -49,12 +56,20 @@ def render(
     if not raw_argv:
         raise SpecError(f"job {name}: argv is empty")
     return RenderedJob(
-        argv=tuple(_fill(name, f"argv[{i}]", part, values) for i, part in enumerate(raw_argv)),
+        argv=tuple(
+            _fill(name, f"argv[{i}]", part, values)
+            for i, part in enumerate(raw_argv)
+            if part != FLAG_PLACEHOLDER or values.get("trust_remote_code")
+        ),
         cwd=_fill(name, "cwd", spec.cwd, values) if spec.cwd else None,
         env={key: _fill(name, f"env.{key}", value, values) for key, value in spec.env.items()},
     )
 
 
+_SET_IN_CONFIG = {
+    "tokenizer": "; set path under [hosts.NAME.tokenizer] in eagle-console.toml",
+    "sglang_url": "; set url under [hosts.NAME.sglang] in eagle-console.toml",
+}
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A bare name in braces; any other brace (a dict literal in `python -c`) is left as it is."""
 
@@ -68,8 +83,18 @@ def _fill(name: str, where: str, template: str, values: Mapping[str, str | None]
                 + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
             )
         value = values.get(field)
+        if field == "trust_remote_code" and (
+            template != FLAG_PLACEHOLDER or not where.startswith("argv")
+        ):
+            raise SpecError(
+                f"job {name}: {where} uses {{trust_remote_code}} in {template!r}; "
+                "it may only be a whole argv element (it becomes --trust-remote-code or nothing)"
+            )
         if value is None:
-            raise SpecError(f"job {name}: {where} needs {{{field}}}, which has no value here")
+            raise SpecError(
+                f"job {name}: {where} needs {{{field}}}, which has no value here"
+                + _SET_IN_CONFIG.get(field, "")
+            )
         return value
 
     text = _PLACEHOLDER.sub(substitute, template)

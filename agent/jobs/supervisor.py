@@ -32,6 +32,7 @@ from agent.jobs.registry import (
 )
 from agent.jobs.spec import GpuBusyError, SpecError, check_dataset_name, render
 from agent.jobs.stopper import GroupIdentity, StopPlan, StopTarget, parse_signal, stop_group
+from agent.pipeline.tokenizer import TRUST_FLAG
 from agent.procfs import is_same_process, start_ticks
 from agent.protocol import (
     JobEvent,
@@ -138,6 +139,8 @@ class Supervisor:
             "bundle": str(AGENT_PACKAGE.parent),
             "state_dir": str(self.state_dir),
             "sglang_url": pipeline.sglang_url,
+            "tokenizer": pipeline.tokenizer,
+            "trust_remote_code": TRUST_FLAG if pipeline.trust_remote_code else "",
             "dataset": None, "dataset_dir": None, "budget": None,
         }  # fmt: skip
         if spec.per_dataset and params.dataset is None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.datasets.glued_lines import is_suspect, read_line
+from agent.pipeline.tokenizer import TokenizerError, add_trust_remote_code_flag, load_tokenizer
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 BATCH_LINES = 2048
@@ -27,6 +28,10 @@ _ID_CHARACTERS = b"0123456789, \t"
 
 class VocabError(Exception):
     """The mapping cannot be built; the message says which dataset and why."""
+
+
+class TokenizerRefusedError(VocabError):
+    """V was to come from a tokenizer that cannot be loaded as asked (a usage error, exit 2)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--target-vocab-size", type=int, help="V; else read from --tokenizer or --model-config"
     )
     parser.add_argument("--tokenizer", help="a local tokenizer folder to read V from")
+    add_trust_remote_code_flag(parser)
     parser.add_argument("--model-config", type=Path, help="a config.json to read vocab_size from")
     parser.add_argument("--draft-vocab-size", type=int, default=32000, help="K (default 32000)")
     parser.add_argument("--responses-file", default="raw_responses.jsonl")
@@ -58,7 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         report = build(folders, args.responses_file, vocab, args.draft_vocab_size, args.out)
     except VocabError as exc:
         print(f"vocab: {exc}", file=sys.stderr)  # noqa: T201
-        return EXIT_USAGE if "must be" in str(exc) or "give --" in str(exc) else EXIT_FAILURE
+        usage = (
+            isinstance(exc, TokenizerRefusedError) or "must be" in str(exc) or "give --" in str(exc)
+        )
+        return EXIT_USAGE if usage else EXIT_FAILURE
     print(f"vocab: top {report['draft_vocab_size']} ids cover {report['coverage']:.2%} of "  # noqa: T201
           f"{report['tokens']:,} output tokens; wrote {args.out}", file=sys.stderr)  # fmt: skip
     return EXIT_OK
@@ -74,12 +83,10 @@ def target_vocab_size(args: argparse.Namespace) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise VocabError(f"cannot read vocab_size from {args.model_config}: {exc}") from None
     if args.tokenizer is not None:
-        from agent.pipeline.inference.prompts import PromptsError, load_tokenizer
-
         try:
-            return len(load_tokenizer(args.tokenizer))
-        except PromptsError as exc:
-            raise VocabError(str(exc)) from None
+            return len(load_tokenizer(args.tokenizer, trust_remote_code=args.trust_remote_code))
+        except TokenizerError as exc:
+            raise TokenizerRefusedError(str(exc)) from None
     raise VocabError("give --target-vocab-size, --tokenizer or --model-config")
 
 

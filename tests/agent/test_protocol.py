@@ -64,6 +64,8 @@ from agent.protocol import (
     StopParams,
     StopResult,
     StopStep,
+    TokenizerCheck,
+    TokenizerCheckParams,
     WatchParams,
     bundle_digest,
     decode,
@@ -100,7 +102,11 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000},'
         '"stall_after_s":600.0,"overrun_alert_share":0.02,"low_disk_floor_bytes":1073741824},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"jobs":{},"external":{},'
-        '"deploy_roots":[]}}}',
+        '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false}}}',
+    ),
+    (
+        Request(17, "tokenizer.check", TokenizerCheckParams(30.0)),
+        '{"id":17,"method":"tokenizer.check","params":{"timeout_s":30.0}}',
     ),
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
@@ -228,6 +234,15 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"params":{"job_id":"j"},"idempotency_key":"k","outcome":"ok"}]}}',
     ),
     ("logs.unsubscribe", Done(), '{"id":1,"result":{}}'),
+    (
+        "tokenizer.check",
+        TokenizerCheck(
+            "/models/kimi", True, True, "", "TikTokenTokenizer", 163840, True, "<think>", 2.5
+        ),
+        '{"id":1,"result":{"path":"/models/kimi","trust_remote_code":true,"ok":true,"detail":"",'
+        '"class_name":"TikTokenTokenizer","vocab_size":163840,"has_chat_template":true,'
+        '"think_marker":"<think>","load_s":2.5}}',
+    ),  # fmt: skip
     ("jobs.list", JobsList((JOB,)), '{"id":1,"result":{"jobs":[' + JOB_LINE + "]}}"),
     ("jobs.launch", JOB, '{"id":1,"result":' + JOB_LINE + "}"),
     (

@@ -6,6 +6,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.pipeline.tokenizer import add_trust_remote_code_flag
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_SIGNAL = 0, 1, 2, 3
 """EXIT_SIGNAL: stopped by SIGINT/SIGTERM after draining (or cancelling) what was in flight."""
 EXIT_LOCKED = 4
@@ -39,6 +41,8 @@ class RunnerOptions:
     responses_file: str = "raw_responses.jsonl"
     status_interval_s: float = 1.0
     progress_interval_s: float = 10.0
+    trust_remote_code: bool = False
+    """Run the code a tokenizer folder ships (Kimi-K2's); never on unless asked for."""
 
     @property
     def prompts_path(self) -> Path:
@@ -113,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--prompts-file", default="prompts.jsonl")
     add("--responses-file", default="raw_responses.jsonl")
     add("--progress-interval", type=_positive_float, default=10.0, dest="progress_interval_s")
+    add_trust_remote_code_flag(parser)
     return parser  # fmt: skip
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.pipeline.tokenizer import TokenizerError, import_failure, load_tokenizer
+
 
 class PromptsError(Exception):
     """The prompts file or the tokenizer cannot be used; the message says where and why."""
@@ -84,7 +86,13 @@ def _parse(path: Path, index: int, raw: bytes) -> Prompt:
 class PromptEncoder:
     """Token ids for each prompt, through a `transformers` tokenizer loaded from a local path."""
 
-    def __init__(self, tokenizer_path: str | None, prompts: Sequence[Prompt]) -> None:
+    def __init__(
+        self,
+        tokenizer_path: str | None,
+        prompts: Sequence[Prompt],
+        *,
+        trust_remote_code: bool = False,
+    ) -> None:
         self._tokenizer: Any = None
         needing = next((p for p in prompts if p.needs_tokenizer), None)
         if needing is None:
@@ -94,13 +102,30 @@ class PromptEncoder:
                 f"prompt {needing.id!r} (line {needing.line_no}) has text, not input_ids; "
                 "pass --tokenizer PATH"
             )
-        self._tokenizer = load_tokenizer(tokenizer_path)
+        try:
+            self._tokenizer = load_tokenizer(tokenizer_path, trust_remote_code=trust_remote_code)
+        except TokenizerError as exc:
+            raise PromptsError(str(exc)) from None
         chatting = next((p for p in prompts if p.messages is not None), None)
         if chatting is not None and not getattr(self._tokenizer, "chat_template", None):
             raise PromptsError(
                 f"prompt {chatting.id!r} (line {chatting.line_no}) has messages, but the "
                 f"tokenizer at {tokenizer_path} has no chat template"
             )
+        self._try_first(chatting or needing, tokenizer_path)
+
+    def _try_first(self, prompt: Prompt, tokenizer_path: str) -> None:
+        """Encode one prompt now, so a missing package refuses the run before anything is sent.
+
+        Without this, a package the template or the tokenizer's code imports late (jinja2, or
+        tiktoken inside a method) would fail every prompt for good, one by one.
+        """
+        try:
+            self.input_ids(prompt)
+        except ImportError as exc:
+            raise PromptsError(import_failure(tokenizer_path, exc)) from None
+        except Exception:  # this prompt alone fails later, with its reason in errors.jsonl
+            return
 
     def input_ids(self, prompt: Prompt) -> list[int]:
         """The ids to send for `prompt`."""
@@ -112,16 +137,3 @@ class PromptEncoder:
             )
             return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
         return list(self._tokenizer.encode(prompt.text))
-
-
-def load_tokenizer(path: str) -> Any:
-    """A tokenizer from a local folder, never from a hub."""
-    if not Path(path).exists():
-        raise PromptsError(f"tokenizer path {path} does not exist; pass a local folder")
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise PromptsError(f"cannot load a tokenizer from {path}: {first}") from None

@@ -71,6 +71,7 @@ class Runner:
         self.stop_reason: str | None = None
         self.failure: str | None = None
         self.storage_error: StorageError | None = None
+        self.refusal: str | None = None
         self.stop_requested = False
         self.cancelling = False
         self.changed = asyncio.Event()
@@ -103,7 +104,11 @@ class Runner:
             os.close(lock_fd)
 
     async def _run_locked(self) -> int:
-        self._prepare()
+        try:
+            self._prepare()
+        except PromptsError as exc:
+            self._refuse(str(exc))
+            raise
         self._report()  # "starting", with what resume found, before the first request
         async with aiohttp.ClientSession() as session:
             client = SglangClient(session, self.options.request_timeout_s)
@@ -128,7 +133,9 @@ class Runner:
     def _prepare(self) -> None:
         options = self.options
         self.prompts = read_prompts(options.prompts_path, options.max_samples)
-        self.encoder = PromptEncoder(options.tokenizer, self.prompts)
+        self.encoder = PromptEncoder(
+            options.tokenizer, self.prompts, trust_remote_code=options.trust_remote_code
+        )
         self.resume = recover(options.responses_path, repair=options.repair)
         skip = self.resume.done_ids | permanently_failed_ids(options.errors_path)
         self.todo = deque(p for p in self.prompts if p.id not in skip)
@@ -138,6 +145,12 @@ class Runner:
             self.name, len(self.prompts), len(self.resume.done_ids), self.resume.tokens,
             len(self.todo), self.resume.torn_bytes_moved,
         )  # fmt: skip
+
+    def _refuse(self, reason: str) -> None:
+        """Say in runner.json why the run never started: nothing was sent, no prompt failed."""
+        self.state, self.stop_reason, self.refusal = "refused", "refused", reason
+        with contextlib.suppress(OSError):  # no dataset folder to write in: the line says it all
+            self._report()
 
     async def _check_servers(self, client: SglangClient, pool: ServerPool) -> None:
         answers = [await client.healthy(server) for server in pool.servers]
@@ -430,6 +443,7 @@ class Runner:
                 "state": self.state,
                 "stop_reason": self.stop_reason,
                 "failure": self.failure,
+                "refusal": self.refusal,
                 "dataset_dir": str(options.dataset_dir),
                 "servers": list(options.servers),
                 "budget": options.token_budget,

@@ -1,0 +1,86 @@
+"""The host's configured tokenizer, loaded as the jobs will load it, for `doctor`.
+
+The load runs in a subprocess (`python -m agent.pipeline.tokenizer PATH --json`), never in the
+daemon: transformers is heavy, a trusted folder's code runs arbitrary Python, and a load that
+hangs (a slow disk, code that waits) is bounded by killing that process's group. stdin is
+/dev/null, so nothing in it can wait for an answer either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from agent.bundle import AGENT_PACKAGE
+from agent.pipeline.tokenizer import TRUST_FLAG
+from agent.protocol import PipelineConfig, TokenizerCheck, from_wire
+
+MAX_TIMEOUT_S = 600.0
+"""Longest a console may ask the check to wait."""
+
+
+async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> TokenizerCheck:
+    """Load `pipeline.tokenizer` with `pipeline.trust_remote_code` and say how it went."""
+    path, trust = pipeline.tokenizer, pipeline.trust_remote_code
+    if path is None:
+        return TokenizerCheck(path, trust, False, "no path under [tokenizer] in this host's config")
+    timeout_s = min(max(timeout_s, 1.0), MAX_TIMEOUT_S)
+    started = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent.pipeline.tokenizer", path, "--json",
+        *([TRUST_FLAG] if trust else []),
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        env=dict(os.environ, PYTHONPATH=str(AGENT_PACKAGE.parent)),
+    )  # fmt: skip
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout_s)
+    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
+        _kill_group(process.pid)
+        await process.wait()
+        return TokenizerCheck(
+            path, trust, False, f"loading {path} took longer than {timeout_s:g} s; gave up"
+        )
+    return _result(path, trust, out, err, time.monotonic() - started)
+
+
+def _result(path: str, trust: bool, out: bytes, err: bytes, elapsed_s: float) -> TokenizerCheck:
+    record = _last_json_object(out)
+    if record is None:
+        said = err.decode(errors="replace").strip().splitlines()
+        detail = said[-1] if said else "the check printed nothing"
+        return TokenizerCheck(path, trust, False, f"the tokenizer check failed: {detail}")
+    facts = {
+        key: record[key]
+        for key in ("class_name", "vocab_size", "has_chat_template", "think_marker", "load_s")
+        if key in record
+    }
+    try:
+        return from_wire(
+            TokenizerCheck,
+            {"path": path, "trust_remote_code": trust, "ok": bool(record.get("ok")),
+             "detail": str(record.get("detail", "")), **facts},
+        )  # fmt: skip
+    except ValueError as exc:
+        return TokenizerCheck(path, trust, False, f"the tokenizer check said something odd: {exc}")
+
+
+def _last_json_object(out: bytes) -> dict[str, Any] | None:
+    """The check's answer: its last stdout line (a tokenizer's own code may print before it)."""
+    for line in reversed(out.decode(errors="replace").splitlines()):
+        with contextlib.suppress(ValueError):
+            value = json.loads(line)
+            if isinstance(value, dict) and "ok" in value:
+                return value
+    return None
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
