@@ -10,6 +10,7 @@ from agent.pipeline.inference.options import EXIT_FAILURE, EXIT_USAGE, parse_opt
 from agent.pipeline.inference.prompts import PromptsError
 from agent.pipeline.inference.records import CorruptRecordError
 from agent.pipeline.inference.runner import RunFailedError, Runner
+from agent.sglang_auth import ApiKeyError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,10 +21,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return asyncio.run(Runner(options).run())
-    except PromptsError as exc:
+    except (PromptsError, ApiKeyError) as exc:
         print(f"runner: {exc}", file=sys.stderr)  # noqa: T201
         return EXIT_USAGE
-    except (CorruptRecordError, RunFailedError) as exc:
+    except RunFailedError as exc:
+        print(f"runner: {exc}", file=sys.stderr)  # noqa: T201
+        return exc.exit_code
+    except CorruptRecordError as exc:
         print(f"runner: {exc}", file=sys.stderr)  # noqa: T201
         return EXIT_FAILURE
 

@@ -6,6 +6,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.pipeline.inference.error_marks import KINDS, parse_retry_errors
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_SIGNAL = 0, 1, 2, 3
 """EXIT_SIGNAL: stopped by SIGINT/SIGTERM after draining (or cancelling) what was in flight."""
 
@@ -34,6 +36,12 @@ class RunnerOptions:
     responses_file: str = "raw_responses.jsonl"
     status_interval_s: float = 1.0
     progress_interval_s: float = 10.0
+    wait_for_server_s: float = 1200.0
+    """How long to wait at start for a server that refuses connections or is warming up."""
+    api_key_file: Path | None = None
+    """Where the server's API key is; else SGLANG_API_KEY, never a command-line value."""
+    retry_errors: tuple[str, ...] = ()
+    """Kinds of permanent marks in errors.jsonl to clear before the run."""
 
     @property
     def prompts_path(self) -> Path:
@@ -108,7 +116,36 @@ def build_parser() -> argparse.ArgumentParser:
     add("--prompts-file", default="prompts.jsonl")
     add("--responses-file", default="raw_responses.jsonl")
     add("--progress-interval", type=_positive_float, default=10.0, dest="progress_interval_s")
+    _add_server_flags(parser)
     return parser  # fmt: skip
+
+
+def _add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """Waiting for the server, its API key, and retrying prompts marked failed for good."""
+    add = parser.add_argument
+    add(
+        "--wait-for-server",
+        type=_positive_float,
+        default=1200.0,
+        dest="wait_for_server_s",
+        metavar="SECONDS",
+        help="at start, wait this long for a server still loading or warming up",
+    )
+    add(
+        "--api-key-file",
+        type=Path,
+        metavar="PATH",
+        help="file holding the server's --api-key (default: $SGLANG_API_KEY; never on the command line)",
+    )
+    add("--retry-errors", type=_retry_kinds, default=(), metavar="all|KIND,...",
+        help=f"clear permanent marks in errors.jsonl first: all, or any of {', '.join(KINDS)}")  # fmt: skip
+
+
+def _retry_kinds(text: str) -> tuple[str, ...]:
+    try:
+        return parse_retry_errors(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_options(argv: list[str] | None) -> RunnerOptions:
