@@ -174,7 +174,7 @@ class DatasetProgress:
     projected_tokens: int | None = None
     projected_overrun_tokens: int | None = None
     status: str = "idle"
-    """pending, running, stalled, complete, over_budget or idle."""
+    """pending, running, waiting_for_server, stalled, complete, over_budget or idle."""
     responses_per_s: float | None = None
     mean_tokens_per_response: float | None = None
     stop_condition: str = "all_prompts"
