@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.markup import escape
+
 from agent.protocol import DatasetProgress, GpuSample, JobInfo, ServerStats, TrainingProgress
 
 STALE_AFTER_S = 5.0
@@ -118,8 +120,9 @@ def server_text(server: ServerStats | None) -> str:
     if server is None:
         return "SGLang: not probed yet"
     health = {True: "[green]healthy[/]", False: "[red]down[/]", None: "unknown"}[server.healthy]
+    what = "sglang-router" if server.is_router else "SGLang"
     lines = [
-        f"SGLang {server.url or ''}: {health} {server.detail if not server.healthy else ''}".rstrip()
+        f"{what} {server.url or ''}: {health} {server.detail if not server.healthy else ''}".rstrip()
     ]
     if server.model_path:
         lines.append(f"model {server.model_path}")
@@ -140,7 +143,28 @@ def server_text(server: ServerStats | None) -> str:
     accept = server.accept_length or _float(load.get("accept len"))
     if accept:
         lines.append(f"accept length {accept:.2f}")
-    return "\n".join(lines)
+    return "\n".join(lines + server_part_lines(server))
+
+
+def server_part_lines(server: ServerStats) -> list[str]:
+    """One line per DP rank, or per worker behind a router, under the whole-server figures."""
+    lines = []
+    if server.is_router and server.total_workers is not None:
+        lines.append(f"workers healthy {server.healthy_workers or 0} of {server.total_workers}")
+    for part in server.parts:
+        health = {True: "up", False: "[red]down[/]", None: ""}[part.healthy]
+        figures = [
+            health,
+            f"load {part.load}" if part.load is not None and part.load >= 0 else "",
+            f"running {part.running_requests}" if part.running_requests is not None else "",
+            f"queued {part.queued_requests}" if part.queued_requests is not None else "",
+            f"gen {tokens(part.gen_throughput_tokens_per_s)} tok/s"
+            if part.gen_throughput_tokens_per_s is not None
+            else "",
+            f"usage {part.token_usage:.2f}" if part.token_usage is not None else "",
+        ]
+        lines.append(f"  {escape(part.name)}  " + " · ".join(f for f in figures if f))
+    return lines
 
 
 def gpu_text(gpus: tuple[GpuSample, ...], note: str) -> str:
