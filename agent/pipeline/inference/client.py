@@ -32,6 +32,9 @@ ROUTER_HEALTH_PATH = "/readiness"
 NO_WORKERS_CODE = "no_available_workers"
 """sglang-router's 503 when every worker is dead or its circuit open: an outage."""
 MAX_ERROR_CHARS = 64 * 1024
+PROBE_TIMEOUT_S = 30.0
+PROBE_SAMPLING = {"max_new_tokens": 1, "temperature": 0.0}
+"""What SGLang's /health generates to know it is alive (http_server.py:755-760)."""
 
 
 class TransientError(Exception):
@@ -100,12 +103,14 @@ class SglangClient:
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_s)
         self.headers = bearer_headers(api_key)
 
-    async def generate(self, server: Server, payload: dict[str, Any]) -> dict[str, Any]:
+    async def generate(
+        self, server: Server, payload: dict[str, Any], timeout_s: float | None = None
+    ) -> dict[str, Any]:
         """One /generate call; raises TransientError or RejectedError."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else self.request_timeout
         try:
             async with self.session.post(
-                f"{server.url}/generate", json=payload, timeout=self.request_timeout,
-                headers=self.headers,
+                f"{server.url}/generate", json=payload, timeout=timeout, headers=self.headers,
             ) as response:  # fmt: skip
                 if response.status >= 400:
                     raise await _failure(response)
@@ -113,7 +118,7 @@ class SglangClient:
         except (aiohttp.ClientConnectionError, ConnectionError) as exc:
             raise TransientError(f"cannot reach {server.url}: {exc}", server_down=True) from None
         except TimeoutError:
-            raise TransientError(f"no answer within {self.request_timeout.total:g} s") from None
+            raise TransientError(f"no answer within {timeout.total:g} s") from None
         except (aiohttp.ContentTypeError, ValueError) as exc:
             raise TransientError(f"answer is not JSON: {exc}") from None
         if not isinstance(body, dict) or not isinstance(body.get("output_ids"), list):
@@ -121,7 +126,12 @@ class SglangClient:
         return body
 
     async def healthy(self, server: Server) -> tuple[bool, str]:
-        """Whether the server (or router) is ready for requests, and why not."""
+        """Whether the server (or router) is ready for requests, and why not.
+
+        A router's /readiness counts workers its health checks pass, but while their circuits
+        are open it still refuses every request (503 no_available_workers), so for a router a
+        one-token generation must pass too, as SGLang's own /health does for a server.
+        """
         timeout = aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
         try:
             if server.health_path is None:
@@ -130,12 +140,21 @@ class SglangClient:
                 server.url + server.health_path, timeout=timeout, headers=self.headers
             ) as response:
                 detail = _readiness_reason(await response.text()) if server.is_router else ""
-                return (
-                    response.status == 200,
-                    f"{server.health_path} answered HTTP {response.status}{detail}",
-                )
+                ready = response.status == 200
+            if not ready or not server.is_router:
+                return ready, f"{server.health_path} answered HTTP {response.status}{detail}"
+            return await self._one_token(server)
         except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
             return False, str(exc) or type(exc).__name__
+
+    async def _one_token(self, server: Server) -> tuple[bool, str]:
+        """Whether a one-token generation goes through (the router's workers really serve)."""
+        try:
+            probe = {"input_ids": [0], "sampling_params": PROBE_SAMPLING}
+            await self.generate(server, probe, PROBE_TIMEOUT_S)
+        except (TransientError, RejectedError) as exc:
+            return False, f"a one-token request failed: {exc}"
+        return True, "ready"
 
     async def _health_path(self, server: Server, timeout: aiohttp.ClientTimeout) -> str:
         """/readiness when `server` is an sglang-router, else /health."""
