@@ -20,7 +20,7 @@ from agent.simulator.engine import TICK_S, EngineSettings, SimRequest
 from agent.simulator.faults import FaultDice, Faults
 from agent.simulator.metrics import prometheus_text
 from agent.simulator.ranks import Ranks
-from agent.simulator.sglang_log import SglangLog
+from agent.simulator.sglang_log import SglangLog, quiet_bad_requests
 from agent.simulator.tokens import LengthProfile, TokenSource
 from agent.simulator.validation import (
     ContractError,
@@ -97,6 +97,7 @@ class Simulator:
 
     async def start(self) -> None:
         """Listen, start the engines, warm up, and say so in the log as SGLang does."""
+        quiet_bad_requests(self.log)
         self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None)
         await self._runner.setup()
         await self._open_site()

@@ -7,6 +7,7 @@ one TP rank, so its lines have no TP part.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from pathlib import Path
@@ -28,3 +29,31 @@ class SglangLog:
         """Close the file, unless it is stderr."""
         if self._out is not sys.stderr:
             self._out.close()
+
+
+class BadRequestLines(logging.Filter):
+    """aiohttp's traceback for an unparseable request, as uvicorn's one warning line.
+
+    sglang-router probes each worker for gRPC (an HTTP/2 preface) before HTTP; uvicorn answers
+    that with `WARNING:  Invalid HTTP request received.` in the server log, not a traceback on
+    stderr. Other errors pass through untouched.
+    """
+
+    def __init__(self, log: SglangLog) -> None:
+        super().__init__()
+        self._log = log
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False (dropped) for a bad request, logged as one line; True for anything else."""
+        from aiohttp.http_exceptions import BadHttpMessage
+
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, BadHttpMessage):
+            self._log.line("WARNING:  Invalid HTTP request received.")
+            return False
+        return True
+
+
+def quiet_bad_requests(log: SglangLog) -> None:
+    """Send aiohttp's bad-request errors to the SGLang log as uvicorn's line, not to stderr."""
+    logging.getLogger("aiohttp.server").addFilter(BadRequestLines(log))

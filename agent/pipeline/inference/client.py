@@ -32,6 +32,8 @@ ROUTER_HEALTH_PATH = "/readiness"
 NO_WORKERS_CODE = "no_available_workers"
 """sglang-router's 503 when every worker is dead or its circuit open: an outage."""
 MAX_ERROR_CHARS = 64 * 1024
+RETRY_LATER = (408, 429)
+"""4xx that mean "not now" (a timeout, a router's rate limit), retried like a 5xx."""
 PROBE_TIMEOUT_S = 30.0
 PROBE_SAMPLING = {"max_new_tokens": 1, "temperature": 0.0}
 """What SGLang's /health generates to know it is alive (http_server.py:755-760)."""
@@ -191,7 +193,7 @@ async def _failure(response: aiohttp.ClientResponse) -> Exception:
     status = response.status
     if status == 503 and _error_code(text) == NO_WORKERS_CODE:
         return TransientError(f"HTTP 503: {message}", server_down=True)
-    if status >= 500:
+    if status >= 500 or status in RETRY_LATER:
         return TransientError(f"HTTP {status}: {message}")
     return RejectedError(message, status)
 
