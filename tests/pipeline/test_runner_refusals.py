@@ -65,19 +65,22 @@ def test_max_new_tokens_past_the_context_is_the_runs_fault_not_each_prompts(
     assert response_ids(folder) == dict.fromkeys(ids, 1)
 
 
-def test_a_too_long_prompt_is_marked_for_good_with_its_kind_and_the_run_goes_on(
+def test_a_too_long_or_empty_prompt_is_marked_for_good_with_its_kind_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "A3"
     ids = write_id_prompts(folder, 10)
     with (folder / "prompts.jsonl").open("a") as handle:
         handle.write(json.dumps({"id": "huge", "input_ids": [1] * 1500}) + "\n")
+        handle.write(json.dumps({"id": "void", "input_ids": []}) + "\n")
     with running_simulator(tmp_path / "sim", *FAST, "--context-length", "1000") as sim:
         result = run_runner(folder, sim.url, "--max-new-tokens", "100")
 
     assert result.returncode == 0, result.stderr
     assert response_ids(folder) == dict.fromkeys(ids, 1)
-    [record] = error_records(folder)
+    records = {r["id"]: r for r in error_records(folder)}
+    assert (records["void"]["kind"], records["void"]["permanent"]) == ("empty", True)
+    record = records["huge"]
     assert (record["id"], record["permanent"], record["kind"], record["status"]) == (
         "huge", True, "too_long", 400,
     )  # fmt: skip

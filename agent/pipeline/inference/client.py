@@ -23,7 +23,7 @@ log = logging.getLogger("runner")
 
 HEALTH_TIMEOUT_S = 10.0
 HEALTH_POLL_S = 1.0
-RECHECK_CAP_S = 30.0
+RECHECK_CAP_S = 8.0
 """Longest wait before re-checking a server that keeps coming back and failing again."""
 FLAP_WINDOW_S = 10.0
 BACKOFF_BASE_S = 0.5

@@ -64,6 +64,7 @@ log = logging.getLogger("runner")
 
 ABORT_GRACE_S = 5.0
 """How long aborted requests get to come back with their partial counts before being cancelled."""
+EMPTY_PROMPT = "the prompt encodes to no tokens (input_ids cannot be empty)"
 
 
 class RunFailedError(Exception):
@@ -86,6 +87,7 @@ class Runner:
         self.failure: str | None = None
         self.failure_reason = "server_down"
         """stop_reason of a failed run: server_down, not_ready, rejected or nothing_generated."""
+        self.pool: ServerPool | None = None
         self.stop_requested = False
         self.cancelling = False
         self.changed = asyncio.Event()
@@ -220,12 +222,8 @@ class Runner:
         ) as exc:  # a tokenizer can raise anything; the prompt fails, the run goes on
             self._fail(prompt, f"cannot tokenize: {exc}", permanent=True)
             return
-        if not input_ids:
-            self._fail(
-                prompt,
-                "the prompt encodes to no tokens (input_ids cannot be empty)",
-                permanent=True,
-            )
+        if not input_ids:  # SGLang refuses it (io_struct.py:499): no need to ask
+            self._fail(prompt, EMPTY_PROMPT, permanent=True)
             return
         payload = self._payload(prompt, input_ids)
         failures = 0
@@ -241,24 +239,16 @@ class Runner:
                 pool.succeeded(server)
             except TransientError as exc:
                 failures += self._note_transient(exc, server, pool)
-                if failures > self.options.max_retries:
-                    self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
+                if not await self._wait_to_retry(prompt, failures, exc):
                     return
-                await asyncio.sleep(backoff_s(failures, self.rng))
                 payload["rid"] = self._rid(prompt)
                 continue
             except RejectedError as exc:
-                verdict = await self.judge.is_run_level(exc, server, payload)
-                if verdict:
-                    raise RequestRejectedError(run_level_message(exc, self.key_source)) from None
-                if verdict is False:
-                    self._fail(prompt, str(exc), permanent=True, status=exc.status)
+                if await self._refused_for_good(prompt, exc, server, payload):
                     return
-                failures += 1  # could not tell yet: retried like a transient failure
-                if failures > self.options.max_retries:
-                    self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
+                failures += 1  # whose refusal it is could not be told yet: retried
+                if not await self._wait_to_retry(prompt, failures, exc):
                     return
-                await asyncio.sleep(backoff_s(failures, self.rng))
                 payload["rid"] = self._rid(prompt)
                 continue
             finally:
@@ -266,6 +256,25 @@ class Runner:
             if self._keep(prompt, body, time.monotonic() - started):
                 return
             payload["rid"] = self._rid(prompt)
+
+    async def _wait_to_retry(self, prompt: Prompt, failures: int, exc: Exception) -> bool:
+        """Wait the backoff before another try; False (the prompt noted) past --max-retries."""
+        if failures > self.options.max_retries:
+            self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
+            return False
+        await asyncio.sleep(backoff_s(failures, self.rng))
+        return True
+
+    async def _refused_for_good(
+        self, prompt: Prompt, exc: RejectedError, server: Server, payload: dict[str, Any]
+    ) -> bool:
+        """True when this prompt is refused (marked permanent); raises if every request is."""
+        verdict = await self.judge.is_run_level(exc, server, payload)
+        if verdict:
+            raise RequestRejectedError(run_level_message(exc, self.key_source))
+        if verdict is False:
+            self._fail(prompt, str(exc), permanent=True, status=exc.status)
+        return verdict is False
 
     def _note_transient(self, exc: TransientError, server: Server, pool: ServerPool) -> int:
         self.stats.retries += 1
@@ -425,7 +434,7 @@ class Runner:
 
     def _live_state(self) -> str:
         """The state to report: a running run with every server down is waiting for one."""
-        if self.state == "running" and _waiting(getattr(self, "pool", None)):
+        if self.state == "running" and self.pool is not None and self.pool.all_down:
             return "waiting_for_server"
         return self.state
 
@@ -469,10 +478,6 @@ class Runner:
         )
         write_status(options.status_path, record)
         return record
-
-
-def _waiting(pool: ServerPool | None) -> bool:
-    return pool is not None and pool.all_down
 
 
 def _record(
