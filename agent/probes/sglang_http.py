@@ -12,6 +12,7 @@ need it. Every failure is a reading that says what failed, never an exception to
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from agent.probes import prometheus
@@ -33,7 +34,7 @@ async def probe_sglang(url: str, api_key: str | None = None, key_note: str = "")
     async with aiohttp.ClientSession(timeout=timeout, headers=bearer_headers(api_key)) as session:
         try:
             healthy, detail = await _health(session, url)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             return ServerStats(
                 url=url, healthy=False, detail=f"unreachable: {str(exc) or type(exc).__name__}"
             )

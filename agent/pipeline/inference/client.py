@@ -8,6 +8,7 @@ The pool pauses dispatch to unhealthy servers until their health check answers a
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import json
 import logging
@@ -119,7 +120,7 @@ class SglangClient:
                 body = await response.json(content_type=None)
         except (aiohttp.ClientConnectionError, ConnectionError) as exc:
             raise TransientError(f"cannot reach {server.url}: {exc}", server_down=True) from None
-        except TimeoutError:
+        except asyncio.TimeoutError:
             raise TransientError(f"no answer within {timeout.total:g} s") from None
         except (aiohttp.ContentTypeError, ValueError) as exc:
             raise TransientError(f"answer is not JSON: {exc}") from None
@@ -146,7 +147,7 @@ class SglangClient:
             if not ready or not server.is_router:
                 return ready, f"{server.health_path} answered HTTP {response.status}{detail}"
             return await self._one_token(server)
-        except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
+        except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
             return False, str(exc) or type(exc).__name__
 
     async def _one_token(self, server: Server) -> tuple[bool, str]:
@@ -181,7 +182,7 @@ class SglangClient:
                 if response.status in (404, 405):
                     return AbortOutcome.UNSUPPORTED
                 return AbortOutcome.SENT if response.status < 400 else AbortOutcome.FAILED
-        except (aiohttp.ClientError, ConnectionError, TimeoutError):
+        except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError):
             log.info("abort of %s on %s did not go through", rid, server.url)
             return AbortOutcome.FAILED
 

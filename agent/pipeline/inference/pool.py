@@ -62,7 +62,7 @@ class ServerPool:
             self.health_changed.clear()
             try:
                 await asyncio.wait_for(self.health_changed.wait(), self._patience_s())
-            except TimeoutError:
+            except asyncio.TimeoutError:
                 raise self._gave_up() from None
         if self._patience_s() <= 0:
             raise self._gave_up()

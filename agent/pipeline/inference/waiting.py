@@ -54,7 +54,7 @@ async def wait_for_servers(
             )
             on_waiting(reasons)
         wake.clear()
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(
                 wake.wait(), min(WAIT_POLL_S, max(deadline - time.monotonic(), 0.01))
             )
