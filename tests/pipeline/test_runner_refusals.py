@@ -195,3 +195,13 @@ def test_an_unreadable_key_file_is_a_usage_error(tmp_path: Path) -> None:
     assert "cannot read it (No such file or directory)" in missing.stderr
     assert f"API key file {empty} is empty" in blank.stderr
     assert os.environ.get("SGLANG_API_KEY") is None
+
+
+def test_a_server_url_that_is_no_url_is_a_usage_error_not_a_long_wait(tmp_path: Path) -> None:
+    folder = tmp_path / "U1"
+    write_id_prompts(folder, 1)
+    no_scheme = run_runner(folder, "127.0.0.1:30000")
+    bad_port = run_runner(folder, "http://127.0.0.1:99999")
+    assert (no_scheme.returncode, bad_port.returncode) == (2, 2)
+    assert "'127.0.0.1:30000' is not an http:// or https:// URL with a host" in no_scheme.stderr
+    assert "Port out of range" in bad_port.stderr

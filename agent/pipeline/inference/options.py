@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         dest="servers",
+        type=_server_url,
         metavar="URL",
         help="SGLang (or sglang router) base URL; repeat to spread requests over servers",
     )
@@ -139,6 +141,18 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
     )
     add("--retry-errors", type=_retry_kinds, default=(), metavar="all|KIND,...",
         help=f"clear permanent marks in errors.jsonl first: all, or any of {', '.join(KINDS)}")  # fmt: skip
+
+
+def _server_url(text: str) -> str:
+    """An http(s) URL with a host; a typo here would otherwise be waited on for 20 minutes."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL with a host")
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number in range)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    return text
 
 
 def _retry_kinds(text: str) -> tuple[str, ...]:
