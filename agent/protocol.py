@@ -113,6 +113,8 @@ class PipelineConfig:
     datasets: DatasetsConfig | None = None
     sglang_url: str | None = None
     sglang_log: str | None = None
+    sglang_api_key_file: str | None = None
+    """A file on the host holding the server's --api-key, for the probes (else SGLANG_API_KEY)."""
     jobs: dict[str, JobSpec] = field(default_factory=dict)
     external: dict[str, str] = field(default_factory=dict)
     """Processes the agent did not start, found by a regex over their command line, by name."""
@@ -186,7 +188,7 @@ class DatasetProgress:
     projected_tokens: int | None = None
     projected_overrun_tokens: int | None = None
     status: str = "idle"
-    """pending, running, stalled, complete, over_budget or idle."""
+    """pending, running, waiting_for_server, stalled, complete, over_budget or idle."""
     responses_per_s: float | None = None
     mean_tokens_per_response: float | None = None
     stop_condition: str = "all_prompts"
@@ -386,8 +388,27 @@ class LogChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerPart:
+    """One DP rank of a server, or one worker behind an sglang-router."""
+
+    name: str
+    """DP0, DP1, ... or the worker's URL."""
+    healthy: bool | None = None
+    load: int | None = None
+    """The router's count of requests it has in flight on this worker."""
+    running_requests: int | None = None
+    queued_requests: int | None = None
+    gen_throughput_tokens_per_s: float | None = None
+    token_usage: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ServerStats:
-    """The SGLang server: health, model and load, from HTTP probes and its log."""
+    """The SGLang server: health, model and load, from HTTP probes and its log.
+
+    Figures are whole-server: summed over DP ranks (and over workers behind a router), or
+    averaged for ratios such as token_usage; `parts` has them per rank or per worker.
+    """
 
     url: str | None
     healthy: bool | None
@@ -403,8 +424,13 @@ class ServerStats:
     cache_hit_rate: float | None = None
     accept_length: float | None = None
     log_stats: dict[str, str] = field(default_factory=dict)
-    """The fields of the last Decode batch line of the server log, as written."""
+    """The fields of the last Decode batch line of the server log, summed over DP ranks."""
     probed_at: float = 0.0
+    is_router: bool = False
+    """The URL is an sglang-router; `parts` are its workers."""
+    healthy_workers: int | None = None
+    total_workers: int | None = None
+    parts: tuple[ServerPart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

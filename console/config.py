@@ -162,7 +162,7 @@ _HOST_KEYS = {
 
 def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineConfig:
     sglang = reader.table(host, "sglang", where, required=False)
-    reader.only(sglang, f"{where}.sglang", {"url", "log"})
+    reader.only(sglang, f"{where}.sglang", {"url", "log", "api_key_file"})
     jobs = reader.table(host, "jobs", where, required=False)
     external = reader.table(host, "external", where, required=False)
     tokenizer_path, trust_remote_code = _tokenizer(reader, host, where)
@@ -170,6 +170,7 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
         datasets=_datasets(reader, host, where) if "datasets" in host else None,
         sglang_url=reader.optional(sglang, "url", f"{where}.sglang", str, "an http:// URL"),
         sglang_log=reader.optional(sglang, "log", f"{where}.sglang", str, "a file path"),
+        sglang_api_key_file=_host_path(reader, sglang, "api_key_file", f"{where}.sglang"),
         jobs={name: _job(reader, jobs, name, f"{where}.jobs") for name in jobs},
         external={name: _regex(reader, external, name, f"{where}.external") for name in external},
         deploy_roots=_paths(reader, host, "deploy_roots", where),
@@ -188,6 +189,14 @@ def _tokenizer(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[st
         raise reader.error(f"{where}.path", f"got {path!r}", "an absolute folder path on the host")
     trust = reader.optional(table, "trust_remote_code", where, bool, "true or false")
     return path, bool(trust)
+
+
+def _host_path(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> str | None:
+    """A path on the host: absolute, or under the remote user's home (`~/...`)."""
+    value = reader.optional(table, key, where, str, "a path on the host, /... or ~/...")
+    if value is not None and not value.startswith(("/", "~/")):
+        raise reader.error(_join(where, key), f"got {value!r}", "a path on the host, /... or ~/...")
+    return value
 
 
 def _regex(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> str:

@@ -124,7 +124,8 @@ def server_text(server: ServerStats | None) -> str:
     if server is None:
         return "SGLang: not probed yet"
     detail = sanitise(server.detail) if not server.healthy else ""
-    lines = [f"SGLang {sanitise(server.url or '')}: {HEALTH[server.healthy]} {detail}".rstrip()]
+    what = "sglang-router" if server.is_router else "SGLang"
+    lines = [f"{what} {sanitise(server.url or '')}: {HEALTH[server.healthy]} {detail}".rstrip()]
     if server.model_path:
         lines.append(f"model {sanitise(server.model_path)}")
     load = {key: sanitise(value) for key, value in server.log_stats.items()}
@@ -144,7 +145,28 @@ def server_text(server: ServerStats | None) -> str:
     accept = server.accept_length or _float(load.get("accept len"))
     if accept:
         lines.append(f"accept length {accept:.2f}")
-    return "\n".join(lines)
+    return "\n".join(lines + server_part_lines(server))
+
+
+def server_part_lines(server: ServerStats) -> list[str]:
+    """One line per DP rank, or per worker behind a router, under the whole-server figures."""
+    lines = []
+    if server.is_router and server.total_workers is not None:
+        lines.append(f"workers healthy {server.healthy_workers or 0} of {server.total_workers}")
+    for part in server.parts:
+        health = {True: "up", False: "down", None: ""}[part.healthy]
+        figures = [
+            health,
+            f"load {part.load}" if part.load is not None and part.load >= 0 else "",
+            f"running {part.running_requests}" if part.running_requests is not None else "",
+            f"queued {part.queued_requests}" if part.queued_requests is not None else "",
+            f"gen {tokens(part.gen_throughput_tokens_per_s)} tok/s"
+            if part.gen_throughput_tokens_per_s is not None
+            else "",
+            f"usage {part.token_usage:.2f}" if part.token_usage is not None else "",
+        ]
+        lines.append(f"  {sanitise(part.name)}  " + " · ".join(f for f in figures if f))
+    return lines
 
 
 def gpu_text(gpus: tuple[GpuSample, ...], note: str) -> str:

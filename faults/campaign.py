@@ -13,7 +13,7 @@ from faults.result import Scale, ScenarioResult
 SCENARIOS = (
     "runner_kill", "link_drops", "blackhole", "stop_escalation", "deploy_interrupt", "host_keys",
     "injection", "bad_input", "short_budget", "two_writers", "frozen_writer", "disk_full",
-    "state_full", "terminal_text", "demo_hangup", "remote_code",
+    "state_full", "terminal_text", "demo_hangup", "remote_code", "router_outage",
 )  # fmt: skip
 """In the order the report lists them."""
 

@@ -89,7 +89,7 @@ def status(
     counts: Counts, budget: int | None, condition: StopCondition, live: Liveness,
     tolerance_share: float = 0.0,
 ) -> str:  # fmt: skip
-    """pending, running, stalled, complete, over_budget or idle.
+    """pending, running, stalled, complete, over_budget or idle (or waiting_for_server, above).
 
     A run that stops at its budget lets the requests in flight finish, so it ends a little past
     it; up to `tolerance_share` of the budget past it is not over budget.
@@ -124,13 +124,20 @@ def dataset_progress(
         eta_low_s=min(etas) if etas else None, eta_high_s=max(etas) if etas else None,
         projected_tokens=projected, projected_overrun_tokens=overrun,
         projected_overrun_hours=_hours(overrun, main),
-        status=status(counts, budget, condition, live, tolerance_share), stop_condition=condition.kind,
+        status=_waiting_or(status(counts, budget, condition, live, tolerance_share), run),
+        stop_condition=condition.kind,
         target_responses=condition.target_responses, target_tokens=condition.target_tokens,
         in_flight=run.in_flight if run and run.active else 0,
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
         last_response_age_s=live.idle_for_s, writer_active=live.active,
         failed_prompts=counts.failed_prompts,
     )  # fmt: skip
+
+
+def _waiting_or(status: str, run: RunView | None) -> str:
+    """A live run with no server to talk to is waiting for one, not running or stalled."""
+    waiting = run is not None and run.active and run.state == "waiting_for_server"
+    return "waiting_for_server" if waiting and status in ("running", "stalled") else status
 
 
 def _etas(

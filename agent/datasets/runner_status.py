@@ -16,7 +16,7 @@ from agent.state import read_json
 
 FRESH_S = 15.0
 """A runner.json older than this, or from a dead pid, describes a run that is over."""
-ACTIVE_STATES = ("starting", "running", "draining", "cancelling")
+ACTIVE_STATES = ("starting", "waiting_for_server", "running", "draining", "cancelling")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.probes.gpus import GpuReading, read_gpus
-from agent.probes.sglang_http import probe_sglang
+from agent.probes.sglang_http import WARMING_DETAIL, probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
 from agent.protocol import Alert, JobInfo, PipelineConfig, ServerStats
+from agent.sglang_auth import ApiKeyError, read_api_key
 
 REFRESH_S = 5.0
 
@@ -36,7 +37,8 @@ class ProbeCache:
 
     async def _refresh(self, pipeline: PipelineConfig) -> None:
         if pipeline.sglang_url:
-            server = await probe_sglang(pipeline.sglang_url)
+            api_key, key_note = await asyncio.to_thread(_api_key, pipeline.sglang_api_key_file)
+            server = await probe_sglang(pipeline.sglang_url, api_key, key_note)
         else:
             server = ServerStats(url=None, healthy=None, detail="no [sglang] url configured")
         log_stats = (
@@ -52,9 +54,10 @@ class ProbeCache:
         self.gpus = await read_gpus()
 
     def alerts(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> list[Alert]:
-        """server_down when a configured server does not answer /health.
+        """server_down when a configured server (or every worker behind a router) is down.
 
-        An error, or only information when the user stopped the server job (to train, say).
+        An error; a warning while it answers /health 503 (warming up); only information when
+        the user stopped the server job (to train, say).
         """
         server = self.server
         if server is None or server.url is None or server.healthy is not False:
@@ -66,7 +69,8 @@ class ProbeCache:
             )
             return [Alert("server_down", "info", message, server.url, now)]
         message = f"SGLang at {server.url}: {server.detail}"
-        return [Alert("server_down", "error", message, server.url, now)]
+        warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
+        return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
 
     async def close(self) -> None:
         """Stop a refresh in progress."""
@@ -74,3 +78,11 @@ class ProbeCache:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _api_key(key_file: str | None) -> tuple[str | None, str]:
+    """The key for the probes, and what went wrong reading it (for the server's detail)."""
+    try:
+        return read_api_key(key_file), ""
+    except ApiKeyError as exc:
+        return None, str(exc)

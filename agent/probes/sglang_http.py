@@ -1,4 +1,10 @@
-"""SGLang over HTTP: health, server and model info (old and new paths), and /metrics.
+"""SGLang over HTTP: health, server and model info, and /metrics summed over DP ranks.
+
+The current paths come first (`/server_info`, `/model_info`); the deprecated `get_` forms log a
+WARNING in the server's log on every call (srt/entrypoints/http_server.py:802-809, 853-860), so
+they are asked only when the current path answers 404. A 404 on /server_info that
+`/get_server_info` answers with `router_manager` means the URL is an sglang-router, which is
+probed as one (router_probe.py). With `--api-key` the key goes with every request.
 
 aiohttp is imported here, lazily: it is present wherever SGLang is, but the agent core must not
 need it. Every failure is a reading that says what failed, never an exception to the daemon.
@@ -6,72 +12,135 @@ need it. Every failure is a reading that says what failed, never an exception to
 
 from __future__ import annotations
 
-import re
+import asyncio
 from typing import Any
 
-from agent.protocol import ServerStats
+from agent.probes import prometheus
+from agent.probes.router_probe import probe_router
+from agent.protocol import ServerPart, ServerStats
+from agent.sglang_auth import bearer_headers
 
 TIMEOUT_S = 5.0
-_METRIC = re.compile(r"^(sglang:[a-z_]+)(?:\{[^}]*\})?\s+([-+0-9.eE]+|NaN)$", re.M)
+WARMING_DETAIL = "/health answered HTTP 503"
 
 
-async def probe_sglang(url: str) -> ServerStats:
-    """One reading of the server at `url`."""
+async def probe_sglang(url: str, api_key: str | None = None, key_note: str = "") -> ServerStats:
+    """One reading of the server (or router) at `url`; `key_note` explains a key problem."""
     try:
         import aiohttp
     except ImportError:
         return ServerStats(url=url, healthy=None, detail="aiohttp is not installed for this python")
     timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    async with aiohttp.ClientSession(timeout=timeout, headers=bearer_headers(api_key)) as session:
         try:
             healthy, detail = await _health(session, url)
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             return ServerStats(
                 url=url, healthy=False, detail=f"unreachable: {str(exc) or type(exc).__name__}"
             )
-        info = await _first_json(session, url, ("/get_server_info", "/server_info"))
-        model = await _first_json(session, url, ("/get_model_info", "/model_info"))
-        metrics = await _metrics(session, url)
+        status, info = await _current_or_deprecated(session, url, "server_info")
+        if info.get("router_manager"):
+            return await probe_router(session, url)
+        _, model = await _current_or_deprecated(session, url, "model_info")
+        samples = prometheus.parse(await _text(session, f"{url}/metrics"))
+    if status in (401, 403):
+        detail = _join(detail, f"/server_info answered HTTP {status}: {key_note or _KEY_HINT}")
+    return _stats(url, healthy, detail, info, model, samples)
+
+
+_KEY_HINT = "set api_key_file under [hosts.NAME.sglang] (or SGLANG_API_KEY for the agent)"
+
+
+def _stats(
+    url: str, healthy: bool, detail: str, info: dict[str, Any], model: dict[str, Any],
+    samples: list[prometheus.Sample],
+) -> ServerStats:  # fmt: skip
+    total = prometheus.totals(samples)
     return ServerStats(
         url=url, healthy=healthy, detail=detail,
         model_path=str(model.get("model_path") or info.get("model_path") or "") or None,
         speculative_algorithm=info.get("speculative_algorithm"),
-        max_running_requests=_int(info.get("max_running_requests")),
-        running_requests=_int(metrics.get("sglang:num_running_reqs")),
-        queued_requests=_int(metrics.get("sglang:num_queue_reqs")),
-        token_usage=metrics.get("sglang:token_usage"),
-        gen_throughput_tokens_per_s=metrics.get("sglang:gen_throughput"),
-        cache_hit_rate=metrics.get("sglang:cache_hit_rate"),
-        accept_length=metrics.get("sglang:spec_accept_length"),
+        max_running_requests=max_running_requests(info),
+        running_requests=_int(total.get("num_running_reqs")),
+        queued_requests=_int(total.get("num_queue_reqs")),
+        token_usage=total.get("token_usage"),
+        gen_throughput_tokens_per_s=total.get("gen_throughput"),
+        cache_hit_rate=total.get("cache_hit_rate"),
+        accept_length=total.get("spec_accept_length"),
+        parts=rank_parts(samples),
     )  # fmt: skip
+
+
+def max_running_requests(info: dict[str, Any]) -> int | None:
+    """The effective cap: the per-DP values summed, else the flag (None unless it was given).
+
+    /server_info's top level echoes the command line (arg_groups/fields/schedule.py:31-34);
+    each scheduler reports what it really uses in internal_states
+    (managers/scheduler_components/internal_state.py:67-74).
+    """
+    states = info.get("internal_states")
+    per_dp = [
+        value
+        for state in (states if isinstance(states, list) else [])
+        if isinstance(state, dict)
+        and (value := _int(state.get("effective_max_running_requests_per_dp"))) is not None
+    ]
+    return sum(per_dp) if per_dp else _int(info.get("max_running_requests"))
+
+
+def rank_parts(samples: list[prometheus.Sample]) -> tuple[ServerPart, ...]:
+    """Per-DP-rank figures, when the metrics have more than one rank."""
+    ranks = prometheus.by_part(samples, "dp_rank")
+    if len(ranks) < 2:
+        return ()
+    return tuple(
+        ServerPart(
+            name=f"DP{rank}",
+            running_requests=_int(figures.get("num_running_reqs")),
+            queued_requests=_int(figures.get("num_queue_reqs")),
+            gen_throughput_tokens_per_s=figures.get("gen_throughput"),
+            token_usage=figures.get("token_usage"),
+        )
+        for rank, figures in ranks.items()
+    )
 
 
 async def _health(session: Any, url: str) -> tuple[bool, str]:
     async with session.get(f"{url}/health") as response:
+        if response.status == 503:
+            return False, f"{WARMING_DETAIL}: starting up (warming) or unhealthy"
         return response.status == 200, f"/health answered HTTP {response.status}"
 
 
-async def _first_json(session: Any, url: str, paths: tuple[str, ...]) -> dict[str, Any]:
-    for path in paths:
-        try:
-            async with session.get(url + path) as response:
-                if response.status == 200:
-                    body = await response.json(content_type=None)
-                    return body if isinstance(body, dict) else {}
-        except Exception:  # a failed probe is a missing field, not a crash
-            continue
-    return {}
+async def _current_or_deprecated(session: Any, url: str, name: str) -> tuple[int, dict[str, Any]]:
+    """The current path's JSON; the deprecated `get_` path only when the current one is 404."""
+    status, body = await _json(session, f"{url}/{name}")
+    if status == 404:
+        status, body = await _json(session, f"{url}/get_{name}")
+    return status, body
 
 
-async def _metrics(session: Any, url: str) -> dict[str, float]:
+async def _json(session: Any, url: str) -> tuple[int, dict[str, Any]]:
     try:
-        async with session.get(f"{url}/metrics") as response:
+        async with session.get(url) as response:
             if response.status != 200:
-                return {}
-            text = await response.text()
+                return response.status, {}
+            body = await response.json(content_type=None)
+            return 200, body if isinstance(body, dict) else {}
+    except Exception:  # a failed probe is a missing field, not a crash
+        return 0, {}
+
+
+async def _text(session: Any, url: str) -> str:
+    try:
+        async with session.get(url) as response:
+            return await response.text() if response.status == 200 else ""
     except Exception:  # metrics are optional (--enable-metrics)
-        return {}
-    return {name: float(value) for name, value in _METRIC.findall(text)}
+        return ""
+
+
+def _join(detail: str, more: str) -> str:
+    return f"{detail}; {more}" if detail else more
 
 
 def _int(value: object) -> int | None:

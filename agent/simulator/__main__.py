@@ -13,6 +13,15 @@ from agent.simulator.faults import Faults
 from agent.simulator.server import Simulator, SimulatorConfig
 from agent.simulator.tokens import LengthProfile
 
+DEFAULT_MAX_RUNNING = 64
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The simulator's flags."""
@@ -30,7 +39,20 @@ def build_parser() -> argparse.ArgumentParser:
     add("--speed", type=float, default=1.0, help="simulated seconds per wall second; 0: instant")
     add("--decode-rate", type=float, default=5000.0, help="total decode tokens/s")
     add("--per-request-rate", type=float, default=80.0, help="max decode tokens/s per request")
-    add("--max-running-requests", type=int, default=64)
+    add(
+        "--max-running-requests",
+        type=_positive_int,
+        help=f"whole-server cap on running requests (default {DEFAULT_MAX_RUNNING}); queued beyond",
+    )
+    add(
+        "--dp-size",
+        type=_positive_int,
+        default=1,
+        help="data-parallel ranks, each with a share of it all",
+    )
+    add("--hybrid-swa", action="store_true", help="log as a hybrid sliding-window model")
+    add("--api-key", help="require `Authorization: Bearer KEY`, as SGLang's --api-key")
+    add("--warmup-s", type=float, default=0.0, help="/health answers 503 this long after start")
     add("--mean-tokens", type=float, default=600.0, help="mean response length")
     add("--sd-tokens", type=float, default=250.0, help="response length spread")
     add("--runaway-share", type=float, default=0.0, help="share that runs to max_new_tokens")
@@ -61,9 +83,11 @@ def config_from(args: argparse.Namespace) -> SimulatorConfig:
         engine=EngineSettings(
             decode_tokens_per_s=args.decode_rate,
             max_tokens_per_s_per_request=args.per_request_rate,
-            max_running_requests=args.max_running_requests,
-            speed=args.speed,
+            max_running_requests=args.max_running_requests or DEFAULT_MAX_RUNNING,
+            speed=args.speed, hybrid_swa=args.hybrid_swa,
         ),
+        dp_size=args.dp_size, max_running_requests_flag=args.max_running_requests,
+        api_key=args.api_key, warmup_s=args.warmup_s,
         faults=Faults(
             error_rate=args.error_rate, spike_rate=args.spike_rate, spike_s=args.spike_s,
             hang_rate=args.hang_rate, die_after_requests=args.die_after,

@@ -3,8 +3,10 @@
 A total decode rate is shared by the running requests, with a cap on how many run at once (the
 rest queue).
 
-Time is simulated: `speed` simulated seconds pass per wall second. Speed 0 means instant: every
-request finishes as soon as it arrives, for benchmarks that measure the client, not the model.
+Time is simulated: `speed` simulated seconds pass per wall second, measured on the monotonic
+clock at every tick, so a tick that runs late (a busy event loop) still advances the model by the
+wall time that really passed. Speed 0 means instant: every request finishes as soon as it
+arrives, for benchmarks that measure the client, not the model.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from agent.simulator.tokens import PlannedAnswer
 
 TICK_S = 0.02
 DECODE_LOG_INTERVAL = 40
+SWA_WINDOW = 4096
+"""Tokens a sliding-window layer keeps per request, for the hybrid-SWA usage figures."""
 """Decode steps between two `Decode batch` lines, SGLang's --decode-log-interval default."""
 
 
@@ -33,6 +37,8 @@ class EngineSettings:
     max_total_tokens: int = 500_000
     """KV cache size in tokens, for `token usage`."""
     speed: float = 1.0
+    hybrid_swa: bool = False
+    """Log as a hybrid sliding-window model: `full token usage` and `swa token usage` lines."""
 
 
 @dataclass(eq=False)
@@ -56,9 +62,9 @@ class SimRequest:
 
     @property
     def finish_reason(self) -> dict[str, object] | None:
-        """SGLang's finish_reason object, or None while running."""
+        """SGLang's finish_reason object, or None while running (schedule_batch.py:279-345)."""
         if self.aborted is not None:
-            return {"type": "abort", "message": self.aborted}
+            return {"type": "abort", "message": self.aborted, "status_code": None, "err_type": None}
         if not self.finished.is_set():
             return None
         if self.answer.finish == "length":
@@ -85,6 +91,10 @@ class Engine:
         self.prompt_tokens_total = 0
         self.requests_total = 0
         self.gen_throughput = 0.0
+        self.sim_seconds = 0.0
+        """Simulated time the engine has advanced while busy."""
+        self.busy_wall_s = 0.0
+        """Wall time over which it advanced them: sim_seconds = busy_wall_s * speed."""
         self._steps_since_log = 0.0
         self._tokens_since_log = 0.0
         self._sim_seconds_since_log = 0.0
@@ -107,15 +117,20 @@ class Engine:
         self._wake.set()
 
     def abort(self, rid: str | None) -> int:
-        """Abort one request by rid, or all when rid is None; returns how many."""
-        hit = [r for r in [*self.running, *self.queue] if rid is None or r.rid == rid]
-        for request in hit:
-            request.aborted = "Abort requested by client"
-            request.finished.set()
-            request.progressed.set()
-        self.running = [r for r in self.running if r not in hit]
-        self.queue = collections.deque(r for r in self.queue if r not in hit)
-        return len(hit)
+        """Abort one request by rid, or all when rid is None; returns how many.
+
+        The messages are SGLang's: "Aborted" for a running request, "Abort in waiting queue"
+        for a queued one (tokenizer_manager.py:3577-3637).
+        """
+        hit = 0
+        for message, pool in (("Aborted", self.running), ("Abort in waiting queue", self.queue)):
+            for request in [r for r in pool if rid is None or r.rid == rid]:
+                request.aborted = message
+                request.finished.set()
+                request.progressed.set()
+                pool.remove(request)
+                hit += 1
+        return hit
 
     def cancel(self, request: SimRequest) -> None:
         """Forget a request whose client went away."""
@@ -125,14 +140,19 @@ class Engine:
             self.queue.remove(request)
 
     async def run(self) -> None:
-        """Advance the simulation forever."""
+        """Advance the simulation forever, by the wall time that really passed at each tick."""
+        last = time.monotonic()
         while True:
             if not self.running and not self.queue:
                 self._wake.clear()
                 await self._wake.wait()
+                last = time.monotonic()  # idle time is not simulated
             self._admit()
             await asyncio.sleep(TICK_S)
-            self._tick(TICK_S * self.settings.speed)
+            now = time.monotonic()
+            self.busy_wall_s += now - last
+            self._tick((now - last) * self.settings.speed)
+            last = now
 
     def _finish_now(self, request: SimRequest) -> None:
         request.produced = len(request.answer.output_ids)
@@ -141,14 +161,15 @@ class Engine:
         request.progressed.set()
 
     def _admit(self) -> None:
-        admitted = []
-        while self.queue and len(self.running) < self.settings.max_running_requests:
-            admitted.append(self.queue.popleft())
+        """Fill the free slots, and only those: never more than max_running_requests run."""
+        room = self.settings.max_running_requests - len(self.running)
+        admitted = [self.queue.popleft() for _ in range(min(max(room, 0), len(self.queue)))]
         if admitted:
             self.running.extend(admitted)
             self._log_prefill(admitted)
 
     def _tick(self, sim_seconds: float) -> None:
+        self.sim_seconds += sim_seconds
         if not self.running:
             return
         per_request = (
@@ -176,17 +197,33 @@ class Engine:
             self._steps_since_log = self._tokens_since_log = self._sim_seconds_since_log = 0.0
 
     def _log_decode(self) -> None:
-        used = sum(r.prompt_tokens + int(r.produced) for r in self.running)
+        """SGLang 0.5's line (metrics_reporter.py:963-1041; usage parts pool_stats_observer.py:118-150)."""
         self.log_line(
-            f"Decode batch, #running-req: {len(self.running)}, #token: {used}, "
-            f"token usage: {self.token_usage:.2f}, cuda graph: True, "
-            f"gen throughput (token/s): {self.gen_throughput:.2f}, #queue-req: {len(self.queue)}, "
+            f"Decode batch, #running-req: {len(self.running)}, {self._usage_parts(decode=True)}, "
+            f"cuda graph: True, gen throughput (token/s): {self.gen_throughput:.2f}, "
+            f"#queue-req: {len(self.queue)}"
         )
 
     def _log_prefill(self, admitted: list[SimRequest]) -> None:
+        """SGLang 0.5's line (metrics_reporter.py:753-783)."""
         new_tokens = sum(r.prompt_tokens for r in admitted)
         self.log_line(
             f"Prefill batch, #new-seq: {len(admitted)}, #new-token: {new_tokens}, "
-            f"#cached-token: 0, token usage: {self.token_usage:.2f}, "
+            f"#cached-token: 0, {self._usage_parts(decode=False)}, "
             f"#running-req: {len(self.running) - len(admitted)}, #queue-req: {len(self.queue)}, "
+            f"#pending-token: 0, cuda graph: False, input throughput (token/s): 0.00"
         )
+
+    def _usage_parts(self, *, decode: bool) -> str:
+        used = sum(r.prompt_tokens + int(r.produced) for r in self.running)
+        usage = f"{self.token_usage:.2f}"
+        if not self.settings.hybrid_swa:
+            return f"#token: {used}, token usage: {usage}" if decode else f"token usage: {usage}"
+        swa_used = sum(min(r.prompt_tokens + int(r.produced), SWA_WINDOW) for r in self.running)
+        swa_usage = f"{min(1.0, swa_used / self.settings.max_total_tokens):.2f}"
+        if decode:
+            return (
+                f"#full token: {used}, full token usage: {usage}, "
+                f"#swa token: {swa_used}, swa token usage: {swa_usage}"
+            )
+        return f"full token usage: {usage}, swa token usage: {swa_usage}"

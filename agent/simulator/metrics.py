@@ -1,14 +1,40 @@
-"""`/metrics` in Prometheus text, with SGLang's `sglang:` names and labels."""
+"""`/metrics` in Prometheus text, with SGLang's `sglang:` names and labels.
+
+One series per DP rank, labelled `dp_rank` when data parallelism is on, as SGLang's scheduler
+collectors do (srt/observability/metrics_collector.py:1382-1393); names and kinds from
+metrics_collector.py:363-540 and 1856-1960.
+"""
 
 from __future__ import annotations
 
 from agent.simulator.engine import Engine
+from agent.simulator.ranks import Ranks
 
 
-def prometheus_text(engine: Engine, model_name: str) -> str:
-    """The engine's gauges and counters as SGLang's --enable-metrics exposes them."""
-    labels = f'{{model_name="{model_name}",engine_type="unified",tp_rank="0",pp_rank="0"}}'
-    gauges = {
+def prometheus_text(ranks: Ranks, model_name: str) -> str:
+    """Every rank's gauges and counters as SGLang's --enable-metrics exposes them."""
+    series = [
+        (_labels(model_name, rank if ranks.dp_size > 1 else None), engine)
+        for rank, engine in enumerate(ranks.engines)
+    ]
+    lines: list[str] = []
+    for kind, values in (("gauge", _gauges), ("counter", _counters)):
+        for name in values(ranks.engines[0]):
+            lines += [
+                f"# HELP sglang:{name} {name.replace('_', ' ')}.",
+                f"# TYPE sglang:{name} {kind}",
+            ]
+            lines += [f"sglang:{name}{labels} {float(values(e)[name])}" for labels, e in series]
+    return "\n".join(lines) + "\n"
+
+
+def _labels(model_name: str, dp_rank: int | None) -> str:
+    labels = f'model_name="{model_name}",engine_type="unified",tp_rank="0",pp_rank="0"'
+    return "{" + labels + (f',dp_rank="{dp_rank}"' if dp_rank is not None else "") + "}"
+
+
+def _gauges(engine: Engine) -> dict[str, float]:
+    return {
         "num_running_reqs": len(engine.running),
         "num_queue_reqs": len(engine.queue),
         "gen_throughput": round(engine.gen_throughput, 2),
@@ -16,17 +42,11 @@ def prometheus_text(engine: Engine, model_name: str) -> str:
         "cache_hit_rate": 0.0,
         "num_used_tokens": sum(r.prompt_tokens + int(r.produced) for r in engine.running),
     }
-    counters = {
+
+
+def _counters(engine: Engine) -> dict[str, float]:
+    return {
         "prompt_tokens_total": engine.prompt_tokens_total,
         "generation_tokens_total": engine.generated_tokens_total,
         "num_requests_total": engine.requests_total,
     }
-    lines: list[str] = []
-    for kind, values in (("gauge", gauges), ("counter", counters)):
-        for name, value in values.items():
-            lines += [
-                f"# HELP sglang:{name} {name.replace('_', ' ')}.",
-                f"# TYPE sglang:{name} {kind}",
-            ]
-            lines.append(f"sglang:{name}{labels} {float(value)}")
-    return "\n".join(lines) + "\n"

@@ -14,11 +14,21 @@ from typing import Any
 from aiohttp import web
 
 from agent.protocol import to_wire
-from agent.simulator.engine import TICK_S, Engine, EngineSettings, SimRequest
+from agent.simulator import info
+from agent.simulator.auth import api_key_middleware
+from agent.simulator.engine import TICK_S, EngineSettings, SimRequest
 from agent.simulator.faults import FaultDice, Faults
 from agent.simulator.metrics import prometheus_text
-from agent.simulator.sglang_log import SglangLog
+from agent.simulator.ranks import Ranks
+from agent.simulator.sglang_log import SglangLog, quiet_bad_requests
 from agent.simulator.tokens import LengthProfile, TokenSource
+from agent.simulator.validation import (
+    ContractError,
+    PromptIn,
+    RequestValueError,
+    check_contract,
+    prompts_of,
+)
 
 FLUSH_TEXT = (
     "Cache flushed.\nPlease check backend logs for more details. "
@@ -42,49 +52,43 @@ class SimulatorConfig:
     lengths: LengthProfile = field(default_factory=LengthProfile)
     engine: EngineSettings = field(default_factory=EngineSettings)
     faults: Faults = field(default_factory=Faults)
-
-
-class BadRequestError(Exception):
-    """The request body is not a valid /generate request."""
-
-
-@dataclass(frozen=True, slots=True)
-class PromptIn:
-    """One prompt of a /generate request."""
-
-    key: bytes
-    tokens: int
-    rid: str
-    max_new_tokens: int
+    dp_size: int = 1
+    max_running_requests_flag: int | None = None
+    """--max-running-requests as given (None when left out), which /server_info echoes."""
+    api_key: str | None = None
+    warmup_s: float = 0.0
+    """Simulated seconds after start during which /health answers 503, as while SGLang warms up."""
 
 
 class Simulator:
-    """The aiohttp app, the engine it feeds, and the faults it injects."""
+    """The aiohttp app, the DP ranks it feeds, and the faults it injects."""
 
     def __init__(self, config: SimulatorConfig) -> None:
         self.config = config
         self.log = SglangLog(config.log_file)
-        self.engine = Engine(config.engine, self.log.line)
+        self.ranks = Ranks(config.engine, config.dp_size, self.log)
         self.tokens = TokenSource(config.vocab_size, config.seed)
         self.faults = config.faults
         self.dice = FaultDice(config.seed)
         self.generate_requests = 0
         self.port = config.port
+        self.ready = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     def app(self) -> web.Application:
         """The routes a real SGLang server answers, plus /admin/faults."""
-        app = web.Application(client_max_size=256 * 1024 * 1024)
+        middlewares = [api_key_middleware(self.config.api_key)] if self.config.api_key else []
+        app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
         app.router.add_route("POST", "/generate", self.generate)
         app.router.add_route("PUT", "/generate", self.generate)
-        for path in ("/health", "/health_generate"):
+        for path in ("/health", "/health_generate", "/ready"):
             app.router.add_get(path, self.health)
-        for path in ("/get_server_info", "/server_info"):
-            app.router.add_get(path, self.server_info)
-        for path in ("/get_model_info", "/model_info"):
-            app.router.add_get(path, self.model_info)
+        app.router.add_get("/server_info", self.server_info)
+        app.router.add_get("/model_info", self.model_info)
+        for path in ("/get_server_info", "/get_model_info", "/get_load"):
+            app.router.add_get(path, self.deprecated)
         app.router.add_get("/metrics", self.metrics)
         app.router.add_post("/abort_request", self.abort_request)
         app.router.add_route("*", "/flush_cache", self.flush_cache)
@@ -92,17 +96,30 @@ class Simulator:
         return app
 
     async def start(self) -> None:
-        """Listen, start the engine, and say so in the log as SGLang does."""
+        """Listen, start the engines, warm up, and say so in the log as SGLang does."""
+        quiet_bad_requests(self.log)
         self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None)
         await self._runner.setup()
         await self._open_site()
-        self._spawn(self.engine.run())
+        self._spawn(self.ranks.run())
         self.log.line(f"Uvicorn running on http://{self.config.host}:{self.port}")
-        self.log.line("The server is fired up and ready to roll!")
+        if self.config.warmup_s > 0:
+            self._spawn(self._warm_up())
+        else:
+            self._up()
         if self.config.port_file is not None:
             tmp = self.config.port_file.with_suffix(".tmp")
             tmp.write_text(str(self.port))
             tmp.replace(self.config.port_file)
+
+    async def _warm_up(self) -> None:
+        self.log.line(f"Simulated warm-up: /health answers 503 for {self.config.warmup_s:g} s.")
+        await asyncio.sleep(self._wall_s(self.config.warmup_s))
+        self._up()
+
+    def _up(self) -> None:
+        self.ready.set()
+        self.log.line("The server is fired up and ready to roll!")
 
     async def stop(self) -> None:
         """Stop listening and close the log."""
@@ -129,9 +146,17 @@ class Simulator:
         """SGLang's native generate: single or batch, plain JSON or an SSE stream."""
         try:
             body = await request.json()
-            prompts, batch = self._prompts(body)
-        except (BadRequestError, ValueError) as exc:
-            return _error(400, str(exc))
+            check_contract(body)
+        except ContractError as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        except ValueError as exc:
+            return _object_error(400, f"Invalid JSON body: {exc}", "Bad Request")
+        try:
+            prompts, batch = prompts_of(body, self.config.context_length)
+        except RequestValueError as exc:
+            if body.get("stream"):
+                return await _stream_error(request, str(exc))
+            return _value_error(str(exc))
         fault = await self._inject_faults()
         if fault is not None:
             return fault
@@ -142,44 +167,10 @@ class Simulator:
             await asyncio.gather(*(sim.finished.wait() for sim in sims))
         except asyncio.CancelledError:
             for sim in sims:
-                self.engine.cancel(sim)
+                self.ranks.cancel(sim)
             raise
         outputs = [self._output(sim) for sim in sims]
         return web.json_response(outputs if batch else outputs[0])
-
-    def _prompts(self, body: Any) -> tuple[list[PromptIn], bool]:
-        if not isinstance(body, dict):
-            raise BadRequestError("request body must be a JSON object")
-        inputs, batch = _inputs(body)
-        params = body.get("sampling_params") or {}
-        params_list = params if isinstance(params, list) else [params] * len(inputs)
-        rids = body.get("rid")
-        rid_list = rids if isinstance(rids, list) else [rids] * len(inputs)
-        if len(params_list) != len(inputs) or len(rid_list) != len(inputs):
-            raise BadRequestError("sampling_params and rid lists must match the number of prompts")
-        return [
-            self._prompt(item, sampling, rid)
-            for item, sampling, rid in zip(inputs, params_list, rid_list, strict=True)
-        ], batch
-
-    def _prompt(self, item: Any, sampling: Any, rid: Any) -> PromptIn:
-        max_new = sampling.get("max_new_tokens", 128) if isinstance(sampling, dict) else 128
-        if not isinstance(max_new, int) or max_new < 1:
-            raise BadRequestError(f"max_new_tokens must be a positive integer, got {max_new!r}")
-        if isinstance(item, str):
-            key, tokens = item.encode(), max(1, len(item.split()))
-        elif isinstance(item, list) and all(isinstance(i, int) for i in item):
-            key, tokens = json.dumps(item).encode(), len(item)
-        else:
-            raise BadRequestError("each prompt must be text or a list of token ids")
-        if tokens + max_new > self.config.context_length:
-            raise BadRequestError(
-                f"Requested token count exceeds the model's maximum context length of "
-                f"{self.config.context_length} tokens. You requested a total of "
-                f"{tokens + max_new} tokens: {tokens} tokens from the input messages and "
-                f"{max_new} tokens for the completion."
-            )
-        return PromptIn(key, tokens, rid if isinstance(rid, str) else uuid.uuid4().hex, max_new)
 
     async def _inject_faults(self) -> web.Response | None:
         self.generate_requests += 1
@@ -188,7 +179,7 @@ class Simulator:
             self.log.line(f"Simulated crash after {self.generate_requests} requests.")
             os._exit(1)
         if self.dice.hits(faults.error_rate):
-            return _error(500, "simulated internal server error")
+            return _object_error(500, "simulated internal server error", "500")
         if self.dice.hits(faults.hang_rate):
             await asyncio.Event().wait()
         if self.dice.hits(faults.spike_rate):
@@ -199,8 +190,9 @@ class Simulator:
         answer = self.tokens.plan(
             prompt.key, prompt.max_new_tokens, self.config.lengths, prompt.tokens
         )
-        sim = SimRequest(prompt.rid, prompt.tokens, answer, prompt.max_new_tokens)
-        self.engine.submit(sim)
+        rid = prompt.rid or uuid.uuid4().hex
+        sim = SimRequest(rid, prompt.tokens, answer, prompt.max_new_tokens)
+        self.ranks.submit(sim)
         return sim
 
     def _output(self, sim: SimRequest) -> dict[str, Any]:
@@ -214,6 +206,8 @@ class Simulator:
             "weight_version": "default",
             "num_retractions": 0,
         }
+        if sim.aborted == "Abort in waiting queue":  # tokenizer_manager.py:3577-3637
+            del meta["prompt_tokens"], meta["cached_tokens"]
         if sim.finished.is_set():
             meta["e2e_latency"] = round(time.time() - sim.arrived_at, 6)
         output: dict[str, Any] = {"output_ids": ids, "meta_info": meta}
@@ -243,65 +237,59 @@ class Simulator:
     # ------------------------------------------------------------ the rest
 
     async def health(self, request: web.Request) -> web.Response:
-        """200 while serving, as SGLang's /health."""
-        return web.Response(status=200)
+        """503 while warming up, then 200, as SGLang's /health (http_server.py:721-799)."""
+        return web.Response(status=200 if self.ready.is_set() else 503)
 
     async def server_info(self, request: web.Request) -> web.Response:
-        """Server args plus scheduler state, as /get_server_info returns them."""
-        engine = self.engine.settings
-        return web.json_response(
-            {
-                "model_path": self.config.model_path,
-                "tokenizer_path": self.config.model_path,
-                "host": self.config.host,
-                "port": self.port,
-                "tp_size": 1,
-                "dp_size": 1,
-                "context_length": self.config.context_length,
-                "max_running_requests": engine.max_running_requests,
-                "max_total_num_tokens": engine.max_total_tokens,
-                "skip_tokenizer_init": self.config.skip_tokenizer_init,
-                "speculative_algorithm": None,
-                "decode_log_interval": 40,
-                "internal_states": [{"last_gen_throughput": self.engine.gen_throughput}],
-                "version": "0.0.0-simulator",
-                "simulator": {"engine": to_wire(engine), "faults": to_wire(self.faults)},
-            }
-        )
+        """Server args plus per-rank scheduler state."""
+        return web.json_response(info.server_info(self.config, self.ranks, self.port))
 
     async def model_info(self, request: web.Request) -> web.Response:
-        """What /get_model_info returns."""
-        return web.json_response(
-            {
-                "model_path": self.config.model_path,
-                "tokenizer_path": self.config.model_path,
-                "is_generation": True,
-                "preferred_sampling_params": None,
-                "weight_version": "default",
-            }
+        """The model's identity."""
+        return web.json_response(info.model_info(self.config))
+
+    async def deprecated(self, request: web.Request) -> web.Response:
+        """The old `get_` paths: the same answer, and a WARNING in the log on every call.
+
+        http_server.py:802-809 and 853-860; /get_load in sglang 0.5.8 http_server.py:601-608.
+        """
+        new = {"/get_load": "/v1/loads"}.get(request.path, request.path.replace("/get_", "/"))
+        self.log.line(
+            f"Endpoint '{request.path}' is deprecated and will be removed in a future version. "
+            f"Please use '{new}' instead."
         )
+        if request.path == "/get_load":
+            return web.json_response(info.loads(self.ranks))
+        if request.path == "/get_model_info":
+            return await self.model_info(request)
+        return await self.server_info(request)
 
     async def metrics(self, request: web.Request) -> web.Response:
-        """Prometheus text with sglang: names."""
-        text = prometheus_text(self.engine, self.config.model_path)
+        """Prometheus text with sglang: names, one series per DP rank."""
+        text = prometheus_text(self.ranks, self.config.model_path)
         return web.Response(text=text, content_type="text/plain")
 
     async def abort_request(self, request: web.Request) -> web.Response:
-        """Abort one request by rid, or every one with abort_all."""
+        """Abort by rid, or all with abort_all; always 200 (http_server.py:1721-1731).
+
+        Without a rid and without abort_all SGLang aborts nothing and logs a warning
+        (tokenizer_manager.py:2241-2245).
+        """
         try:
             body = await request.json()
-        except ValueError:
-            return _error(400, "body must be JSON with rid or abort_all")
-        rid = body.get("rid") if isinstance(body, dict) else None
-        if not isinstance(rid, str) and not (isinstance(body, dict) and body.get("abort_all")):
-            return _error(400, "give rid (a string) or abort_all: true")
-        self.engine.abort(rid if isinstance(rid, str) else None)
+        except ValueError as exc:
+            return _object_error(400, f"Invalid JSON body: {exc}", "Bad Request")
+        body = body if isinstance(body, dict) else {}
+        rid, abort_all = body.get("rid") or "", bool(body.get("abort_all"))
+        if not abort_all and not rid:
+            self.log.line("Ignore abort_request with empty rid and abort_all=False")
+            return web.Response(status=200)
+        self.ranks.abort(None if abort_all else str(rid))
         return web.Response(status=200)
 
     async def flush_cache(self, request: web.Request) -> web.Response:
         """200 when idle, 400 while anything runs or waits, as SGLang does."""
-        busy = bool(self.engine.running or self.engine.queue)
-        return web.Response(status=400 if busy else 200, text=FLUSH_TEXT)
+        return web.Response(status=400 if self.ranks.busy else 200, text=FLUSH_TEXT)
 
     async def admin_faults(self, request: web.Request) -> web.Response:
         """GET shows the faults; POST a JSON object of changes (the simulator's own endpoint)."""
@@ -309,7 +297,7 @@ class Simulator:
             try:
                 self.faults = self.faults.updated(await request.json())
             except ValueError as exc:
-                return _error(400, str(exc))
+                return _value_error(str(exc))
             if self.faults.refuse_for_s > 0:
                 self._spawn(self._outage(self.faults.refuse_for_s))
                 self.faults = self.faults.updated({"refuse_for_s": 0.0})
@@ -332,16 +320,22 @@ class Simulator:
         self.log.line("Simulated outage over.")
 
 
-def _inputs(body: dict[str, Any]) -> tuple[list[Any], bool]:
-    if "input_ids" in body and body["input_ids"] is not None:
-        ids = body["input_ids"]
-        batch = isinstance(ids, list) and bool(ids) and isinstance(ids[0], list)
-        return (ids if batch else [ids]), batch
-    if "text" in body and body["text"] is not None:
-        text = body["text"]
-        return (text if isinstance(text, list) else [text]), isinstance(text, list)
-    raise BadRequestError("give text or input_ids")
+def _value_error(message: str) -> web.Response:
+    """A ValueError's answer: 400 `{"error": {"message": ...}}` (http_server.py:2246-2250)."""
+    return web.json_response({"error": {"message": message}}, status=400)
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": {"message": message}}, status=status)
+def _object_error(status: int, message: str, kind: str) -> web.Response:
+    """The ErrorResponse shape of body errors and HTTPExceptions (http_server.py:578-692)."""
+    body = {"object": "error", "message": message, "type": kind, "param": None, "code": status}
+    return web.json_response(body, status=status)
+
+
+async def _stream_error(request: web.Request, message: str) -> web.StreamResponse:
+    """A ValueError in a stream: HTTP 200, one error event, then [DONE] (http_server.py:947-975)."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    error = {"message": message, "type": "invalid_request_error", "code": 400, "retryable": False}
+    await response.write(f"data: {json.dumps({'error': error})}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    return response

@@ -14,6 +14,7 @@ COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun",
 STATUS_STYLE = {
     "over budget": "bold red",
     "stalled": "yellow",
+    "waiting for server": "yellow",
     "running": "green",
     "complete": "cyan",
 }

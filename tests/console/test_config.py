@@ -21,6 +21,7 @@ budgets = { B8_math = 5_000_000 }
 [hosts.kimi.sglang]
 url = "http://127.0.0.1:30000"
 log = "/root/sglang.log"
+api_key_file = "~/.sglang-key"
 
 [hosts.kimi.jobs.inference]
 argv = ["{python}", "-m", "agent.pipeline.inference", "--dataset-dir", "{dataset_dir}"]
@@ -54,6 +55,7 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
     assert kimi.pipeline.datasets.budget == 10_000_000
     assert kimi.pipeline.datasets.budgets == {"B8_math": 5_000_000}
     assert kimi.pipeline.sglang_url == "http://127.0.0.1:30000"
+    assert kimi.pipeline.sglang_api_key_file == "~/.sglang-key"
     job = kimi.pipeline.jobs["inference"]
     assert job.argv[:3] == ("{python}", "-m", "agent.pipeline.inference")
     assert (job.kind, job.per_dataset, job.stop_signal, job.grace_s, job.term_grace_s) == (
@@ -98,6 +100,16 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
             '[hosts.a]\nssh = "b"\n[hosts.a.external]\nsglang = "launch_server("\n',
             "hosts.a.external.sglang",
             "a Python regex",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.sglang]\napi_key_file = "key.txt"\n',
+            "hosts.a.sglang.api_key_file",
+            "a path on the host",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.sglang]\napi_key = "s3cret"\n',
+            "hosts.a.sglang.api_key",
+            "one of",
         ),
         (
             '[hosts.a]\nssh = "b"\ndeploy_roots = ["relative/dir"]\n',

@@ -163,9 +163,9 @@ def test_an_unreachable_server_at_start_is_one_clear_line(tmp_path: Path) -> Non
     folder = tmp_path / "B8"
     write_id_prompts(folder, 2)
 
-    result = run_runner(folder, "http://127.0.0.1:1")
+    result = run_runner(folder, "http://127.0.0.1:1", "--wait-for-server", "1")
 
     assert result.returncode == 1
-    assert "no SGLang server answers /health" in result.stderr
+    assert "no SGLang server became ready within 1 s (--wait-for-server)" in result.stderr
     assert "127.0.0.1:1" in result.stderr
     assert "Traceback" not in result.stderr

@@ -19,6 +19,7 @@ from agent.pipeline.inference.prompts import PromptsError
 from agent.pipeline.inference.records import CorruptRecordError
 from agent.pipeline.inference.runner import RunFailedError, Runner
 from agent.pipeline.inference.storage import StorageError
+from agent.sglang_auth import ApiKeyError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,9 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(Runner(options).run())
     except DatasetLockedError as exc:
         return _said(exc, EXIT_LOCKED)
-    except (PromptsError, WriterLockError) as exc:
+    except (PromptsError, WriterLockError, ApiKeyError) as exc:
         return _said(exc, EXIT_USAGE)
-    except (CorruptRecordError, RunFailedError) as exc:
+    except RunFailedError as exc:
+        return _said(exc, exc.exit_code)
+    except CorruptRecordError as exc:
         return _said(exc, EXIT_FAILURE)
     except StorageError as exc:
         return _said(f"stopped: {exc}", EXIT_WRITE_FAILED)

@@ -1,44 +1,64 @@
-"""Talking to SGLang, and spreading requests over servers.
+"""Talking to SGLang (or an sglang-router), and spreading requests over servers.
 
-`/generate` failures are told apart as retryable or permanent; `/health` and `/abort_request`
-are wrapped; the pool pauses dispatch to unhealthy servers until their /health answers again.
+`/generate` failures are told apart as outages, retryable errors and refusals (whose message is
+kept whole); the health check is /health for a server and /readiness for a router, whose own
+/health answers 200 even with every worker dead; `/abort_request` says when it is not there.
+The pool pauses dispatch to unhealthy servers until their health check answers again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import logging
 import random
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from agent.sglang_auth import bearer_headers
+
 log = logging.getLogger("runner")
 
 HEALTH_TIMEOUT_S = 10.0
 HEALTH_POLL_S = 1.0
+RECHECK_CAP_S = 8.0
+"""Longest wait before re-checking a server that keeps coming back and failing again."""
+FLAP_WINDOW_S = 10.0
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
+ROUTER_HEALTH_PATH = "/readiness"
+NO_WORKERS_CODE = "no_available_workers"
+"""sglang-router's 503 when every worker is dead or its circuit open: an outage."""
+MAX_ERROR_CHARS = 64 * 1024
+RETRY_LATER = (408, 429)
+"""4xx that mean "not now" (a timeout, a router's rate limit), retried like a 5xx."""
+PROBE_TIMEOUT_S = 30.0
+PROBE_SAMPLING = {"max_new_tokens": 1, "temperature": 0.0}
+"""What SGLang's /health generates to know it is alive (http_server.py:755-760)."""
 
 
 class TransientError(Exception):
-    """Worth retrying: connection refused or reset, HTTP 5xx, a timeout."""
+    """Worth retrying: connection refused or reset, HTTP 5xx, a timeout.
+
+    `server_down` marks an outage (the server, or every worker behind a router, is gone): it is
+    waited out and not counted against the prompt.
+    """
 
     def __init__(self, message: str, *, server_down: bool = False) -> None:
         super().__init__(message)
         self.server_down = server_down
 
 
-class PermanentError(Exception):
-    """Not worth retrying: HTTP 4xx such as a prompt longer than the context."""
+class RejectedError(Exception):
+    """HTTP 4xx: the server refused the request, with its message kept whole."""
 
     def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
+        super().__init__(f"HTTP {status}: {message}")
         self.status = status
+        self.server_message = message
 
 
 def backoff_s(attempt: int, rng: random.Random) -> float:
@@ -48,37 +68,60 @@ def backoff_s(attempt: int, rng: random.Random) -> float:
 
 @dataclass(eq=False)
 class Server:
-    """One SGLang endpoint and what the runner knows of it."""
+    """One SGLang endpoint (a server or an sglang-router) and what the runner knows of it."""
 
     url: str
     in_flight: int = 0
     healthy: bool = True
+    health_path: str | None = None
+    """/health for a server, /readiness for a router (its /health answers 200 regardless)."""
+    failing_since: float | None = None
+    """When requests to it began failing as an outage; cleared by the next success."""
+    recovered_at: float = 0.0
+    recheck_s: float = HEALTH_POLL_S
+    """How long the watcher waits before its first look; doubles while the server flaps."""
+
+    @property
+    def is_router(self) -> bool:
+        """Whether this endpoint turned out to be an sglang-router."""
+        return self.health_path == ROUTER_HEALTH_PATH
+
+
+class AbortOutcome(enum.Enum):
+    """What became of one /abort_request."""
+
+    SENT = "sent"
+    UNSUPPORTED = "unsupported"
+    """404/405: no /abort_request here (sglang-router has none)."""
+    FAILED = "failed"
 
 
 class SglangClient:
-    """HTTP calls to SGLang's native API."""
+    """HTTP calls to SGLang's native API, with the API key on every one."""
 
-    def __init__(self, session: aiohttp.ClientSession, request_timeout_s: float) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, request_timeout_s: float, api_key: str | None = None
+    ) -> None:
         self.session = session
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_s)
+        self.headers = bearer_headers(api_key)
 
-    async def generate(self, server: Server, payload: dict[str, Any]) -> dict[str, Any]:
-        """One /generate call; raises TransientError or PermanentError."""
+    async def generate(
+        self, server: Server, payload: dict[str, Any], timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """One /generate call; raises TransientError or RejectedError."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else self.request_timeout
         try:
             async with self.session.post(
-                f"{server.url}/generate", json=payload, timeout=self.request_timeout
-            ) as response:
-                if response.status >= 500:
-                    raise TransientError(f"HTTP {response.status}: {await _error_text(response)}")
+                f"{server.url}/generate", json=payload, timeout=timeout, headers=self.headers,
+            ) as response:  # fmt: skip
                 if response.status >= 400:
-                    raise PermanentError(
-                        f"HTTP {response.status}: {await _error_text(response)}", response.status
-                    )
+                    raise await _failure(response)
                 body = await response.json(content_type=None)
         except (aiohttp.ClientConnectionError, ConnectionError) as exc:
             raise TransientError(f"cannot reach {server.url}: {exc}", server_down=True) from None
-        except TimeoutError:
-            raise TransientError(f"no answer within {self.request_timeout.total:g} s") from None
+        except asyncio.TimeoutError:
+            raise TransientError(f"no answer within {timeout.total:g} s") from None
         except (aiohttp.ContentTypeError, ValueError) as exc:
             raise TransientError(f"answer is not JSON: {exc}") from None
         if not isinstance(body, dict) or not isinstance(body.get("output_ids"), list):
@@ -86,110 +129,111 @@ class SglangClient:
         return body
 
     async def healthy(self, server: Server) -> tuple[bool, str]:
-        """Whether /health answers 200, and why not."""
+        """Whether the server (or router) is ready for requests, and why not.
+
+        A router's /readiness counts workers its health checks pass, but while their circuits
+        are open it still refuses every request (503 no_available_workers), so for a router a
+        one-token generation must pass too, as SGLang's own /health does for a server.
+        """
+        timeout = aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
         try:
+            if server.health_path is None:
+                server.health_path = await self._health_path(server, timeout)
             async with self.session.get(
-                f"{server.url}/health", timeout=aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
+                server.url + server.health_path, timeout=timeout, headers=self.headers
             ) as response:
-                return response.status == 200, f"HTTP {response.status}"
-        except (aiohttp.ClientError, ConnectionError, TimeoutError) as exc:
+                detail = _readiness_reason(await response.text()) if server.is_router else ""
+                ready = response.status == 200
+            if not ready or not server.is_router:
+                return ready, f"{server.health_path} answered HTTP {response.status}{detail}"
+            return await self._one_token(server)
+        except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
             return False, str(exc) or type(exc).__name__
 
-    async def abort(self, server: Server, rid: str) -> None:
-        """Ask SGLang to stop generating `rid`; failures are ignored (it may be gone)."""
+    async def _one_token(self, server: Server) -> tuple[bool, str]:
+        """Whether a one-token generation goes through (the router's workers really serve)."""
+        try:
+            probe = {"input_ids": [0], "sampling_params": PROBE_SAMPLING}
+            await self.generate(server, probe, PROBE_TIMEOUT_S)
+        except (TransientError, RejectedError) as exc:
+            return False, f"a one-token request failed: {exc}"
+        return True, "ready"
+
+    async def _health_path(self, server: Server, timeout: aiohttp.ClientTimeout) -> str:
+        """/readiness when `server` is an sglang-router, else /health."""
+        async with self.session.get(
+            server.url + ROUTER_HEALTH_PATH, timeout=timeout, headers=self.headers
+        ) as response:
+            body = _json_or_none(await response.text())
+        router = isinstance(body, dict) and ("healthy_workers" in body or "status" in body)
+        if router:
+            log.info(
+                "%s is an sglang-router: its %s is the health check", server.url, ROUTER_HEALTH_PATH
+            )
+        return ROUTER_HEALTH_PATH if router else "/health"
+
+    async def abort(self, server: Server, rid: str) -> AbortOutcome:
+        """Ask SGLang to stop generating `rid`; failures are noted, not raised (it may be gone)."""
         try:
             async with self.session.post(
-                f"{server.url}/abort_request", json={"rid": rid},
+                f"{server.url}/abort_request", json={"rid": rid}, headers=self.headers,
                 timeout=aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S),
-            ):  # fmt: skip
-                pass
-        except (aiohttp.ClientError, ConnectionError, TimeoutError):
+            ) as response:  # fmt: skip
+                if response.status in (404, 405):
+                    return AbortOutcome.UNSUPPORTED
+                return AbortOutcome.SENT if response.status < 400 else AbortOutcome.FAILED
+        except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError):
             log.info("abort of %s on %s did not go through", rid, server.url)
+            return AbortOutcome.FAILED
 
 
-async def _error_text(response: aiohttp.ClientResponse) -> str:
-    text = (await response.text())[:300]
+async def _failure(response: aiohttp.ClientResponse) -> Exception:
+    """The exception an error answer stands for: an outage, a retryable error or a refusal."""
+    text = await response.text()
+    message = error_message(text) or response.reason or ""
+    status = response.status
+    if status == 503 and _error_code(text) == NO_WORKERS_CODE:
+        return TransientError(f"HTTP 503: {message}", server_down=True)
+    if status >= 500 or status in RETRY_LATER:
+        return TransientError(f"HTTP {status}: {message}")
+    return RejectedError(message, status)
+
+
+def error_message(text: str) -> str:
+    """The message of an error body, whole, in any of SGLang's three shapes.
+
+    `{"error": {"message": ...}}` (a ValueError, http_server.py:2246-2250), `{"error": "..."}`
+    (the contract gate and the API-key check, http_server.py:937-939, utils/auth.py:191-201),
+    `{"object": "error", "message": ...}` (body and HTTP errors, http_server.py:578-692); any
+    other body is kept as it is.
+    """
+    body = _json_or_none(text)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(message := error.get("message"), str):
+            return message
+        if isinstance(error, str):
+            return error
+        if body.get("object") == "error" and isinstance(message := body.get("message"), str):
+            return message
+    return text.strip()[:MAX_ERROR_CHARS]
+
+
+def _error_code(text: str) -> str | None:
+    body = _json_or_none(text)
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
+
+
+def _readiness_reason(text: str) -> str:
+    body = _json_or_none(text)
+    reason = body.get("reason") if isinstance(body, dict) else None
+    return f": {reason}" if isinstance(reason, str) else ""
+
+
+def _json_or_none(text: str) -> Any:
     try:
-        body = json.loads(text)
-        return str(body["error"]["message"])
-    except (ValueError, KeyError, TypeError):
-        return text.strip() or response.reason or ""
-
-
-class ServerDownError(Exception):
-    """Every server stayed unhealthy for longer than the runner is willing to wait."""
-
-
-class ServerPool:
-    """Picks the healthy server with the fewest requests in flight; watches sick ones recover."""
-
-    def __init__(
-        self,
-        client: SglangClient,
-        urls: tuple[str, ...],
-        down_timeout_s: float,
-        on_change: Callable[[], None],
-    ) -> None:
-        self.client = client
-        self.servers = [Server(url) for url in urls]
-        self.down_timeout_s = down_timeout_s
-        self.all_down_since: float | None = None
-        self.health_changed = asyncio.Event()
-        self._on_change = on_change
-        self._watchers: set[asyncio.Task[None]] = set()
-
-    def pick(self) -> Server | None:
-        """The least-loaded healthy server, or None while all are down."""
-        healthy = [s for s in self.servers if s.healthy]
-        return min(healthy, key=lambda s: s.in_flight) if healthy else None
-
-    async def acquire(self) -> Server:
-        """A healthy server with one more request counted on it; waits out outages."""
-        while (server := self.pick()) is None:
-            down_for = time.monotonic() - (self.all_down_since or time.monotonic())
-            self.health_changed.clear()
-            try:
-                await asyncio.wait_for(self.health_changed.wait(), self.down_timeout_s - down_for)
-            except TimeoutError:
-                urls = ", ".join(s.url for s in self.servers)
-                raise ServerDownError(
-                    f"no SGLang server healthy for {self.down_timeout_s:g} s ({urls})"
-                ) from None
-        server.in_flight += 1
-        return server
-
-    def release(self, server: Server) -> None:
-        """One request on `server` is over."""
-        server.in_flight -= 1
-
-    def mark_down(self, server: Server, reason: str) -> None:
-        """Stop sending to `server` until its /health answers again."""
-        if not server.healthy:
-            return
-        server.healthy = False
-        log.warning("server %s unhealthy (%s): dispatch to it paused", server.url, reason)
-        if self.pick() is None:
-            self.all_down_since = time.monotonic()
-        self._changed()
-        task = asyncio.create_task(self._watch(server))
-        self._watchers.add(task)
-        task.add_done_callback(self._watchers.discard)
-
-    async def _watch(self, server: Server) -> None:
-        while True:  # polling is the only way to learn that a remote server is back
-            if (await self.client.healthy(server))[0]:
-                break
-            await asyncio.sleep(HEALTH_POLL_S)
-        server.healthy = True
-        self.all_down_since = None
-        log.warning("server %s healthy again: dispatch resumed", server.url)
-        self._changed()
-
-    def _changed(self) -> None:
-        self.health_changed.set()
-        self._on_change()
-
-    def close(self) -> None:
-        """Stop watching."""
-        for task in self._watchers:
-            task.cancel()
+        return json.loads(text)
+    except ValueError:
+        return None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.pipeline.inference.error_marks import KINDS, parse_retry_errors
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_SIGNAL = 0, 1, 2, 3
@@ -43,6 +45,12 @@ class RunnerOptions:
     progress_interval_s: float = 10.0
     trust_remote_code: bool = False
     """Run the code a tokenizer folder ships (Kimi-K2's); never on unless asked for."""
+    wait_for_server_s: float = 1200.0
+    """How long to wait at start for a server that refuses connections or is warming up."""
+    api_key_file: Path | None = None
+    """Where the server's API key is; else SGLANG_API_KEY, never a command-line value."""
+    retry_errors: tuple[str, ...] = ()
+    """Kinds of permanent marks in errors.jsonl to clear before the run."""
 
     @property
     def prompts_path(self) -> Path:
@@ -91,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         dest="servers",
+        type=_server_url,
         metavar="URL",
         help="SGLang (or sglang router) base URL; repeat to spread requests over servers",
     )
@@ -118,7 +127,48 @@ def build_parser() -> argparse.ArgumentParser:
     add("--responses-file", default="raw_responses.jsonl")
     add("--progress-interval", type=_positive_float, default=10.0, dest="progress_interval_s")
     add_trust_remote_code_flag(parser)
+    _add_server_flags(parser)
     return parser  # fmt: skip
+
+
+def _add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """Waiting for the server, its API key, and retrying prompts marked failed for good."""
+    add = parser.add_argument
+    add(
+        "--wait-for-server",
+        type=_positive_float,
+        default=1200.0,
+        dest="wait_for_server_s",
+        metavar="SECONDS",
+        help="at start, wait this long for a server still loading or warming up",
+    )
+    add(
+        "--api-key-file",
+        type=Path,
+        metavar="PATH",
+        help="file holding the server's --api-key (default: $SGLANG_API_KEY; never on the command line)",
+    )
+    add("--retry-errors", type=_retry_kinds, default=(), metavar="all|KIND,...",
+        help=f"clear permanent marks in errors.jsonl first: all, or any of {', '.join(KINDS)}")  # fmt: skip
+
+
+def _server_url(text: str) -> str:
+    """An http(s) URL with a host; a typo here would otherwise be waited on for 20 minutes."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL with a host")
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number in range)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    return text
+
+
+def _retry_kinds(text: str) -> tuple[str, ...]:
+    try:
+        return parse_retry_errors(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_options(argv: list[str] | None) -> RunnerOptions:

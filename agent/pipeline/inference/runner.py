@@ -24,21 +24,33 @@ import aiohttp
 from agent.datasets.writer_lock import take_writer_lock
 from agent.pipeline.inference.budget import BudgetGate
 from agent.pipeline.inference.client import (
-    PermanentError,
+    AbortOutcome,
+    RejectedError,
     Server,
-    ServerDownError,
-    ServerPool,
     SglangClient,
     TransientError,
     backoff_s,
 )
-from agent.pipeline.inference.options import EXIT_OK, EXIT_SIGNAL, RunnerOptions
+from agent.pipeline.inference.error_marks import clear_permanent_marks, prompt_kind
+from agent.pipeline.inference.options import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_SIGNAL,
+    EXIT_USAGE,
+    RunnerOptions,
+)
+from agent.pipeline.inference.pool import ServerDownError, ServerPool
 from agent.pipeline.inference.prompts import Prompt, PromptEncoder, PromptsError, read_prompts
 from agent.pipeline.inference.records import (
     AppendLog,
     ResumeState,
     permanently_failed_ids,
     recover,
+)
+from agent.pipeline.inference.rejections import (
+    RejectionJudge,
+    RequestRejectedError,
+    run_level_message,
 )
 from agent.pipeline.inference.status import (
     RunStats,
@@ -48,16 +60,23 @@ from agent.pipeline.inference.status import (
     write_status,
 )
 from agent.pipeline.inference.storage import StorageError
+from agent.pipeline.inference.waiting import wait_for_servers
 from agent.protocol import generation_done
+from agent.sglang_auth import key_source, read_api_key
 
 log = logging.getLogger("runner")
 
 ABORT_GRACE_S = 5.0
 """How long aborted requests get to come back with their partial counts before being cancelled."""
+EMPTY_PROMPT = "the prompt encodes to no tokens (input_ids cannot be empty)"
 
 
 class RunFailedError(Exception):
-    """The run cannot go on; the message says why."""
+    """The run cannot go on; the message says why, the exit code how (1 failure, 2 config)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class Runner:
@@ -72,6 +91,9 @@ class Runner:
         self.failure: str | None = None
         self.storage_error: StorageError | None = None
         self.refusal: str | None = None
+        self.failure_reason = "server_down"
+        """stop_reason of a failed run: server_down, not_ready, rejected or nothing_generated."""
+        self.pool: ServerPool | None = None
         self.stop_requested = False
         self.cancelling = False
         self.changed = asyncio.Event()
@@ -104,6 +126,8 @@ class Runner:
             os.close(lock_fd)
 
     async def _run_locked(self) -> int:
+        api_key = read_api_key(self.options.api_key_file)
+        self.key_source = key_source(self.options.api_key_file, api_key)
         try:
             self._prepare()
         except PromptsError as exc:
@@ -111,19 +135,21 @@ class Runner:
             raise
         self._report()  # "starting", with what resume found, before the first request
         async with aiohttp.ClientSession() as session:
-            client = SglangClient(session, self.options.request_timeout_s)
-            pool = ServerPool(
+            client = SglangClient(session, self.options.request_timeout_s, api_key)
+            self.pool = pool = ServerPool(
                 client, self.options.servers, self.options.server_down_timeout_s, self.changed.set
             )
-            await self._check_servers(client, pool)
+            self.judge = RejectionJudge(client)
             self.writer = AppendLog(self.options.responses_path)
             self.errors_log = AppendLog(self.options.errors_path)
             reporter = asyncio.create_task(self._report_forever())
             self._install_signal_handlers()
             try:
+                await self._check_servers(client, pool)
                 await self._dispatch_all(client, pool)
                 await self._wind_down(client)
             finally:
+                self.judge.close()
                 pool.close()
                 reporter.cancel()
                 self.writer.close()
@@ -132,6 +158,9 @@ class Runner:
 
     def _prepare(self) -> None:
         options = self.options
+        if options.retry_errors:
+            cleared = clear_permanent_marks(options.errors_path, options.retry_errors)
+            log.info("[%s] --retry-errors: %d permanent mark(s) cleared", self.name, cleared)
         self.prompts = read_prompts(options.prompts_path, options.max_samples)
         self.encoder = PromptEncoder(
             options.tokenizer, self.prompts, trust_remote_code=options.trust_remote_code
@@ -153,15 +182,25 @@ class Runner:
             self._report()
 
     async def _check_servers(self, client: SglangClient, pool: ServerPool) -> None:
-        answers = [await client.healthy(server) for server in pool.servers]
-        if not any(ok for ok, _ in answers):
-            reasons = "; ".join(
-                f"{s.url}: {why}" for s, (_, why) in zip(pool.servers, answers, strict=True)
-            )
-            raise RunFailedError(f"no SGLang server answers /health ({reasons})")
-        for server, (ok, why) in zip(pool.servers, answers, strict=True):
-            if not ok:
-                pool.mark_down(server, why)
+        """Wait (bounded) for a server that is still loading or warming up."""
+        failure = await wait_for_servers(
+            client, pool, self.options.wait_for_server_s, self.changed,
+            on_waiting=lambda _: self._set_state("waiting_for_server"),
+            stopping=lambda: self.stop_requested,
+        )  # fmt: skip
+        if failure is not None:
+            self._fail_run(failure, "not_ready")
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self._report()
+
+    def _fail_run(self, message: str, reason: str) -> None:
+        """Stop the whole run: the message is its one line, `reason` its stop_reason."""
+        if self.failure is None:
+            self.failure, self.failure_reason = message, reason
+        self.stop_requested = True
+        self.changed.set()
 
     async def _dispatch_all(self, client: SglangClient, pool: ServerPool) -> None:
         self.state = "running"
@@ -201,8 +240,9 @@ class Runner:
         self.gate.answered(task, None, time.monotonic())
         if not task.cancelled() and (exc := task.exception()) is not None:
             if isinstance(exc, ServerDownError):
-                self.failure = str(exc)
-                self.stop_requested = True
+                self._fail_run(str(exc), "server_down")
+            elif isinstance(exc, RequestRejectedError):
+                self._fail_run(str(exc), "rejected")
             else:
                 log.error("[%s] %s failed: %r", self.name, task.get_name(), exc)
                 self.stats.errors += 1
@@ -218,6 +258,9 @@ class Runner:
         ) as exc:  # a tokenizer can raise anything; the prompt fails, the run goes on
             self._fail(prompt, f"cannot tokenize: {exc}", permanent=True)
             return
+        if not input_ids:  # SGLang refuses it (io_struct.py:499): no need to ask
+            self._fail(prompt, EMPTY_PROMPT, permanent=True)
+            return
         payload = self._payload(prompt, input_ids)
         failures = 0
         while True:
@@ -229,22 +272,45 @@ class Runner:
             self.gate.sent(task, time.monotonic())
             try:
                 body = await client.generate(server, payload)
+                pool.succeeded(server)
             except TransientError as exc:
                 failures += self._note_transient(exc, server, pool)
-                if failures > self.options.max_retries:
-                    self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
+                if not await self._wait_to_retry(prompt, failures, exc):
                     return
-                await asyncio.sleep(backoff_s(failures, self.rng))
                 payload["rid"] = self._rid(prompt)
                 continue
-            except PermanentError as exc:
-                self._fail(prompt, str(exc), permanent=True, status=exc.status)
-                return
+            except RejectedError as exc:
+                if await self._refused_for_good(prompt, exc, server, payload):
+                    return
+                failures += 1  # whose refusal it is could not be told yet: retried
+                if not await self._wait_to_retry(prompt, failures, exc):
+                    return
+                payload["rid"] = self._rid(prompt)
+                continue
             finally:
                 pool.release(server)
             if self._keep(prompt, body, time.monotonic() - started):
                 return
             payload["rid"] = self._rid(prompt)
+
+    async def _wait_to_retry(self, prompt: Prompt, failures: int, exc: Exception) -> bool:
+        """Wait the backoff before another try; False (the prompt noted) past --max-retries."""
+        if failures > self.options.max_retries:
+            self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
+            return False
+        await asyncio.sleep(backoff_s(failures, self.rng))
+        return True
+
+    async def _refused_for_good(
+        self, prompt: Prompt, exc: RejectedError, server: Server, payload: dict[str, Any]
+    ) -> bool:
+        """True when this prompt is refused (marked permanent); raises if every request is."""
+        verdict = await self.judge.is_run_level(exc, server, payload)
+        if verdict:
+            raise RequestRejectedError(run_level_message(exc, self.key_source))
+        if verdict is False:
+            self._fail(prompt, str(exc), permanent=True, status=exc.status)
+        return verdict is False
 
     def _note_transient(self, exc: TransientError, server: Server, pool: ServerPool) -> int:
         self.stats.retries += 1
@@ -317,6 +383,7 @@ class Runner:
                     "reason": reason,
                     "status": status,
                     "permanent": permanent,
+                    "kind": prompt_kind(reason) if permanent else "transient",
                     "ts": time.time(),
                 }
             )
@@ -362,8 +429,15 @@ class Runner:
         self.state = "cancelling"
         self.cancelling = True
         log.warning("[%s] cancelling %d request(s) in flight", self.name, len(self.tasks))
-        await asyncio.gather(*(client.abort(s, rid) for s, rid in list(self.in_flight.values())))
-        if self.tasks and not self.hard_stop.is_set():
+        outcomes = await asyncio.gather(
+            *(client.abort(s, rid) for s, rid in list(self.in_flight.values()))
+        )
+        if AbortOutcome.UNSUPPORTED in outcomes:  # sglang-router has no /abort_request
+            log.warning(
+                "[%s] /abort_request is not there (HTTP 404, a router?): closing %d in-flight "
+                "connection(s) at once", self.name, len(self.tasks),
+            )  # fmt: skip
+        elif self.tasks and not self.hard_stop.is_set():
             await asyncio.wait(set(self.tasks), timeout=ABORT_GRACE_S)
         for task in list(self.tasks):
             task.cancel()
@@ -390,8 +464,14 @@ class Runner:
     def _finish(self) -> int:
         if self.storage_error is not None:
             raise self.storage_error
+        if self.failure is None and self.stop_reason != "signal" and self._nothing_generated():
+            self.failure, self.failure_reason = (
+                f"nothing could be generated: {self.stats.errors} prompt(s) failed "
+                f"(see {self.options.errors_path})",
+                "nothing_generated",
+            )
         if self.failure is not None:
-            self.state, self.stop_reason = "failed", "server_down"
+            self.state, self.stop_reason = "failed", self.failure_reason
         elif self.stop_reason != "signal":
             self.state = "stopped"
             self.stop_reason = "budget" if self.gate.reached else "exhausted"
@@ -399,7 +479,8 @@ class Runner:
             self.state = "stopped"
         self._report()
         if self.failure is not None:
-            raise RunFailedError(self.failure)
+            code = EXIT_USAGE if self.failure_reason == "rejected" else EXIT_FAILURE
+            raise RunFailedError(self.failure, code)
         return EXIT_SIGNAL if self.stop_reason == "signal" else EXIT_OK
 
     def _stopped_by(self, exc: StorageError) -> None:
@@ -420,7 +501,17 @@ class Runner:
         self.state, self.stop_reason = "failed", "write_failed"
         self._report()
 
+    def _nothing_generated(self) -> bool:
+        """Requests went out and not one answer came back to keep."""
+        return self.stats.dispatched > 0 and self.stats.completed + self.stats.truncated == 0
+
     # ------------------------------------------------------------ reporting
+
+    def _live_state(self) -> str:
+        """The state to report: a running run with every server down is waiting for one."""
+        if self.state == "running" and self.pool is not None and self.pool.all_down:
+            return "waiting_for_server"
+        return self.state
 
     async def _report_forever(self) -> None:
         last_line = 0.0
@@ -440,7 +531,7 @@ class Runner:
         gate, options = self.gate, self.options
         record = status_record(
             {
-                "state": self.state,
+                "state": self._live_state(),
                 "stop_reason": self.stop_reason,
                 "failure": self.failure,
                 "refusal": self.refusal,

@@ -1,0 +1,83 @@
+"""Telling a refused request from a refused prompt.
+
+SGLang answers HTTP 400 both when one prompt cannot be served (longer than the context, empty)
+and when no request of this run can be (top_p out of range, an unknown sampling key,
+max_new_tokens past the context length): marking every prompt `permanent` for the second kind
+loses the whole run, since the corrected rerun then skips them all. So a refusal is judged once
+per kind of message: the same request with a one-token prompt (`input_ids: [0]`, as SGLang's own
+health check sends, http_server.py:757-760) is tried, and if the server refuses that too, the
+refusal is the run's, not the prompt's. 401 and 403 are the run's without asking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+from typing import Any
+
+from agent.pipeline.inference.client import (
+    RejectedError,
+    Server,
+    SglangClient,
+    TransientError,
+)
+
+CANARY_IDS = [0]
+
+
+class RequestRejectedError(Exception):
+    """The server refuses every request of this run: stop at once and mark nothing."""
+
+
+def run_level_message(exc: RejectedError, key_source: str | None) -> str:
+    """The one line that stops the run; `key_source` says where the API key came from, if any."""
+    if exc.status == 401:
+        what = f"refused {key_source}" if key_source else "wants an API key"
+        return (
+            f"the server {what} (HTTP 401 {exc.server_message}): put its --api-key in "
+            "SGLANG_API_KEY or in a file passed with --api-key-file"
+        )
+    if exc.status == 403:
+        return f"the server forbids these requests (HTTP 403 {exc.server_message})"
+    return (
+        f"the server refuses every request of this run ({exc}); nothing was marked failed: "
+        "fix the flags and run again"
+    )
+
+
+class RejectionJudge:
+    """Decides, once per kind of refusal, whether it is the prompt's or the whole run's."""
+
+    def __init__(self, client: SglangClient) -> None:
+        self.client = client
+        self._verdicts: dict[str, asyncio.Task[bool | None]] = {}
+
+    async def is_run_level(
+        self, exc: RejectedError, server: Server, payload: dict[str, Any]
+    ) -> bool | None:
+        """True: no request can pass; False: only this prompt; None: could not tell yet."""
+        if exc.status in (401, 403):
+            return True
+        key = f"{exc.status} {re.sub(r'[0-9]+', '#', exc.server_message)}"
+        if key not in self._verdicts:
+            self._verdicts[key] = asyncio.create_task(self._try_canary(server, payload))
+        verdict = await asyncio.shield(self._verdicts[key])
+        if verdict is None:
+            self._verdicts.pop(key, None)  # ask again next time
+        return verdict
+
+    def close(self) -> None:
+        """Stop any canary still waiting for its answer."""
+        for task in self._verdicts.values():
+            task.cancel()
+
+    async def _try_canary(self, server: Server, payload: dict[str, Any]) -> bool | None:
+        canary = payload | {"input_ids": CANARY_IDS, "rid": f"canary-{secrets.token_hex(4)}"}
+        try:
+            await self.client.generate(server, canary)
+        except RejectedError:
+            return True
+        except TransientError:
+            return None
+        return False

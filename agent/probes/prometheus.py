@@ -1,0 +1,104 @@
+"""SGLang's Prometheus text, read into one figure per metric and one per rank or worker.
+
+A server has several series per name: one per DP rank (`dp_rank`), and with priority scheduling
+a per-priority breakdown beside the total, which carries `priority=""` (sglang
+srt/observability/metrics_collector.py:1382-1393, 1414-1426). With
+`--enable-metrics-for-all-schedulers` every TP rank repeats its DP rank's figures. Behind
+sglang-router, `/engine_metrics` carries every worker's series renamed `sglang_...` with a
+`worker_addr` label. So: breakdowns are dropped, one series is kept per (worker, DP rank), and
+those are summed, or averaged for ratios.
+
+The text format is simple enough to read here: the agent's core must not need a third-party
+package (prometheus_client is not always in the Python that runs the agent).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+_LINE = re.compile(r"^(sglang[:_][A-Za-z0-9_]+)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$")
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+RATIOS = frozenset({
+    "token_usage", "cache_hit_rate", "spec_accept_length", "spec_accept_rate", "swa_token_usage",
+    "mamba_usage", "utilization",
+})  # fmt: skip
+"""Averaged across ranks and workers; everything else (counts, rates, totals) is summed."""
+_REPLICA_LABELS = ("tp_rank", "pp_rank", "moe_ep_rank")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One series' value: the metric's short name (no `sglang:` prefix) and its labels."""
+
+    name: str
+    labels: dict[str, str]
+    value: float
+
+    @property
+    def part(self) -> tuple[str, str]:
+        """Which worker and DP rank it describes."""
+        return self.labels.get("worker_addr", ""), self.labels.get("dp_rank", "")
+
+
+def parse(text: str) -> list[Sample]:
+    """Every `sglang:` or `sglang_` sample, skipping comments and lines that do not parse."""
+    samples = []
+    for line in text.splitlines():
+        match = _LINE.match(line.strip())
+        if match is None:
+            continue
+        try:
+            value = float(match[3])
+        except ValueError:
+            continue
+        labels = {key: value for key, value in _LABEL.findall(match[2] or "")}
+        samples.append(Sample(match[1][len("sglang:") :], labels, value))
+    return samples
+
+
+def one_per_part(samples: list[Sample]) -> list[Sample]:
+    """Drop per-priority breakdowns and TP/PP/EP replicas: one series per (worker, rank)."""
+    kept: dict[tuple[str, tuple[str, str]], Sample] = {}
+    for sample in samples:
+        if sample.labels.get("priority", ""):
+            continue
+        key = (sample.name, sample.part)
+        if key not in kept or _replica_order(sample) < _replica_order(kept[key]):
+            kept[key] = sample
+    return list(kept.values())
+
+
+def _replica_order(sample: Sample) -> tuple[int, ...]:
+    return tuple(_int(sample.labels.get(label, "0")) for label in _REPLICA_LABELS)
+
+
+def totals(samples: list[Sample]) -> dict[str, float]:
+    """One figure per metric over all parts: a sum, or the mean of a ratio."""
+    grouped: dict[str, list[float]] = defaultdict(list)
+    for sample in one_per_part(samples):
+        grouped[sample.name].append(sample.value)
+    return {name: _combine(name, values) for name, values in grouped.items()}
+
+
+def by_part(samples: list[Sample], label: str) -> dict[str, dict[str, float]]:
+    """Figures per value of `label` (dp_rank or worker_addr), combined within each."""
+    grouped: dict[str, list[Sample]] = defaultdict(list)
+    for sample in one_per_part(samples):
+        if label in sample.labels:
+            grouped[sample.labels[label]].append(sample)
+    return {key: totals(group) for key, group in sorted(grouped.items(), key=_natural)}
+
+
+def _combine(name: str, values: list[float]) -> float:
+    return sum(values) / len(values) if name in RATIOS else sum(values)
+
+
+def _natural(item: tuple[str, object]) -> tuple[int, str]:
+    key = item[0]
+    return (int(key), "") if key.isdigit() else (1 << 30, key)
+
+
+def _int(text: str) -> int:
+    return int(text) if text.isdigit() else 0

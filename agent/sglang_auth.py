@@ -1,0 +1,51 @@
+"""The SGLang API key: read from a file or from SGLANG_API_KEY, never from a command line.
+
+A server started with `--api-key` refuses /generate and the info endpoints without
+`Authorization: Bearer <key>` (sglang srt/utils/auth.py:100-201). The runner and the agent's
+probes both send it. A key on a command line would show in `ps` to every user of the box, so
+only a file (kept 0600) or the environment are accepted. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+API_KEY_ENV = "SGLANG_API_KEY"
+
+
+class ApiKeyError(Exception):
+    """The key file cannot be used; the message says why and what to do."""
+
+
+def read_api_key(key_file: str | Path | None, environ: dict[str, str] | None = None) -> str | None:
+    """The key from `key_file` when given, else from SGLANG_API_KEY, else None."""
+    if key_file is not None:
+        return _from_file(Path(key_file).expanduser())
+    value = (os.environ if environ is None else environ).get(API_KEY_ENV, "").strip()
+    return value or None
+
+
+def _from_file(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ApiKeyError(f"API key file {path}: cannot read it ({reason})") from None
+    key = text.strip()
+    if not key or "\n" in key:
+        what = "is empty" if not key else "holds more than one line"
+        raise ApiKeyError(f"API key file {path} {what}: put the server's --api-key in it, alone")
+    return key
+
+
+def bearer_headers(api_key: str | None) -> dict[str, str]:
+    """The request headers that carry the key, or none."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def key_source(key_file: str | Path | None, api_key: str | None) -> str | None:
+    """Where the key came from, in words, for messages (never the key itself); None: no key."""
+    if key_file is not None:
+        return f"the key in {key_file}"
+    return f"the key in ${API_KEY_ENV}" if api_key else None
