@@ -18,7 +18,8 @@ from typing import Any
 from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
 from agent.datasets.detail import dataset_detail
-from agent.datasets.tracker import DatasetsRootError, DatasetTracker
+from agent.datasets.root_listing import DatasetsRootError
+from agent.datasets.tracker import DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.idempotency import IdempotentRequests
 from agent.jobs.external import external_target, find_external
@@ -273,9 +274,12 @@ class AgentCore:
                 ErrorCode.NOT_FOUND, f"no dataset {params.name!r} under the datasets root"
             )
         folder = Path(datasets.root) / params.name
-        return await asyncio.to_thread(
-            dataset_detail, params.name, folder, datasets.responses_file, params.recent
-        )
+        try:
+            return await asyncio.to_thread(
+                dataset_detail, params.name, folder, datasets.responses_file, params.recent
+            )
+        except OSError as exc:
+            raise AgentError(ErrorCode.UNREADABLE, f"dataset {params.name}: {exc}") from None
 
     async def audit_read(self, request: Request) -> AuditResult:
         """The newest audit entries."""

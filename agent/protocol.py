@@ -174,7 +174,8 @@ class DatasetProgress:
     projected_tokens: int | None = None
     projected_overrun_tokens: int | None = None
     status: str = "idle"
-    """pending, running, stalled, complete, over_budget or idle."""
+    """pending, running, stalled, complete, over_budget, idle, or error (its files could not be
+    read this time: the figures are from the last good read)."""
     responses_per_s: float | None = None
     mean_tokens_per_response: float | None = None
     stop_condition: str = "all_prompts"

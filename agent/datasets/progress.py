@@ -85,7 +85,7 @@ def status(
     counts: Counts, budget: int | None, condition: StopCondition, live: Liveness,
     tolerance_share: float = 0.0,
 ) -> str:  # fmt: skip
-    """pending, running, stalled, complete, over_budget or idle.
+    """pending, running, stalled, complete, over_budget or idle (`error` is failed_progress's).
 
     A run that stops at its budget lets the requests in flight finish, so it ends a little past
     it; up to `tolerance_share` of the budget past it is not over budget.
@@ -125,6 +125,15 @@ def dataset_progress(
         in_flight=run.in_flight if run and run.active else 0,
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
         last_response_age_s=live.idle_for_s, writer_active=live.active,
+    )  # fmt: skip
+
+
+def failed_progress(name: str, counts: Counts, budget: int | None) -> DatasetProgress:
+    """A dataset that could not be read this time: its last counts, status `error`, no rates."""
+    return DatasetProgress(
+        name=name, prompts=counts.prompts, responses=counts.responses, tokens=counts.tokens,
+        budget=budget, corrupt_lines=counts.corrupt_lines, torn_tail_bytes=counts.torn_tail_bytes,
+        status="error",
     )  # fmt: skip
 
 

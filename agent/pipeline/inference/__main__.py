@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CorruptRecordError, RunFailedError) as exc:
         print(f"runner: {exc}", file=sys.stderr)  # noqa: T201
         return EXIT_FAILURE
+    except OSError as exc:  # a dataset file that is a FIFO or a device, or cannot be read
+        print(f"runner: {exc}", file=sys.stderr)  # noqa: T201
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -2,20 +2,27 @@
 
 Resume never counts lines: every complete valid line is a done id (the first one wins if an id
 repeats). A torn last line, normal after a kill, is moved to `raw_responses.torn` and the file
-is cut back to its last newline. An unparseable line in the middle stops the run with its byte
-offset, unless `--repair` moves it to `raw_responses.corrupt` and keeps the rest.
+is cut back to its last newline. A line in the middle that is not a response (by the one
+definition in `agent.datasets.response_lines`, the agent's and vocab's too) stops the run with
+its byte offset, unless `--repair` moves it to `raw_responses.corrupt` and keeps the rest.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from agent.datasets.response_lines import parse_response
+from agent.datasets.file_lines import LineBlock, LineBlocks, OverlongLine
+from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_not_response
+from agent.regular_files import open_regular, open_regular_for_append
+
+COPY_CHUNK_BYTES = 1024 * 1024
 
 
 class CorruptRecordError(Exception):
@@ -35,101 +42,154 @@ class ResumeState:
     corrupt_lines_moved: int = 0
 
 
+@dataclass
+class CorruptLines:
+    """The lines that are not responses: how many, and the first one's offset and fault."""
+
+    count: int = 0
+    first_offset: int = 0
+    first_reason: str = ""
+
+    def add(self, offset: int, reason: Callable[[], str]) -> None:
+        """One more; the reason is worked out for the first only."""
+        if not self.count:
+            self.first_offset, self.first_reason = offset, reason()
+        self.count += 1
+
+
 def recover(path: Path, *, repair: bool) -> ResumeState:
-    """Read what is done, cutting off a torn tail and, with `repair`, moving corrupt lines."""
+    """Read what is done, cutting off a torn tail and, with `repair`, moving corrupt lines.
+
+    Memory stays bounded whatever the file holds: lines are read a window at a time, a line
+    longer than the window is corrupt, and corrupt lines are counted, not kept (a repair reads
+    the file again). A path that is not a regular file raises NotRegularFileError unread.
+    """
     state = ResumeState()
-    if not path.exists():
+    try:
+        handle = open_regular(path)
+    except FileNotFoundError:
         return state
-    corrupt: list[tuple[int, bytes]] = []
-    end_of_valid = _scan(path, state, corrupt)
-    size = path.stat().st_size
+    corrupt = CorruptLines()
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        end_of_valid = _scan(handle, size, state, corrupt)
     if end_of_valid < size:
         state.torn_bytes_moved = _move_torn_tail(path, end_of_valid)
-    if corrupt and not repair:
-        offset, line = corrupt[0]
+    if corrupt.count and not repair:
         raise CorruptRecordError(
-            f"{path}: line at byte {offset} is not a response ({line[:60]!r}); "
-            f"{len(corrupt)} such line(s). Inspect it, or rerun with --repair to move them "
-            f"to {path.with_suffix('.corrupt')}"
+            f"{path}: line at byte {corrupt.first_offset} is not a response "
+            f"({corrupt.first_reason}); {corrupt.count} such line(s). Inspect it, or rerun with "
+            f"--repair to move them to {path.with_suffix('.corrupt')}"
         )
-    if corrupt:
-        _move_corrupt_lines(path, corrupt)
-        state.corrupt_lines_moved = len(corrupt)
+    if corrupt.count:
+        _move_corrupt_lines(path)
+        state.corrupt_lines_moved = corrupt.count
     return state
 
 
-def _scan(path: Path, state: ResumeState, corrupt: list[tuple[int, bytes]]) -> int:
-    offset = 0
-    with path.open("rb") as handle:
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break
-            if line.strip():
-                _take(line, offset, state, corrupt)
-            offset += len(line)
-    return offset
+def _scan(handle: BinaryIO, size: int, state: ResumeState, corrupt: CorruptLines) -> int:
+    """Count every response up to the last newline; returns where that is."""
+    blocks = LineBlocks(handle, 0, size)
+    for item in blocks:
+        if isinstance(item, OverlongLine):
+            corrupt.add(item.offset, functools.partial(_overlong, item))
+            continue
+        for offset, line in item.lines():
+            if line.strip() and not _take(line, state):
+                corrupt.add(offset, functools.partial(_fault, line))
+    return blocks.offset
 
 
-def _take(line: bytes, offset: int, state: ResumeState, corrupt: list[tuple[int, bytes]]) -> None:
+def _fault(line: bytes) -> str:
+    return f"{why_not_response(line)}: {line[:60]!r}"
+
+
+def _overlong(line: OverlongLine) -> str:
+    return f"a line of {line.size_bytes:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit"
+
+
+def _take(line: bytes, state: ResumeState) -> bool:
+    """Count one response line; False if it is not one."""
     parsed = parse_response(line)
     if parsed is None:
-        corrupt.append((offset, line))
-        return
+        return False
     response_id, tokens = parsed
     if response_id in state.done_ids:
         state.duplicates += 1
-        return
+        return True
     state.done_ids.add(response_id)
     state.tokens += tokens
     state.lengths.append(tokens)
+    return True
 
 
 def _move_torn_tail(path: Path, keep_bytes: int) -> int:
-    with path.open("rb+") as handle:
-        handle.seek(keep_bytes)
-        tail = handle.read()
-        with path.with_suffix(".torn").open("ab") as torn:
-            torn.write(tail + b"\n")
-            torn.flush()
-            os.fsync(torn.fileno())
+    with path.open("rb+") as handle, path.with_suffix(".torn").open("ab") as torn:
+        moved = _copy_range(handle, keep_bytes, os.fstat(handle.fileno()).st_size, torn)
+        torn.write(b"\n")
+        torn.flush()
+        os.fsync(torn.fileno())
         handle.truncate(keep_bytes)
         handle.flush()
         os.fsync(handle.fileno())
-    return len(tail)
+    return moved
 
 
-def _move_corrupt_lines(path: Path, corrupt: list[tuple[int, bytes]]) -> None:
-    bad_offsets = {offset for offset, _ in corrupt}
-    with path.with_suffix(".corrupt").open("ab") as aside:
-        aside.writelines(line for _, line in corrupt)
+def _move_corrupt_lines(path: Path) -> None:
+    """Append the lines that are not responses to `.corrupt`, and rewrite the file without them."""
+    tmp = path.with_suffix(".repairing")
+    with path.open("rb") as source, path.with_suffix(".corrupt").open("ab") as aside:
+        with tmp.open("wb") as target:
+            for item in LineBlocks(source, 0, os.fstat(source.fileno()).st_size):
+                if isinstance(item, OverlongLine):
+                    end = item.offset + item.size_bytes + 1
+                    _copy_range(source, item.offset, end, aside)
+                    continue
+                for _, line in item.lines():
+                    keep = not line.strip() or parse_response(line) is not None
+                    (target if keep else aside).write(line + b"\n")
+            target.flush()
+            os.fsync(target.fileno())
         aside.flush()
         os.fsync(aside.fileno())
-    tmp = path.with_suffix(".repairing")
-    with path.open("rb") as source, tmp.open("wb") as target:
-        offset = 0
-        for line in source:
-            if offset not in bad_offsets:
-                target.write(line)
-            offset += len(line)
-        target.flush()
-        os.fsync(target.fileno())
     os.replace(tmp, path)
+
+
+def _copy_range(source: BinaryIO, start: int, end: int, target: BinaryIO) -> int:
+    """Copy bytes [start, end) of `source` to `target` a chunk at a time; returns the count."""
+    source.seek(start)
+    position = start
+    while position < end:
+        chunk = source.read(min(COPY_CHUNK_BYTES, end - position))
+        if not chunk:
+            break
+        target.write(chunk)
+        position += len(chunk)
+    return position - start
 
 
 def permanently_failed_ids(path: Path) -> set[str]:
     """Ids that errors.jsonl marks as failing for good (retried only if the line is removed)."""
     failed: set[str] = set()
-    if not path.exists():
+    try:
+        handle = open_regular(path)
+    except FileNotFoundError:
         return failed
-    with path.open("rb") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("permanent") and "id" in record:
-                failed.add(str(record["id"]))
+    with handle:
+        blocks = LineBlocks(handle, 0, os.fstat(handle.fileno()).st_size)
+        for item in blocks:
+            for _, line in item.lines() if isinstance(item, LineBlock) else ():
+                record = _json_or_none(line)
+                if isinstance(record, dict) and record.get("permanent") and "id" in record:
+                    failed.add(str(record["id"]))
     return failed
+
+
+def _json_or_none(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
 class AppendLog:
@@ -137,7 +197,7 @@ class AppendLog:
 
     def __init__(self, path: Path, fsync_interval_s: float = 1.0) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = open_regular_for_append(path)
         self._fsync_interval_s = fsync_interval_s
         self._synced_at = time.monotonic()
         self._dirty = False
