@@ -35,6 +35,7 @@ from agent.protocol import (
     Alert,
     AuditResult,
     DatasetDetail,
+    DatasetProgress,
     DetailParams,
     ErrorCode,
     Event,
@@ -101,6 +102,10 @@ class AgentCore:
         self.training = TrainingWatch()
         self.changed = asyncio.Event()
         """Set and cleared at once on every job event: wakes every snapshot watcher."""
+        self._scan: asyncio.Future[tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]] | None = (
+            None
+        )
+        self._scan_tracker: DatasetTracker | None = None
         self.handlers: dict[str, Handler] = {
             "hello": self.hello,
             "ping": self.ping,
@@ -304,25 +309,46 @@ class AgentCore:
 
     async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
-        datasets: tuple[Any, ...] = ()
-        alerts: list[Alert] = []
         jobs = self.all_jobs()
-        root = None
-        if self._tracker is not None:
-            root = self._tracker.config.root
-            now = time.time()
-            try:
-                datasets = self._tracker.progress(now, jobs)
-                alerts = self._tracker.alerts(datasets, now)
-            except DatasetsRootError as exc:
-                alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
+        datasets, alerts = await self._scan_datasets(jobs)
         self.probes.refresh_if_stale(self.pipeline)
         alerts += job_alerts(jobs, time.time()) + self.probes.alerts(time.time(), jobs)
+        root = self._tracker.config.root if self._tracker is not None else None
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
             self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
             self.training.progress(jobs),
         )  # fmt: skip
+
+    async def _scan_datasets(
+        self, jobs: tuple[JobInfo, ...]
+    ) -> tuple[tuple[DatasetProgress, ...], list[Alert]]:
+        """The datasets' progress and alerts, read in a thread so no request waits on the disk.
+
+        Callers that arrive while a scan runs share it (snapshots for several consoles cost
+        one scan); a caller that goes away does not cancel it for the others.
+        """
+        tracker = self._tracker
+        if tracker is None:
+            return (), []
+        scan = self._scan
+        if scan is None or scan.done() or self._scan_tracker is not tracker:
+            scan = asyncio.ensure_future(asyncio.to_thread(scan_datasets, tracker, jobs))
+            self._scan, self._scan_tracker = scan, tracker
+        datasets, alerts = await asyncio.shield(scan)
+        return datasets, list(alerts)
+
+
+def scan_datasets(
+    tracker: DatasetTracker, jobs: tuple[JobInfo, ...]
+) -> tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]:
+    """One scan of every dataset: progress and alerts (a root that cannot be listed is one)."""
+    now = tracker.clock.wall()
+    try:
+        datasets = tracker.progress(now, jobs)
+    except DatasetsRootError as exc:
+        return (), (Alert("datasets_root", "error", str(exc), tracker.config.root, now),)
+    return datasets, tuple(tracker.alerts(datasets, now))
 
 
 def _file_states(targets: list[Path]) -> list[FileState]:

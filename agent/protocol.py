@@ -43,6 +43,7 @@ class ErrorCode:
     UNREADABLE = "unreadable"
     READ_ONLY = "read_only"
     GPU_BUSY = "gpu_busy"
+    KEY_REUSED = "key_reused"
     INTERNAL = "internal"
 
 
@@ -358,6 +359,20 @@ class LogChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class LogLagged:
+    """The agent stopped pushing log `name` to a console that read too slowly.
+
+    Nothing was skipped: subscribing again from `resume_offset` (with `inode`) goes on exactly
+    where it stopped.
+    """
+
+    name: str
+    resume_offset: int
+    inode: int | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ServerStats:
     """The SGLang server: health, model and load, from HTTP probes and its log."""
 
@@ -633,6 +648,7 @@ EVENTS: dict[str, type] = {
     "alert": Alert,
     "job": JobEvent,
     "log": LogChunk,
+    "log_lagged": LogLagged,
 }
 """Every event the protocol knows, with the type of its data."""
 

@@ -66,7 +66,8 @@ def test_mapping_invariants_ties_and_coverage(tmp_path: Path) -> None:
     assert report["duplicate_lines_per_dataset"] == {"A": 0, "B": 1}
     assert (
         f"B: 10 tokens counted; skipped 1 corrupt line(s) (first at byte {bad_at}: output_ids "
-        'holds "x", not a token id (an integer from 0)) and 1 repeated record id(s)' in result.stderr
+        'holds "x", not a token id (an integer from 0)) and 1 repeated record id(s)'
+        in result.stderr
     )
     assert report["distinct_ids_seen"] == 11
     assert report["coverage"] == pytest.approx(18 / 21)  # all but 5, 6 and 8 (one each)
