@@ -22,6 +22,7 @@ from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.idempotency import IdempotentRequests
+from agent.idempotency_store import AnswerStore
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.supervisor import Supervisor, stale_script
@@ -95,8 +96,9 @@ class AgentCore:
         self.broadcast = broadcast
         self.audit = AuditLog(paths.root / "audit.jsonl")
         self.idempotent = IdempotentRequests(
-            answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"})
-        )
+            answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"}),
+            store=AnswerStore(paths.idempotency), error_of=AgentError,
+        )  # fmt: skip
         self.supervisor = Supervisor(paths.root, self._job_event)
         self.probes = ProbeCache()
         self.training = TrainingWatch()

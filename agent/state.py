@@ -52,6 +52,11 @@ class StatePaths:
         return self.root / "agent.log"
 
     @property
+    def idempotency(self) -> Path:
+        """The answers to mutating requests by idempotency key, kept across restarts."""
+        return self.root / "idempotency.jsonl"
+
+    @property
     def pipeline_config(self) -> Path:
         """The last pipeline config a console sent, so a restarted daemon still knows it."""
         return self.root / "pipeline.json"
