@@ -66,6 +66,7 @@ from agent.protocol import (
     to_wire,
 )
 from agent.state import StatePaths, read_json, write_json_atomic
+from agent.wall_clock import WallClockWatch
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
@@ -102,6 +103,7 @@ class AgentCore:
         self.supervisor = Supervisor(paths.root, self._job_event)
         self.probes = ProbeCache()
         self.training = TrainingWatch()
+        self.wall_clock = WallClockWatch()
         self.changed = asyncio.Event()
         """Set and cleared at once on every job event: wakes every snapshot watcher."""
         self._scan: asyncio.Future[tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]] | None = (
@@ -314,7 +316,10 @@ class AgentCore:
         jobs = self.all_jobs()
         datasets, alerts = await self._scan_datasets(jobs)
         self.probes.refresh_if_stale(self.pipeline)
-        alerts += job_alerts(jobs, time.time()) + self.probes.alerts(time.time(), jobs)
+        self.wall_clock.observe()
+        self.wall_clock.keep_only(jobs)
+        alerts += job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)
+        alerts += self.probes.alerts(time.time(), jobs) + self.wall_clock.alerts(time.time())
         root = self._tracker.config.root if self._tracker is not None else None
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
@@ -381,8 +386,14 @@ def gpus_with_holders(
     )  # fmt: skip
 
 
-def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
-    """An alert for every job that failed (exit code other than 0) or was lost."""
+def job_alerts(
+    jobs: tuple[JobInfo, ...], now: float, ended_age_s: Callable[[JobInfo], float] | None = None
+) -> list[Alert]:
+    """An alert for every job that failed (exit code other than 0) or was lost, or just ended.
+
+    `ended_age_s` ages a job's end (the shim's wall stamp) safely across clock steps.
+    """
+    age_s = ended_age_s or (lambda job: now - (job.ended_at or now))
     return [
         Alert(
             "job_failed", "error",
@@ -398,7 +409,7 @@ def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
               f"finished ({job.state}{', code ' + str(job.exit_code) if job.exit_code is not None else ''})",
               job.id, now)
         for job in jobs
-        if job.state in ("exited", "killed", "stopped") and job.ended_at is not None and now - job.ended_at < RECENT_EXIT_S
+        if job.state in ("exited", "killed", "stopped") and job.ended_at is not None and age_s(job) < RECENT_EXIT_S
     ] + [
         Alert("stale_code", "warning", f"job {job.name} runs {script} as it was at launch; the file "
               "on disk has changed since: restart the job to run the new code", job.id, now)

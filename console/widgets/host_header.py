@@ -23,7 +23,7 @@ class HostHeader(Static):
         )
         version = f" · agent {state.agent_version}" if state.agent_version else ""
         hosts = f"  ·  others: {'; '.join(others)} (h to switch)" if others else ""
-        data_age = view.age_s(now)
+        data_age = view.age_s()
         self.update(
             f"[b]{view.name}[/b] · link {state.status}{latency}{version} · data "
             f"{age(data_age)} · {time.strftime('%H:%M:%S', time.localtime(now))}{hosts}"
