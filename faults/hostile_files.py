@@ -19,7 +19,6 @@ daemon lives on with no traceback in its log and bounded memory.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import shutil
 import subprocess
@@ -33,7 +32,7 @@ from agent.protocol import DatasetProgress, DatasetsConfig, PipelineConfig, Snap
 from console.link import AgentLink
 from console.local_link import open_local_link
 from faults._bad_input_wire import alive, daemon_pid, log_tracebacks
-from faults._hostile_common import shut_down_agent
+from faults._hostile_common import resident_mb, shut_down_agent
 from faults._hostile_files_root import LIVE, SWAPPED, HostileRoot, expected_lines
 from faults.result import Scale, ScenarioResult
 from tests.hostile_files import HOSTILE_LINES, no_dac_prefix
@@ -190,20 +189,12 @@ def _check_daemon(state_dir: Path, result: ScenarioResult) -> None:
     if not alive(pid):
         result.violate("the daemon died")
         return
-    rss_mb = _rss_mb(pid)
+    rss_mb = resident_mb(pid)
     result.notes.append(f"daemon resident memory at the end: {rss_mb:.0f} MB")
     if rss_mb > RSS_LIMIT_MB:
         result.violate(f"the daemon holds {rss_mb:.0f} MB (limit {RSS_LIMIT_MB:.0f})")
     for line in dict.fromkeys(log_tracebacks(state_dir)):
         result.violate(f"a traceback in agent.log: {line}")
-
-
-def _rss_mb(pid: int | None) -> float:
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _check_jobs(root: HostileRoot, workdir: Path, result: ScenarioResult) -> None:
