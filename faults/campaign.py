@@ -12,7 +12,7 @@ from faults.result import Scale, ScenarioResult
 
 SCENARIOS = (
     "runner_kill", "link_drops", "blackhole", "stop_escalation", "deploy_interrupt", "host_keys",
-    "injection", "bad_input", "hostile_files", "slow_client", "request_limits",
+    "injection", "bad_input", "hostile_files", "slow_client", "request_limits", "clock_steps",
 )  # fmt: skip
 """In the order the report lists them."""
 
