@@ -236,9 +236,12 @@ class AgentCore:
         """Whole lines of one log after an offset."""
         params: LogReadParams = request.params
         log = self.named_log(params.name)
-        return await asyncio.to_thread(
-            read_chunk, log, params.offset, params.inode, params.max_bytes
-        )
+        try:
+            return await asyncio.to_thread(
+                read_chunk, log, params.offset, params.inode, params.max_bytes
+            )
+        except OSError as exc:
+            raise AgentError(ErrorCode.UNREADABLE, f"log {params.name}: {exc}") from None
 
     def _confine(self, path: str) -> Path:
         try:
@@ -250,7 +253,10 @@ class AgentCore:
         """sha256, size and mode of each file (None for a missing one)."""
         params: FilesHashParams = request.params
         targets = [self._confine(path) for path in params.paths]
-        return FilesHashResult(tuple(await asyncio.to_thread(_file_states, targets)))
+        try:
+            return FilesHashResult(tuple(await asyncio.to_thread(_file_states, targets)))
+        except FileError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
     async def files_install(self, request: Request) -> InstallResult:
         """Verify an uploaded file and swap it in atomically, keeping a backup."""

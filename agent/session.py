@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
 FOLLOW_POLL_S = 0.25
+FOLLOW_RETRY_S = 2.0
+"""How often a log that cannot be read (a FIFO in its place, say) is looked at again."""
 LAG_CUTOFF_S = 10.0
 """A log follower whose console has not read what was sent for this long is cut off."""
 CHANGE_POLL_S = 0.2
@@ -155,7 +157,11 @@ class Session:
             if not await self.outbox.wait_for_room(LOW_WATER_BYTES, LAG_CUTOFF_S):
                 self._lagged(log.name, offset, inode)
                 return
-            chunk = await asyncio.to_thread(read_chunk, log, offset, inode)
+            try:
+                chunk = await asyncio.to_thread(read_chunk, log, offset, inode)
+            except OSError:  # a FIFO or a device in the log's place: look again later
+                await asyncio.sleep(FOLLOW_RETRY_S)
+                continue
             moved = chunk.end_offset != offset or chunk.reset
             if moved and not self.outbox.offer(encode(Event("log", chunk))):
                 return

@@ -8,8 +8,11 @@ missing are simply absent.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+
+from agent.regular_files import open_regular
 
 _STAT_LINE = re.compile(
     r"^\[(?P<stamp>[^\]]*)\]\s+(?P<kind>Prefill|Decode) batch(?:\s*\[\d+\])?[.,]?\s*(?P<rest>.*)$"
@@ -42,10 +45,10 @@ def _value(text: str) -> float | bool | str:
 def latest_decode_stats(path: Path) -> dict[str, float | bool | str] | None:
     """The last Decode batch line in the end of the log, parsed."""
     try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - TAIL_BYTES))
-            tail = handle.read().decode(errors="replace")
-    except OSError:
+        with open_regular(path) as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - TAIL_BYTES))
+            tail = handle.read(TAIL_BYTES).decode(errors="replace")
+    except OSError:  # missing, unreadable, or a FIFO or a device: no stats
         return None
     for line in reversed(tail.splitlines()):
         fields = parse_stat_line(line)
