@@ -69,7 +69,7 @@ def test_fast_and_slow_paths_agree_on_records(record: dict[str, Any], compact: b
     assert parsed(line + b"\n") == reference(line)
 
 
-id_list_text = st.text(alphabet="0123456789,", max_size=40)
+id_list_text = st.text(alphabet="0123456789, ", max_size=40)
 tails = st.sampled_from(
     [b"}", b',"completion_tokens":3}', b',"completion_tokens":-1}', b',"x":[1,2}',
      b',"completion_tokens":2,"id":"other"}', b',"completion_tokens":null}', b"", b"]}"]
