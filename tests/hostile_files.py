@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 GOOD = json.dumps({"id": "ok-1", "output_ids": [1, 2, 3], "completion_tokens": 3}) + "\n"
@@ -61,10 +62,15 @@ def make_fifo(path: Path) -> Path:
 
 
 def make_socket(path: Path) -> Path:
-    """A unix socket file (the socket closed: the file stays)."""
+    """A unix socket file (the socket closed: the file stays).
+
+    Bound under a short temp path (socket addresses hold ~107 bytes) and moved into place.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.bind(str(path))
+    with tempfile.TemporaryDirectory(dir="/tmp") as short:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.bind(f"{short}/s")
+        shutil.move(f"{short}/s", path)
     return path
 
 
