@@ -15,6 +15,7 @@ import os
 import tempfile
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ class AnswerStore:
         self.capacity = capacity
         self._answers: OrderedDict[str, StoredAnswer] = OrderedDict()
         self._lines = 0
+        self._disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="idempotency")
+        """One writer thread: appends and rewrites happen in the order they were asked for."""
         self._load()
 
     def get(self, key: str) -> StoredAnswer | None:
@@ -65,15 +68,31 @@ class AnswerStore:
         return self._answers.get(key)
 
     def put(self, key: str, answer: StoredAnswer) -> None:
-        """Keep an answer (in memory and on disk); a failure to write is logged, not raised."""
+        """Keep an answer: in memory at once, on disk from the writer thread.
+
+        An fsync must not stall the event loop, where a stop's grace is being timed.
+        """
         self._answers[key] = answer
         self._answers.move_to_end(key)
         while len(self._answers) > self.capacity:
             self._answers.popitem(last=False)
+        self._lines += 1
+        rewrite = None
+        if self._lines > 2 * self.capacity:
+            rewrite = [_line(k, a) for k, a in self._answers.items()]
+            self._lines = len(rewrite)
+        self._disk.submit(self._write, key, _line(key, answer), rewrite)
+
+    def flush(self) -> None:
+        """Wait until everything handed to the writer thread is on disk (tests, shutdown)."""
+        self._disk.submit(lambda: None).result()
+
+    def _write(self, key: str, line: str, rewrite: list[str] | None) -> None:
         try:
-            self._append(_line(key, answer))
-            if self._lines > 2 * self.capacity:
-                self._rewrite()
+            if rewrite is not None:
+                self._rewrite(rewrite)
+            else:
+                self._append(line)
         except OSError as exc:
             log.warning("could not keep the answer to key %r in %s: %s", key, self.path, exc)
 
@@ -84,21 +103,19 @@ class AnswerStore:
             os.fsync(fd)
         finally:
             os.close(fd)
-        self._lines += 1
 
-    def _rewrite(self) -> None:
-        """Replace the file with the entries kept (a temp file, fsync, rename)."""
+    def _rewrite(self, lines: list[str]) -> None:
+        """Replace the file with `lines` (a temp file, fsync, rename)."""
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
         try:
             with os.fdopen(fd, "w") as handle:
-                handle.writelines(_line(k, a) + "\n" for k, a in self._answers.items())
+                handle.writelines(line + "\n" for line in lines)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        self._lines = len(self._answers)
 
     def _load(self) -> None:
         try:

@@ -147,6 +147,7 @@ def test_a_store_forgets_the_oldest_keys_and_compacts_its_file(tmp_path: Path) -
     store = AnswerStore(path, capacity=3)
     for number in range(8):
         store.put(f"k{number}", StoredAnswer(f"d{number}", "jobs.stop", {"n": number}))
+    store.flush()
     with path.open("a") as handle:
         handle.write('{"key": "torn", "dig')  # a crash in the middle of a line
     reloaded = AnswerStore(path, capacity=3)
