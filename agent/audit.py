@@ -14,6 +14,10 @@ from typing import Any
 
 from agent.protocol import AuditEntry, from_wire, to_wire
 
+TAIL_BLOCK_BYTES = 64 * 1024
+TAIL_MAX_BYTES = 32 * 1024 * 1024
+"""audit.read looks no further back than this (10,000 entries fit many times over)."""
+
 
 class AuditLog:
     """Appends one line per mutation."""
@@ -46,15 +50,37 @@ class AuditLog:
             os.close(fd)
 
     def last(self, limit: int) -> list[AuditEntry]:
-        """The newest `limit` entries, oldest first; unreadable lines are skipped."""
-        try:
-            lines = self.path.read_bytes().splitlines()[-max(limit, 0) :] if limit > 0 else []
-        except FileNotFoundError:
-            return []
+        """The newest `limit` entries, oldest first; unreadable lines are skipped.
+
+        Read from the end of the file, a block at a time, never more than TAIL_MAX_BYTES: the
+        cost follows what is asked for, not how long the log has grown.
+        """
         entries = []
-        for line in lines:
+        for line in tail_lines(self.path, limit, TAIL_MAX_BYTES):
             try:
                 entries.append(from_wire(AuditEntry, json.loads(line)))
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
         return entries
+
+
+def tail_lines(path: Path, count: int, max_bytes: int) -> list[bytes]:
+    """The last `count` complete lines of `path` within its last `max_bytes`, oldest first."""
+    if count <= 0:
+        return []
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return []
+    with handle:
+        end = handle.seek(0, os.SEEK_END)
+        start, data = end, b""
+        while start > max(0, end - max_bytes) and data.count(b"\n") <= count:
+            step = min(TAIL_BLOCK_BYTES, start - max(0, end - max_bytes))
+            start -= step
+            handle.seek(start)
+            data = handle.read(step) + data
+        whole_first = start == 0 or handle.seek(start - 1) >= 0 and handle.read(1) == b"\n"
+    lines = data.split(b"\n")
+    complete = lines[:-1] if whole_first else lines[1:-1]  # the first may be cut, the last torn
+    return [line for line in complete if line.strip()][-count:]

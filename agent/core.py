@@ -18,10 +18,12 @@ from typing import Any
 from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
 from agent.datasets.detail import dataset_detail
-from agent.datasets.tracker import DatasetsRootError, DatasetTracker
+from agent.datasets.root_listing import DatasetsRootError
+from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder, second_writer_refusal
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
 from agent.idempotency import IdempotentRequests
+from agent.idempotency_store import AnswerStore
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.supervisor import Supervisor, stale_script
@@ -36,6 +38,7 @@ from agent.protocol import (
     Alert,
     AuditResult,
     DatasetDetail,
+    DatasetProgress,
     DetailParams,
     ErrorCode,
     Event,
@@ -68,6 +71,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state_health import StateHealth
+from agent.wall_clock import WallClockWatch
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
@@ -98,8 +102,9 @@ class AgentCore:
         self.broadcast = broadcast
         self.audit = AuditLog(paths.root / "audit.jsonl")
         self.idempotent = IdempotentRequests(
-            answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"})
-        )
+            answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"}),
+            store=AnswerStore(paths.idempotency), error_of=AgentError,
+        )  # fmt: skip
         self.state_health = StateHealth(paths.root)
         self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
         self.probes = ProbeCache()
@@ -107,8 +112,13 @@ class AgentCore:
         self.writers = WriterFinder()
         self._launching = asyncio.Lock()
         """Held from the one-writer check to the job's start, so two launches cannot both pass."""
+        self.wall_clock = WallClockWatch()
         self.changed = asyncio.Event()
         """Set and cleared at once on every job event: wakes every snapshot watcher."""
+        self._scan: asyncio.Future[tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]] | None = (
+            None
+        )
+        self._scan_tracker: DatasetTracker | None = None
         self.handlers: dict[str, Handler] = {
             "hello": self.hello,
             "ping": self.ping,
@@ -269,9 +279,12 @@ class AgentCore:
         """Whole lines of one log after an offset."""
         params: LogReadParams = request.params
         log = self.named_log(params.name)
-        return await asyncio.to_thread(
-            read_chunk, log, params.offset, params.inode, params.max_bytes
-        )
+        try:
+            return await asyncio.to_thread(
+                read_chunk, log, params.offset, params.inode, params.max_bytes
+            )
+        except OSError as exc:
+            raise AgentError(ErrorCode.UNREADABLE, f"log {params.name}: {exc}") from None
 
     def _confine(self, path: str) -> Path:
         try:
@@ -283,7 +296,10 @@ class AgentCore:
         """sha256, size and mode of each file (None for a missing one)."""
         params: FilesHashParams = request.params
         targets = [self._confine(path) for path in params.paths]
-        return FilesHashResult(tuple(await asyncio.to_thread(_file_states, targets)))
+        try:
+            return FilesHashResult(tuple(await asyncio.to_thread(_file_states, targets)))
+        except FileError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
     async def files_install(self, request: Request) -> InstallResult:
         """Verify an uploaded file and swap it in atomically, keeping a backup."""
@@ -316,9 +332,12 @@ class AgentCore:
                 ErrorCode.NOT_FOUND, f"no dataset {params.name!r} under the datasets root"
             )
         folder = Path(datasets.root) / params.name
-        return await asyncio.to_thread(
-            dataset_detail, params.name, folder, datasets.responses_file, params.recent
-        )
+        try:
+            return await asyncio.to_thread(
+                dataset_detail, params.name, folder, datasets.responses_file, params.recent
+            )
+        except OSError as exc:
+            raise AgentError(ErrorCode.UNREADABLE, f"dataset {params.name}: {exc}") from None
 
     async def tokenizer_check(self, request: Request) -> TokenizerCheck:
         """Load the configured tokenizer with the configured trust setting, bounded in time."""
@@ -348,32 +367,57 @@ class AgentCore:
 
     async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
-        datasets: tuple[Any, ...] = ()
-        alerts: list[Alert] = []
         jobs = self.all_jobs()
-        root = None
-        if self._tracker is not None:
-            root = self._tracker.config.root
-            now = time.time()
-            try:
-                files = self._tracker.dataset_files()
-                writers = (  # the descriptor scan walks every process: off the loop
-                    await asyncio.to_thread(self.writers.find, files, jobs)
-                    if self.writers.scan_due(files)
-                    else self.writers.find(files, jobs)
-                )
-                datasets = self._tracker.progress(now, jobs, writers)
-                alerts = self._tracker.alerts(datasets, now)
-            except DatasetsRootError as exc:
-                alerts = [Alert("datasets_root", "error", str(exc), subject=root)]
+        datasets, alerts = await self._scan_datasets(jobs)
         self.probes.refresh_if_stale(self.pipeline)
-        alerts += job_alerts(jobs, time.time()) + self.probes.alerts(time.time(), jobs)
+        self.wall_clock.observe()
+        self.wall_clock.keep_only(jobs)
+        alerts += job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)
+        alerts += self.probes.alerts(time.time(), jobs) + self.wall_clock.alerts(time.time())
         alerts += self.state_health.alerts(time.time())
+        root = self._tracker.config.root if self._tracker is not None else None
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
             self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
             self.training.progress(jobs),
         )  # fmt: skip
+
+    async def _scan_datasets(
+        self, jobs: tuple[JobInfo, ...]
+    ) -> tuple[tuple[DatasetProgress, ...], list[Alert]]:
+        """The datasets' progress and alerts, read in a thread so no request waits on the disk.
+
+        Callers that arrive while a scan runs share it (snapshots for several consoles cost
+        one scan); a caller that goes away does not cancel it for the others.
+        """
+        tracker = self._tracker
+        if tracker is None:
+            return (), []
+        scan = self._scan
+        if scan is None or scan.done() or self._scan_tracker is not tracker:
+            scan = asyncio.ensure_future(
+                asyncio.to_thread(scan_datasets, tracker, jobs, self.writers)
+            )
+            self._scan, self._scan_tracker = scan, tracker
+        datasets, alerts = await asyncio.shield(scan)
+        return datasets, list(alerts)
+
+
+def scan_datasets(
+    tracker: DatasetTracker, jobs: tuple[JobInfo, ...], writers: WriterFinder
+) -> tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]:
+    """One scan of every dataset: progress (with who writes each) and alerts.
+
+    A root that cannot be listed is one alert. Blocking (the descriptor scan walks /proc): run
+    it in a thread.
+    """
+    now = tracker.clock.wall()
+    try:
+        found = writers.find(tracker.dataset_files(), jobs)
+        datasets = tracker.progress(now, jobs, found)
+    except DatasetsRootError as exc:
+        return (), (Alert("datasets_root", "error", str(exc), tracker.config.root, now),)
+    return datasets, tuple(tracker.alerts(datasets, now))
 
 
 def _file_states(targets: list[Path]) -> list[FileState]:
@@ -404,8 +448,14 @@ def gpus_with_holders(
     )  # fmt: skip
 
 
-def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
-    """An alert for every job that failed (exit code other than 0) or was lost."""
+def job_alerts(
+    jobs: tuple[JobInfo, ...], now: float, ended_age_s: Callable[[JobInfo], float] | None = None
+) -> list[Alert]:
+    """An alert for every job that failed (exit code other than 0) or was lost, or just ended.
+
+    `ended_age_s` ages a job's end (the shim's wall stamp) safely across clock steps.
+    """
+    age_s = ended_age_s or (lambda job: now - (job.ended_at or now))
     return [
         Alert(
             "job_failed", "error",
@@ -421,7 +471,7 @@ def job_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
               f"finished ({job.state}{', code ' + str(job.exit_code) if job.exit_code is not None else ''})",
               job.id, now)
         for job in jobs
-        if job.state in ("exited", "killed", "stopped") and job.ended_at is not None and now - job.ended_at < RECENT_EXIT_S
+        if job.state in ("exited", "killed", "stopped") and job.ended_at is not None and age_s(job) < RECENT_EXIT_S
     ] + [
         Alert("stale_code", "warning", f"job {job.name} runs {script} as it was at launch; the file "
               "on disk has changed since: restart the job to run the new code", job.id, now)

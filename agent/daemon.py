@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agent.bundle import running_bundle_sha256
 from agent.core import AgentCore
-from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event
+from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event, encode
 from agent.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
 
@@ -73,11 +73,14 @@ class SessionHub:
         self.sessions: set[Session] = set()
 
     async def broadcast(self, event: Event) -> None:
-        """Send `event` to every greeted session; a session that fails is dropped by its reader."""
+        """Queue `event` for every greeted session; never waits for any of them.
+
+        A session whose console stopped reading has no room left and is cut off instead.
+        """
+        data = encode(event)
         for session in list(self.sessions):
             if session.greeted:
-                with contextlib.suppress(ConnectionError, RuntimeError):
-                    await session.send(event)
+                session.offer_event(data)
 
 
 async def _serve(paths: StatePaths) -> None:
@@ -103,7 +106,7 @@ async def _serve(paths: StatePaths) -> None:
 async def _serve_client(
     core: AgentCore, hub: SessionHub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
-    session = Session(core, reader, writer)
+    session = Session(core, reader, writer, abort=writer.transport.abort)
     hub.sessions.add(session)
     try:
         await session.run()

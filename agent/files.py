@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.regular_files import NotRegularFileError, open_regular
+
 STAGE_MARK = ".eagle-upload-"
 BACKUP_SUFFIX = ".eagle-backup"
 STALE_UPLOAD_S = 60.0
@@ -55,14 +57,16 @@ class Roots:
 
 
 def sha256_of(path: Path) -> str | None:
-    """The file's sha256, or None if it does not exist."""
+    """The file's sha256, or None if it does not exist; a FIFO or a device is a FileError."""
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             while block := handle.read(1 << 20):
                 digest.update(block)
     except FileNotFoundError:
         return None
+    except NotRegularFileError as exc:
+        raise FileError(str(exc)) from None
     return digest.hexdigest()
 
 

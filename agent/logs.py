@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.protocol import LogChunk
+from agent.regular_files import check_regular, open_regular
 
 MAX_LINE_CHARS = 8192
 MAX_READ_BYTES = 512 * 1024
@@ -28,16 +29,20 @@ class NamedLog:
 def read_chunk(
     log: NamedLog, offset: int, inode: int | None, max_bytes: int = MAX_READ_BYTES
 ) -> LogChunk:
-    """Whole lines of `log` after `offset` (from the start if the file was reset since `inode`)."""
+    """Whole lines of `log` after `offset` (from the start if the file was reset since `inode`).
+
+    A log that is not a regular file (a FIFO, a device) raises NotRegularFileError unread.
+    """
     try:
         info = log.path.stat()
     except FileNotFoundError:
         return LogChunk(log.name, offset, offset, "", size_bytes=0, inode=None, missing=True)
+    check_regular(log.path, info.st_mode)
     reset = (inode is not None and info.st_ino != inode) or offset > info.st_size
     start = 0 if reset else max(offset, 0)
     if offset < 0:  # negative: that many bytes back from the end, aligned to a line start
         start = _line_start_before(log.path, max(0, info.st_size + offset))
-    with log.path.open("rb") as handle:
+    with open_regular(log.path) as handle:
         handle.seek(start)
         data = handle.read(min(max_bytes, info.st_size - start))
     end = data.rfind(b"\n") + 1
@@ -56,7 +61,7 @@ def _cap(line: str) -> str:
 def _line_start_before(path: Path, position: int) -> int:
     if position == 0:
         return 0
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         handle.seek(max(0, position - 1))
         before = handle.read(1)
         if before == b"\n":

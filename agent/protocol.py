@@ -47,6 +47,7 @@ class ErrorCode:
     """The dataset already has a writer; the message names it."""
     STORAGE = "storage"
     """The agent could not write its own files (full disk...); the message names the path."""
+    KEY_REUSED = "key_reused"
     INTERNAL = "internal"
 
 
@@ -188,7 +189,8 @@ class DatasetProgress:
     projected_tokens: int | None = None
     projected_overrun_tokens: int | None = None
     status: str = "idle"
-    """pending, running, waiting_for_server, stalled, complete, over_budget or idle."""
+    """pending, running, waiting_for_server, stalled, complete, over_budget, idle, or error (its
+    files could not be read this time: the figures are from the last good read)."""
     responses_per_s: float | None = None
     mean_tokens_per_response: float | None = None
     stop_condition: str = "all_prompts"
@@ -400,6 +402,20 @@ class ServerPart:
     queued_requests: int | None = None
     gen_throughput_tokens_per_s: float | None = None
     token_usage: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogLagged:
+    """The agent stopped pushing log `name` to a console that read too slowly.
+
+    Nothing was skipped: subscribing again from `resume_offset` (with `inode`) goes on exactly
+    where it stopped.
+    """
+
+    name: str
+    resume_offset: int
+    inode: int | None
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -712,6 +728,7 @@ EVENTS: dict[str, type] = {
     "alert": Alert,
     "job": JobEvent,
     "log": LogChunk,
+    "log_lagged": LogLagged,
 }
 """Every event the protocol knows, with the type of its data."""
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agent.core import AgentCore, AgentError, Handler
 from agent.idempotency import KeyReusedError
+from agent.limits import LimitError, check_request
 from agent.logs import NamedLog, read_chunk
+from agent.outbox import LOW_WATER_BYTES, Outbox
 from agent.protocol import (
     METHODS,
     ByteReader,
@@ -25,6 +29,7 @@ from agent.protocol import (
     ErrorResponse,
     Event,
     LineFramer,
+    LogLagged,
     LogSubscribeParams,
     Message,
     OversizedLine,
@@ -43,7 +48,10 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
 FOLLOW_POLL_S = 0.25
-MIN_WATCH_INTERVAL_S = 0.1
+FOLLOW_RETRY_S = 2.0
+"""How often a log that cannot be read (a FIFO in its place, say) is looked at again."""
+LAG_CUTOFF_S = 10.0
+"""A log follower whose console has not read what was sent for this long is cut off."""
 CHANGE_POLL_S = 0.2
 """How often the dataset files are checked for growth between timed snapshots."""
 
@@ -51,13 +59,15 @@ CHANGE_POLL_S = 0.2
 class Session:
     """Serves one connected console until its input ends."""
 
-    def __init__(self, core: AgentCore, reader: ByteReader, writer: ByteWriter) -> None:
+    def __init__(
+        self, core: AgentCore, reader: ByteReader, writer: ByteWriter,
+        abort: Callable[[], None] = lambda: None,
+    ) -> None:  # fmt: skip
         self.core = core
         self.client = "console (before hello)"
         self.reader = reader
-        self.writer = writer
+        self.outbox = Outbox(writer, lambda reason: abort())
         self.greeted = False
-        self._write_lock = asyncio.Lock()
         self._follows: dict[str, asyncio.Task[None]] = {}
         self._own_handlers: dict[str, Handler] = {
             "logs.subscribe": self._subscribe,
@@ -66,22 +76,28 @@ class Session:
         }
 
     async def run(self) -> None:
-        """Answer every line until end of input."""
+        """Answer every line until end of input (or until the console is cut off)."""
         framer = LineFramer()
+        writing = asyncio.create_task(self.outbox.run())
         try:
             while chunk := await self.reader.read(READ_SIZE):
                 for line in framer.feed(chunk):
                     await self._take(line)
+                if self.outbox.closed:
+                    break
         finally:
             for task in self._follows.values():
                 task.cancel()
+            writing.cancel()
+
+    def offer_event(self, data: bytes) -> None:
+        """An encoded event for this console, if it keeps up (else it is cut off)."""
+        self.outbox.offer(data)
 
     async def _subscribe(self, request: Request) -> Done:
         params: LogSubscribeParams = request.params
         log = self.core.named_log(params.name)
-        previous = self._follows.pop(params.name, None)
-        if previous is not None:
-            previous.cancel()
+        self._stop_task(params.name)
         self._follows[params.name] = asyncio.create_task(
             self._follow(log, params.offset, params.inode)
         )
@@ -89,54 +105,84 @@ class Session:
 
     async def _watch(self, request: Request) -> Done:
         params: WatchParams = request.params
-        if params.interval_s < MIN_WATCH_INTERVAL_S:
-            raise AgentError(
-                ErrorCode.INVALID_PARAMS, f"interval_s must be at least {MIN_WATCH_INTERVAL_S}"
-            )
-        previous = self._follows.pop("#snapshot", None)
-        if previous is not None:
-            previous.cancel()
+        self._stop_task("#snapshot")
         self._follows["#snapshot"] = asyncio.create_task(self._push_snapshots(params.interval_s))
         return Done()
 
+    def _stop_task(self, name: str) -> None:
+        previous = self._follows.pop(name, None)
+        if previous is not None:
+            previous.cancel()
+
     async def _push_snapshots(self, interval_s: float) -> None:
-        """A snapshot every interval, soon after a dataset file grows, and at once on job events."""
+        """A snapshot every interval, soon after a dataset file grows, and at once on job events.
+
+        A snapshot is taken only once the console has the last one: a console that stops
+        reading costs nothing but one pending snapshot. A failure to take one is logged and
+        retried at the next interval; it never ends the push.
+        """
         request = Request(0, "snapshot", SnapshotParams())
-        signature, pushed_at, job_changed = None, 0.0, False
+        signature, pushed_at, job_changed = None, -math.inf, False
         while True:
             now = time.monotonic()
             current = self.core.files_signature()
-            if job_changed or current != signature or now - pushed_at >= interval_s:
-                await self.send(Event("snapshot", await self.core.snapshot(request)))
-                signature, pushed_at = current, now
+            due = job_changed or current != signature or now - pushed_at >= interval_s
+            if due and not self.outbox.snapshot_pending:
+                signature, pushed_at, job_changed = current, now, False
+                try:
+                    snapshot = await self.core.snapshot(request)
+                except Exception:
+                    log.exception(
+                        "taking a snapshot failed; the next one is due in %g s", interval_s
+                    )
+                else:
+                    self.outbox.put_snapshot(encode(Event("snapshot", snapshot)))
             try:
                 await asyncio.wait_for(self.core.changed.wait(), CHANGE_POLL_S)
                 job_changed = True
-            except TimeoutError:
-                job_changed = False
+            except asyncio.TimeoutError:
+                pass
 
     async def _unsubscribe(self, request: Request) -> Done:
-        task = self._follows.pop(request.params.name, None)
-        if task is not None:
-            task.cancel()
+        self._stop_task(request.params.name)
         return Done()
 
     async def _follow(self, log: NamedLog, offset: int, inode: int | None) -> None:
-        """Push every new line of `log` after `offset`, exactly once, until unsubscribed."""
+        """Push every new line of `log` after `offset`, exactly once, until unsubscribed.
+
+        Lines are read only while the console keeps up; one that has not taken what was sent
+        within LAG_CUTOFF_S is cut off from this log with a `log_lagged` notice that says where
+        to subscribe again from.
+        """
         while True:
-            chunk = await asyncio.to_thread(read_chunk, log, offset, inode)
+            if not await self.outbox.wait_for_room(LOW_WATER_BYTES, LAG_CUTOFF_S):
+                self._lagged(log.name, offset, inode)
+                return
+            try:
+                chunk = await asyncio.to_thread(read_chunk, log, offset, inode)
+            except OSError:  # a FIFO or a device in the log's place: look again later
+                await asyncio.sleep(FOLLOW_RETRY_S)
+                continue
             moved = chunk.end_offset != offset or chunk.reset
-            if moved:
-                await self.send(Event("log", chunk))
+            if moved and not self.outbox.offer(encode(Event("log", chunk))):
+                return
             offset, inode = chunk.end_offset, chunk.inode if chunk.inode is not None else inode
             if not moved or chunk.end_offset >= chunk.size_bytes:
                 await asyncio.sleep(FOLLOW_POLL_S)
 
+    def _lagged(self, name: str, offset: int, inode: int | None) -> None:
+        if self.outbox.closed:
+            return
+        self._follows.pop(name, None)
+        reason = (
+            f"the console had not read {self.outbox.queued_bytes:,} bytes after {LAG_CUTOFF_S:g} s; "
+            f"subscribe again from byte {offset} to go on"
+        )
+        self.outbox.put_notice(encode(Event("log_lagged", LogLagged(name, offset, inode, reason))))
+
     async def send(self, message: Message) -> None:
-        """Write one message; safe to call from several tasks."""
-        async with self._write_lock:
-            self.writer.write(encode(message))
-            await self.writer.drain()
+        """Queue one response (waits while this console's queue is full)."""
+        await self.outbox.put(encode(message))
 
     async def _take(self, line: bytes | OversizedLine) -> None:
         if isinstance(line, OversizedLine):
@@ -182,13 +228,17 @@ class Session:
         await self.send(Response(request.id, to_wire(result)))
 
     async def _run(self, request: Request, handler: Handler) -> Any:
-        """Mutating requests run once per idempotency key; a retry gets the first answer."""
+        """Bounds first; then mutating requests run once per idempotency key."""
+        try:
+            check_request(request)
+        except LimitError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
         if not METHODS[request.method].mutating:
             return await handler(request)
         try:
             return await self.core.idempotent.run(request, handler)
         except KeyReusedError as exc:
-            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
+            raise AgentError(ErrorCode.KEY_REUSED, str(exc)) from None
 
     def _audit(self, request: Request, outcome: str) -> None:
         """Record a mutation; a full state folder loses the line, never the answer or the link."""

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.regular_files import open_regular
+
+MAX_JSON_BYTES = 4 * 1024 * 1024
 SOCKET_NAME = "agent.sock"
 """Relative on purpose: the daemon and attach chdir into the state directory, so a long state
 path never hits the ~107-byte limit of unix socket addresses."""
@@ -47,6 +50,11 @@ class StatePaths:
     def daemon_log(self) -> Path:
         """The daemon's own stdout and stderr."""
         return self.root / "agent.log"
+
+    @property
+    def idempotency(self) -> Path:
+        """The answers to mutating requests by idempotency key, kept across restarts."""
+        return self.root / "idempotency.jsonl"
 
     @property
     def pipeline_config(self) -> Path:
@@ -93,8 +101,14 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """The JSON in `path`, or None if it is missing or unreadable."""
+    """The JSON in `path`, or None if it is missing, unreadable, not a regular file or too big.
+
+    Other processes write some of these files (runner.json): a FIFO in their place must not
+    block the agent, nor a huge or deeply nested file cost it its memory or stack.
+    """
     try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        with open_regular(path) as handle:
+            data = handle.read(MAX_JSON_BYTES + 1)
+        return json.loads(data) if len(data) <= MAX_JSON_BYTES else None
+    except (OSError, ValueError, RecursionError):
         return None

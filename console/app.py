@@ -69,6 +69,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions):
         pinners: Mapping[str, Pinner] | None = None,
         clock: Callable[[], float] = time.time,
         theme: str = "textual-dark",
+        monotonic: Callable[[], float] = time.monotonic,
         host_configs: Mapping[str, HostConfig] | None = None,
     ) -> None:
         super().__init__()
@@ -78,7 +79,10 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions):
         self.initial_theme = theme
         self.read_only = read_only
         self.pinners = pinners or {}
-        self.views = {name: HostView(name, LinkState(name, "connecting")) for name in openers}
+        self.views = {
+            name: HostView(name, LinkState(name, "connecting"), monotonic=monotonic)
+            for name in openers
+        }
         self.sessions = {
             name: HostSession(name, opener, self._state_changed, self._event_arrived)
             for name, opener in openers.items()
@@ -154,7 +158,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions):
                 severity="error" if alert.severity == "error" else "warning",
                 timeout=10,
             )
-        view.take(message.snapshot, self.clock())
+        view.take(message.snapshot)
         if message.host == self.current:
             self._render_current()
 

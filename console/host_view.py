@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.protocol import Alert, Snapshot
@@ -18,31 +19,45 @@ THROUGHPUT_POINTS = 120
 
 @dataclass
 class HostView:
-    """One host as the console knows it now."""
+    """One host as the console knows it now.
+
+    Ages run on the monotonic clock (`monotonic`), so a step of the workstation's wall clock
+    neither marks live data stale nor stale data live; times the agent stamped are compared with
+    the agent's own clock (`agent_now`), never with the workstation's.
+    """
 
     name: str
     state: LinkState
     snapshot: Snapshot | None = None
     received_at: float | None = None
+    """When the snapshot came, on the `monotonic` clock."""
     throughput: collections.deque[float] = field(
         default_factory=lambda: collections.deque(maxlen=THROUGHPUT_POINTS)
     )
+    monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def take(self, snapshot: Snapshot, now: float | None = None) -> None:
-        """Keep a new snapshot (received at `now`) and extend the throughput history."""
+        """Keep a new snapshot (received at monotonic time `now`) and extend the throughput."""
         self.snapshot = snapshot
-        self.received_at = time.time() if now is None else now
+        self.received_at = self.monotonic() if now is None else now
         server = snapshot.server
         rate = server.gen_throughput_tokens_per_s if server else None
         if rate is None:
             rate = sum(d.tokens_per_s or 0.0 for d in snapshot.datasets)
         self.throughput.append(rate)
 
-    def age_s(self, now: float | None = None) -> float | None:
+    def age_s(self) -> float | None:
         """Seconds since the last snapshot arrived."""
         if self.received_at is None:
             return None
-        return (time.time() if now is None else now) - self.received_at
+        return max(0.0, self.monotonic() - self.received_at)
+
+    def agent_now(self) -> float | None:
+        """The agent's clock now, estimated: its snapshot's time plus the snapshot's age."""
+        age = self.age_s()
+        return (
+            self.snapshot.taken_at + age if self.snapshot is not None and age is not None else None
+        )
 
 
 def new_alerts(before: Snapshot | None, after: Snapshot) -> list[Alert]:

@@ -3,21 +3,24 @@
 The console never exits because a link dropped: it retries with capped exponential backoff,
 forever, and says what it is doing. An untrusted host key is the one failure it does not retry
 by itself, because only the user can decide to trust a key. Log subscriptions are remembered with
-their byte offsets and renewed after a reconnect, so no line is lost or shown twice. No Textual
-here: the app turns these callbacks into messages.
+their byte offsets and renewed after a reconnect, or after the agent cut a lagging one off, so no
+line is lost or shown twice. No Textual here: the app turns these callbacks into messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agent.protocol import Event, LogChunk, LogSubscribeParams, PingParams, WatchParams
+from agent.protocol import Event, LogChunk, LogLagged, LogSubscribeParams, PingParams, WatchParams
 from console.host_keys import OfferedKey, UntrustedHostKeyError
 from console.link import AgentLink, LinkError
+
+log = logging.getLogger(__name__)
 
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 PING_EVERY_S = 5.0
@@ -63,6 +66,7 @@ class HostSession:
         self.log_offsets: dict[str, tuple[int, int | None]] = {}
         """Followed logs: name -> (next byte offset, inode)."""
         self._retry_now = asyncio.Event()
+        self._renewals: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
         """Connect and reconnect forever."""
@@ -124,7 +128,19 @@ class HostSession:
     def _take(self, event: Event) -> None:
         if event.event == "log" and isinstance(event.data, LogChunk):
             self.log_offsets[event.data.name] = (event.data.end_offset, event.data.inode)
+        elif isinstance(event.data, LogLagged) and event.data.name in self.log_offsets:
+            lagged = event.data  # the agent stopped pushing this log: ask again from where it was
+            self.log_offsets[lagged.name] = (lagged.resume_offset, lagged.inode)
+            task = asyncio.create_task(self.follow_log(lagged.name, *self.log_offsets[lagged.name]))
+            self._renewals.add(task)
+            task.add_done_callback(self._renewed)
         self.on_event(self.host, event)
+
+    def _renewed(self, task: asyncio.Task[None]) -> None:
+        """A failed renewal is retried by the next reconnect, which renews every followed log."""
+        self._renewals.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.info("%s: renewing a log subscription failed: %s", self.host, task.exception())
 
     async def _ping_forever(self, link: AgentLink) -> None:
         while True:

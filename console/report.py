@@ -40,7 +40,7 @@ def markdown_report(host: str, snapshot: Snapshot) -> str:
     lines += ["", "## Jobs", ""] + (
         [f"- {md_code(j.name)} {md_text(j.dataset or '')} pid {j.pid} {md_text(j.state)}"
          + (f", exit {j.exit_code}" if j.exit_code is not None else "")
-         + (f", up {duration(time.time() - j.started_at)}" if j.started_at and j.state == 'running' else "")
+         + (f", up {duration(snapshot.taken_at - j.started_at)}" if j.started_at and j.state == 'running' else "")
          for j in snapshot.jobs] or ["None."]
     )  # fmt: skip
     lines += [

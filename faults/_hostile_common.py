@@ -124,3 +124,12 @@ def private_home(home: Path) -> Iterator[Path]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def resident_mb(pid: int | None) -> float:
+    """A process's resident memory in MB (0 when it cannot be read)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0

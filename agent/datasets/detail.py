@@ -7,15 +7,19 @@ as on a small one; the figures describe the recent responses and say how many th
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
 from typing import Any
 
 from agent.datasets.glued_lines import read_line
 from agent.datasets.response_lines import response_tokens
 from agent.protocol import DatasetDetail, ErrorSummary, ResponseSummary
+from agent.regular_files import open_regular
 
 TAIL_BYTES = 8 * 1024 * 1024
 HISTOGRAM_BINS = 12
+MAX_TEXT_CHARS = 500
 
 
 def dataset_detail(name: str, folder: Path, responses_file: str, recent: int) -> DatasetDetail:
@@ -45,18 +49,19 @@ def dataset_detail(name: str, folder: Path, responses_file: str, recent: int) ->
         length_edges=tuple(edges),
         length_counts=tuple(counts),
         errors=tuple(
-            ErrorSummary(str(e.get("id")), str(e.get("reason", "")), bool(e.get("permanent")))
+            ErrorSummary(_text(e.get("id")), _text(e.get("reason", "")), e.get("permanent") is True)
             for e in errors[-recent:]
         ),
     )
 
 
 def _tail_lines(path: Path) -> list[bytes]:
+    """The complete lines of the last TAIL_BYTES; raises NotRegularFileError for a FIFO or device."""
     try:
-        with path.open("rb") as handle:
-            size = path.stat().st_size
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - TAIL_BYTES))
-            data = handle.read()
+            data = handle.read(TAIL_BYTES)
     except FileNotFoundError:
         return []
     lines = data.split(b"\n")
@@ -67,7 +72,7 @@ def _tail_lines(path: Path) -> list[bytes]:
 def _json(line: bytes) -> Any:
     try:
         return json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     found = read_line(line)  # a torn record glued to a complete one: the complete one shows
     return _json(found.responses[-1].record) if found.responses else None
@@ -77,11 +82,18 @@ def _finish(record: dict[str, Any]) -> str:
     reason = record.get("finish_reason")
     if isinstance(reason, dict):
         reason = reason.get("type")
-    return str(reason) if reason else "unknown"
+    return _text(reason) if reason else "unknown"
+
+
+def _text(value: object) -> str:
+    """A field from someone else's file as a short string (its size is theirs to choose)."""
+    text = value if isinstance(value, str) else repr(value)[:MAX_TEXT_CHARS]
+    return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
 
 def _float(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if number and math.isfinite(value) else None  # type: ignore[arg-type]
 
 
 def _histogram(lengths: list[int]) -> tuple[list[int], list[int]]:

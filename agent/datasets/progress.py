@@ -89,7 +89,9 @@ def status(
     counts: Counts, budget: int | None, condition: StopCondition, live: Liveness,
     tolerance_share: float = 0.0,
 ) -> str:  # fmt: skip
-    """pending, running, stalled, complete, over_budget or idle (or waiting_for_server, above).
+    """pending, running, stalled, complete, over_budget or idle (waiting_for_server: _waiting_or).
+
+    `error` is failed_progress's.
 
     A run that stops at its budget lets the requests in flight finish, so it ends a little past
     it; up to `tolerance_share` of the budget past it is not over budget.
@@ -138,6 +140,15 @@ def _waiting_or(status: str, run: RunView | None) -> str:
     """A live run with no server to talk to is waiting for one, not running or stalled."""
     waiting = run is not None and run.active and run.state == "waiting_for_server"
     return "waiting_for_server" if waiting and status in ("running", "stalled") else status
+
+
+def failed_progress(name: str, counts: Counts, budget: int | None) -> DatasetProgress:
+    """A dataset that could not be read this time: its last counts, status `error`, no rates."""
+    return DatasetProgress(
+        name=name, prompts=counts.prompts, responses=counts.responses, tokens=counts.tokens,
+        budget=budget, corrupt_lines=counts.corrupt_lines, torn_tail_bytes=counts.torn_tail_bytes,
+        status="error",
+    )  # fmt: skip
 
 
 def _etas(

@@ -1,57 +1,240 @@
-"""Reading one `raw_responses.jsonl` line: its id and completion tokens, fast.
+"""What a `raw_responses.jsonl` line is: the one definition the agent, the runner and vocab share.
 
-The runner writes `{"id":...,"output_ids":[...],"completion_tokens":N,...}`, compact and in that
-order; for such lines the id and the count are read straight from the bytes (a line of 3,500 tokens is
-~25 KB, and `json.loads` on every one caps a cold scan near 110 MB/s). Any line that does not
-have that exact shape goes through `json.loads`, so files from other scripts are read right.
+A response line is a JSON object, at most MAX_LINE_BYTES long, with
+- `id`: a string of at most MAX_ID_CHARS characters, or an integer (|id| < 10**18);
+- `output_ids`: a list of token ids, each an integer from 0 (of at most 4,300 digits, as JSON);
+- `completion_tokens` (optional; null counts as absent): an integer from 0 to MAX_RESPONSE_TOKENS.
+Its tokens are `completion_tokens` when present, else `len(output_ids)`. Anything else — too deep
+to parse, not UTF-8, a negative or absurd count, ids that are not token ids — is not a response:
+a corrupt line, counted and reported by its reader, never guessed at.
+
+The runner writes `{"id":...,"output_ids":[...],"completion_tokens":N,...}` compactly and in that
+order (other scripts often in json.dumps' default layout, with ", " and ": "); for such lines the id list (the bulk of a line: ~25 KB for 3,500 tokens) is checked
+against JSON's grammar straight from the bytes (`byte_scan`) and only the small rest goes through
+`json.loads`, which would otherwise cap a cold scan near 110 MB/s. The fast path accepts only
+what the full check accepts, with the same answer; anything unusual takes the full check.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
-_FAST_HEAD = re.compile(rb'^\{"id":("(?:[^"\\]|\\.)*"|-?\d+),"output_ids":\[')
-_COMPLETION = re.compile(rb',"completion_tokens":(\d+)[,}]')
-_ID_BYTES = b"0123456789,- "
+from agent.datasets.byte_scan import contains, only_bytes
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The read window: a longer line is corrupt, whatever it holds (~2M tokens fit in one)."""
+MAX_RESPONSE_TOKENS = 2**23
+"""More completion tokens than any line within MAX_LINE_BYTES can hold ids for."""
+MAX_TOKEN_ID_DIGITS = 4300
+"""The longest integer JSON reads (Python's limit); whether an id is below the vocabulary size
+is for the job that knows the vocabulary (vocab refuses an id outside it)."""
+MAX_ID_CHARS = 1024
+MAX_INT_ID = 10**18
+
+_FAST_HEAD = re.compile(
+    rb'\{"id": ?("(?:[^"\\\x00-\x1f]|\\.)*"|-?(?:0|[1-9][0-9]{0,17})), ?"output_ids": ?\['
+)
+"""The head of the runner's compact lines, and of json.dumps' default layout (", " and ": ")."""
+_ID_LIST_BYTES = b"0123456789,"
+_COMMA, _ZERO = ord(","), ord("0")
+_ABSENT = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseLine:
+    """A valid response line: its id, its tokens and its output ids."""
+
+    id: str
+    tokens: int
+    output_ids: bytes | list[int]
+    """As the line had them: the bytes between the brackets (fast path) or the decoded list."""
+
+    def ids_text(self) -> bytes:
+        """`b"5,6,7"`: what `numpy.fromstring(..., sep=",")` reads (b"" for no ids)."""
+        ids = self.output_ids
+        return ids if isinstance(ids, bytes) else ",".join(map(str, ids)).encode()
 
 
 def parse_response(line: bytes) -> tuple[str, int] | None:
-    """(id, completion tokens) of a response line, or None if the line is not a response."""
+    """(id, tokens) of a response line, or None if the line is not a response."""
+    parsed = parse_response_line(line)
+    return (parsed.id, parsed.tokens) if parsed is not None else None
+
+
+def parse_response_line(line: bytes) -> ResponseLine | None:
+    """The response on `line` (a trailing newline is allowed), or None if it is not one."""
+    line = line.rstrip(b"\r\n")
+    if len(line) > MAX_LINE_BYTES:
+        return None
     fast = _parse_fast(line)
     if fast is not None:
         return fast
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    tokens = response_tokens(record)
-    return (str(record["id"]), tokens) if tokens is not None else None
+    checked = _parse_slow(line)
+    return checked if isinstance(checked, ResponseLine) else None
+
+
+def why_not_response(line: bytes) -> str:
+    """Why `line` is not a response, in a few words (for a line `parse_response` refused)."""
+    line = line.rstrip(b"\r\n")
+    if len(line) > MAX_LINE_BYTES:
+        return f"a line of {len(line):,} bytes, longer than the {MAX_LINE_BYTES:,}-byte limit"
+    checked = _parse_slow(line)
+    return checked if isinstance(checked, str) else "not a response"
 
 
 def response_tokens(record: Any) -> int | None:
-    """Completion tokens of a decoded record: `completion_tokens`, else `len(output_ids)`."""
-    if not isinstance(record, dict) or "id" not in record:
-        return None
-    tokens = record.get("completion_tokens")
-    if isinstance(tokens, int) and not isinstance(tokens, bool):
+    """Tokens of a decoded record, or None if it is not a valid response."""
+    checked = check_record(record)
+    return checked.tokens if isinstance(checked, ResponseLine) else None
+
+
+def check_record(record: Any) -> ResponseLine | str:
+    """The response a decoded JSON value holds, or why it holds none."""
+    if not isinstance(record, dict):
+        return f"a JSON {_json_type(record)}, not an object"
+    response_id = _check_id(record.get("id", _ABSENT))
+    if not isinstance(response_id, tuple):
+        return response_id
+    ids = record.get("output_ids", _ABSENT)
+    if not isinstance(ids, list):
+        return (
+            "no output_ids list" if ids is _ABSENT else f"output_ids is {_short(ids)}, not a list"
+        )
+    bad = next((i for i in ids if type(i) is not int or i < 0), _ABSENT)
+    if bad is not _ABSENT:
+        return f"output_ids holds {_short(bad)}, not a token id (an integer from 0)"
+    tokens = _tokens(record.get("completion_tokens"), len(ids))
+    if isinstance(tokens, str):
         return tokens
-    output_ids = record.get("output_ids")
-    return len(output_ids) if isinstance(output_ids, list) else None
+    return ResponseLine(response_id[0], tokens, ids)
 
 
-def _parse_fast(line: bytes) -> tuple[str, int] | None:
-    line = line.rstrip(b"\r\n")
-    if not line.endswith(b"}"):
-        return None
+def _parse_slow(line: bytes) -> ResponseLine | str:
+    try:
+        record = json.loads(line.decode())
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except RecursionError:
+        return "JSON nested too deeply to read"
+    except ValueError as exc:
+        return f"not JSON ({str(exc).split(':')[0]})"
+    return check_record(record)
+
+
+def _check_id(value: Any) -> tuple[str] | str:
+    if value is _ABSENT:
+        return "no id"
+    if isinstance(value, str):
+        return (value,) if len(value) <= MAX_ID_CHARS else f"an id of {len(value):,} characters"
+    if type(value) is int and -MAX_INT_ID < value < MAX_INT_ID:
+        return (str(value),)
+    return f"id is {_short(value)}, not a string or an integer below 10**18"
+
+
+def _tokens(value: Any, id_count: int) -> int | str:
+    if value is None:  # absent or null: the ids count
+        value = id_count
+    if type(value) is int and 0 <= value <= MAX_RESPONSE_TOKENS:
+        return value
+    return f"completion_tokens is {_short(value)}, not a count from 0 to {MAX_RESPONSE_TOKENS:,}"
+
+
+def _parse_fast(line: bytes) -> ResponseLine | None:
+    """The runner's own layout, checked from the bytes; None means "take the full check"."""
     head = _FAST_HEAD.match(line)
     if head is None:
         return None
     close = line.find(b"]", head.end())
-    tokens = _COMPLETION.match(line, close + 1) if close > 0 else None
-    if tokens is None or line[head.end() : close].translate(None, _ID_BYTES):
-        return None  # not a plain list of ints: a torn line glued to the next, say
-    raw_id = head[1]
-    response_id = json.loads(raw_id) if raw_id.startswith(b'"') else int(raw_id)
-    return str(response_id), int(tokens[1])
+    ids = line[head.end() : close] if close > 0 else b""
+    if b" " in ids:  # json.dumps' default ", " separators; any other space takes the full check
+        ids = ids.replace(b", ", b",")
+    if close < 0 or not _plain_id_list(ids):
+        return None
+    rest = _rest_of_object(line[close + 1 :])
+    if rest is None:
+        return None
+    claimed = rest.get("completion_tokens")
+    tokens = _tokens(claimed, 0 if claimed is not None or not ids else ids.count(b",") + 1)
+    response_id = _head_id(head[1])
+    if isinstance(tokens, str) or response_id is None:
+        return None
+    return ResponseLine(response_id, tokens, ids)
+
+
+def _plain_id_list(ids: bytes) -> bool:
+    """JSON's grammar for a list of non-negative integers, checked with bytes methods only.
+
+    Digits and commas only, no empty element, no leading zero, no number longer than JSON reads.
+    """
+    if not ids:
+        return True
+    if not only_bytes(ids, _ID_LIST_BYTES) or _COMMA in (ids[0], ids[-1]) or contains(ids, b",,"):
+        return False
+    return not _leading_zero(ids) and not _long_number(ids)
+
+
+def _leading_zero(ids: bytes) -> bool:
+    if ids[0] == _ZERO and len(ids) > 1 and ids[1] != _COMMA:
+        return True
+    if not contains(ids, b",0"):
+        return False
+    at = ids.find(b",0")
+    while at >= 0:
+        if at + 2 < len(ids) and ids[at + 2] != _COMMA:
+            return True
+        at = ids.find(b",0", at + 2)
+    return False
+
+
+def _long_number(ids: bytes) -> bool:
+    """A run of digits longer than JSON reads: some window of half that length has no comma."""
+    half = (MAX_TOKEN_ID_DIGITS + 1) // 2
+    if len(ids) <= MAX_TOKEN_ID_DIGITS:
+        return False
+    for start in range(0, len(ids) - half + 1, half):
+        if ids.find(b",", start, start + half) < 0:
+            before, after = ids.rfind(b",", 0, start) + 1, ids.find(b",", start)
+            if (len(ids) if after < 0 else after) - before > MAX_TOKEN_ID_DIGITS:
+                return True
+    return False
+
+
+def _rest_of_object(rest: bytes) -> dict[str, Any] | None:
+    """The fields after `output_ids`, unless they repeat `id` or `output_ids` (JSON's last wins)."""
+    if rest == b"}":
+        return {}
+    if not rest.startswith(b","):
+        return None
+    try:
+        fields = json.loads("{" + rest[1:].decode())
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(fields, dict) or "id" in fields or "output_ids" in fields:
+        return None
+    return fields
+
+
+def _head_id(raw: bytes) -> str | None:
+    if not raw.startswith(b'"'):
+        return str(int(raw))  # at most 19 characters: the pattern bounds it
+    try:  # the pattern admits no control character; without escapes, the text is the string
+        value = raw[1:-1].decode() if b"\\" not in raw else json.loads(raw.decode())
+    except ValueError:
+        return None
+    return value if isinstance(value, str) and len(value) <= MAX_ID_CHARS else None
+
+
+def _short(value: Any) -> str:
+    """A value for an error message, at most ~40 characters whatever its size or depth."""
+    if isinstance(value, (dict, list)):
+        return f"a JSON {_json_type(value)}"
+    text = json.dumps(value) if isinstance(value, (str, bool)) or value is None else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number"}
+    return "null" if value is None else names.get(type(value), "number")

@@ -6,14 +6,20 @@ stale or from a dead process simply means "no run is writing this dataset now".
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from agent.state import read_json
 
+MAX_TEXT_CHARS = 256
+MAX_COUNT = 2**62
+PID_MAX = 4_194_304
+"""Linux's highest possible pid (pid_max's ceiling)."""
 FRESH_S = 15.0
 """A runner.json older than this, or from a dead pid, describes a run that is over."""
 ACTIVE_STATES = ("starting", "waiting_for_server", "running", "draining", "cancelling")
@@ -35,21 +41,32 @@ class RunView:
     write_disk_full: bool = False
 
 
-def read_runner_status(dataset_dir: Path, now: float | None = None) -> RunView | None:
-    """The runner.json of a dataset folder, or None if there is none."""
+def read_runner_status(
+    dataset_dir: Path, now: float | None = None, age_s: Callable[[float], float] | None = None
+) -> RunView | None:
+    """The runner.json of a dataset folder, or None if there is none.
+
+    `age_s` turns its `updated_at` into an age that survives wall-clock steps (the tracker's
+    StampAge); without it the age is plain wall time. Fields of the wrong type count as absent.
+    """
     record = read_json(dataset_dir / "runner.json")
     if not isinstance(record, dict):
         return None
     now = time.time() if now is None else now
-    fresh = now - float(record.get("updated_at") or 0) <= FRESH_S
-    active = record.get("state") in ACTIVE_STATES and fresh and _alive(record.get("pid"))
+    updated_at = record.get("updated_at")
+    fresh = (
+        _number(updated_at)
+        and (age_s(updated_at) if age_s is not None else now - updated_at) <= FRESH_S
+    )
+    state = _str(record.get("state"))
+    active = state in ACTIVE_STATES and fresh and _alive(record.get("pid"))
     return RunView(
         active=active,
-        state=record.get("state"),
+        state=state,
         budget=_int(record.get("budget")),
         max_samples=_int(record.get("max_samples")),
         in_flight=_int(record.get("in_flight")) or 0 if active else 0,
-        runner_sha256=record.get("runner_sha256"),
+        runner_sha256=_str(record.get("runner_sha256")),
         pid=_int(record.get("pid")),
         **_write_error(record.get("write_error")),
     )
@@ -82,17 +99,24 @@ def _flag(argv: tuple[str, ...], name: str) -> int | None:
 
 
 def _int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    """A count from 0 to MAX_COUNT (an int, or a string of ASCII digits), else None."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+        value = int(value)
+    if type(value) is int and 0 <= value <= MAX_COUNT:
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
     return None
 
 
+def _number(value: object) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and len(value) <= MAX_TEXT_CHARS else None
+
+
 def _alive(pid: object) -> bool:
-    if not isinstance(pid, int):
+    if type(pid) is not int or not 0 < pid <= PID_MAX:
         return False
     try:
         os.kill(pid, 0)

@@ -9,22 +9,36 @@ silently. This module reads files and never writes them.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.bundle import AGENT_PACKAGE
+from agent.clock import SYSTEM_CLOCK, Clock, StampAge
 from agent.datasets.code_digest import code_digest
 from agent.datasets.disk_space import DatasetDisk, low_disk_alerts, write_failed_alert
-from agent.datasets.glued_lines import read_clean, read_line
-from agent.datasets.progress import Counts, Liveness, dataset_alerts, dataset_progress
+from agent.datasets.file_lines import LineBlock, LineBlocks, OverlongLine
+from agent.datasets.glued_lines import read_line
+from agent.datasets.progress import (
+    Counts,
+    Liveness,
+    dataset_alerts,
+    dataset_progress,
+    failed_progress,
+)
 from agent.datasets.rates import RateHistory
+from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_not_response
+from agent.datasets.root_listing import list_datasets
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
 from agent.datasets.writers import DatasetFiles, Writer, run_with_writers, with_writers
 from agent.protocol import Alert, DatasetProgress, DatasetsConfig, JobInfo
+from agent.regular_files import NotRegularFileError, check_regular, open_regular
 
-READ_CHUNK_BYTES = 16 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+MAX_CORRUPT_OFFSETS = 100
+"""Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 
 
 @dataclass
@@ -36,14 +50,20 @@ class LineFollower:
     """Bytes consumed: always just past a newline."""
     inode: int | None = None
     torn_tail_bytes: int = 0
+    searched_to: int = 0
+    """How far a torn tail longer than the read window was searched for its newline."""
 
     def update(self) -> None:
-        """Consume complete lines appended since the last call; rescan a replaced or cut file."""
+        """Consume complete lines appended since the last call; rescan a replaced or cut file.
+
+        A path that is not a regular file (a FIFO, a device) raises NotRegularFileError unread.
+        """
         try:
             info = self.path.stat()
         except FileNotFoundError:
             self._restart(None)
             return
+        check_regular(self.path, info.st_mode)
         if info.st_ino != self.inode or info.st_size < self.offset:
             self._restart(info.st_ino)
         if info.st_size > self.offset:
@@ -52,27 +72,30 @@ class LineFollower:
 
     def _restart(self, inode: int | None) -> None:
         self.inode = inode
-        self.offset = 0
+        self.offset = self.searched_to = 0
         self.torn_tail_bytes = 0
         self.reset()
 
     def _consume(self, size: int) -> None:
-        with self.path.open("rb") as handle:
-            handle.seek(self.offset)
-            while self.offset < size:
-                chunk = handle.read(min(READ_CHUNK_BYTES, size - self.offset))
-                end = chunk.rfind(b"\n")
-                if end < 0:
-                    return
-                self.take_lines(chunk[: end + 1], self.offset)
-                self.offset += end + 1
-                handle.seek(self.offset)
+        with open_regular(self.path) as handle:
+            blocks = LineBlocks(handle, self.offset, size, self.searched_to)
+            for item in blocks:
+                if isinstance(item, OverlongLine):
+                    self.take_overlong(item)
+                    self.offset = item.offset + item.size_bytes + 1
+                else:
+                    self.take_lines(item.data, item.offset)
+                    self.offset = item.offset + len(item.data)
+            self.searched_to = blocks.searched_to
 
     def reset(self) -> None:
         """Forget everything counted; the file is read again from byte 0."""
 
     def take_lines(self, block: bytes, block_offset: int) -> None:
         """Count a block of complete lines that starts at byte `block_offset` of the file."""
+
+    def take_overlong(self, line: OverlongLine) -> None:
+        """Count a complete line longer than the read window (its bytes were not read)."""
 
 
 @dataclass
@@ -89,6 +112,10 @@ class PromptCounter(LineFollower):
         """Count the non-blank lines of the block."""
         self.prompts += sum(1 for line in block.split(b"\n") if line.strip())
 
+    def take_overlong(self, line: OverlongLine) -> None:
+        """A prompt too long to read is still a prompt (the runner will refuse it by name)."""
+        self.prompts += 1
+
 
 @dataclass
 class ResponseCounter(LineFollower):
@@ -96,31 +123,40 @@ class ResponseCounter(LineFollower):
 
     responses: int = 0
     tokens: int = 0
+    corrupt_lines: int = 0
     corrupt_offsets: list[int] = field(default_factory=list)
+    """The first MAX_CORRUPT_OFFSETS of them."""
+    first_corrupt_reason: str = ""
     seen_ids: set[str] = field(default_factory=set)
 
     def reset(self) -> None:
         """Forget every response counted."""
-        self.responses = self.tokens = 0
+        self.responses = self.tokens = self.corrupt_lines = 0
         self.corrupt_offsets = []
+        self.first_corrupt_reason = ""
         self.seen_ids = set()
 
     def take_lines(self, block: bytes, block_offset: int) -> None:
         """Count each response line of the block; note the byte offset of each corrupt one."""
-        position = block_offset
-        for line in block.split(b"\n")[:-1]:
+        for offset, line in LineBlock(block_offset, block).lines():
             if line.strip():
-                self._take_line(line, position)
-            position += len(line) + 1
+                self._take_line(line, offset)
+
+    def take_overlong(self, line: OverlongLine) -> None:
+        """A line longer than the read window is corrupt, whatever it holds."""
+        self._corrupt(line.offset, lambda: f"a line of {line.size_bytes:,} bytes, longer than "
+                      f"the {MAX_LINE_BYTES:,}-byte limit")  # fmt: skip
 
     def _take_line(self, line: bytes, offset: int) -> None:
-        clean = read_clean(line)
-        if clean is not None:
-            self._count(*clean)
+        record = parse_response(line)
+        if record is not None:
+            self._count(*record)
             return
-        found = read_line(line)
-        if not found.clean:  # unparseable, or a torn record glued to a complete one
-            self.corrupt_offsets.append(offset)
+        found = read_line(line)  # a torn record glued to a complete one: count the complete one
+        if found.responses:
+            self._corrupt(offset, lambda: "a torn record glued to a complete one, which is counted")
+        else:
+            self._corrupt(offset, lambda: why_not_response(line))
         for response in found.responses:
             self._count(response.id, response.tokens)
 
@@ -130,6 +166,13 @@ class ResponseCounter(LineFollower):
         self.seen_ids.add(response_id)
         self.responses += 1
         self.tokens += tokens
+
+    def _corrupt(self, offset: int, reason: Callable[[], str]) -> None:
+        if not self.corrupt_lines:
+            self.first_corrupt_reason = reason()
+        self.corrupt_lines += 1
+        if len(self.corrupt_offsets) < MAX_CORRUPT_OFFSETS:
+            self.corrupt_offsets.append(offset)
 
 
 @dataclass
@@ -160,7 +203,7 @@ def _json_object(line: bytes) -> dict[str, object] | None:
 
 @dataclass
 class DatasetFollower:
-    """The prompts and responses of one dataset folder, and its rate history."""
+    """The prompts and responses of one dataset folder, its rate history and its stamps' ages."""
 
     name: str
     folder: Path
@@ -170,40 +213,51 @@ class DatasetFollower:
     history: RateHistory = field(default_factory=RateHistory)
     run: RunView | None = None
     """What runner.json said at the last look."""
+    responses_age: StampAge = field(default_factory=StampAge)
+    runner_age: StampAge = field(default_factory=StampAge)
+    error: str | None = None
+    """Why the last read failed (the counts are then from the read before)."""
 
     def counts(self) -> Counts:
         """Read what was appended since last time; returns the totals."""
         self.prompts.update()
         self.responses.update()
         self.errors.update()
+        return self.last_counts()
+
+    def last_counts(self) -> Counts:
+        """The totals as last read, without reading."""
         return Counts(
             self.prompts.prompts, self.responses.responses, self.responses.tokens,
-            len(self.responses.corrupt_offsets), self.responses.torn_tail_bytes,
+            self.responses.corrupt_lines, self.responses.torn_tail_bytes,
             len(self.errors.ids - self.responses.seen_ids),
         )  # fmt: skip
 
-    def idle_for_s(self, now: float) -> float | None:
-        """Seconds since the responses file last grew (its mtime survives daemon restarts)."""
+    def idle_for_s(self, now: float, monotonic_now: float) -> float | None:
+        """Seconds since the responses file last changed (its mtime survives daemon restarts)."""
         try:
-            return max(0.0, now - self.responses.path.stat().st_mtime)
-        except FileNotFoundError:
+            mtime = self.responses.path.stat().st_mtime
+        except OSError:
             return None
+        return self.responses_age.age_s(mtime, now, monotonic_now)
 
 
 RUNNER_PACKAGE = AGENT_PACKAGE / "pipeline" / "inference"
 
 
-class DatasetsRootError(Exception):
-    """The datasets root cannot be listed."""
-
-
 class DatasetTracker:
-    """Every dataset under a root, each followed by its own offsets and history across calls."""
+    """Every dataset under a root, each followed by its own offsets and history across calls.
 
-    def __init__(self, config: DatasetsConfig) -> None:
+    An error in one dataset (a file that is a FIFO, a folder that became unreadable, a bug)
+    marks that dataset `error` with an alert, keeps its last counts and leaves the others alone.
+    """
+
+    def __init__(self, config: DatasetsConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self.clock = clock
         self._followers: dict[str, DatasetFollower] = {}
         self._files: dict[str, DatasetFiles] = {}
+        self._skipped: dict[str, str] = {}
 
     def signature(self) -> tuple[tuple[int, int], ...]:
         """(size, mtime in ns) of each followed responses file; cheap: one stat per dataset."""
@@ -211,7 +265,7 @@ class DatasetTracker:
         for follower in self._followers.values():
             try:
                 info = follower.responses.path.stat()
-            except FileNotFoundError:
+            except OSError:
                 stamps.append((-1, 0))
                 continue
             stamps.append((info.st_size, info.st_mtime_ns))
@@ -219,11 +273,11 @@ class DatasetTracker:
 
     def names(self) -> list[str]:
         """The dataset folders under the root."""
-        return self._dataset_names()
+        return list_datasets(self.config.root).names
 
     def dataset_files(self, names: list[str] | None = None) -> list[DatasetFiles]:
         """The paths that say who writes each dataset (all, or `names`), for `WriterFinder`."""
-        return [self._files_of(name) for name in (names or self._dataset_names())]
+        return [self._files_of(name) for name in (names or self.names())]
 
     def _files_of(self, name: str) -> DatasetFiles:
         found = self._files.get(name)
@@ -235,66 +289,77 @@ class DatasetTracker:
         return found
 
     def progress(
-        self, now: float, jobs: tuple[JobInfo, ...] = (),
+        self, now: float | None = None, jobs: tuple[JobInfo, ...] = (),
         writers: Mapping[str, list[Writer]] | None = None,
     ) -> tuple[DatasetProgress, ...]:  # fmt: skip
         """The progress of every dataset folder under the root, by name."""
-        names = self._dataset_names()
-        self._followers = {name: self._follower(name) for name in names}
+        listing = list_datasets(self.config.root)
+        self._skipped = listing.skipped
+        self._followers = {name: self._follower(name) for name in listing.names}
+        wall = self.clock.wall() if now is None else now
+        monotonic = self.clock.monotonic()
         writers = writers or {}
         return tuple(
-            self._one(follower, now, jobs, writers.get(follower.name, []))
+            self._guarded(follower, wall, monotonic, jobs, writers.get(follower.name, []))
             for follower in self._followers.values()
         )
 
+    def _guarded(
+        self, follower: DatasetFollower, now: float, monotonic: float, jobs: tuple[JobInfo, ...],
+        writers: list[Writer],
+    ) -> DatasetProgress:  # fmt: skip
+        try:
+            progress = self._one(follower, now, monotonic, jobs, writers)
+        except OSError as exc:
+            follower.error = str(exc) if isinstance(exc, NotRegularFileError) else _os_error(exc)
+        except Exception as exc:  # a bug must cost one dataset its update, not the snapshot
+            log.exception("reading dataset %s failed", follower.name)
+            follower.error = (
+                f"the agent failed reading it ({type(exc).__name__}: {exc}); see agent.log"
+            )
+        else:
+            follower.error = None
+            return progress
+        return failed_progress(follower.name, follower.last_counts(), self._budget(follower.name))
+
     def _one(
-        self, follower: DatasetFollower, now: float, jobs: tuple[JobInfo, ...],
+        self, follower: DatasetFollower, now: float, monotonic: float, jobs: tuple[JobInfo, ...],
         writers: list[Writer],
     ) -> DatasetProgress:  # fmt: skip
         counts = follower.counts()
-        follower.history.observe(now, counts.tokens, counts.responses)
-        run = follower.run = run_with_writers(_run_view(follower, jobs, now), writers)
+        follower.history.observe(monotonic, counts.tokens, counts.responses)
+        run = follower.run = run_with_writers(_run_view(follower, jobs, now, monotonic), writers)
         live = Liveness(
-            (run is not None and run.active) or bool(writers), follower.idle_for_s(now),
-            self.config.stall_after_s, frozen=any(w.stopped for w in writers),
+            (run is not None and run.active) or bool(writers),
+            follower.idle_for_s(now, monotonic), self.config.stall_after_s,
+            frozen=any(w.stopped for w in writers),
         )  # fmt: skip
-        budget = self.config.budgets.get(follower.name, self.config.budget)
         progress = dataset_progress(
-            follower.name,
-            counts,
-            budget,
-            run,
-            follower.history,
-            live,
+            follower.name, counts, self._budget(follower.name), run, follower.history, live,
             self.config.overrun_alert_share,
-        )
+        )  # fmt: skip
         progress = with_writers(progress, writers)
         if run is not None and run.active and run.runner_sha256:
             current = code_digest(str(RUNNER_PACKAGE))  # the runner code this agent would start now
             progress = replace(progress, stale_code=current not in (None, run.runner_sha256))
         return progress
 
+    def _budget(self, name: str) -> int | None:
+        return self.config.budgets.get(name, self.config.budget)
+
     def alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
-        """Budget, projection, stall, stale-code, corruption and disk alerts for `progress`."""
+        """Budget, projection, stall, stale-code, corruption, error, skipped-entry and disk alerts."""
         alerts = [
             a
             for item in progress
             for a in dataset_alerts(item, self.config.overrun_alert_share, now)
         ]
         alerts += self._disk_alerts(progress, now)
-        return alerts + [
-            Alert(
-                kind="corrupt_file",
-                severity="error",
-                subject=item.name,
-                message=f"{item.name}/{self.config.responses_file}: {item.corrupt_lines} "
-                f"unparseable line(s) (or torn records glued to a complete one, which is "
-                f"counted), first at byte {self._followers[item.name].responses.corrupt_offsets[0]}",
-                raised_at=now,
-            )
-            for item in progress
-            if item.corrupt_lines
-        ]
+        for item in progress:
+            follower = self._followers.get(item.name)
+            if follower is not None:
+                alerts += file_alerts(item.name, follower, self.config.responses_file, now)
+        return alerts + skipped_alerts(self.config.root, self._skipped, now)
 
     def _disk_alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
         followers = [(item, self._followers[item.name]) for item in progress]
@@ -317,26 +382,49 @@ class DatasetTracker:
             FailedPromptIds(folder / "errors.jsonl"),
         )
 
-    def _dataset_names(self) -> list[str]:
-        root = self.config.root
-        try:
-            entries = list(os.scandir(root))
-        except FileNotFoundError:
-            raise DatasetsRootError(f"datasets root {root} does not exist") from None
-        except NotADirectoryError:
-            raise DatasetsRootError(f"datasets root {root} is not a directory") from None
-        except OSError as exc:
-            raise DatasetsRootError(
-                f"datasets root {root} is not readable: {exc.strerror}"
-            ) from None
-        return sorted(
-            entry.name for entry in entries if entry.is_dir() and not entry.name.startswith(".")
-        )
+
+def file_alerts(
+    name: str, follower: DatasetFollower, responses_file: str, now: float
+) -> list[Alert]:
+    """corrupt_file (how many, the first one's offset and fault) and dataset_error alerts."""
+    alerts = []
+    counter = follower.responses
+    if counter.corrupt_lines:
+        alerts.append(Alert(
+            "corrupt_file", "error",
+            f"{name}/{responses_file}: {counter.corrupt_lines:,} corrupt line(s), first at byte "
+            f"{counter.corrupt_offsets[0]:,} ({counter.first_corrupt_reason}); they are not "
+            "counted. The runner's --repair moves them to raw_responses.corrupt",
+            name, now,
+        ))  # fmt: skip
+    if follower.error is not None:
+        alerts.append(Alert(
+            "dataset_error", "error",
+            f"{name}: {follower.error}; its figures are from the last good read", name, now,
+        ))  # fmt: skip
+    return alerts
 
 
-def _run_view(follower: DatasetFollower, jobs: tuple[JobInfo, ...], now: float) -> RunView | None:
+def skipped_alerts(root: str, skipped: dict[str, str], now: float) -> list[Alert]:
+    """One dataset_skipped warning per entry under the root that cannot be used."""
+    return [
+        Alert("dataset_skipped", "warning", f"{root}/{name} {why}; skipped", name, now)
+        for name, why in skipped.items()
+    ]
+
+
+def _os_error(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot read{where}: {exc.strerror or exc}"
+
+
+def _run_view(
+    follower: DatasetFollower, jobs: tuple[JobInfo, ...], now: float, monotonic: float
+) -> RunView | None:
     """runner.json when a run keeps it fresh, else an agent job writing this dataset."""
-    view = read_runner_status(follower.folder, now)
+    view = read_runner_status(
+        follower.folder, now, lambda stamp: follower.runner_age.age_s(stamp, now, monotonic)
+    )
     if view is not None and view.active:
         return view
     for job in jobs:

@@ -8,7 +8,6 @@ job is in its folder, so a restarted daemon lists and stops the jobs an earlier 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import signal
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
+from agent.files import FileError, sha256_of
 from agent.jobs.registry import (
     CHILD_FILE,
     EXIT_FILE,
@@ -292,9 +292,9 @@ def _script_path(argv: tuple[str, ...], cwd: str | None) -> Path | None:
 
 def _script_sha256(argv: tuple[str, ...], cwd: str | None) -> str | None:
     path = _script_path(argv, cwd)
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest() if path else None
-    except OSError:
+    try:  # read a block at a time, and never a FIFO or a device put in the script's place
+        return sha256_of(path) if path else None
+    except (OSError, FileError):
         return None
 
 

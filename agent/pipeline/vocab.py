@@ -10,20 +10,30 @@ were seen), and writes the mapping as SpecForge loads it (`vocab_mapping.pt`: `d
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from agent.datasets.glued_lines import is_suspect, read_line
+from agent.datasets.file_lines import LineBlocks, OverlongLine
+from agent.datasets.glued_lines import read_line
+from agent.datasets.response_lines import (
+    MAX_LINE_BYTES,
+    ResponseLine,
+    parse_response_line,
+    why_not_response,
+)
+from agent.datasets.root_listing import DatasetsRootError, list_datasets
 from agent.pipeline.tokenizer import TokenizerError, add_trust_remote_code_flag, load_tokenizer
+from agent.regular_files import open_regular
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 BATCH_LINES = 2048
-_ID_CHARACTERS = b"0123456789, \t"
 
 
 class VocabError(Exception):
@@ -91,17 +101,21 @@ def target_vocab_size(args: argparse.Namespace) -> int:
 
 
 def dataset_folders(root: Path, names: str | None) -> list[Path]:
-    """The dataset folders to count, in name order."""
-    if not root.is_dir():
-        raise VocabError(f"datasets root {root} is not a folder")
-    folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if names:
-        wanted = [name.strip() for name in names.split(",") if name.strip()]
-        missing = sorted(set(wanted) - {p.name for p in folders})
-        if missing:
-            raise VocabError(f"no dataset {missing[0]!r} under {root}")
-        folders = [p for p in folders if p.name in wanted]
-    return folders
+    """The dataset folders to count, in name order (entries the agent would skip, skipped too)."""
+    try:
+        listing = list_datasets(str(root))
+    except DatasetsRootError as exc:
+        raise VocabError(str(exc)) from None
+    wanted = [name.strip() for name in (names or "").split(",") if name.strip()]
+    for name, why in listing.skipped.items():
+        if name in wanted:
+            raise VocabError(f"dataset {root / name} {why}")
+        if not wanted:
+            progress(f"vocab: {root / name} {why}; skipped")
+    missing = sorted(set(wanted) - set(listing.names))
+    if missing:
+        raise VocabError(f"no dataset {missing[0]!r} under {root}")
+    return [root / name for name in listing.names if not wanted or name in wanted]
 
 
 def build(
@@ -140,16 +154,23 @@ def progress(line: str) -> None:
 
 @dataclass(slots=True)
 class LineTally:
-    """Complete lines not counted: without readable output ids, or repeating a record id."""
+    """Complete lines not counted: corrupt (not a response), or repeating a record id."""
 
     skipped: int = 0
     duplicates: int = 0
     glued: int = 0
     """Corrupt lines holding a torn record glued to a complete one (the complete one counts)."""
+    first_skipped: str = ""
+
+    def skip(self, offset: int, reason: Callable[[], str]) -> None:
+        """One corrupt line; the reason is worked out for the first only."""
+        if not self.skipped:
+            self.first_skipped = f"first at byte {offset:,}: {reason()}"
+        self.skipped += 1
 
     def said(self) -> str:
         """What the progress line adds about them."""
-        parts = [f"{self.skipped:,} line(s) without output ids"] if self.skipped else []
+        parts = [f"{self.skipped:,} corrupt line(s) ({self.first_skipped})"] if self.skipped else []
         parts += [f"{self.duplicates:,} repeated record id(s)"] if self.duplicates else []
         parts += [f"{self.glued:,} torn record(s) glued to a complete one"] if self.glued else []
         return f"; skipped {' and '.join(parts)}" if parts else ""
@@ -161,7 +182,12 @@ def count_dataset(folder: Path, responses_file: str, counts: Any, tally: LineTal
 
     vocab = counts.numel()
     total = 0
-    for batch in _id_batches(folder / responses_file, tally):
+    path = folder / responses_file
+    try:
+        batches = list_batches(path, tally)
+    except OSError as exc:  # a FIFO or a device in its place, or a file that cannot be read
+        raise VocabError(f"{folder.name}: {exc}") from None
+    for batch in batches:
         ids = torch.from_numpy(batch)
         if ids.numel() and int(ids.max()) >= vocab:
             raise VocabError(
@@ -170,14 +196,24 @@ def count_dataset(folder: Path, responses_file: str, counts: Any, tally: LineTal
         counts += torch.bincount(ids, minlength=vocab)
         total += ids.numel()
     if total == 0:
-        raise VocabError(f"{folder.name}: no output ids in {folder / responses_file}")
+        raise VocabError(f"{folder.name}: no output ids in {path}")
     return total
 
 
-def _id_batches(path: Path, tally: LineTally) -> Iterator[Any]:
+def list_batches(path: Path, tally: LineTally) -> Iterator[Any]:
+    """The batches of `_id_batches`, with the file opened (and checked) before the first one."""
+    try:
+        handle = open_regular(path)
+    except FileNotFoundError:
+        return iter(())
+    return _id_batches(handle, tally)
+
+
+def _id_batches(handle: BinaryIO, tally: LineTally) -> Iterator[Any]:
     """The output ids of the complete lines of a responses file, a few thousand lines at a time.
 
-    A line without a readable id list (corrupt, or another record shape), or repeating a record
+    A line is read by the one definition of a response line the agent and the runner use: one
+    that is not a response (corrupt, too long, another record shape), or that repeats a record
     id already counted (a response written twice), is tallied for the report instead.
 
     The id lists are cut out of each line and parsed together by numpy (about 60M ids/s, four
@@ -185,25 +221,15 @@ def _id_batches(path: Path, tally: LineTally) -> Iterator[Any]:
     """
     import numpy as np
 
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        return
     with handle:
         pieces: list[bytes] = []
-        seen: set[bytes] = set()
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break  # a torn last line is not a response yet
-            for ids, record in _records(line, tally):
-                if ids and record is not None and record in seen:
-                    tally.duplicates += 1
-                elif ids:
-                    pieces.append(ids)
-                    if record is not None:
-                        seen.add(record)
-                elif line.strip():
-                    tally.skipped += 1
+        seen: set[str] = set()
+        for item in LineBlocks(handle, 0, os.fstat(handle.fileno()).st_size):
+            if isinstance(item, OverlongLine):
+                tally.skip(item.offset, functools.partial(_overlong, item))
+                continue
+            for offset, line in item.lines():
+                _take_line(line, offset, seen, pieces, tally)
             if len(pieces) >= BATCH_LINES:
                 yield np.fromstring(b",".join(pieces), dtype=np.int64, sep=",")
                 pieces = []
@@ -211,42 +237,37 @@ def _id_batches(path: Path, tally: LineTally) -> Iterator[Any]:
             yield np.fromstring(b",".join(pieces), dtype=np.int64, sep=",")
 
 
-def _records(line: bytes, tally: LineTally) -> list[tuple[bytes | None, bytes | None]]:
-    """(id list text, record id) of each record on the line.
-
-    One, unless a torn record was glued to a complete one (`agent.datasets.glued_lines`): then the
-    complete record's ids count, under its own id, and the line is tallied as glued.
-    """
-    ids = _output_ids_text(line)
-    if ids is not None and not is_suspect(line):
-        return [(ids, _record_id(line))]
-    found = read_line(line)
-    if found.clean:
-        return [(ids, _record_id(line))]
-    tally.glued += bool(found.responses)
-    records = [(_output_ids_text(r.record), _record_id(r.record)) for r in found.responses]
-    return records or [(None, None)]
-
-
-def _output_ids_text(line: bytes) -> bytes | None:
-    """The text between the brackets of `"output_ids": [...]`, if it holds only ints."""
-    key = line.find(b'"output_ids":')
-    start = line.find(b"[", key) + 1 if key >= 0 else 0
-    end = line.find(b"]", start) if start else -1
-    if end < 0:
-        return None
-    text = line[start:end]
-    return text if text.strip() and not text.translate(None, _ID_CHARACTERS) else None
+def _take_line(
+    line: bytes, offset: int, seen: set[str], pieces: list[bytes], tally: LineTally
+) -> None:
+    if not line.strip():
+        return
+    response = parse_response_line(line)
+    if response is not None:
+        _keep(response, seen, pieces, tally)
+        return
+    glued = [parse_response_line(r.record) for r in read_line(line).responses]
+    if not glued:
+        tally.skip(offset, functools.partial(why_not_response, line))
+        return
+    tally.glued += 1  # a torn record glued to a complete one: the complete one counts
+    for record in glued:
+        if record is not None:
+            _keep(record, seen, pieces, tally)
 
 
-def _record_id(line: bytes) -> bytes | None:
-    """The raw value of the record's first `"id"` key (the runner writes it first), if any."""
-    key = line.find(b'"id":')
-    if key < 0:
-        return None
-    start = key + 5
-    end = line.find(b",", start)
-    return line[start:end].strip() if end > start else None
+def _keep(response: ResponseLine, seen: set[str], pieces: list[bytes], tally: LineTally) -> None:
+    if response.id in seen:
+        tally.duplicates += 1
+        return
+    seen.add(response.id)
+    ids = response.ids_text()
+    if ids:
+        pieces.append(ids)
+
+
+def _overlong(line: OverlongLine) -> str:
+    return f"a line of {line.size_bytes:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit"
 
 
 def select(counts: Any, draft: int) -> tuple[Any, Any, Any]:

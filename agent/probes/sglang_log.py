@@ -15,8 +15,11 @@ maximum, as SGLang's own token_usage gauge is (pool_stats_observer.py:95-102, 15
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+
+from agent.regular_files import open_regular
 
 _STAT_LINE = re.compile(
     r"^\[(?P<stamp>[^\]]*)\]\s+(?P<kind>Prefill|Decode) batch(?:\s*\[\d+\])?[.,]?\s*(?P<rest>.*)$"
@@ -49,10 +52,10 @@ def _value(text: str) -> float | bool | str:
 def latest_decode_stats(path: Path) -> dict[str, float | bool | str] | None:
     """The last Decode batch line of every DP rank in the end of the log, combined."""
     try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - TAIL_BYTES))
-            tail = handle.read().decode(errors="replace")
-    except OSError:
+        with open_regular(path) as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - TAIL_BYTES))
+            tail = handle.read(TAIL_BYTES).decode(errors="replace")
+    except OSError:  # missing, unreadable, or a FIFO or a device: no stats
         return None
     latest: dict[str, dict[str, float | bool | str]] = {}
     for line in reversed(tail.splitlines()):

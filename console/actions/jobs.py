@@ -80,7 +80,12 @@ class JobActions(AppState):
         while time.monotonic() - started < timeout_s:
             snapshot = self.views[self.current].snapshot
             server = snapshot.server if snapshot else None
-            if server is not None and server.healthy and server.probed_at > time.time() - 10:
+            fresh = (
+                snapshot is not None
+                and server is not None
+                and snapshot.taken_at - server.probed_at < 10
+            )
+            if server is not None and server.healthy and fresh:
                 model = f", model {server.model_path}" if server.model_path else ""
                 self.notify(
                     f"{name} ready at {server.url}{model} after {time.monotonic() - started:.0f} s"

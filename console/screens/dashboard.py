@@ -49,7 +49,7 @@ class DashboardScreen(Screen[None]):
         if not self.ready or not headers:  # not composed yet, or being torn down
             return
         headers.first().show(view, others, now)
-        data_age = view.age_s(now)
+        data_age = view.age_s()
         stale = (data_age or 0) > STALE_AFTER_S or view.state.status != "up"
         for panel in self.query("#datasets, #jobs, #server, #gpus"):
             panel.set_class(stale, "-stale")
@@ -65,7 +65,7 @@ class DashboardScreen(Screen[None]):
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         self.jobs = snapshot.jobs
-        self.query_one(JobsTable).show(snapshot.jobs, now, stale_subjects)
+        self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         training = training_text(snapshot.training, snapshot.jobs)
         gpus = gpu_text(snapshot.gpus, snapshot.gpu_note)

@@ -25,7 +25,7 @@ class HostHeader(Static):
         )
         version = f" · agent {state.agent_version}" if state.agent_version else ""
         hosts = f"  ·  others: {'; '.join(others)} (h to switch)" if others else ""
-        data_age = view.age_s(now)
+        data_age = view.age_s()
         self.update(
             Text.assemble(
                 literal(view.name, "bold"),

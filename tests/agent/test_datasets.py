@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.datasets.tracker import DatasetsRootError, DatasetTracker, ResponseCounter
+from agent.datasets.root_listing import DatasetsRootError
+from agent.datasets.tracker import DatasetTracker, ResponseCounter
 from agent.protocol import DatasetsConfig
 from tests.datasets import response_line, write_prompts, write_sample_root
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agent.datasets.glued_lines import read_line
 from agent.datasets.tracker import DatasetTracker
-from agent.pipeline.vocab import LineTally, _id_batches
+from agent.pipeline.vocab import LineTally, list_batches
 from agent.protocol import DatasetsConfig
 from tests.datasets import write_prompts
 
@@ -94,7 +94,7 @@ def test_vocab_counts_the_complete_record_and_tallies_the_line(tmp_path: Path) -
 
     counted = sorted(
         int(i)
-        for batch in _id_batches(tmp_path / "B1" / "raw_responses.jsonl", tally)
+        for batch in list_batches(tmp_path / "B1" / "raw_responses.jsonl", tally)
         for i in batch
     )
 

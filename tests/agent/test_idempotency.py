@@ -6,10 +6,12 @@ import asyncio
 import hashlib
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from agent.attach import stop_daemon
 from agent.protocol import (
     InstallParams,
     InstallResult,
@@ -20,6 +22,7 @@ from agent.protocol import (
     StopParams,
     StopResult,
 )
+from agent.state import StatePaths
 from console.link import AgentRequestError
 from console.local_link import open_local_link
 
@@ -100,3 +103,54 @@ async def test_a_retried_launch_returns_the_job_as_it_is_now(
         await link.close()
     assert (again.id, again.state) == (first.id, "running")
     assert again.pid is not None
+
+
+async def test_keys_and_their_answers_survive_a_daemon_restart(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    root = tmp_path / "deploy"
+    root.mkdir()
+    target, staged = root / "run.py", root / ".run.py.eagle-upload-a"
+    target.write_bytes(b"old\n")
+    staged.write_bytes(b"new\n")
+    params = InstallParams(str(target), str(staged), hashlib.sha256(b"new\n").hexdigest(), 0o644)
+    pipeline = PipelineConfig(deploy_roots=(str(root),))
+    link = await open_local_link(state_dir, pipeline)
+    try:
+        first: InstallResult = await link.request("files.install", params, idempotency_key="k")
+        with pytest.raises(AgentRequestError) as refused:
+            await link.request("jobs.stop", StopParams("no-such-job"), idempotency_key="r")
+    finally:
+        await link.close()
+    assert stop_daemon(StatePaths(state_dir))
+    link = await open_local_link(state_dir, pipeline)
+    try:
+        again: InstallResult = await link.request("files.install", params, idempotency_key="k")
+        with pytest.raises(AgentRequestError) as reused:
+            await link.request("files.install", replace(params, mode=0o600), idempotency_key="k")
+        with pytest.raises(AgentRequestError) as refused_again:
+            await link.request("jobs.stop", StopParams("no-such-job"), idempotency_key="r")
+    finally:
+        await link.close()
+    assert again == first  # the staged file is gone: installing again would have failed
+    assert reused.value.code == "key_reused"
+    assert "was used for another request" in reused.value.detail
+    assert (refused_again.value.code, refused_again.value.detail) == (
+        refused.value.code, refused.value.detail,
+    )  # fmt: skip
+
+
+def test_a_store_forgets_the_oldest_keys_and_compacts_its_file(tmp_path: Path) -> None:
+    from agent.idempotency_store import AnswerStore, StoredAnswer
+
+    path = tmp_path / "idempotency.jsonl"
+    store = AnswerStore(path, capacity=3)
+    for number in range(8):
+        store.put(f"k{number}", StoredAnswer(f"d{number}", "jobs.stop", {"n": number}))
+    store.flush()
+    with path.open("a") as handle:
+        handle.write('{"key": "torn", "dig')  # a crash in the middle of a line
+    reloaded = AnswerStore(path, capacity=3)
+    assert [reloaded.get(f"k{n}") is not None for n in range(8)] == [False] * 5 + [True] * 3
+    assert reloaded.get("k7") == StoredAnswer("d7", "jobs.stop", {"n": 7})
+    assert len(path.read_text().splitlines()) <= 2 * 3 + 1

@@ -43,6 +43,7 @@ from agent.protocol import (
     LineFramer,
     LogChunk,
     LogInfo,
+    LogLagged,
     LogReadParams,
     LogsList,
     LogsParams,
@@ -279,6 +280,11 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
 
 GOLDEN_OTHERS: list[tuple[Message, str]] = [
     (Event("log", CHUNK), '{"event":"log","data":' + CHUNK_LINE + "}"),
+    (
+        Event("log_lagged", LogLagged("sglang", 4096, 77, "subscribe again from byte 4096")),
+        '{"event":"log_lagged","data":{"name":"sglang","resume_offset":4096,"inode":77,'
+        '"reason":"subscribe again from byte 4096"}}',
+    ),
     (
         Event("job", JobEvent(JOB, "launched")),
         '{"event":"job","data":{"job":' + JOB_LINE + ',"message":"launched"}}',

@@ -84,7 +84,7 @@ async def never() -> AgentLink:
 
 
 def fixed_app(theme: str = "textual-dark") -> ConsoleApp:
-    return ConsoleApp({"gpu": never}, clock=lambda: NOW, theme=theme)
+    return ConsoleApp({"gpu": never}, clock=lambda: NOW, theme=theme, monotonic=lambda: NOW)
 
 
 async def show_fixed(pilot: Pilot[Any]) -> None:

@@ -41,6 +41,7 @@ def test_mapping_invariants_ties_and_coverage(tmp_path: Path) -> None:
         torn='{"id": "r9", "output_ids": [49, 49',
     )
     write_responses(root / "B", [[7, 7, 3, 9, 9], [5, 6, 8, 40, 41]])
+    bad_at = (root / "B" / "raw_responses.jsonl").stat().st_size
     with (root / "B" / "raw_responses.jsonl").open("a") as handle:
         handle.write('{"id": "bad", "output_ids": [1, "x"]}\n')  # corrupt: skipped and reported
         handle.write('{"id": "r0", "output_ids": [7, 7, 7]}\n')  # r0 again: counted once
@@ -64,7 +65,8 @@ def test_mapping_invariants_ties_and_coverage(tmp_path: Path) -> None:
     assert report["skipped_lines_per_dataset"] == {"A": 0, "B": 1}
     assert report["duplicate_lines_per_dataset"] == {"A": 0, "B": 1}
     assert (
-        "B: 10 tokens counted; skipped 1 line(s) without output ids and 1 repeated record id(s)"
+        f"B: 10 tokens counted; skipped 1 corrupt line(s) (first at byte {bad_at}: output_ids "
+        'holds "x", not a token id (an integer from 0)) and 1 repeated record id(s)'
         in result.stderr
     )
     assert report["distinct_ids_seen"] == 11

@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         return _said(exc, EXIT_FAILURE)
     except StorageError as exc:
         return _said(f"stopped: {exc}", EXIT_WRITE_FAILED)
+    except OSError as exc:  # a dataset file that is a FIFO or a device, or cannot be read
+        return _said(exc, EXIT_FAILURE)
 
 
 def _said(what: object, code: int) -> int:

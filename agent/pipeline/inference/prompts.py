@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.datasets.file_lines import OverlongLine, lines_with_tail
+from agent.datasets.response_lines import MAX_ID_CHARS, MAX_LINE_BYTES
 from agent.pipeline.tokenizer import TokenizerError, import_failure, load_tokenizer
+from agent.regular_files import NotRegularFileError, open_regular
 
 
 class PromptsError(Exception):
@@ -40,17 +43,24 @@ class Prompt:
 def read_prompts(path: Path, limit: int | None = None) -> list[Prompt]:
     """The first `limit` prompts of `path` (all when None), checked line by line."""
     try:
-        handle = path.open("rb")
+        handle = open_regular(path)
     except FileNotFoundError:
         raise PromptsError(f"prompts file {path} not found") from None
+    except NotRegularFileError as exc:
+        raise PromptsError(f"prompts file {exc}") from None
     except OSError as exc:
         raise PromptsError(f"cannot read prompts file {path}: {exc.strerror}") from None
     prompts: list[Prompt] = []
     first_line: dict[str, int] = {}
     with handle:
-        for index, raw in enumerate(handle):
+        for index, raw in enumerate(lines_with_tail(handle)):
             if limit is not None and len(prompts) >= limit:
                 break
+            if isinstance(raw, OverlongLine):
+                raise PromptsError(
+                    f"{path} line {index + 1}: {raw.size_bytes:,} bytes, over the "
+                    f"{MAX_LINE_BYTES:,}-byte limit; fix or remove the line"
+                )
             if raw.strip():
                 prompt = _parse(path, index, raw)
                 if prompt.id in first_line:
@@ -69,9 +79,17 @@ def _parse(path: Path, index: int, raw: bytes) -> Prompt:
         record = json.loads(raw)
     except ValueError as exc:
         raise PromptsError(f"{where}: not valid JSON ({exc}); fix or remove the line") from None
+    except RecursionError:
+        raise PromptsError(
+            f"{where}: JSON nested too deeply to read; fix or remove the line"
+        ) from None
     if not isinstance(record, dict):
         raise PromptsError(f"{where}: expected a JSON object")
     prompt_id = str(record.get("id", index))
+    if len(prompt_id) > MAX_ID_CHARS:
+        raise PromptsError(
+            f"{where}: an id of {len(prompt_id):,} characters; ids may have {MAX_ID_CHARS:,} at most"
+        )
     if isinstance(record.get("input_ids"), list) and all(
         isinstance(i, int) and not isinstance(i, bool) for i in record["input_ids"]
     ):

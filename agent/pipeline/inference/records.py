@@ -2,23 +2,31 @@
 
 Resume never counts lines: every complete valid line is a done id (the first one wins if an id
 repeats). A torn last line, normal after a kill, is moved to `raw_responses.torn` and the file
-is cut back to its last newline. An unparseable line in the middle, or a torn record glued to a
-complete one (`agent.datasets.glued_lines`), stops the run with its byte offset, unless `--repair`
-moves the line to `raw_responses.corrupt` and keeps the rest, and every complete record in it.
+is cut back to its last newline. A line in the middle that is not a response (by the one
+definition in `agent.datasets.response_lines`, the agent's and vocab's too), or a torn record
+glued to a complete one (`agent.datasets.glued_lines`), stops the run with its byte offset, unless
+`--repair` moves the line to `raw_responses.corrupt` and keeps the rest, and every complete record
+in it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from agent.datasets.file_lines import LineBlock, LineBlocks, OverlongLine
 from agent.datasets.glued_lines import LineRecords, read_line
+from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_not_response
 from agent.pipeline.inference.storage import StorageError, cut_back
+from agent.regular_files import NotRegularFileError, open_regular, open_regular_for_append
+
+COPY_CHUNK_BYTES = 1024 * 1024
 
 
 class CorruptRecordError(Exception):
@@ -38,127 +46,176 @@ class ResumeState:
     corrupt_lines_moved: int = 0
 
 
+@dataclass
+class CorruptLines:
+    """The lines that are not responses: how many, and the first one's offset and fault."""
+
+    count: int = 0
+    first_offset: int = 0
+    first_reason: str = ""
+
+    def add(self, offset: int, reason: Callable[[], str]) -> None:
+        """One more; the reason is worked out for the first only."""
+        if not self.count:
+            self.first_offset, self.first_reason = offset, reason()
+        self.count += 1
+
+
 def recover(path: Path, *, repair: bool) -> ResumeState:
-    """Read what is done, cutting off a torn tail and, with `repair`, moving corrupt lines."""
+    """Read what is done, cutting off a torn tail and, with `repair`, moving corrupt lines.
+
+    Memory stays bounded whatever the file holds: lines are read a window at a time, a line
+    longer than the window is corrupt, and corrupt lines are counted, not kept (a repair reads
+    the file again). A path that is not a regular file raises NotRegularFileError unread.
+    """
     state = ResumeState()
-    if not path.exists():
-        return state
-    corrupt: list[Corrupt] = []
-    end_of_valid = _scan(path, state, corrupt)
-    if corrupt and not repair:
-        raise CorruptRecordError(_corrupt_message(path, corrupt))
     try:
-        if end_of_valid < path.stat().st_size:
+        handle = open_regular(path)
+    except FileNotFoundError:
+        return state
+    corrupt = CorruptLines()
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        end_of_valid = _scan(handle, size, state, corrupt)
+    if corrupt.count and not repair:
+        raise CorruptRecordError(
+            f"{path}: line at byte {corrupt.first_offset} {corrupt.first_reason}; {corrupt.count} "
+            f"such line(s). Inspect it, or rerun with --repair to move the line(s) to "
+            f"{path.with_suffix('.corrupt')} and keep every complete record in them"
+        )
+    try:
+        if end_of_valid < size:
             state.torn_bytes_moved = _move_torn_tail(path, end_of_valid)
-        if corrupt:
-            _move_corrupt_lines(path, corrupt)
-            state.corrupt_lines_moved = len(corrupt)
+        if corrupt.count:
+            _move_corrupt_lines(path)
+            state.corrupt_lines_moved = corrupt.count
     except OSError as exc:
         where = Path(exc.filename) if exc.filename else path
         raise StorageError(where, exc, "resume stopped before changing the responses") from None
     return state
 
 
-@dataclass(frozen=True, slots=True)
-class Corrupt:
-    """A complete line that is not one response: where it is, its bytes, what it holds."""
+def _scan(handle: BinaryIO, size: int, state: ResumeState, corrupt: CorruptLines) -> int:
+    """Count every response up to the last newline; returns where that is."""
+    blocks = LineBlocks(handle, 0, size)
+    for item in blocks:
+        if isinstance(item, OverlongLine):
+            corrupt.add(item.offset, functools.partial(_overlong, item))
+            continue
+        for offset, line in item.lines():
+            if line.strip():
+                _take(line, offset, state, corrupt)
+    return blocks.offset
 
-    offset: int
-    line: bytes
-    found: LineRecords
 
-
-def _corrupt_message(path: Path, corrupt: list[Corrupt]) -> str:
-    first = corrupt[0]
-    if first.found.glued:
-        ids = ", ".join(repr(r.id) for r in first.found.responses)
-        what = (
-            f"holds {first.found.fragment_bytes} bytes of a torn record glued to the complete "
-            f"record(s) {ids}"
-        )
-    else:
-        what = f"is not a response ({first.line[:60]!r})"
+def _overlong(line: OverlongLine) -> str:
     return (
-        f"{path}: line at byte {first.offset} {what}; {len(corrupt)} such line(s). Inspect it, or "
-        f"rerun with --repair to move the line(s) to {path.with_suffix('.corrupt')} and keep "
-        "every complete record in them"
+        f"is not a response (a line of {line.size_bytes:,} bytes, over the "
+        f"{MAX_LINE_BYTES:,}-byte limit)"
     )
 
 
-def _scan(path: Path, state: ResumeState, corrupt: list[Corrupt]) -> int:
-    offset = 0
-    with path.open("rb") as handle:
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break
-            if line.strip():
-                _take(line, offset, state, corrupt)
-            offset += len(line)
-    return offset
-
-
-def _take(line: bytes, offset: int, state: ResumeState, corrupt: list[Corrupt]) -> None:
+def _take(line: bytes, offset: int, state: ResumeState, corrupt: CorruptLines) -> None:
+    """Count the response on the line; a line that is not one is corrupt, glued records counted."""
+    parsed = parse_response(line)
+    if parsed is not None:
+        _count(state, *parsed)
+        return
     found = read_line(line)
-    if not found.clean:
-        corrupt.append(Corrupt(offset, line, found))
+    corrupt.add(offset, functools.partial(_fault, line, found))
     for response in found.responses:
-        if response.id in state.done_ids:
-            state.duplicates += 1
-            continue
-        state.done_ids.add(response.id)
-        state.tokens += response.tokens
-        state.lengths.append(response.tokens)
+        _count(state, response.id, response.tokens)
+
+
+def _fault(line: bytes, found: LineRecords) -> str:
+    if found.glued:
+        ids = ", ".join(repr(r.id) for r in found.responses)
+        return (
+            f"holds {found.fragment_bytes} bytes of a torn record glued to the complete "
+            f"record(s) {ids}"
+        )
+    return f"is not a response ({why_not_response(line)}: {line[:60]!r})"
+
+
+def _count(state: ResumeState, response_id: str, tokens: int) -> None:
+    if response_id in state.done_ids:
+        state.duplicates += 1
+        return
+    state.done_ids.add(response_id)
+    state.tokens += tokens
+    state.lengths.append(tokens)
 
 
 def _move_torn_tail(path: Path, keep_bytes: int) -> int:
-    with path.open("rb+") as handle:
-        handle.seek(keep_bytes)
-        tail = handle.read()
-        with path.with_suffix(".torn").open("ab") as torn:
-            torn.write(tail + b"\n")
-            torn.flush()
-            os.fsync(torn.fileno())
+    with path.open("rb+") as handle, path.with_suffix(".torn").open("ab") as torn:
+        moved = _copy_range(handle, keep_bytes, os.fstat(handle.fileno()).st_size, torn)
+        torn.write(b"\n")
+        torn.flush()
+        os.fsync(torn.fileno())
         handle.truncate(keep_bytes)
         handle.flush()
         os.fsync(handle.fileno())
-    return len(tail)
+    return moved
 
 
-def _move_corrupt_lines(path: Path, corrupt: list[Corrupt]) -> None:
-    """Each corrupt line goes aside whole; the complete records in it stay, one per line."""
-    by_offset = {item.offset: item for item in corrupt}
-    with path.with_suffix(".corrupt").open("ab") as aside:
-        aside.writelines(item.line for item in corrupt)
+def _move_corrupt_lines(path: Path) -> None:
+    """Each line that is not a response goes aside whole; complete records in it stay, one a line."""
+    tmp = path.with_suffix(".repairing")
+    with path.open("rb") as source, path.with_suffix(".corrupt").open("ab") as aside:
+        with tmp.open("wb") as target:
+            for item in LineBlocks(source, 0, os.fstat(source.fileno()).st_size):
+                if isinstance(item, OverlongLine):
+                    end = item.offset + item.size_bytes + 1
+                    _copy_range(source, item.offset, end, aside)
+                    continue
+                for _, line in item.lines():
+                    if not line.strip() or parse_response(line) is not None:
+                        target.write(line + b"\n")
+                        continue
+                    aside.write(line + b"\n")
+                    target.writelines(r.record + b"\n" for r in read_line(line).responses)
+            target.flush()
+            os.fsync(target.fileno())
         aside.flush()
         os.fsync(aside.fileno())
-    tmp = path.with_suffix(".repairing")
-    with path.open("rb") as source, tmp.open("wb") as target:
-        offset = 0
-        for line in source:
-            item = by_offset.get(offset)
-            target.writelines(
-                [line] if item is None else [r.record + b"\n" for r in item.found.responses]
-            )
-            offset += len(line)
-        target.flush()
-        os.fsync(target.fileno())
     os.replace(tmp, path)
+
+
+def _copy_range(source: BinaryIO, start: int, end: int, target: BinaryIO) -> int:
+    """Copy bytes [start, end) of `source` to `target` a chunk at a time; returns the count."""
+    source.seek(start)
+    position = start
+    while position < end:
+        chunk = source.read(min(COPY_CHUNK_BYTES, end - position))
+        if not chunk:
+            break
+        target.write(chunk)
+        position += len(chunk)
+    return position - start
 
 
 def permanently_failed_ids(path: Path) -> set[str]:
     """Ids that errors.jsonl marks as failing for good (retried only if the line is removed)."""
     failed: set[str] = set()
-    if not path.exists():
+    try:
+        handle = open_regular(path)
+    except FileNotFoundError:
         return failed
-    with path.open("rb") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("permanent") and "id" in record:
-                failed.add(str(record["id"]))
+    with handle:
+        blocks = LineBlocks(handle, 0, os.fstat(handle.fileno()).st_size)
+        for item in blocks:
+            for _, line in item.lines() if isinstance(item, LineBlock) else ():
+                record = _json_or_none(line)
+                if isinstance(record, dict) and record.get("permanent") and "id" in record:
+                    failed.add(str(record["id"]))
     return failed
+
+
+def _json_or_none(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
 
 
 class AppendLog:
@@ -176,8 +233,10 @@ class AppendLog:
     ) -> None:
         self.path = path
         try:
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self._fd = open_regular_for_append(path)
             self.end = os.fstat(self._fd).st_size
+        except NotRegularFileError:
+            raise
         except OSError as exc:
             raise StorageError(path, exc) from None
         """Just past the last line written whole (resume leaves the file ending in a newline)."""

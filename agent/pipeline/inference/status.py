@@ -40,10 +40,14 @@ class RunStats:
     cancelled_requests: int = 0
     tokens_this_run: int = 0
     started_at: float = field(default_factory=time.time)
+    """Epoch seconds, for people; durations use the monotonic clock (the wall clock may step)."""
+
+    def __post_init__(self) -> None:
+        self._started_monotonic = time.monotonic()
 
     def tokens_per_s(self) -> float:
-        """Completion tokens per second of this run so far."""
-        return self.tokens_this_run / max(time.time() - self.started_at, 1e-9)
+        """Completion tokens per second of this run so far (on the monotonic clock)."""
+        return self.tokens_this_run / max(time.monotonic() - self._started_monotonic, 1e-9)
 
 
 def status_record(fields: dict[str, Any], stats: RunStats) -> dict[str, Any]:

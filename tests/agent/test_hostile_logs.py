@@ -1,0 +1,69 @@
+"""A FIFO or a device where the agent reads a log or hashes a file: refused at once, never waited on."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+
+from agent.protocol import (
+    FilesHashParams,
+    LogReadParams,
+    LogSubscribeParams,
+    PingParams,
+    PipelineConfig,
+    SnapshotParams,
+)
+from console.link import AgentRequestError
+from console.local_link import open_local_link
+from tests.hostile_files import link_to_device, make_fifo, make_socket
+
+ANSWER_S = 15.0
+
+
+async def test_a_fifo_log_and_a_fifo_deploy_target_are_refused_and_the_agent_serves_on(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    log = make_fifo(tmp_path / "sglang.log")
+    root = tmp_path / "deploy"
+    target = make_fifo(root / "run.py")
+    sock = make_socket(root / "sock.py")
+    pipeline = PipelineConfig(sglang_log=str(log), sglang_url=None, deploy_roots=(str(root),))
+    link = await open_local_link(state_dir, pipeline)
+    try:
+        with pytest.raises(AgentRequestError) as unreadable:
+            await asyncio.wait_for(link.request("logs.read", LogReadParams("sglang")), ANSWER_S)
+        assert unreadable.value.code == "unreadable"
+        assert "is a FIFO (named pipe), not a regular file" in unreadable.value.detail
+        await asyncio.wait_for(
+            link.request("logs.subscribe", LogSubscribeParams("sglang")), ANSWER_S
+        )
+        for path in (target, sock):
+            with pytest.raises(AgentRequestError) as refused:
+                await asyncio.wait_for(
+                    link.request("files.hash", FilesHashParams((str(path),))), ANSWER_S
+                )
+            assert refused.value.code == "invalid_params"
+            assert "not a regular file" in refused.value.detail
+        for _ in range(3):
+            await asyncio.wait_for(link.request("snapshot", SnapshotParams()), ANSWER_S)
+            await asyncio.wait_for(link.request("ping", PingParams()), ANSWER_S)
+    finally:
+        await link.close()
+
+
+def test_the_sglang_stats_probe_never_blocks_on_a_fifo(tmp_path: Path) -> None:
+    from agent.probes.sglang_log import latest_decode_stats
+
+    fifo = make_fifo(tmp_path / "sglang.log")
+    done = threading.Event()
+
+    def probe() -> None:
+        latest_decode_stats(fifo)
+        done.set()
+
+    threading.Thread(target=probe, daemon=True).start()
+    assert done.wait(ANSWER_S), "the probe blocked on a FIFO"
+    assert latest_decode_stats(link_to_device(tmp_path / "zero.log")) is None

@@ -1,0 +1,51 @@
+"""A `log_lagged` notice from the agent: the console subscribes again from the offset it names."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agent.protocol import Event, LogLagged, LogSubscribeParams
+from console.hosts import HostSession
+from console.link import AgentLink
+
+
+class RecordingLink:
+    """Stands in for an AgentLink: records the requests made through it."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, Any]] = []
+        self.asked = asyncio.Event()
+
+    async def request(self, method: str, params: Any, **_: Any) -> Any:
+        self.requests.append((method, params))
+        self.asked.set()
+        return None
+
+
+async def never() -> AgentLink:
+    raise AssertionError("not opened in this test")
+
+
+async def test_a_lagged_log_is_followed_again_from_its_resume_offset() -> None:
+    events: list[Event] = []
+    session = HostSession("gpu", never, lambda state: None, lambda host, e: events.append(e))
+    link = RecordingLink()
+    session.link = link  # type: ignore[assignment]
+    session.log_offsets["sglang"] = (100, 7)
+    notice = Event("log_lagged", LogLagged("sglang", 4096, 7, "the console fell behind"))
+    session._take(notice)
+    await asyncio.wait_for(link.asked.wait(), 5)
+    assert link.requests == [("logs.subscribe", LogSubscribeParams("sglang", 4096, 7))]
+    assert session.log_offsets["sglang"] == (4096, 7)
+    assert events == [notice]
+
+
+async def test_a_notice_for_a_log_no_longer_followed_is_left_alone() -> None:
+    session = HostSession("gpu", never, lambda state: None, lambda host, e: None)
+    link = RecordingLink()
+    session.link = link  # type: ignore[assignment]
+    session._take(Event("log_lagged", LogLagged("job:old", 10, None, "behind")))
+    await asyncio.sleep(0)
+    assert link.requests == []
+    assert "job:old" not in session.log_offsets
