@@ -229,6 +229,7 @@ async def _modals(pilot: Pilot[None], app: ConsoleApp) -> None:
         if labels:
             check_screen(app, *labels)
     app.screen.query_one("#datasets").focus()
+    await pilot.press("down", "down", "down")  # the pending dataset: B1 is done, B3 being written
     await pilot.press("g")  # refused by the host with a hostile reason: a toast
     await pilot.pause(0.3)
     check_screen(app, "launch.error")
