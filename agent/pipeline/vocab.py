@@ -250,7 +250,8 @@ def _take_line(
     if not glued:
         tally.skip(offset, functools.partial(why_not_response, line))
         return
-    tally.glued += 1  # a torn record glued to a complete one: the complete one counts
+    tally.skip(offset, functools.partial(why_not_response, line))  # corrupt, as everywhere
+    tally.glued += 1  # but a torn record glued to a complete one: the complete one counts
     for record in glued:
         if record is not None:
             _keep(record, seen, pieces, tally)
