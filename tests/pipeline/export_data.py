@@ -64,7 +64,9 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def response(answer_id: str, output: list[int], finish: str = "stop", **extra: Any) -> dict[str, Any]:
+def response(
+    answer_id: str, output: list[int], finish: str = "stop", **extra: Any
+) -> dict[str, Any]:
     """A response line as the runner writes it."""
     return {"id": answer_id, "output_ids": output, "completion_tokens": len(output),
             "finish_reason": finish, **extra}  # fmt: skip

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 
-class SpecForgeRefusal(AssertionError):
+class SpecForgeRefusalError(AssertionError):
     """SpecForge would refuse or silently cut this row."""
 
 
@@ -27,41 +27,41 @@ def load_rows(path: Path) -> list[list[dict[str, str]]]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         row = json.loads(line)
         if not isinstance(row, dict) or "conversations" not in row:
-            raise SpecForgeRefusal(f"line {number}: no conversations column")
+            raise SpecForgeRefusalError(f"line {number}: no conversations column")
         if not isinstance(row.get("id"), str) or not row["id"]:
-            raise SpecForgeRefusal(f"line {number}: id must be a non-empty string")
+            raise SpecForgeRefusalError(f"line {number}: id must be a non-empty string")
         if set(row) != {"id", "conversations"}:
-            raise SpecForgeRefusal(f"line {number}: extra columns {sorted(set(row))}")
+            raise SpecForgeRefusalError(f"line {number}: extra columns {sorted(set(row))}")
         rows.append(_parse(number, row["conversations"]))
     return rows
 
 
 def _parse(number: int, conversation: Any) -> list[dict[str, str]]:
     if not isinstance(conversation, list) or not conversation:
-        raise SpecForgeRefusal(f"line {number}: conversations must be a non-empty list")
+        raise SpecForgeRefusalError(f"line {number}: conversations must be a non-empty list")
     messages = [_normalize(number, m) for m in conversation]
     kept = messages[:1] if messages[0]["role"] == "system" else []
     rest = messages[len(kept) :]
     if not rest or rest[0]["role"] != "user":
-        raise SpecForgeRefusal(f"line {number}: the first turn after system is not user")
+        raise SpecForgeRefusalError(f"line {number}: the first turn after system is not user")
     expected = "user"
     for index, message in enumerate(rest):
         if message["role"] != expected:
-            raise SpecForgeRefusal(f"line {number}: message {index} cut: {message['role']}")
+            raise SpecForgeRefusalError(f"line {number}: message {index} cut: {message['role']}")
         expected = "assistant" if expected == "user" else "user"
     if rest[-1]["role"] != "assistant":
-        raise SpecForgeRefusal(f"line {number}: does not end with an assistant turn")
+        raise SpecForgeRefusalError(f"line {number}: does not end with an assistant turn")
     return messages
 
 
 def _normalize(number: int, message: Any) -> dict[str, str]:
     if not isinstance(message, dict):
-        raise SpecForgeRefusal(f"line {number}: a message is not an object")
+        raise SpecForgeRefusalError(f"line {number}: a message is not an object")
     role = message.get("role", message.get("from", ""))
     content = message.get("content") or message.get("value") or ""
-    role = {"human": "user", "gpt": "assistant"}.get(role, role)
+    role = {"human": "user", "gpt": "assistant"}.get(str(role), str(role))
     if role not in ("system", "user", "assistant"):
-        raise SpecForgeRefusal(f"line {number}: unsupported role {role!r}")
+        raise SpecForgeRefusalError(f"line {number}: unsupported role {role!r}")
     if not isinstance(content, str) or not content.strip():
-        raise SpecForgeRefusal(f"line {number}: empty {role} content")
+        raise SpecForgeRefusalError(f"line {number}: empty {role} content")
     return {"role": role, "content": content}

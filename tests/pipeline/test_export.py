@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_all_three_prompt_shapes_export_the_exact_ids_sent_and_generated(
     text = "Write a poem about the sea and the stars."
     sent = {f"c{i}": kimi.chat_ids(chat) for i, chat in enumerate(chats)}
     sent |= {"t": kimi.text_ids(text), "i": kimi.text_ids("What is the sum of 12 and 30?")}
-    prompts = [{"id": f"c{i}", "messages": chat} for i, chat in enumerate(chats)]
+    prompts: list[dict[str, Any]] = [{"id": f"c{i}", "messages": c} for i, c in enumerate(chats)]
     prompts += [{"id": "t", "prompt": text}, {"id": "i", "input_ids": sent["i"]}]
     write_jsonl(tmp_path / "datasets" / "B1" / "prompts.jsonl", prompts)
     with running_simulator(tmp_path / "sim", "--speed", "100", "--mean-tokens", "30", "--sd-tokens", "5",
@@ -63,7 +64,8 @@ def test_all_three_prompt_shapes_export_the_exact_ids_sent_and_generated(
                       "--min-roundtrip-share", "0")  # fmt: skip
 
     assert refused.returncode == 2
-    assert "--trust-remote-code" in refused.stderr and "tokenization_kimi.py" in refused.stderr
+    assert "--trust-remote-code" in refused.stderr
+    assert "tokenization_kimi.py" in refused.stderr
     assert not (tmp_path / "refused" / "B1").exists()
     assert exported.returncode == 0, exported.stderr
     generated = {
@@ -107,7 +109,8 @@ def test_a_template_that_drops_the_think_markers_is_caught_by_the_round_trip(
     assert good.returncode == 0, good.stderr
     assert "100.0% of 1 conversations reproduce" in good.stderr
     assert bad.returncode == 1
-    assert "ROUND TRIP FAILED" in bad.stderr and "Train from ids.jsonl" in bad.stderr
+    assert "ROUND TRIP FAILED" in bad.stderr
+    assert "Train from ids.jsonl" in bad.stderr
     trip = json.loads((tmp_path / "bad" / "B1" / "quality.json").read_text())["roundtrip"]
     assert (trip["checked"], trip["matched"], trip["flagged"]) == (1, 0, True)
     first = trip["examples"][0]
@@ -170,11 +173,13 @@ def test_quality_counts_every_kind_of_answer_and_drop_leaves_them_out(tmp_path: 
     assert quality["looping_examples"] == ["loop"]
     assert report["duplicates_skipped"] == 1
     assert report["unanswered_prompts"] == 1
-    assert report["no_prompt"]["count"] == 1 and report["no_prompt"]["first"].startswith("stranger")
+    assert report["no_prompt"]["count"] == 1
+    assert report["no_prompt"]["first"].startswith("stranger")
     assert report["prompt_mismatch"]["count"] == 1
     assert report["corrupt_lines"] == 1
     assert report["conversations_left_out"]["empty"]["count"] == 1
-    assert report["ids_lines"] == 5 and report["conversation_lines"] == 4
+    assert report["ids_lines"] == 5
+    assert report["conversation_lines"] == 4
     assert sum(quality["length_counts"]) == 5
     kept = json.loads((tmp_path / "kept" / "B1" / "quality.json").read_text())
     assert kept["quality"]["dropped"] == {"truncated": 1, "unclosed": 3, "looping": 1}
@@ -205,7 +210,8 @@ def test_merged_files_repeat_each_dataset_by_its_weight(tmp_path: Path) -> None:
     assert sorted(from_b1) == sorted(
         [f"B1/B1-{i}" for i in range(3)] + [f"B1/B1-{i}#2" for i in range(3)]
     )
-    assert 10 <= len(from_b2) <= 30 and len(set(from_b2)) == len(from_b2)
+    assert 10 <= len(from_b2) <= 30
+    assert len(set(from_b2)) == len(from_b2)
     assert merged == [row["id"] for row in read_jsonl(tmp_path / "o2" / "all" / "ids.jsonl")]
     assert len(read_jsonl(tmp_path / "o1" / "all" / "specforge.jsonl")) == len(merged)
     summary = json.loads((tmp_path / "o1" / "export_report.json").read_text())
@@ -231,7 +237,8 @@ def test_a_wrong_flag_is_one_line_and_exit_2(
                  "--out", str(tmp_path / "o"), *args])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2
-    assert words in err and len(err.strip().splitlines()) == 1
+    assert words in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_a_missing_tokenizer_or_a_repeated_prompt_id_stops_the_export(
@@ -249,9 +256,8 @@ def test_a_missing_tokenizer_or_a_repeated_prompt_id_stops_the_export(
     err = capsys.readouterr().err
     assert "line 3: duplicate id 'a' (first at line 1)" in err
     assert not (tmp_path / "o" / "B1" / "ids.jsonl").exists()
-    assert not list((tmp_path / "o").glob("**/*.partial")) and not list(
-        (tmp_path / "o").glob(".export-index-*")
-    )
+    assert not list((tmp_path / "o").glob("**/*.partial"))
+    assert not list((tmp_path / "o").glob(".export-index-*"))
 
 
 def test_a_torn_record_glued_to_a_complete_one_gives_up_the_complete_one(tmp_path: Path) -> None:
