@@ -30,6 +30,7 @@ from agent.protocol import (
     Snapshot,
 )
 from console.actions.deploy import DeployActions
+from console.actions.evaluate import EvaluateActions
 from console.actions.generate import GenerateActions
 from console.actions.jobs import JobActions
 from console.commands import COMMANDS
@@ -52,7 +53,7 @@ from console.themes import themes_dir
 Pinner = Callable[[OfferedKey], Path]
 
 
-class ConsoleApp(GenerateActions, JobActions, DeployActions):
+class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
     """eagle-console: one dashboard over every configured host."""
 
     CSS_PATH = [themes_dir() / "base.tcss", themes_dir() / "dashboard.tcss"]
@@ -190,6 +191,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions):
                     screen.take(event.data)
         elif isinstance(event.data, JobEvent):
             self.notify(f"{message.host}: {event.data.message}")
+            self.offer_evaluation(message.host, event.data.job)
 
     def _offer_trust(self, state: LinkState) -> None:
         pinner = self.pinners.get(state.host)

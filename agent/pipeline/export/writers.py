@@ -61,7 +61,11 @@ def with_id(record_id: str, body: bytes) -> bytes:
 
 def conversation_body(messages: list[dict[str, Any]]) -> bytes:
     """Everything of a conversation line after its id."""
-    return b',"conversations":' + json.dumps(messages, ensure_ascii=False, separators=(",", ":")).encode() + b"}\n"
+    return (
+        b',"conversations":'
+        + json.dumps(messages, ensure_ascii=False, separators=(",", ":")).encode()
+        + b"}\n"
+    )
 
 
 def copies(weight: float, key: str) -> int:
