@@ -159,6 +159,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
                 severity="error" if alert.severity == "error" else "warning",
                 timeout=10,
             )
+            self.offer_evaluation(message.host, alert, message.snapshot.jobs)
         view.take(message.snapshot)
         if message.host == self.current:
             self._render_current()
@@ -191,7 +192,6 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
                     screen.take(event.data)
         elif isinstance(event.data, JobEvent):
             self.notify(f"{message.host}: {event.data.message}")
-            self.offer_evaluation(message.host, event.data.job)
 
     def _offer_trust(self, state: LinkState) -> None:
         pinner = self.pinners.get(state.host)

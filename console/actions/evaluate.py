@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 
-from agent.protocol import JobInfo, LaunchParams
+from agent.protocol import Alert, JobInfo, LaunchParams
 from console.actions.base import AppState
 from console.link import AgentRequestError, LinkError
 from console.screens.export import ExportScreen
@@ -66,9 +66,10 @@ class EvaluateActions(AppState):
             return
         _ = self.push_screen(ExportScreen(self.current, snapshot.export))
 
-    def offer_evaluation(self, host: str, job: JobInfo) -> None:
-        """After training exits cleanly, say that B measures the drafter (when a job can)."""
-        if job.kind != "train" or job.state != "exited" or job.exit_code != 0:
+    def offer_evaluation(self, host: str, alert: Alert, jobs: tuple[JobInfo, ...]) -> None:
+        """After training exits cleanly (its job_exited alert), say that B measures the drafter."""
+        job = next((j for j in jobs if j.id == alert.subject), None)
+        if alert.kind != "job_exited" or job is None or job.kind != "train" or job.exit_code != 0:
             return
         config = self.host_configs.get(host)
         if config and any(spec.kind == "evaluate" for spec in config.pipeline.jobs.values()):
