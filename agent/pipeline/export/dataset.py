@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,27 +137,25 @@ class DatasetExport:
         return sent
 
     def _export(self, prompt: Prompt, sent: list[int], response: ResponseLine) -> None:
-        import numpy as np
-
         ids_text = response.ids_text()
-        output = (
-            np.fromstring(ids_text, dtype=np.int64, sep=",")
-            if ids_text
-            else np.zeros(0, dtype=np.int64)
-        )
+        count = ids_text.count(b",") + 1 if ids_text else 0
         checks = self.checker.check(
-            output, finish_reason(response.fields), self.context.facts.opens_reasoning(sent)
+            ids_text,
+            count,
+            finish_reason(response.fields),
+            self.context.facts.opens_reasoning(sent),
         )
         drops = checks.failed(self.context.drop)
-        self.report.quality.add(checks, len(output), response.id, drops)
+        self.report.quality.add(checks, count, response.id, drops)
         if drops:
             return
         bodies: dict[str, bytes] = {}
         if "ids" in self.outputs:
-            prompt_text = ",".join(map(str, sent)).encode()
-            bodies["ids"] = ids_body(prompt_text, len(sent), ids_text, len(output))
+            prompt_text = json.dumps(sent, separators=(",", ":"))[1:-1].encode()
+            bodies["ids"] = ids_body(prompt_text, len(sent), ids_text, count)
         if "conversations" in self.outputs:
-            body = self._conversation(prompt, sent, output.tolist(), checks.empty, checks.finish)
+            output = json.loads(b"[" + ids_text + b"]")
+            body = self._conversation(prompt, sent, output, checks.empty, checks.finish)
             if body is not None:
                 bodies["conversations"] = body
         for form, body in bodies.items():

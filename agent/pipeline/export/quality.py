@@ -6,7 +6,7 @@
   think-end marker, or left open, when the tokenizer has think markers;
 - looping: the last LOOP_TAIL tokens are a repeated n-gram (n up to LOOP_MAX_PERIOD): at least
   LOOP_SHARE of them equal the token n places before.
-Checks run on numpy arrays of the ids, a few microseconds per answer.
+Checks read the ids' text and parse only the tail: a few microseconds per answer.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ LOOP_SHARE = 0.9
 LENGTH_EDGES = (0, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 """Lower edges of the length histogram's bins (the last bin has no upper edge)."""
 DROP_POLICIES = ("truncated", "unclosed", "looping", "empty")
+TAIL_BYTES_PER_ID = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,26 +49,76 @@ class AnswerChecks:
 
 
 class AnswerChecker:
-    """The checks, with the tokenizer's facts worked out once."""
+    """The checks, with the tokenizer's facts worked out once.
+
+    They read the id list as the text the responses file holds (`5,6,7`): markers are found by a
+    byte search, and only the tail (for looping) and, when needed, the head (for emptiness) are
+    parsed into numbers, so a long answer costs little more than being copied.
+    """
 
     def __init__(self, facts: TokenFacts) -> None:
         import numpy as np
 
         self.facts = facts
-        self._specials = np.array(sorted(facts.special_ids), dtype=np.int64)
+        self._special = np.zeros(max(facts.special_ids, default=-1) + 1, dtype=bool)
+        self._special[sorted(facts.special_ids)] = True
+        """A lookup table: is id i special (ids past its end are not)."""
+        self._start = b",%d," % facts.think_start if facts.think_start is not None else None
+        self._end = b",%d," % facts.think_end if facts.think_end is not None else None
 
-    def check(self, ids: Any, finish: str, prompt_opens: bool) -> AnswerChecks:
-        """Check one answer (`ids` a numpy int64 array of its output ids)."""
-        import numpy as np
-
-        content = ids[~np.isin(ids, self._specials)] if len(self._specials) else ids
+    def check(self, ids_text: bytes, count: int, finish: str, prompt_opens: bool) -> AnswerChecks:
+        """Check one answer: `ids_text` its output ids as `5,6,7`, `count` how many."""
+        tail = _numbers(_tail_text(ids_text))[-LOOP_TAIL:]
+        content = tail[~self._is_special(tail)]
         return AnswerChecks(
             finish=finish,
             truncated=finish == "length",
-            empty=len(content) == 0,
+            empty=self._empty(ids_text, count, tail, len(content)),
             looping=is_looping(content),
-            reasoning=_reasoning(ids, self.facts, prompt_opens),
+            reasoning=self._reasoning(b"," + ids_text + b",", prompt_opens),
         )
+
+    def _is_special(self, ids: Any) -> Any:
+        """A boolean array: which of `ids` are special."""
+        import numpy as np
+
+        flags = np.zeros(len(ids), dtype=bool)
+        known = ids < len(self._special)
+        flags[known] = self._special[ids[known]]
+        return flags
+
+    def _empty(self, ids_text: bytes, count: int, tail: Any, tail_content: int) -> bool:
+        if tail_content or count == 0:
+            return count == 0
+        if len(tail) == count:
+            return True  # the tail is all of it, and all special
+        return bool(self._is_special(_numbers(ids_text)).all())
+
+    def _reasoning(self, padded: bytes, prompt_opens: bool) -> str:
+        if self._start is None or self._end is None:
+            return "n/a"
+        started = padded.rfind(self._start)
+        if not prompt_opens and started < 0:
+            return "none"
+        ended = padded.rfind(self._end)
+        return "closed" if ended > started else "unclosed"
+
+
+def _tail_text(ids_text: bytes) -> bytes:
+    """The last LOOP_TAIL ids or so, cut at a comma (ids of up to 7 digits: any real vocabulary)."""
+    window = LOOP_TAIL * TAIL_BYTES_PER_ID
+    if len(ids_text) <= window:
+        return ids_text
+    text = ids_text[-window:]
+    return text[text.find(b",") + 1 :]
+
+
+def _numbers(text: bytes) -> Any:
+    import numpy as np
+
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text, dtype=np.int64, sep=",")
 
 
 def is_looping(ids: Any) -> bool:
@@ -83,21 +134,6 @@ def is_looping(ids: Any) -> bool:
         if float(np.mean(tail[period:] == tail[:-period])) >= LOOP_SHARE:
             return True
     return False
-
-
-def _reasoning(ids: Any, facts: TokenFacts, prompt_opens: bool) -> str:
-    import numpy as np
-
-    if facts.think_start is None or facts.think_end is None:
-        return "n/a"
-    starts = ids == facts.think_start
-    ends = ids == facts.think_end
-    if not prompt_opens and not starts.any():
-        return "none"
-    if not ends.any():
-        return "unclosed"
-    last_start = int(np.flatnonzero(starts)[-1]) if starts.any() else -1
-    return "closed" if int(np.flatnonzero(ends)[-1]) > last_start else "unclosed"
 
 
 @dataclass

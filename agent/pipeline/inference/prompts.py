@@ -95,9 +95,8 @@ def _parse(path: Path, index: int, raw: bytes) -> Prompt:
         raise PromptsError(
             f"{where}: an id of {len(prompt_id):,} characters; ids may have {MAX_ID_CHARS:,} at most"
         )
-    if isinstance(record.get("input_ids"), list) and all(
-        isinstance(i, int) and not isinstance(i, bool) for i in record["input_ids"]
-    ):
+    if isinstance(record.get("input_ids"), list) and set(map(type, record["input_ids"])) <= {int}:
+        # every id exactly an int (JSON gives no other int type; a bool is not one), checked in C
         return Prompt(prompt_id, index + 1, input_ids=record["input_ids"])
     if isinstance(record.get("messages"), list) and record["messages"]:
         return Prompt(prompt_id, index + 1, messages=record["messages"])
