@@ -276,3 +276,26 @@ def test_a_torn_record_glued_to_a_complete_one_gives_up_the_complete_one(tmp_pat
     report = json.loads((tmp_path / "o" / "B1" / "quality.json").read_text())
     assert (report["glued_lines"], report["unanswered_prompts"]) == (1, 1)
     assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "ids.jsonl")] == ["b"]
+
+
+def test_an_id_beyond_the_vocabulary_is_left_out_and_named(tmp_path: Path) -> None:
+    vocab = build_think_tokenizer(tmp_path / "tok")
+    size = len(vocab)
+    write_jsonl(
+        tmp_path / "d" / "B1" / "prompts.jsonl", [{"id": k, "messages": CHAT} for k in "abc"]
+    )
+    fine = ids_of(vocab, "w1 </think> w2 <|im_end|>")
+    write_jsonl(tmp_path / "d" / "B1" / "raw_responses.jsonl",
+                [response("a", fine), response("b", [*fine[:2], size]), response("c", [10**7, 5])])  # fmt: skip
+
+    assert main(["--datasets-root", str(tmp_path / "d"), "--tokenizer", str(tmp_path / "tok"),
+                 "--out", str(tmp_path / "o")]) == 0  # fmt: skip
+
+    report = json.loads((tmp_path / "o" / "B1" / "quality.json").read_text())
+    assert report["out_of_vocab"]["count"] == 2
+    assert (
+        report["out_of_vocab"]["first"]
+        == f"b: token id {size} is not below the tokenizer's {size:,}"
+    )
+    assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "ids.jsonl")] == ["a"]
+    assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "specforge.jsonl")] == ["a"]

@@ -138,6 +138,13 @@ class DatasetExport:
 
     def _export(self, prompt: Prompt, sent: list[int], response: ResponseLine) -> None:
         ids_text = response.ids_text()
+        beyond = self.checker.beyond_vocab(ids_text)
+        if beyond is not None:
+            self.report.out_of_vocab.add(
+                response.id,
+                f"token id {beyond} is not below the tokenizer's {self.context.facts.vocab_size:,}",
+            )
+            return
         count = ids_text.count(b",") + 1 if ids_text else 0
         checks = self.checker.check(
             ids_text,
@@ -171,7 +178,11 @@ class DatasetExport:
             return None
         tokenizer, facts = self.context.tokenizer, self.context.facts
         stop = finish == "stop" and output and output[-1] in facts.special_ids
-        messages = conversation(tokenizer, prompt, sent, output[:-1] if stop else output, facts)
+        try:
+            messages = conversation(tokenizer, prompt, sent, output[:-1] if stop else output, facts)
+        except Exception as exc:  # the tokenizer's own code may raise anything on odd ids
+            self.report.leave_out("cannot be decoded", prompt.id, str(exc).split("\n")[0][:200])
+            return None
         problem = schema_problem(messages)
         if problem is not None:
             self.report.leave_out("not a conversation SpecForge takes", prompt.id, problem)

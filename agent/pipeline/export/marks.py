@@ -23,6 +23,8 @@ class TokenFacts:
     think_start: int | None = None
     think_end: int | None = None
     think_names: tuple[str, str] = ("<think>", "</think>")
+    vocab_size: int = 0
+    """len(tokenizer): every id must be below it (0: not checked)."""
 
     def opener_start(self, sent: list[int]) -> int | None:
         """Where the think block that the prompt's end opens begins, if it does.
@@ -51,7 +53,10 @@ def token_facts(tokenizer: Any) -> TokenFacts:
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
     special |= {int(i) for i, token in decoder.items() if getattr(token, "special", False)}
     vocab = tokenizer.get_vocab()
+    size = len(tokenizer)
     for start, end in THINK_PAIRS:
         if start in vocab and end in vocab:
-            return TokenFacts(frozenset(special), int(vocab[start]), int(vocab[end]), (start, end))
-    return TokenFacts(frozenset(special))
+            return TokenFacts(
+                frozenset(special), int(vocab[start]), int(vocab[end]), (start, end), size
+            )
+    return TokenFacts(frozenset(special), vocab_size=size)

@@ -78,6 +78,24 @@ class AnswerChecker:
             reasoning=self._reasoning(b"," + ids_text + b",", prompt_opens),
         )
 
+    def beyond_vocab(self, ids_text: bytes) -> int | None:
+        """The largest id when it is not below the tokenizer's size (a corrupt answer), else None.
+
+        Numbers are measured between commas first: only an answer with an id as long as the
+        largest valid one is parsed whole.
+        """
+        import numpy as np
+
+        size = self.facts.vocab_size
+        if not size or not ids_text:
+            return None
+        commas = np.flatnonzero(np.frombuffer(ids_text, dtype=np.uint8) == ord(","))
+        bounds = np.concatenate(([-1], commas, [len(ids_text)]))
+        if int(np.diff(bounds).max()) - 1 < len(str(size - 1)):
+            return None
+        largest = int(_numbers(ids_text).max())
+        return largest if largest >= size else None
+
     def _is_special(self, ids: Any) -> Any:
         """A boolean array: which of `ids` are special."""
         import numpy as np
