@@ -24,7 +24,7 @@ class TokenFacts:
     think_end: int | None = None
     think_names: tuple[str, str] = ("<think>", "</think>")
     vocab_size: int = 0
-    """len(tokenizer): every id must be below it (0: not checked)."""
+    """One past the tokenizer's largest id: every id must be below it (0: not checked)."""
 
     def opener_start(self, sent: list[int]) -> int | None:
         """Where the think block that the prompt's end opens begins, if it does.
@@ -53,7 +53,7 @@ def token_facts(tokenizer: Any) -> TokenFacts:
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
     special |= {int(i) for i, token in decoder.items() if getattr(token, "special", False)}
     vocab = tokenizer.get_vocab()
-    size = len(tokenizer)
+    size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)  # ids may leave holes
     for start, end in THINK_PAIRS:
         if start in vocab and end in vocab:
             return TokenFacts(
