@@ -12,7 +12,14 @@ from agent.datasets.root_listing import DatasetsRootError, list_datasets
 from agent.pipeline.export.dataset import DatasetExport, ExportContext, ExportError
 from agent.pipeline.export.marks import token_facts
 from agent.pipeline.export.merged import MergedOutputs
-from agent.pipeline.export.report import dataset_record, flagged, roundtrip_line, write_reports
+from agent.pipeline.export.report import (
+    REPORT_JSON,
+    REPORT_MD,
+    dataset_record,
+    flagged,
+    roundtrip_line,
+    write_reports,
+)
 from agent.pipeline.tokenizer import TokenizerError, load_tokenizer
 
 
@@ -52,6 +59,7 @@ def export(options: ExportOptions) -> dict[str, Any]:
         options.drop, options.trust_remote_code, options.prompts_file, options.responses_file,
     )  # fmt: skip
     options.out.mkdir(parents=True, exist_ok=True)
+    clear_leftovers(options.out)
     merged = MergedOutputs(options.out, options.formats, options.weights)
     records = []
     try:
@@ -66,6 +74,23 @@ def export(options: ExportOptions) -> dict[str, Any]:
     summary = _summary(options, records, merged.summary())
     write_reports(options.out, records, summary)
     return summary | {"datasets": records}
+
+
+def clear_leftovers(out: Path) -> int:
+    """Remove what a killed export left in `out`, and the last report; returns how many files.
+
+    The report goes first and comes back last, so it exists only beside a complete set of files.
+    """
+    stale = [out / REPORT_JSON, out / REPORT_MD, *out.glob(".export-index-*.sqlite")]
+    stale += [*out.glob("*.partial"), *out.glob("*/*.partial")]
+    removed = 0
+    for path in stale:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed += path.suffix in (".partial", ".sqlite")
+    return removed
 
 
 def dataset_folders(root: Path, names: tuple[str, ...]) -> list[Path]:
