@@ -11,6 +11,7 @@ from typing import Any
 from agent.datasets.response_lines import ResponseLine
 from agent.pipeline.export.index import DUPLICATE, PromptIndex
 from agent.pipeline.export.marks import TokenFacts
+from agent.pipeline.export.merged import MergedOutputs
 from agent.pipeline.export.quality import AnswerChecker
 from agent.pipeline.export.responses import finish_reason, prompt_tokens, read_responses
 from agent.pipeline.export.roundtrip import conversation, round_trip, schema_problem
@@ -49,7 +50,9 @@ class ExportContext:
 class DatasetExport:
     """The export of the dataset in `folder`; `run` does it all and returns its report."""
 
-    def __init__(self, folder: Path, context: ExportContext, merged: Any = None) -> None:
+    def __init__(
+        self, folder: Path, context: ExportContext, merged: MergedOutputs | None = None
+    ) -> None:
         self.name = folder.name
         self.folder = folder
         self.context = context
