@@ -2,7 +2,8 @@
 
 Answers of simulator output (~3,500 tokens each) to prompts given as input_ids (what the runner
 sent, read back from prompts.jsonl and checked), written as `ids.jsonl` with every quality check
-run; then the same with chat prompts, which the tokenizer's template must encode again. Memory:
+run; then the same with chat prompts, which the tokenizer's template must encode again; then both
+forms, every conversation decoded, rendered and tokenized again for the round trip. Memory:
 the peak RSS of an export of N and of 4N records, in processes of their own.
 """
 
@@ -56,14 +57,16 @@ def write_dataset(folder: Path, tokens: int, chat: bool) -> int:
     return blocks * per_block
 
 
-def timed_export(root: Path, tokenizer: Path) -> tuple[float, float, dict[str, object]]:
+def timed_export(
+    root: Path, tokenizer: Path, formats: frozenset[str] = frozenset({"ids"})
+) -> tuple[float, float, dict[str, object]]:
     """Wall and CPU seconds of the export, and its summary.
 
     transformers is imported first, untimed (a fixed cost once per job); the export's own
     tokenizer load stays in both figures.
     """
     load_tokenizer(str(tokenizer), trust_remote_code=False)
-    options = ExportOptions(root, str(tokenizer), root.parent / "out", formats=frozenset({"ids"}))
+    options = ExportOptions(root, str(tokenizer), root.parent / "out", formats=formats)
     started, cpu = time.perf_counter(), time.process_time()
     summary = export(options)
     return time.perf_counter() - started, time.process_time() - cpu, summary
@@ -100,6 +103,12 @@ def run() -> None:
                 f"of wall time, {tokens / cpu_s / 1e6:.1f}M per CPU second (goal >= 5M/s on one "
                 f"core, the tokenizer's load included); {took:.1f} s in all"
             )
+        root = base / "both" / "datasets"
+        tokens = write_dataset(root / "B1", TOKENS // 20, chat=True)
+        took, _, summary = timed_export(root, tokenizer, frozenset({"ids", "conversations"}))
+        rate = float(summary["tokens_per_s"])  # type: ignore[arg-type]
+        print(f"export, both forms, a round trip through the chat template on every record: "
+              f"{tokens:,} tokens at {rate / 1e6:.2f}M tokens/s; {took:.1f} s in all")  # fmt: skip
         small, large = (
             peak_rss_mib(TOKENS // 8, base, tokenizer),
             peak_rss_mib(TOKENS // 2, base, tokenizer),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from agent.datasets.response_lines import ResponseLine
 from agent.pipeline.export.index import DUPLICATE, PromptIndex
 from agent.pipeline.export.marks import TokenFacts
 from agent.pipeline.export.merged import MergedOutputs
-from agent.pipeline.export.quality import AnswerChecker
+from agent.pipeline.export.quality import AnswerChecker, numbers
 from agent.pipeline.export.responses import finish_reason, prompt_tokens, read_responses
 from agent.pipeline.export.roundtrip import conversation, round_trip, schema_problem
 from agent.pipeline.export.tallies import DatasetReport
@@ -141,17 +140,18 @@ class DatasetExport:
 
     def _export(self, prompt: Prompt, sent: list[int], response: ResponseLine) -> None:
         ids_text = response.ids_text()
-        beyond = self.checker.beyond_vocab(ids_text)
+        ids = numbers(ids_text)
+        beyond = self.checker.beyond_vocab(ids)
         if beyond is not None:
+            size = self.context.facts.vocab_size
             self.report.out_of_vocab.add(
-                response.id,
-                f"token id {beyond} is not below the tokenizer's {self.context.facts.vocab_size:,}",
+                response.id, f"token id {beyond} is not below the tokenizer's {size:,}"
             )
             return
-        count = ids_text.count(b",") + 1 if ids_text else 0
+        count = len(ids)
         checks = self.checker.check(
             ids_text,
-            count,
+            ids,
             finish_reason(response.fields),
             self.context.facts.opens_reasoning(sent),
         )
@@ -161,11 +161,10 @@ class DatasetExport:
             return
         bodies: dict[str, bytes] = {}
         if "ids" in self.outputs:
-            prompt_text = json.dumps(sent, separators=(",", ":"))[1:-1].encode()
+            prompt_text = ",".join(map(str, sent)).encode()
             bodies["ids"] = ids_body(prompt_text, len(sent), ids_text, count)
         if "conversations" in self.outputs:
-            output = json.loads(b"[" + ids_text + b"]")
-            body = self._conversation(prompt, sent, output, checks.empty, checks.finish)
+            body = self._conversation(prompt, sent, ids.tolist(), checks.empty, checks.finish)
             if body is not None:
                 bodies["conversations"] = body
         for form, body in bodies.items():
