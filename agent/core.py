@@ -29,6 +29,7 @@ from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.supervisor import Supervisor, stale_script
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.probes.cache import ProbeCache
+from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.tokenizer import check_tokenizer
 from agent.probes.training import TrainingWatch
 from agent.procfs import process_info
@@ -109,6 +110,7 @@ class AgentCore:
         self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
         self.probes = ProbeCache()
         self.training = TrainingWatch()
+        self.reports = PipelineReports()
         self.writers = WriterFinder()
         self._launching = asyncio.Lock()
         """Held from the one-writer check to the job's start, so two launches cannot both pass."""
@@ -379,7 +381,7 @@ class AgentCore:
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
             self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
-            self.training.progress(jobs),
+            self.training.progress(jobs), self.reports.export(jobs), self.reports.evaluation(jobs),
         )  # fmt: skip
 
     async def _scan_datasets(

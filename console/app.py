@@ -30,6 +30,7 @@ from agent.protocol import (
     Snapshot,
 )
 from console.actions.deploy import DeployActions
+from console.actions.evaluate import EvaluateActions
 from console.actions.generate import GenerateActions
 from console.actions.jobs import JobActions
 from console.commands import COMMANDS
@@ -52,7 +53,7 @@ from console.themes import themes_dir
 Pinner = Callable[[OfferedKey], Path]
 
 
-class ConsoleApp(GenerateActions, JobActions, DeployActions):
+class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
     """eagle-console: one dashboard over every configured host."""
 
     CSS_PATH = [themes_dir() / "base.tcss", themes_dir() / "dashboard.tcss"]
@@ -158,6 +159,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions):
                 severity="error" if alert.severity == "error" else "warning",
                 timeout=10,
             )
+            self.offer_evaluation(message.host, alert, message.snapshot.jobs)
         view.take(message.snapshot)
         if message.host == self.current:
             self._render_current()

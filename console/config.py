@@ -219,7 +219,10 @@ def _paths(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> t
     return tuple(value)
 
 
-_JOB_KINDS = {"inference", "server", "vocab", "hidden_states", "train", "command"}
+_JOB_KINDS = {
+    "inference", "server", "vocab", "hidden_states", "train", "command",
+    "export", "evaluate", "drafter_server",
+}  # fmt: skip
 _SIGNALS = {"SIGINT", "SIGTERM", "SIGKILL", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
 
 

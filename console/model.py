@@ -205,8 +205,16 @@ def spark(values: tuple[float, ...], width: int = 24) -> str:
     return "".join(SPARK[min(7, int((v - low) / span * 7))] for v in tail)
 
 
-def training_text(items: tuple[TrainingProgress, ...], jobs: tuple[JobInfo, ...]) -> str:
-    """One block per training job: step, epoch, loss, acceptance and the best eval acceptance."""
+def training_text(
+    items: tuple[TrainingProgress, ...],
+    jobs: tuple[JobInfo, ...],
+    measured_accept: float | None = None,
+) -> str:
+    """One block per training job: step, epoch, loss, acceptance and the best eval acceptance.
+
+    `measured_accept` is what the drafter evaluation measured on the server, shown beside the
+    best eval acceptance the trainer estimated.
+    """
     names = {job.id: job.name for job in jobs}
     blocks = []
     for t in items:
@@ -219,6 +227,8 @@ def training_text(items: tuple[TrainingProgress, ...], jobs: tuple[JobInfo, ...]
         accept = (
             f"accept len {t.acceptance_length:.2f}{best}" if t.acceptance_length else "accept len —"
         )
+        if measured_accept is not None:
+            accept += f" · measured {measured_accept:.2f}"
         loss = f"loss {t.loss:.3f}" if t.loss is not None else "loss —"
         blocks.append(
             f"{sanitise(names.get(t.job_id, t.job_id))}: {step} · epoch {t.epoch if t.epoch is not None else '—'} · "

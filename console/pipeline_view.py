@@ -1,6 +1,7 @@
 """The pipeline's stages in order, each with its state from the agent, and the next sensible step.
 
-generate -> vocab -> stop server -> hidden states -> train -> serve with drafter. No Textual here.
+generate -> export -> vocab -> stop server -> hidden states -> train -> serve with drafter ->
+evaluate. No Textual here.
 """
 
 from __future__ import annotations
@@ -39,19 +40,59 @@ def stages(snapshot: Snapshot) -> list[Stage]:
     trained = _state(_latest(snapshot.jobs, "train"))
     return [
         Stage("generate", generate, f"{complete}/{len(datasets)} datasets complete", "g"),
+        _export_stage(snapshot),
         _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
         Stage("stop server", "done" if server is None or server.state not in ACTIVE else "not started",
               "the server holds the GPUs" if server and server.state in ACTIVE else "GPUs free", "s"),
         _hidden_states_stage(snapshot.jobs),
         _job_stage("train", _latest(snapshot.jobs, "train"), "t"),
-        Stage("serve with drafter", "running" if trained == "done" and server and server.state in ACTIVE else "not started",
-              "start the server with the drafter once training is done", "s"),
+        _serve_stage(snapshot.jobs, trained, server),
+        _evaluate_stage(snapshot),
     ]  # fmt: skip
 
 
 def next_stage(items: list[Stage]) -> Stage | None:
     """The first stage that is neither done nor skipped."""
     return next((stage for stage in items if stage.state not in ("done", "skipped")), None)
+
+
+def _export_stage(snapshot: Snapshot) -> Stage:
+    """The export job, and its round trip.
+
+    A conversation file that does not reproduce the tokens fails the stage, ids written or not.
+    """
+    job = _latest(snapshot.jobs, "export")
+    later = any(_latest(snapshot.jobs, kind) for kind in ("vocab", "hidden_states", "train"))
+    if job is None and later:
+        return Stage("export", "skipped", "later stages started without an export", "x")
+    stage = _job_stage("export", job, "x")
+    export = snapshot.export
+    if export is None or stage.state == "running":
+        return stage
+    share = "—" if export.roundtrip_share is None else f"{export.roundtrip_share:.1%}"
+    verdict = "below" if export.roundtrip_flagged else "at or above"
+    detail = f"round trip {share}, {verdict} {export.roundtrip_threshold:.0%} (X: report)"
+    return Stage("export", "failed" if export.roundtrip_flagged else stage.state, detail, "x")
+
+
+def _serve_stage(jobs: tuple[JobInfo, ...], trained: str, server: JobInfo | None) -> Stage:
+    """A drafter_server job when one is configured and started; else the server after training."""
+    drafter = _latest(jobs, "drafter_server")
+    if drafter is not None and drafter.state in ACTIVE:  # serving is this stage done
+        return Stage("serve with drafter", "done", sanitise(f"{drafter.name} serving"), "B")
+    if drafter is not None:
+        return _job_stage("serve with drafter", drafter, "B")
+    running = trained == "done" and server is not None and server.state in ACTIVE
+    return Stage("serve with drafter", "running" if running else "not started",
+                 "start the server with the drafter once training is done", "s")  # fmt: skip
+
+
+def _evaluate_stage(snapshot: Snapshot) -> Stage:
+    """The evaluate job, with the verdict in words once there is one."""
+    stage = _job_stage("evaluate", _latest(snapshot.jobs, "evaluate"), "B")
+    if snapshot.evaluation is None or stage.state == "running":
+        return stage
+    return Stage("evaluate", stage.state, sanitise(snapshot.evaluation.verdict), "B")
 
 
 def _hidden_states_stage(jobs: tuple[JobInfo, ...]) -> Stage:

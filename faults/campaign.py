@@ -14,7 +14,7 @@ SCENARIOS = (
     "runner_kill", "link_drops", "blackhole", "stop_escalation", "deploy_interrupt", "host_keys",
     "injection", "bad_input", "short_budget", "two_writers", "frozen_writer", "disk_full",
     "state_full", "terminal_text", "demo_hangup", "remote_code", "router_outage",
-    "hostile_files", "slow_client", "request_limits", "clock_steps",
+    "hostile_files", "slow_client", "request_limits", "clock_steps", "export_kill",
 )  # fmt: skip
 """In the order the report lists them."""
 

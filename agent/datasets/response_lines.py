@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent.datasets.byte_scan import contains, only_bytes
@@ -51,6 +51,8 @@ class ResponseLine:
     tokens: int
     output_ids: bytes | list[int]
     """As the line had them: the bytes between the brackets (fast path) or the decoded list."""
+    fields: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The record's other fields (finish_reason, prompt_tokens, meta_info...), as JSON read them."""
 
     def ids_text(self) -> bytes:
         """`b"5,6,7"`: what `numpy.fromstring(..., sep=",")` reads (b"" for no ids)."""
@@ -109,7 +111,8 @@ def check_record(record: Any) -> ResponseLine | str:
     tokens = _tokens(record.get("completion_tokens"), len(ids))
     if isinstance(tokens, str):
         return tokens
-    return ResponseLine(response_id[0], tokens, ids)
+    rest = {key: value for key, value in record.items() if key not in ("id", "output_ids")}
+    return ResponseLine(response_id[0], tokens, ids, rest)
 
 
 def _parse_slow(line: bytes) -> ResponseLine | str:
@@ -161,7 +164,7 @@ def _parse_fast(line: bytes) -> ResponseLine | None:
     response_id = _head_id(head[1])
     if isinstance(tokens, str) or response_id is None:
         return None
-    return ResponseLine(response_id, tokens, ids)
+    return ResponseLine(response_id, tokens, ids, rest)
 
 
 def _plain_id_list(ids: bytes) -> bool:

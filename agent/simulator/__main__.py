@@ -11,6 +11,7 @@ from pathlib import Path
 from agent.simulator.engine import EngineSettings
 from agent.simulator.faults import Faults
 from agent.simulator.server import Simulator, SimulatorConfig
+from agent.simulator.speculative import Speculation
 from agent.simulator.tokens import LengthProfile
 
 DEFAULT_MAX_RUNNING = 64
@@ -67,7 +68,29 @@ def build_parser() -> argparse.ArgumentParser:
     add("--spike-s", type=float, default=5.0)
     add("--hang-rate", type=float, default=0.0, help="share of requests never answered")
     add("--die-after", type=int, default=0, help="exit after this many /generate requests")
+    add(
+        "--speculative-accept-length",
+        type=float,
+        help="serve with a drafter of this mean accept length (EAGLE3; 1 to num-draft-tokens)",
+    )
+    add("--speculative-num-draft-tokens", type=int, default=4, help="tokens verified per step")
+    add(
+        "--speculative-step-overhead",
+        type=float,
+        default=0.25,
+        help="a verify step costs 1 + this plain decode steps (the draft model's passes)",
+    )
     return parser
+
+
+def _speculation(args: argparse.Namespace) -> Speculation | None:
+    if args.speculative_accept_length is None:
+        return None
+    return Speculation(
+        args.speculative_accept_length,
+        args.speculative_num_draft_tokens,
+        args.speculative_step_overhead,
+    )
 
 
 def config_from(args: argparse.Namespace) -> SimulatorConfig:
@@ -84,7 +107,7 @@ def config_from(args: argparse.Namespace) -> SimulatorConfig:
             decode_tokens_per_s=args.decode_rate,
             max_tokens_per_s_per_request=args.per_request_rate,
             max_running_requests=args.max_running_requests or DEFAULT_MAX_RUNNING,
-            speed=args.speed, hybrid_swa=args.hybrid_swa,
+            speed=args.speed, hybrid_swa=args.hybrid_swa, speculation=_speculation(args),
         ),
         dp_size=args.dp_size, max_running_requests_flag=args.max_running_requests,
         api_key=args.api_key, warmup_s=args.warmup_s,
@@ -111,7 +134,13 @@ async def serve(config: SimulatorConfig) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse flags and serve."""
-    asyncio.run(serve(config_from(build_parser().parse_args(argv))))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    asyncio.run(serve(config))
     return 0
 
 

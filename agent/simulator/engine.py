@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from agent.simulator.speculative import Speculation
 from agent.simulator.tokens import PlannedAnswer
 
 TICK_S = 0.02
@@ -39,6 +40,8 @@ class EngineSettings:
     speed: float = 1.0
     hybrid_swa: bool = False
     """Log as a hybrid sliding-window model: `full token usage` and `swa token usage` lines."""
+    speculation: Speculation | None = None
+    """A drafter (--speculative-accept-length): verify steps instead of plain decode steps."""
 
 
 @dataclass(eq=False)
@@ -52,6 +55,8 @@ class SimRequest:
     arrived_at: float = field(default_factory=time.time)
     produced: float = 0.0
     aborted: str | None = None
+    verify_steps: float = 0.0
+    """Speculative verify steps it took (0 without a drafter)."""
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     progressed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -98,6 +103,10 @@ class Engine:
         self._steps_since_log = 0.0
         self._tokens_since_log = 0.0
         self._sim_seconds_since_log = 0.0
+        self.verify_steps_total = 0.0
+        self._verify_steps_since_log = 0.0
+        self.accept_length = 0.0
+        """The last Decode line's accept length (0 without a drafter), as the gauge holds it."""
         self._wake = asyncio.Event()
 
     @property
@@ -156,6 +165,8 @@ class Engine:
 
     def _finish_now(self, request: SimRequest) -> None:
         request.produced = len(request.answer.output_ids)
+        if self.settings.speculation is not None:
+            request.verify_steps = request.produced / self.settings.speculation.accept_length
         self.generated_tokens_total += len(request.answer.output_ids)
         request.finished.set()
         request.progressed.set()
@@ -172,6 +183,10 @@ class Engine:
         self.sim_seconds += sim_seconds
         if not self.running:
             return
+        speculation = self.settings.speculation
+        if speculation is not None:
+            self._tick_speculative(speculation, sim_seconds)
+            return
         per_request = (
             min(
                 self.settings.decode_tokens_per_s / len(self.running),
@@ -187,6 +202,26 @@ class Engine:
         self._account(per_request, made, sim_seconds)
         self.running = [r for r in self.running if not r.finished.is_set()]
 
+    def _tick_speculative(self, speculation: Speculation, sim_seconds: float) -> None:
+        """Verify steps: each yields `accept_length` tokens per request, at a higher cost."""
+        steps = sim_seconds * speculation.steps_per_request(
+            self.settings.decode_tokens_per_s,
+            self.settings.max_tokens_per_s_per_request,
+            len(self.running),
+        )
+        made = 0.0
+        for request in self.running:
+            before = request.produced
+            request.advance(steps * speculation.accept_length)
+            gained = request.produced - before
+            request.verify_steps += gained / speculation.accept_length
+            made += gained
+        self.verify_steps_total += made / speculation.accept_length
+        self._verify_steps_since_log += made / speculation.accept_length
+        self.generated_tokens_total += round(made)
+        self._account(steps, made, sim_seconds)
+        self.running = [r for r in self.running if not r.finished.is_set()]
+
     def _account(self, steps: float, tokens: float, sim_seconds: float) -> None:
         self._steps_since_log += steps
         self._tokens_since_log += tokens
@@ -195,12 +230,18 @@ class Engine:
             self.gen_throughput = self._tokens_since_log / max(self._sim_seconds_since_log, 1e-9)
             self._log_decode()
             self._steps_since_log = self._tokens_since_log = self._sim_seconds_since_log = 0.0
+            self._verify_steps_since_log = 0.0
 
     def _log_decode(self) -> None:
         """SGLang 0.5's line (metrics_reporter.py:963-1041; usage parts pool_stats_observer.py:118-150)."""
+        speculation = self.settings.speculation
+        accept = ""
+        if speculation is not None:
+            accept = speculation.log_part(self._tokens_since_log, self._verify_steps_since_log)
+            self.accept_length = self._tokens_since_log / max(self._verify_steps_since_log, 1e-9)
         self.log_line(
             f"Decode batch, #running-req: {len(self.running)}, {self._usage_parts(decode=True)}, "
-            f"cuda graph: True, gen throughput (token/s): {self.gen_throughput:.2f}, "
+            f"{accept}cuda graph: True, gen throughput (token/s): {self.gen_throughput:.2f}, "
             f"#queue-req: {len(self.queue)}"
         )
 

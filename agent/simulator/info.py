@@ -36,7 +36,7 @@ def server_info(config: SimulatorConfig, ranks: Ranks, port: int) -> dict[str, A
         "max_running_requests": config.max_running_requests_flag,
         "max_total_num_tokens": ranks.engines[0].settings.max_total_tokens,
         "skip_tokenizer_init": config.skip_tokenizer_init,
-        "speculative_algorithm": None,
+        **_speculative_args(config),
         "decode_log_interval": 40,
         "internal_states": [
             {
@@ -49,6 +49,19 @@ def server_info(config: SimulatorConfig, ranks: Ranks, port: int) -> dict[str, A
         "version": "0.5.23-simulator",
         "frontend": "python",
         "simulator": {"engine": to_wire(ranks.settings), "faults": to_wire(config.faults)},
+    }
+
+
+def _speculative_args(config: SimulatorConfig) -> dict[str, Any]:
+    """SGLang's speculative server args (None without a drafter, as its defaults)."""
+    speculation = config.engine.speculation
+    if speculation is None:
+        return {"speculative_algorithm": None}
+    return {
+        "speculative_algorithm": speculation.algorithm,
+        "speculative_num_draft_tokens": speculation.num_draft_tokens,
+        "speculative_eagle_topk": 1,
+        "speculative_num_steps": speculation.num_draft_tokens - 1,
     }
 
 

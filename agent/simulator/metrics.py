@@ -34,7 +34,13 @@ def _labels(model_name: str, dp_rank: int | None) -> str:
 
 
 def _gauges(engine: Engine) -> dict[str, float]:
-    return {
+    speculation = engine.settings.speculation
+    spec: dict[str, float] = {}
+    if speculation is not None:  # metrics_collector.py:511-522, set from the Decode line's figures
+        rate = (engine.accept_length - 1) / (speculation.num_draft_tokens - 1)
+        spec = {"spec_accept_length": round(engine.accept_length, 4),
+                "spec_accept_rate": round(max(rate, 0.0), 4)}  # fmt: skip
+    return spec | {
         "num_running_reqs": len(engine.running),
         "num_queue_reqs": len(engine.queue),
         "gen_throughput": round(engine.gen_throughput, 2),
@@ -45,7 +51,8 @@ def _gauges(engine: Engine) -> dict[str, float]:
 
 
 def _counters(engine: Engine) -> dict[str, float]:
-    return {
+    verify: dict[str, float] = {"spec_verify_calls_total": round(engine.verify_steps_total)}
+    return (verify if engine.settings.speculation is not None else {}) | {
         "prompt_tokens_total": engine.prompt_tokens_total,
         "generation_tokens_total": engine.generated_tokens_total,
         "num_requests_total": engine.requests_total,

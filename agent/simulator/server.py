@@ -210,6 +210,9 @@ class Simulator:
             del meta["prompt_tokens"], meta["cached_tokens"]
         if sim.finished.is_set():
             meta["e2e_latency"] = round(time.time() - sim.arrived_at, 6)
+            speculation = self.config.engine.speculation
+            if speculation is not None and sim.aborted is None:  # tokenizer_manager.py:2755-2756
+                meta |= speculation.meta_info(len(ids), sim.verify_steps)
         output: dict[str, Any] = {"output_ids": ids, "meta_info": meta}
         if not self.config.skip_tokenizer_init:
             output = {"text": " ".join(f"w{token}" for token in ids)} | output

@@ -17,6 +17,10 @@ BUDGET = 100_000
 """Tokens per dataset: two or three minutes of simulated generation, not hours."""
 DRAFT_VOCAB = 8000
 TARGET_VOCAB = 32000
+DRAFTER_ACCEPT_LENGTH = 2.7
+"""The demo's "trained drafter": about what the stand-in trainer's last eval acceptance says."""
+DRAFTER_DRAFT_TOKENS = 8
+"""Verified per step: at concurrency 32 the drafter costs more than it saves (0.66x)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +34,10 @@ class SshAccess:
     ssh_config: Path
 
 
-def write_demo_config(space: Workspace, sglang_port: int, ssh: SshAccess | None) -> HostConfig:
-    """Write the config and load the demo host back from it."""
+def write_demo_config(
+    space: Workspace, sglang_port: int, ssh: SshAccess | None, drafter_port: int = 0
+) -> HostConfig:
+    """Write the config and load the demo host back from it (`drafter_port`: B's second server)."""
     lines = [
         "# The demo's host, written as the config for a real GPU box would be.",
         "# Try: eagle-console --config THIS_FILE status demo    (while the demo runs)",
@@ -54,7 +60,7 @@ def write_demo_config(space: Workspace, sglang_port: int, ssh: SshAccess | None)
         f"local = {_q(space.local_script)}",
         f"remote = {_q(space.remote_script)}",
         "",
-        *_jobs(space, sglang_port),
+        *_jobs(space, sglang_port, drafter_port or sglang_port + 1),
     ]
     space.config.write_text("\n".join(lines))
     return load_config(space.config).host("demo")
@@ -71,14 +77,27 @@ def _connection(ssh: SshAccess | None) -> list[str]:
     ]
 
 
-def _jobs(space: Workspace, sglang_port: int) -> list[str]:
+def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
     runner = ["{python}", "-m", "agent.pipeline.inference", "--server", "{sglang_url}",
               "--dataset-dir", "{dataset_dir}", "--tokenizer", str(space.tokenizer),
               "--concurrency", "6", "--max-new-tokens", "1200"]  # fmt: skip
-    server = ["{python}", "-m", "agent.simulator", "--port", str(sglang_port), "--log-file",
-              str(space.root / "sglang.log"), "--speed", "2", "--mean-tokens", "120",
-              "--sd-tokens", "90", "--tokens-per-prompt-token", "3", "--max-running-requests", "48",
+    target = ["--speed", "2", "--mean-tokens", "120", "--sd-tokens", "90",
+              "--tokens-per-prompt-token", "3", "--max-running-requests", "48",
               "--vocab-size", str(TARGET_VOCAB)]  # fmt: skip
+    server = ["{python}", "-m", "agent.simulator", "--port", str(sglang_port), "--log-file",
+              str(space.root / "sglang.log"), *target]  # fmt: skip
+    drafter = ["{python}", "-m", "agent.simulator", "--port", str(drafter_port), "--log-file",
+               str(space.root / "sglang-drafter.log"), *target,
+               "--speculative-accept-length", str(DRAFTER_ACCEPT_LENGTH),
+               "--speculative-num-draft-tokens", str(DRAFTER_DRAFT_TOKENS)]  # fmt: skip
+    export = ["{python}", "-m", "agent.pipeline.export", "--datasets-root", str(space.datasets),
+              "--tokenizer", str(space.tokenizer), "--out", str(space.root / "export"),
+              "--drop", "truncated,looping"]  # fmt: skip
+    evaluate = ["{python}", "-m", "agent.pipeline.evaluate", "--server",
+                f"http://127.0.0.1:{drafter_port}", "--baseline", "{sglang_url}",
+                "--prompts", str(space.held_out), "--tokenizer", str(space.tokenizer),
+                "--num-prompts", "32", "--concurrency", "1,8,32", "--max-new-tokens", "48",
+                "--out", str(space.root / "eval")]  # fmt: skip
     vocab = ["{python}", "-m", "agent.pipeline.vocab", "--datasets-root", str(space.datasets),
              "--target-vocab-size", str(TARGET_VOCAB), "--draft-vocab-size", str(DRAFT_VOCAB),
              "--out", str(space.root / "vocab")]  # fmt: skip
@@ -92,6 +111,11 @@ def _jobs(space: Workspace, sglang_port: int) -> list[str]:
                           "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15},
         "vocab": {"argv": vocab, "kind": "vocab"},
         "train": {"argv": train, "kind": "train", "gpu": True, "stop_signal": "SIGINT", "grace_s": 10},
+        "export": {"argv": export, "kind": "export"},
+        # the drafter's server: gpu = false only because the demo's "GPUs" are imaginary; on a box
+        # it runs on GPUs of its own, or the evaluation runs without --baseline
+        "sglang-drafter": {"argv": drafter, "kind": "drafter_server", "grace_s": 10},
+        "evaluate": {"argv": evaluate, "kind": "evaluate", "stop_signal": "SIGINT", "grace_s": 10},
     }  # fmt: skip
     lines = []
     for name, table in jobs.items():

@@ -57,7 +57,7 @@ def _start_and_run(
         say(
             f"a real SSH server listens on 127.0.0.1:{access.port}; its key is pinned in {access.known_hosts}"
         )
-    host = write_demo_config(space, free_port(), access)
+    host = write_demo_config(space, free_port(), access, drafter_port=free_port())
     opener = _opener(space, host, ssh)
     say(
         f"the config for this host is {space.config}; starting the agent, the server and 8 runs ..."

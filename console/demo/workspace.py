@@ -44,6 +44,11 @@ class Workspace:
         return self.root / "tokenizer"
 
     @property
+    def held_out(self) -> Path:
+        """Prompts kept out of every dataset, for the drafter's evaluation (B)."""
+        return self.root / "held_out.jsonl"
+
+    @property
     def local_script(self) -> Path:
         """The script "on the laptop" that the user edits."""
         return self.root / "local" / "run_inference.py"
@@ -76,8 +81,13 @@ def build_workspace(space: Workspace) -> None:
 
 
 def write_datasets(space: Workspace, seed: int = 7) -> None:
-    """Chat prompts of different sizes per dataset."""
+    """Chat prompts of different sizes per dataset, and held-out prompts for the evaluation."""
     rng = random.Random(seed)
+    with space.held_out.open("w") as handle:
+        for index in range(32):
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(10, 40)))
+            record = {"id": f"held-{index}", "messages": [{"role": "user", "content": text}]}
+            handle.write(json.dumps(record) + "\n")
     for name, (count, words) in DATASETS.items():
         folder = space.datasets / name
         folder.mkdir(parents=True, exist_ok=True)

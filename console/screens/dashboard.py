@@ -8,12 +8,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from agent.protocol import JobInfo
+from console.drafter_view import measured_accept_length
 from console.host_view import HostView
 from console.model import STALE_AFTER_S, age, gpu_text, training_text
 from console.pipeline_view import next_stage, stages
 from console.safe_text import literal_lines
 from console.widgets.alert_strip import AlertStrip
 from console.widgets.datasets_table import DatasetsTable
+from console.widgets.drafter_panel import DrafterPanel
 from console.widgets.host_header import HostHeader
 from console.widgets.jobs_table import JobsTable
 from console.widgets.server_panel import ServerPanel
@@ -40,6 +42,7 @@ class DashboardScreen(Screen[None]):
             with Vertical(id="side"):
                 yield ServerPanel(id="server")
                 yield Static(id="gpus")
+            yield DrafterPanel(id="drafter")
         yield AlertStrip(id="alerts")
         yield Footer()
 
@@ -67,12 +70,15 @@ class DashboardScreen(Screen[None]):
         self.jobs = snapshot.jobs
         self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
-        training = training_text(snapshot.training, snapshot.jobs)
+        training = training_text(
+            snapshot.training, snapshot.jobs, measured_accept_length(snapshot.evaluation)
+        )
         gpus = gpu_text(snapshot.gpus, snapshot.gpu_note)
         self.query_one("#gpus", Static).update(
             literal_lines(f"{gpus}\n{training}" if training else gpus)
         )
         self.query_one(AlertStrip).show(snapshot.alerts)
+        self.query_one(DrafterPanel).show(snapshot.evaluation, snapshot.export)
 
     @property
     def selected_dataset(self) -> str | None:

@@ -274,7 +274,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"last_response_age_s":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[]}}',
+        '"training":[],"export":null,"evaluation":null}}',
     ),
 ]
 
@@ -306,7 +306,7 @@ GOLDEN_OTHERS: list[tuple[Message, str]] = [
         Event("snapshot", Snapshot(1.0, "h", None, ())),
         '{"event":"snapshot","data":{"taken_at":1.0,"host_name":"h","datasets_root":null,'
         '"datasets":[],"alerts":[],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[]}}',
+        '"training":[],"export":null,"evaluation":null}}',
     ),
 ]
 

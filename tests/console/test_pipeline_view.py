@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from agent.protocol import DatasetProgress, JobInfo, Snapshot
+from agent.protocol import (
+    DatasetProgress,
+    DrafterEvaluation,
+    EvalLevel,
+    ExportSummary,
+    JobInfo,
+    Snapshot,
+)
 from console.pipeline_view import next_stage, stages
 
 
-def snapshot(datasets: tuple[DatasetProgress, ...], jobs: tuple[JobInfo, ...]) -> Snapshot:
-    return Snapshot(1.0, "h", "/d", datasets, jobs=jobs)
+def snapshot(
+    datasets: tuple[DatasetProgress, ...], jobs: tuple[JobInfo, ...], **reports: object
+) -> Snapshot:
+    return Snapshot(1.0, "h", "/d", datasets, jobs=jobs, **reports)  # type: ignore[arg-type]
 
 
 def job(name: str, kind: str, state: str, started: float, code: int | None = None) -> JobInfo:
@@ -21,8 +30,9 @@ def test_while_generating_the_next_step_is_generation() -> None:
         (job("sglang", "server", "running", 1.0),),
     ))  # fmt: skip
     assert [(s.name, s.state) for s in items] == [
-        ("generate", "running"), ("vocab", "not started"), ("stop server", "not started"),
-        ("hidden states", "not started"), ("train", "not started"), ("serve with drafter", "not started"),
+        ("generate", "running"), ("export", "not started"), ("vocab", "not started"),
+        ("stop server", "not started"), ("hidden states", "not started"), ("train", "not started"),
+        ("serve with drafter", "not started"), ("evaluate", "not started"),
     ]  # fmt: skip
     upcoming = next_stage(items)
     assert upcoming is not None
@@ -64,3 +74,44 @@ def test_a_job_stopped_on_request_is_still_to_do_not_failed() -> None:
         (job("vocab", "vocab", "stopped", 1.0),),
     ))  # fmt: skip
     assert {s.name: s.state for s in items}["vocab"] == "not started"
+
+
+DONE = (DatasetProgress("B1", 10, 10, 100, 100, status="complete"),)
+
+
+def export_summary(flagged: bool) -> ExportSummary:
+    return ExportSummary("x-1", "/out", 5.0, 0.4 if flagged else 1.0, 0.99, flagged, 100, 1e6)
+
+
+def test_after_generation_the_next_step_is_the_export_and_its_round_trip_decides() -> None:
+    upcoming = next_stage(stages(snapshot(DONE, ())))
+    assert upcoming is not None
+    assert (upcoming.name, upcoming.key) == ("export", "x")
+
+    exported = job("export", "export", "exited", 2.0, 0)
+    good = {s.name: s for s in stages(snapshot(DONE, (exported,), export=export_summary(False)))}
+    bad = {s.name: s for s in stages(snapshot(DONE, (exported,), export=export_summary(True)))}
+    assert good["export"].state == "done"
+    assert bad["export"].state == "failed"
+    assert bad["export"].detail == "round trip 40.0%, below 99% (X: report)"
+
+
+def test_after_training_the_drafter_is_served_and_evaluated_with_b() -> None:
+    trained = (job("export", "export", "exited", 1.0, 0), job("vocab", "vocab", "exited", 2.0, 0),
+               job("train", "train", "exited", 3.0, 0))  # fmt: skip
+    upcoming = next_stage(stages(snapshot(DONE, trained)))
+    assert upcoming is not None
+    assert (upcoming.name, upcoming.key) == ("serve with drafter", "s")
+
+    serving = (*trained, job("drafter", "drafter_server", "running", 4.0))
+    evaluated = (*serving, job("evaluate", "evaluate", "exited", 5.0, 0))
+    verdict = DrafterEvaluation("evaluate-5.0", "/out", 6.0, "2.10× at concurrency 1, 0.80× at "
+                                "32: slower than no drafter at high batch", True,
+                                (EvalLevel(1, 210.0, 100.0, 2.1, 2.9, 0.5, 0.6),))  # fmt: skip
+    items = {s.name: s for s in stages(snapshot(DONE, evaluated, evaluation=verdict))}
+    assert (items["serve with drafter"].state, items["serve with drafter"].key) == ("done", "B")
+    assert items["evaluate"].state == "done"
+    assert items["evaluate"].detail.endswith("slower than no drafter at high batch")
+    upcoming = next_stage(stages(snapshot(DONE, serving)))
+    assert upcoming is not None
+    assert (upcoming.name, upcoming.key) == ("evaluate", "B")

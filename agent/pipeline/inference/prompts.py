@@ -73,6 +73,11 @@ def read_prompts(path: Path, limit: int | None = None) -> list[Prompt]:
     return prompts
 
 
+def parse_prompt_line(path: Path, index: int, raw: bytes) -> Prompt:
+    """The prompt on line `index` (0-based) of `path`, checked as the runner checks it."""
+    return _parse(path, index, raw)
+
+
 def _parse(path: Path, index: int, raw: bytes) -> Prompt:
     where = f"{path} line {index + 1}"
     try:
@@ -90,9 +95,8 @@ def _parse(path: Path, index: int, raw: bytes) -> Prompt:
         raise PromptsError(
             f"{where}: an id of {len(prompt_id):,} characters; ids may have {MAX_ID_CHARS:,} at most"
         )
-    if isinstance(record.get("input_ids"), list) and all(
-        isinstance(i, int) and not isinstance(i, bool) for i in record["input_ids"]
-    ):
+    if isinstance(record.get("input_ids"), list) and set(map(type, record["input_ids"])) <= {int}:
+        # every id exactly an int (JSON gives no other int type; a bool is not one), checked in C
         return Prompt(prompt_id, index + 1, input_ids=record["input_ids"])
     if isinstance(record.get("messages"), list) and record["messages"]:
         return Prompt(prompt_id, index + 1, messages=record["messages"])
@@ -110,7 +114,9 @@ class PromptEncoder:
         prompts: Sequence[Prompt],
         *,
         trust_remote_code: bool = False,
+        tokenizer: Any = None,
     ) -> None:
+        """`tokenizer`, when given, is the one loaded from `tokenizer_path` (not loaded again)."""
         self._tokenizer: Any = None
         needing = next((p for p in prompts if p.needs_tokenizer), None)
         if needing is None:
@@ -121,7 +127,11 @@ class PromptEncoder:
                 "pass --tokenizer PATH"
             )
         try:
-            self._tokenizer = load_tokenizer(tokenizer_path, trust_remote_code=trust_remote_code)
+            self._tokenizer = (
+                tokenizer
+                if tokenizer is not None
+                else load_tokenizer(tokenizer_path, trust_remote_code=trust_remote_code)
+            )
         except TokenizerError as exc:
             raise PromptsError(str(exc)) from None
         chatting = next((p for p in prompts if p.messages is not None), None)

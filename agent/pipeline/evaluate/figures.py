@@ -1,0 +1,90 @@
+"""A level's figures from its answers, the speedup against the baseline, and the verdict in words."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from agent.pipeline.evaluate.measure import LevelRun
+
+FASTER = 1.05
+SLOWER = 0.95
+"""Within these bounds the drafter is "no faster": noise, not a gain or a loss."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFigures:
+    """One server at one level."""
+
+    tokens_per_s: float
+    latency_p50_s: float
+    latency_p95_s: float
+    ttft_p50_s: float | None
+    accept_length: float | None
+    requests: int
+    failed: int
+    first_error: str | None
+
+
+def figures(run: LevelRun) -> ServerFigures:
+    """What one level's answers add up to (failed requests count in no figure but `failed`)."""
+    ok = [a for a in run.answers if a.error is None]
+    tokens = sum(a.completion_tokens for a in ok)
+    verified = [a for a in ok if a.verify_steps]
+    accept = (
+        sum(a.completion_tokens for a in verified) / sum(a.verify_steps or 0 for a in verified)
+        if verified
+        else None
+    )
+    ttfts = [a.ttft_s for a in ok if a.ttft_s is not None]
+    latencies = [a.latency_s for a in ok]
+    errors = [a.error for a in run.answers if a.error is not None]
+    return ServerFigures(
+        tokens_per_s=tokens / run.wall_s if run.wall_s > 0 else 0.0,
+        latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
+        ttft_p50_s=percentile(ttfts, 50) if ttfts else None, accept_length=accept,
+        requests=len(run.answers), failed=len(errors), first_error=errors[0] if errors else None,
+    )  # fmt: skip
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """The nearest-rank percentile (0.0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
+
+
+def verdict(levels: list[tuple[int, float | None, float | None]]) -> str:
+    """In words, from (concurrency, speedup or None, accept length or None) per level."""
+    if not levels:
+        return "nothing measured"
+    if all(speedup is None for _, speedup, _ in levels):
+        concurrency, _, accept = levels[0]
+        said = f"accept length {accept:.2f}" if accept else "no accept length reported"
+        return f"{said} at concurrency {concurrency}; give --baseline to measure the speedup"
+    measured = [(c, s) for c, s, _ in levels if s is not None]
+    parts = [
+        f"{s:.2f}× at {'concurrency ' if i == 0 else ''}{c}" for i, (c, s) in enumerate(measured)
+    ]
+    return f"{', '.join(parts)}: {_summary(measured)}"
+
+
+def _summary(measured: list[tuple[int, float]]) -> str:
+    slow = [c for c, s in measured if s < SLOWER]
+    fast = [c for c, s in measured if s > FASTER]
+    lowest, highest = measured[0][0], measured[-1][0]
+    if len(slow) == len(measured):
+        return "slower than no drafter at every level: it costs more than it saves"
+    if len(fast) == len(measured):
+        return "faster than no drafter at every level"
+    if slow:
+        return f"slower than no drafter at {'high' if highest in slow else 'low'} batch"
+    if fast:
+        return f"faster than no drafter only at {'low' if lowest in fast else 'high'} batch"
+    return "no faster than no drafter"
+
+
+def is_slower(levels: list[tuple[int, float | None, float | None]]) -> bool:
+    """True when the drafter is slower than no drafter at some level."""
+    return any(speedup is not None and speedup < SLOWER for _, speedup, _ in levels)

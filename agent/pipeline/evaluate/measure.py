@@ -1,0 +1,121 @@
+"""One concurrency level against one server: every prompt sent, at most N at once, timed.
+
+Requests go to SGLang's native `/generate` with the prompt's token ids, as the runner sends them.
+Streamed answers (SSE, cumulative by default) give the time to the first token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_ERROR_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One request's outcome."""
+
+    latency_s: float
+    completion_tokens: int = 0
+    verify_steps: int | None = None
+    """SGLang's spec_verify_ct, when the server runs a drafter."""
+    ttft_s: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What every request of an evaluation shares."""
+
+    max_new_tokens: int
+    temperature: float
+    stream: bool
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout_s: float = 600.0
+
+    def body(self, input_ids: list[int]) -> dict[str, Any]:
+        """The /generate body for one prompt."""
+        sampling = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature}
+        return {"input_ids": input_ids, "sampling_params": sampling, "stream": self.stream}
+
+
+@dataclass(frozen=True, slots=True)
+class LevelRun:
+    """Every answer of one level, and how long the level took from first send to last answer."""
+
+    answers: tuple[Answer, ...]
+    wall_s: float
+
+
+async def run_level(
+    session: Any, url: str, prompts: list[list[int]], concurrency: int, request: Request
+) -> LevelRun:
+    """Send every prompt, `concurrency` at a time; returns when all have answered."""
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(ids: list[int]) -> Answer:
+        async with slots:
+            return await send(session, url, ids, request)
+
+    started = time.perf_counter()
+    tasks = [asyncio.create_task(one(ids)) for ids in prompts]
+    answers = await asyncio.gather(*tasks)
+    return LevelRun(tuple(answers), time.perf_counter() - started)
+
+
+async def send(session: Any, url: str, ids: list[int], request: Request) -> Answer:
+    """One /generate request, timed; an error is an Answer with its reason, never an exception."""
+    import aiohttp
+
+    started = time.perf_counter()
+    try:
+        async with session.post(
+            f"{url}/generate", json=request.body(ids), headers=request.headers,
+            timeout=aiohttp.ClientTimeout(total=request.timeout_s),
+        ) as response:  # fmt: skip
+            if response.status != 200:
+                text = (await response.text())[:MAX_ERROR_CHARS]
+                return Answer(
+                    time.perf_counter() - started, error=f"HTTP {response.status}: {text}"
+                )
+            if request.stream:
+                return await _streamed(response, started)
+            body = await response.json(content_type=None)
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        return Answer(
+            time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+        )
+    return _answer(body, time.perf_counter() - started, None)
+
+
+async def _streamed(response: Any, started: float) -> Answer:
+    first: float | None = None
+    last: dict[str, Any] = {}
+    async for raw in response.content:
+        line = raw.decode(errors="replace").strip()
+        if not line.startswith("data:") or line == "data: [DONE]":
+            continue
+        chunk = json.loads(line[5:])
+        if isinstance(chunk, dict) and "error" in chunk:
+            return Answer(
+                time.perf_counter() - started, error=str(chunk["error"])[:MAX_ERROR_CHARS]
+            )
+        if first is None and chunk.get("output_ids"):
+            first = time.perf_counter() - started
+        last = chunk
+    return _answer(last, time.perf_counter() - started, first)
+
+
+def _answer(body: Any, latency_s: float, ttft_s: float | None) -> Answer:
+    meta = body.get("meta_info") if isinstance(body, dict) else None
+    if not isinstance(meta, dict):
+        return Answer(latency_s, error="the answer has no meta_info")
+    tokens = meta.get("completion_tokens")
+    if type(tokens) is not int:
+        tokens = len(body.get("output_ids") or [])
+    verify = meta.get("spec_verify_ct")
+    return Answer(latency_s, tokens, verify if type(verify) is int and verify > 0 else None, ttft_s)

@@ -1,0 +1,109 @@
+"""`python -m agent.pipeline.export --datasets-root DIR --tokenizer PATH --out DIR [...]`."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from agent.pipeline.export.dataset import ExportError
+from agent.pipeline.export.quality import DROP_POLICIES
+from agent.pipeline.export.run import ExportOptions, UsageError, export, progress
+from agent.pipeline.tokenizer import add_trust_remote_code_flag
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+FORMATS = ("ids", "conversations")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of DESIGN §9, and the export's own options."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agent.pipeline.export",
+        description="SpecForge conversations and pre-tokenized ids from prompts + responses, "
+        "with a round-trip check of the chat template and a quality report.",
+    )
+    add = parser.add_argument
+    add("--datasets-root", type=Path, required=True)
+    add("--datasets", nargs="+", default=[], metavar="NAME", help="default: every dataset")
+    add("--tokenizer", required=True, help="the target's tokenizer folder (as the runner used)")
+    add_trust_remote_code_flag(parser)
+    add("--out", type=Path, required=True, help="OUT/NAME/ per dataset, OUT/all/ merged")
+    add("--drop", default="", help=f"leave out answers that are any of: {','.join(DROP_POLICIES)}")
+    add("--weights", default="", help="NAME=W,... : each record W times in OUT/all (default 1)")
+    add("--formats", default=",".join(FORMATS), help="ids, conversations or both (default)")
+    add(
+        "--min-roundtrip-share",
+        type=float,
+        default=0.99,
+        help="below this share of conversations that reproduce the tokens, the export fails loudly",
+    )
+    add("--prompts-file", default="prompts.jsonl")
+    add("--responses-file", default="raw_responses.jsonl")
+    return parser
+
+
+def options_from(args: argparse.Namespace) -> ExportOptions:
+    """The options the flags describe; UsageError naming the flag when one is wrong."""
+    return ExportOptions(
+        datasets_root=args.datasets_root, tokenizer=args.tokenizer, out=args.out,
+        datasets=tuple(n.strip() for item in args.datasets for n in item.split(",") if n.strip()),
+        trust_remote_code=args.trust_remote_code,
+        formats=_names("--formats", args.formats, FORMATS) or frozenset(FORMATS),
+        drop=_names("--drop", args.drop, DROP_POLICIES), weights=_weights(args.weights),
+        min_roundtrip_share=_share(args.min_roundtrip_share),
+        prompts_file=args.prompts_file, responses_file=args.responses_file,
+    )  # fmt: skip
+
+
+def _names(flag: str, text: str, known: tuple[str, ...]) -> frozenset[str]:
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise UsageError(f"{flag} {unknown[0]!r} is not one of {', '.join(known)}")
+    return names
+
+
+def _weights(text: str) -> dict[str, float]:
+    weights: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = -1.0
+        if not sep or not name.strip() or not math.isfinite(weight) or weight < 0:
+            raise UsageError(f"--weights {item!r}: give NAME=W with W a number from 0 (1 keeps it)")
+        weights[name.strip()] = weight
+    return weights
+
+
+def _share(value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(f"--min-roundtrip-share {value:g} must be between 0 and 1")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Export; 0 when done and every round trip is above the threshold, 1 if not, 2 on usage."""
+    try:
+        options = options_from(build_parser().parse_args(argv))
+        summary = export(options)
+    except UsageError as exc:
+        print(f"export: {exc}", file=sys.stderr)  # noqa: T201
+        return EXIT_USAGE
+    except (ExportError, OSError) as exc:
+        print(f"export: {exc}", file=sys.stderr)  # noqa: T201
+        return EXIT_FAILURE
+    progress(
+        f"export: {summary['tokens']:,} output tokens at {summary['tokens_per_s'] / 1e6:.2f}M "
+        f"tokens/s; wrote {options.out}"
+    )
+    if summary["roundtrip"]["flagged"]:
+        progress("export: ROUND TRIP FAILED for at least one dataset: see above and quality.md")
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

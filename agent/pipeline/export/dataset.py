@@ -1,0 +1,193 @@
+"""Exporting one dataset: each response joined to its prompt, checked, written in each form."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.datasets.response_lines import ResponseLine
+from agent.pipeline.export.index import DUPLICATE, PromptIndex
+from agent.pipeline.export.marks import TokenFacts
+from agent.pipeline.export.merged import MergedOutputs
+from agent.pipeline.export.quality import AnswerChecker, numbers
+from agent.pipeline.export.responses import finish_reason, prompt_tokens, read_responses
+from agent.pipeline.export.roundtrip import conversation, round_trip, schema_problem
+from agent.pipeline.export.tallies import DatasetReport
+from agent.pipeline.export.writers import (
+    OutputFile,
+    conversation_body,
+    ids_body,
+    open_outputs,
+    with_id,
+)
+from agent.pipeline.inference.prompts import Prompt, PromptEncoder, PromptsError
+from agent.pipeline.tokenizer import import_failure
+from agent.pipeline.vocab import LineTally
+
+
+class ExportError(Exception):
+    """The export cannot go on; the message says which dataset and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportContext:
+    """What every dataset's export shares."""
+
+    out: Path
+    tokenizer_path: str
+    tokenizer: Any
+    facts: TokenFacts
+    formats: frozenset[str]
+    drop: frozenset[str]
+    trust_remote_code: bool = False
+    prompts_file: str = "prompts.jsonl"
+    responses_file: str = "raw_responses.jsonl"
+
+
+class DatasetExport:
+    """The export of the dataset in `folder`; `run` does it all and returns its report."""
+
+    def __init__(
+        self, folder: Path, context: ExportContext, merged: MergedOutputs | None = None
+    ) -> None:
+        self.name = folder.name
+        self.folder = folder
+        self.context = context
+        self.merged = merged
+        self.report = DatasetReport(self.name)
+        self.checker = AnswerChecker(context.facts)
+        self.index = PromptIndex(folder / context.prompts_file, context.out)
+        self.outputs: dict[str, OutputFile] = {}
+        self.encoder: PromptEncoder | None = None
+
+    def run(self) -> DatasetReport:
+        """Read, check and write every response; the files appear only when complete."""
+        started = time.perf_counter()
+        try:
+            self.index.build()
+            self.report.prompts = self.index.count
+            self.encoder = self._encoder()
+            self.outputs = open_outputs(self.context.out / self.name, self.context.formats)
+            tally = LineTally()
+            for response in read_responses(self.folder / self.context.responses_file, tally):
+                self._take(response)
+            self._close_tally(tally)
+            for output in self.outputs.values():
+                output.commit()
+        except PromptsError as exc:
+            self._abort()
+            raise ExportError(f"{self.name}: {exc}") from None
+        except BaseException:
+            self._abort()
+            raise
+        finally:
+            self.index.close()
+        self.report.seconds = time.perf_counter() - started
+        return self.report
+
+    def _encoder(self) -> PromptEncoder:
+        context = self.context
+        return PromptEncoder(
+            context.tokenizer_path, self.index.samples,
+            trust_remote_code=context.trust_remote_code, tokenizer=context.tokenizer,
+        )  # fmt: skip
+
+    def _abort(self) -> None:
+        for output in self.outputs.values():
+            output.abort()
+
+    def _close_tally(self, tally: LineTally) -> None:
+        report = self.report
+        report.unanswered_prompts = self.index.unanswered()
+        report.corrupt_lines, report.corrupt_first = tally.skipped, tally.first_skipped
+        report.glued_lines = tally.glued
+        report.ids_lines = self.outputs["ids"].lines if "ids" in self.outputs else 0
+        conversations = self.outputs.get("conversations")
+        report.conversation_lines = conversations.lines if conversations else 0
+
+    def _take(self, response: ResponseLine) -> None:
+        prompt = self.index.take(response.id)
+        if prompt is None:
+            self.report.no_prompt.add(response.id, "no prompt has this id")
+            return
+        if prompt == DUPLICATE:
+            self.report.duplicates_skipped += 1
+            return
+        assert isinstance(prompt, Prompt)
+        sent = self._sent_ids(prompt, response)
+        if sent is not None:
+            self._export(prompt, sent, response)
+
+    def _sent_ids(self, prompt: Prompt, response: ResponseLine) -> list[int] | None:
+        """The ids the runner sent for `prompt`, or None (counted) if they cannot be trusted."""
+        assert self.encoder is not None
+        try:
+            sent = self.encoder.input_ids(prompt)
+        except ImportError as exc:
+            raise ExportError(import_failure(self.context.tokenizer_path, exc)) from None
+        except Exception as exc:  # this prompt alone: the runner failed it the same way
+            self.report.encode_failed.add(prompt.id, str(exc).splitlines()[0] if str(exc) else "")
+            return None
+        counted = prompt_tokens(response.fields)
+        if counted is not None and counted != len(sent):
+            self.report.prompt_mismatch.add(
+                prompt.id, f"encodes to {len(sent)} tokens; the server counted {counted}"
+            )
+            return None
+        return sent
+
+    def _export(self, prompt: Prompt, sent: list[int], response: ResponseLine) -> None:
+        ids_text = response.ids_text()
+        ids = numbers(ids_text)
+        beyond = self.checker.beyond_vocab(ids)
+        if beyond is not None:
+            size = self.context.facts.vocab_size
+            self.report.out_of_vocab.add(
+                response.id, f"token id {beyond} is not below the tokenizer's {size:,}"
+            )
+            return
+        count = len(ids)
+        checks = self.checker.check(
+            ids_text,
+            ids,
+            finish_reason(response.fields),
+            self.context.facts.opens_reasoning(sent),
+        )
+        drops = checks.failed(self.context.drop)
+        self.report.quality.add(checks, count, response.id, drops)
+        if drops:
+            return
+        bodies: dict[str, bytes] = {}
+        if "ids" in self.outputs:
+            prompt_text = ",".join(map(str, sent)).encode()
+            bodies["ids"] = ids_body(prompt_text, len(sent), ids_text, count)
+        if "conversations" in self.outputs:
+            body = self._conversation(prompt, sent, ids.tolist(), checks.empty, checks.finish)
+            if body is not None:
+                bodies["conversations"] = body
+        for form, body in bodies.items():
+            self.outputs[form].write(with_id(response.id, body))
+        if self.merged is not None:
+            self.merged.add(self.name, response.id, bodies)
+
+    def _conversation(
+        self, prompt: Prompt, sent: list[int], output: list[int], empty: bool, finish: str
+    ) -> bytes | None:
+        if empty:
+            self.report.leave_out("empty", prompt.id)
+            return None
+        tokenizer, facts = self.context.tokenizer, self.context.facts
+        stop = finish == "stop" and output and output[-1] in facts.special_ids
+        try:
+            messages = conversation(tokenizer, prompt, sent, output[:-1] if stop else output, facts)
+        except Exception as exc:  # the tokenizer's own code may raise anything on odd ids
+            self.report.leave_out("cannot be decoded", prompt.id, str(exc).split("\n")[0][:200])
+            return None
+        problem = schema_problem(messages)
+        if problem is not None:
+            self.report.leave_out("not a conversation SpecForge takes", prompt.id, problem)
+            return None
+        self.report.roundtrip.add(round_trip(tokenizer, prompt.id, messages, sent, output))
+        return conversation_body(messages)

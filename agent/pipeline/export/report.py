@@ -1,0 +1,145 @@
+"""quality.json and quality.md per dataset, and export_report.json / .md over all of them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from agent.pipeline.export.quality import LENGTH_EDGES
+from agent.pipeline.export.tallies import DatasetReport
+
+REPORT_JSON = "export_report.json"
+REPORT_MD = "export_report.md"
+
+
+def dataset_record(report: DatasetReport, threshold: float) -> dict[str, Any]:
+    """The JSON form of one dataset's report, with its round-trip verdict."""
+    record = dataclasses.asdict(report)
+    share = report.roundtrip.share
+    record["roundtrip"]["share"] = share
+    record["roundtrip"]["flagged"] = share is not None and share < threshold
+    record["roundtrip"]["threshold"] = threshold
+    record["quality"]["length_edges"] = list(LENGTH_EDGES)
+    record["tokens_per_s"] = round(report.tokens_per_s, 1)
+    return record
+
+
+def flagged(record: dict[str, Any]) -> bool:
+    """True when the dataset's round trip is below the threshold."""
+    return bool(record["roundtrip"]["flagged"])
+
+
+def write_reports(out: Path, records: list[dict[str, Any]], summary: dict[str, Any]) -> None:
+    """Every report file."""
+    for record in records:
+        folder = out / record["name"]
+        folder.mkdir(parents=True, exist_ok=True)
+        _write(folder / "quality.json", json.dumps(record, indent=1) + "\n")
+        _write(folder / "quality.md", dataset_markdown(record))
+    whole = summary | {"datasets": records}
+    _write(out / REPORT_JSON, json.dumps(whole, indent=1) + "\n")
+    _write(
+        out / REPORT_MD, "\n".join([_summary_markdown(summary), *map(dataset_markdown, records)])
+    )
+
+
+def _write(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
+def roundtrip_line(record: dict[str, Any]) -> str:
+    """One line about a dataset's round trip, loud when it is below the threshold."""
+    trip = record["roundtrip"]
+    if not trip["checked"]:
+        return f"{record['name']}: no conversation to check"
+    share = trip["share"]
+    line = (
+        f"{record['name']}: {share:.1%} of {trip['checked']:,} conversations reproduce the "
+        "tokens sent and generated"
+    )
+    if not trip["flagged"]:
+        return line
+    first = trip["examples"][0] if trip["examples"] else None
+    where = (
+        f"; first difference at position {first['position']} ({first['where']}): expected "
+        f"{first['expected']}, the template gives {first['rendered']}{_detail(first)}"
+        if first
+        else ""
+    )
+    return (
+        f"ROUND TRIP FAILED: {line}, below {trip['threshold']:.0%}{where}. Train from ids.jsonl "
+        "(the exact tokens), or fix the chat template before using specforge.jsonl"
+    )
+
+
+def _detail(example: dict[str, Any]) -> str:
+    return f" ({example['detail']})" if example.get("detail") else ""
+
+
+def _summary_markdown(summary: dict[str, Any]) -> str:
+    trip = summary["roundtrip"]
+    share = "—" if trip["share"] is None else f"{trip['share']:.2%}"
+    verdict = "**FAILED**" if trip["flagged"] else "ok"
+    merged = summary["merged"]
+    lines = [
+        "# Training-data export",
+        "",
+        f"Tokenizer `{summary['tokenizer']}`; forms {', '.join(summary['formats'])}; "
+        f"dropped: {', '.join(summary['drop']) or 'nothing'}.",
+        "",
+        f"Round trip: {share} of {trip['checked']:,} conversations match exactly "
+        f"(threshold {summary['min_roundtrip_share']:.0%}): {verdict}.",
+        "",
+        f"Merged (`all/`): weights {merged['weights'] or 'all 1'}; lines {merged['lines']}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def dataset_markdown(record: dict[str, Any]) -> str:
+    """quality.md of one dataset."""
+    quality = record["quality"]
+    answers = max(1, quality["answers"])
+    rows = [
+        ("prompts", record["prompts"]),
+        ("answers read", quality["answers"]),
+        ("output tokens", quality["tokens"]),
+        ("length-capped (finish length)", _share(quality["truncated"], answers)),
+        ("empty", _share(quality["empty"], answers)),
+        ("looping", _share(quality["looping"], answers)),
+        ("reasoning", ", ".join(f"{k} {v:,}" for k, v in sorted(quality["reasoning"].items()))),
+        ("finish reasons", ", ".join(f"{k} {v:,}" for k, v in sorted(quality["finish_reasons"].items()))),
+        ("dropped (--drop)", ", ".join(f"{k} {v:,}" for k, v in quality["dropped"].items()) or "none"),
+        ("duplicates skipped", record["duplicates_skipped"]),
+        ("prompts without an answer", record["unanswered_prompts"]),
+        ("answers without a prompt", record["no_prompt"]["count"]),
+        ("prompt no longer encodes as sent", record["prompt_mismatch"]["count"]),
+        ("ids beyond the vocabulary", record["out_of_vocab"]["count"]),
+        ("corrupt lines", record["corrupt_lines"]),
+        ("ids.jsonl lines", record["ids_lines"]),
+        ("specforge.jsonl lines", record["conversation_lines"]),
+    ]  # fmt: skip
+    lines = [f"## {record['name']}", "", "| | |", "|---|---|"]
+    lines += [f"| {name} | {_cell(value)} |" for name, value in rows]
+    trip = roundtrip_line(record)
+    lines += ["", f"**{trip}**" if record["roundtrip"]["flagged"] else trip, ""]
+    lines += ["Length histogram (output tokens):", "", "| from | answers |", "|---|---|"]
+    lines += [
+        f"| {edge:,} | {count:,} |"
+        for edge, count in zip(quality["length_edges"], quality["length_counts"], strict=True)
+        if count
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count:,} ({count / total:.1%})"
+
+
+def _cell(value: object) -> str:
+    text = f"{value:,}" if isinstance(value, int) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")

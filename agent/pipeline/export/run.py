@@ -1,0 +1,147 @@
+"""The whole export: load the tokenizer once, export each dataset, merge, report."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.datasets.root_listing import DatasetsRootError, list_datasets
+from agent.pipeline.export.dataset import DatasetExport, ExportContext, ExportError
+from agent.pipeline.export.marks import token_facts
+from agent.pipeline.export.merged import MergedOutputs
+from agent.pipeline.export.report import (
+    REPORT_JSON,
+    REPORT_MD,
+    dataset_record,
+    flagged,
+    roundtrip_line,
+    write_reports,
+)
+from agent.pipeline.tokenizer import TokenizerError, load_tokenizer
+
+
+class UsageError(ExportError):
+    """The command line asks for something that cannot be (exit 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportOptions:
+    """The command line, checked."""
+
+    datasets_root: Path
+    tokenizer: str
+    out: Path
+    datasets: tuple[str, ...] = ()
+    trust_remote_code: bool = False
+    formats: frozenset[str] = frozenset({"ids", "conversations"})
+    drop: frozenset[str] = frozenset()
+    weights: dict[str, float] = field(default_factory=dict)
+    min_roundtrip_share: float = 0.99
+    prompts_file: str = "prompts.jsonl"
+    responses_file: str = "raw_responses.jsonl"
+
+
+def export(options: ExportOptions) -> dict[str, Any]:
+    """Export every dataset; returns the summary written to export_report.json."""
+    folders = dataset_folders(options.datasets_root, options.datasets)
+    unknown = sorted(set(options.weights) - {f.name for f in folders})
+    if unknown:
+        raise UsageError(f"--weights names {unknown[0]!r}, which is not a dataset exported here")
+    try:
+        tokenizer = load_tokenizer(options.tokenizer, trust_remote_code=options.trust_remote_code)
+    except TokenizerError as exc:
+        raise UsageError(str(exc)) from None
+    context = ExportContext(
+        options.out, options.tokenizer, tokenizer, token_facts(tokenizer), options.formats,
+        options.drop, options.trust_remote_code, options.prompts_file, options.responses_file,
+    )  # fmt: skip
+    options.out.mkdir(parents=True, exist_ok=True)
+    clear_leftovers(options.out)
+    merged = MergedOutputs(options.out, options.formats, options.weights)
+    records = []
+    try:
+        for folder in folders:
+            report = DatasetExport(folder, context, merged).run()
+            records.append(dataset_record(report, options.min_roundtrip_share))
+            progress(_dataset_line(records[-1]))
+        merged.commit()
+    except BaseException:
+        merged.abort()
+        raise
+    summary = _summary(options, records, merged.summary())
+    write_reports(options.out, records, summary)
+    return summary | {"datasets": records}
+
+
+def clear_leftovers(out: Path) -> int:
+    """Remove what a killed export left in `out`, and the last report; returns how many files.
+
+    The report goes first and comes back last, so it exists only beside a complete set of files.
+    """
+    stale = [out / REPORT_JSON, out / REPORT_MD, *out.glob(".export-index-*.sqlite")]
+    stale += [*out.glob("*.partial"), *out.glob("*/*.partial")]
+    removed = 0
+    for path in stale:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed += path.suffix in (".partial", ".sqlite")
+    return removed
+
+
+def dataset_folders(root: Path, names: tuple[str, ...]) -> list[Path]:
+    """The dataset folders to export, in name order."""
+    try:
+        listing = list_datasets(str(root))
+    except DatasetsRootError as exc:
+        raise UsageError(str(exc)) from None
+    for name in names:
+        if name in listing.skipped:
+            raise UsageError(f"dataset {root / name} {listing.skipped[name]}")
+        if name not in listing.names:
+            raise UsageError(f"no dataset {name!r} under {root}")
+    return [root / name for name in listing.names if not names or name in names]
+
+
+def _summary(
+    options: ExportOptions, records: list[dict[str, Any]], merged: dict[str, Any]
+) -> dict[str, Any]:
+    checked = sum(r["roundtrip"]["checked"] for r in records)
+    matched = sum(r["roundtrip"]["matched"] for r in records)
+    tokens = sum(r["quality"]["tokens"] for r in records)
+    seconds = sum(r["seconds"] for r in records)
+    return {
+        "finished_at": time.time(),
+        "tokenizer": options.tokenizer,
+        "formats": sorted(options.formats),
+        "drop": sorted(options.drop),
+        "min_roundtrip_share": options.min_roundtrip_share,
+        "roundtrip": {
+            "checked": checked,
+            "matched": matched,
+            "share": matched / checked if checked else None,
+            "flagged": any(flagged(r) for r in records),
+        },
+        "tokens": tokens,
+        "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else 0.0,
+        "merged": merged,
+    }
+
+
+def _dataset_line(record: dict[str, Any]) -> str:
+    quality = record["quality"]
+    return (
+        f"export: {record['name']}: {quality['answers']:,} answers, {quality['tokens']:,} tokens in "
+        f"{record['seconds']:.2f} s ({record['tokens_per_s'] / 1e6:.2f}M tokens/s); "
+        f"{record['ids_lines']:,} ids lines, {record['conversation_lines']:,} conversations; "
+        f"{roundtrip_line(record)}"
+    )
+
+
+def progress(line: str) -> None:
+    """One line on stderr, where the console's log view shows it."""
+    print(line, file=sys.stderr, flush=True)  # noqa: T201

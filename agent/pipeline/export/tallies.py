@@ -1,0 +1,87 @@
+"""What the export of one dataset counted, as quality.json holds it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent.pipeline.export.quality import QualityTally
+from agent.pipeline.export.roundtrip import Mismatch
+
+MAX_EXAMPLES = 10
+"""Round-trip mismatches kept per dataset, with their context."""
+
+
+@dataclass
+class RoundTripTally:
+    """Conversations rendered back through the chat template, and how many reproduce the tokens."""
+
+    checked: int = 0
+    matched: int = 0
+    mismatched_in: dict[str, int] = field(default_factory=dict)
+    """Mismatches by where they start: prompt, answer, or render (the template failed)."""
+    examples: list[Mismatch] = field(default_factory=list)
+
+    def add(self, mismatch: Mismatch | None) -> None:
+        """Count one conversation's round trip."""
+        self.checked += 1
+        if mismatch is None:
+            self.matched += 1
+            return
+        self.mismatched_in[mismatch.where] = self.mismatched_in.get(mismatch.where, 0) + 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(mismatch)
+
+    @property
+    def share(self) -> float | None:
+        """The share that matches exactly (None when nothing was checked)."""
+        return self.matched / self.checked if self.checked else None
+
+
+@dataclass
+class Skipped:
+    """Records of one kind left out, and the first one's id and reason."""
+
+    count: int = 0
+    first: str = ""
+
+    def add(self, record_id: str, reason: str) -> None:
+        """One more; the first is kept with its reason."""
+        if not self.count:
+            self.first = f"{record_id}: {reason}" if reason else record_id
+        self.count += 1
+
+
+@dataclass
+class DatasetReport:
+    """Everything the export of one dataset found and wrote."""
+
+    name: str
+    prompts: int = 0
+    unanswered_prompts: int = 0
+    duplicates_skipped: int = 0
+    corrupt_lines: int = 0
+    corrupt_first: str = ""
+    glued_lines: int = 0
+    no_prompt: Skipped = field(default_factory=Skipped)
+    """Responses whose id no prompt has: their sent ids cannot be known."""
+    prompt_mismatch: Skipped = field(default_factory=Skipped)
+    """Prompts that now encode to another length than the server counted when it answered."""
+    encode_failed: Skipped = field(default_factory=Skipped)
+    out_of_vocab: Skipped = field(default_factory=Skipped)
+    """Answers with an id the tokenizer does not have: a corrupt file, or another model's."""
+    quality: QualityTally = field(default_factory=QualityTally)
+    ids_lines: int = 0
+    conversation_lines: int = 0
+    conversations_left_out: dict[str, Skipped] = field(default_factory=dict)
+    """Kept in ids.jsonl, left out of specforge.jsonl: empty answers, shapes SpecForge refuses."""
+    roundtrip: RoundTripTally = field(default_factory=RoundTripTally)
+    seconds: float = 0.0
+
+    def leave_out(self, why: str, record_id: str, reason: str = "") -> None:
+        """A conversation not written, and why."""
+        self.conversations_left_out.setdefault(why, Skipped()).add(record_id, reason)
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens of the answers read, per second of export."""
+        return self.quality.tokens / self.seconds if self.seconds > 0 else 0.0

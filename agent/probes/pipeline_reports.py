@@ -1,0 +1,159 @@
+"""The latest export's and evaluation's reports, read from their jobs' `--out` folders.
+
+The export writes `OUT/export_report.json` and the evaluation `OUT/eval.json`; the agent finds OUT
+in the latest job of each kind's argv and puts what it reads in the snapshot, so a console that
+attaches later still sees the verdict. A file is read again only when it changed (size, mtime,
+inode); one that is missing, too big or not what the job writes gives nothing, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from agent.protocol import (
+    DrafterEvaluation,
+    EvalLevel,
+    ExportDatasetQuality,
+    ExportSummary,
+    JobInfo,
+)
+from agent.regular_files import open_regular
+
+MAX_REPORT_BYTES = 4 * 1024 * 1024
+EXPORT_REPORT = "export_report.json"
+EVAL_REPORT = "eval.json"
+
+
+def out_dir(argv: tuple[str, ...]) -> str | None:
+    """The value of `--out` in a command line (`--out DIR` or `--out=DIR`)."""
+    for index, arg in enumerate(argv):
+        if arg == "--out" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--out="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+class PipelineReports:
+    """Reads the reports once per change."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+    def export(self, jobs: tuple[JobInfo, ...]) -> ExportSummary | None:
+        """The latest export job's summary, if its report is there."""
+        found = self._latest(jobs, "export", EXPORT_REPORT)
+        return None if found is None else _export_summary(*found)
+
+    def evaluation(self, jobs: tuple[JobInfo, ...]) -> DrafterEvaluation | None:
+        """The latest evaluate job's results, if its eval.json is there."""
+        found = self._latest(jobs, "evaluate", EVAL_REPORT)
+        return None if found is None else _evaluation(*found)
+
+    def _latest(
+        self, jobs: tuple[JobInfo, ...], kind: str, name: str
+    ) -> tuple[JobInfo, str, dict[str, Any]] | None:
+        mine = [job for job in jobs if job.kind == kind and out_dir(job.argv)]
+        if not mine:
+            return None
+        job = max(mine, key=lambda j: j.started_at or 0.0)
+        folder = str(out_dir(job.argv))
+        if not os.path.isabs(folder) and job.cwd:
+            folder = os.path.join(job.cwd, folder)
+        record = self._read(Path(folder) / name)
+        return (job, folder, record) if isinstance(record, dict) else None
+
+    def _read(self, path: Path) -> Any:
+        try:
+            with open_regular(path) as handle:
+                stat = os.fstat(handle.fileno())
+                key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+                cached = self._cache.get(str(path))
+                if cached is not None and cached[0] == key:
+                    return cached[1]
+                if stat.st_size > MAX_REPORT_BYTES:
+                    return None
+                value = json.loads(handle.read())
+        except (OSError, ValueError, RecursionError):
+            return None
+        self._cache[str(path)] = (key, value)
+        return value
+
+
+def _export_summary(job: JobInfo, folder: str, record: dict[str, Any]) -> ExportSummary | None:
+    try:
+        trip = record["roundtrip"]
+        return ExportSummary(
+            job_id=job.id, out_dir=folder, finished_at=float(record["finished_at"]),
+            roundtrip_share=_float_or_none(trip["share"]),
+            roundtrip_threshold=float(record["min_roundtrip_share"]),
+            roundtrip_flagged=bool(trip["flagged"]), tokens=int(record["tokens"]),
+            tokens_per_s=float(record["tokens_per_s"]),
+            datasets=tuple(_dataset(d) for d in record["datasets"]),
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _dataset(record: dict[str, Any]) -> ExportDatasetQuality:
+    quality, trip = record["quality"], record["roundtrip"]
+    examples = trip.get("examples") or []
+    return ExportDatasetQuality(
+        name=str(record["name"]), answers=int(quality["answers"]), tokens=int(quality["tokens"]),
+        truncated=int(quality["truncated"]), empty=int(quality["empty"]),
+        looping=int(quality["looping"]),
+        reasoning_closed=int(quality["reasoning"].get("closed", 0)),
+        reasoning_unclosed=int(quality["reasoning"].get("unclosed", 0)),
+        duplicates_skipped=int(record["duplicates_skipped"]),
+        unanswered_prompts=int(record["unanswered_prompts"]),
+        no_prompt=int(record["no_prompt"]["count"]),
+        prompt_mismatch=int(record["prompt_mismatch"]["count"]),
+        corrupt_lines=int(record["corrupt_lines"]), dropped_answers=int(quality["dropped_answers"]),
+        ids_lines=int(record["ids_lines"]), conversation_lines=int(record["conversation_lines"]),
+        roundtrip_checked=int(trip["checked"]), roundtrip_matched=int(trip["matched"]),
+        roundtrip_flagged=bool(trip["flagged"]),
+        first_mismatch=_mismatch_text(examples[0]) if examples else "",
+        finish_reasons={str(k): int(v) for k, v in quality["finish_reasons"].items()},
+        dropped={str(k): int(v) for k, v in quality["dropped"].items()},
+        length_edges=tuple(int(e) for e in quality["length_edges"]),
+        length_counts=tuple(int(c) for c in quality["length_counts"]),
+    )  # fmt: skip
+
+
+def _mismatch_text(example: dict[str, Any]) -> str:
+    if example.get("detail"):
+        return f"{example['id']}: {example['detail']}"
+    return (
+        f"{example['id']} at token {example['position']} ({example['where']}): sent "
+        f"{' '.join(map(str, example['expected']))!r}, template "
+        f"{' '.join(map(str, example['rendered']))!r}"
+    )[:500]
+
+
+def _evaluation(job: JobInfo, folder: str, record: dict[str, Any]) -> DrafterEvaluation | None:
+    try:
+        levels = tuple(
+            EvalLevel(
+                concurrency=int(level["concurrency"]),
+                tokens_per_s=float(level["tokens_per_s"]),
+                baseline_tokens_per_s=_float_or_none(level["baseline_tokens_per_s"]),
+                speedup=_float_or_none(level["speedup"]),
+                accept_length=_float_or_none(level["accept_length"]),
+                latency_p50_s=float(level["latency_p50_s"]),
+                latency_p95_s=float(level["latency_p95_s"]),
+            )  # fmt: skip
+            for level in record["levels"]
+        )
+        return DrafterEvaluation(
+            job.id, folder, float(record.get("finished_at") or 0.0), str(record["verdict"])[:500],
+            bool(record.get("slower")), levels,
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _float_or_none(value: Any) -> float | None:
+    return None if value is None else float(value)

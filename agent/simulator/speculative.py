@@ -1,0 +1,86 @@
+"""Speculative decoding in the simulator: a drafter's accept length, its cost, what SGLang reports.
+
+Paths below are under `sglang/srt/` in the sglang 0.5.23 wheel.
+
+Each verify step ("forward") gives a request `accept_length` tokens on average: the accepted
+drafts plus the bonus token. The step costs more than a plain decode step, by `step_overhead`
+(the draft model's own passes), and verifies `num_draft_tokens` tokens per request out of the
+engine's shared token budget. So a request alone (latency-bound) decodes about
+accept_length / (1 + step_overhead) times faster, and a full batch (compute-bound) gets only
+accept_length / num_draft_tokens of the plain throughput: a drafter helps at low batch and can
+hurt at high batch, as on a real GPU.
+
+What SGLang reports, copied here:
+- meta_info, when a request finishes, after `e2e_latency` (managers/tokenizer_manager.py:
+  2753-2756): `spec_accept_rate` = correct drafts / (verify_ct x (num_draft_tokens - 1)),
+  `spec_accept_length` = completion_tokens / verify_ct, `spec_num_correct_drafts`,
+  `spec_num_proposed_drafts`, `spec_verify_ct` (tokenizer_manager.py:3155-3172);
+- the Decode log line gains `accept len: a, accept rate: b, ` before `cuda graph`
+  (managers/scheduler_components/metrics_reporter.py:972-1005);
+- /metrics: gauges `sglang:spec_accept_length`, `sglang:spec_accept_rate`
+  (observability/metrics_collector.py:511-522), counter `sglang:spec_verify_calls_total`
+  (metrics_collector.py:1865-1869, 2111-2112).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Speculation:
+    """A drafter: its mean accept length and the cost of a verify step."""
+
+    accept_length: float
+    num_draft_tokens: int = 4
+    step_overhead: float = 0.25
+    """A verify step takes (1 + this) times a plain decode step."""
+    algorithm: str = "EAGLE3"
+
+    def __post_init__(self) -> None:
+        if self.num_draft_tokens < 2:
+            raise ValueError(
+                f"--speculative-num-draft-tokens {self.num_draft_tokens} must be 2 or more"
+            )
+        if not 1.0 <= self.accept_length <= self.num_draft_tokens:
+            raise ValueError(
+                f"--speculative-accept-length {self.accept_length:g} must be between 1 and "
+                f"--speculative-num-draft-tokens ({self.num_draft_tokens})"
+            )
+        if self.step_overhead < 0:
+            raise ValueError(
+                f"--speculative-step-overhead {self.step_overhead:g} must be 0 or more"
+            )
+
+    def steps_per_request(
+        self, decode_tokens_per_s: float, per_request_cap: float, running: int
+    ) -> float:
+        """Verify steps per second each of `running` requests makes."""
+        compute_bound = decode_tokens_per_s / (self.num_draft_tokens * running)
+        latency_bound = per_request_cap / (1 + self.step_overhead)
+        return min(compute_bound, latency_bound)
+
+    @property
+    def accept_rate(self) -> float:
+        """Accepted drafts per proposed draft (the bonus token not counted)."""
+        return (self.accept_length - 1) / (self.num_draft_tokens - 1)
+
+    def meta_info(self, completion_tokens: int, verify_steps: float) -> dict[str, Any]:
+        """The spec_* fields of a finished request's meta_info."""
+        verify_ct = max(1, round(verify_steps))
+        correct = max(0, completion_tokens - verify_ct)
+        proposed = verify_ct * (self.num_draft_tokens - 1)
+        return {
+            "spec_accept_rate": correct / proposed,
+            "spec_accept_length": completion_tokens / verify_ct,
+            "spec_num_correct_drafts": correct,
+            "spec_num_proposed_drafts": proposed,
+            "spec_verify_ct": verify_ct,
+        }
+
+    def log_part(self, tokens: float, steps: float) -> str:
+        """`accept len: a, accept rate: b, ` for a Decode line covering `steps` verify steps."""
+        length = tokens / steps if steps > 0 else 0.0
+        rate = (length - 1) / (self.num_draft_tokens - 1) if steps > 0 else 0.0
+        return f"accept len: {length:.2f}, accept rate: {max(rate, 0.0):.2f}, "

@@ -1,0 +1,50 @@
+"""The agent reads the latest export's and evaluation's reports from their jobs' --out folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.probes.pipeline_reports import PipelineReports, out_dir
+from agent.protocol import JobInfo
+
+LEVEL = {"concurrency": 1, "tokens_per_s": 200.0, "baseline_tokens_per_s": 100.0, "speedup": 2.0,
+         "accept_length": 2.9, "latency_p50_s": 0.5, "latency_p95_s": 0.7}  # fmt: skip
+
+
+def job(kind: str, argv: tuple[str, ...], started: float, cwd: str | None = None) -> JobInfo:
+    return JobInfo(f"{kind}-{started}", kind, kind, "exited", argv, started_at=started, cwd=cwd)
+
+
+def test_out_dir_is_read_in_both_spellings() -> None:
+    assert out_dir(("python", "-m", "x", "--out", "/o")) == "/o"
+    assert out_dir(("python", "--out=/p")) == "/p"
+    assert out_dir(("python", "--out")) is None
+
+
+def test_the_latest_evaluation_is_read_and_a_broken_one_is_nothing(tmp_path: Path) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    (tmp_path / "old" / "eval.json").write_text(json.dumps({"levels": [LEVEL], "verdict": "old"}))
+    record = {"levels": [LEVEL], "verdict": "2.00× at concurrency 1: faster", "slower": False}
+    (tmp_path / "new" / "eval.json").write_text(json.dumps(record))
+    jobs = (job("evaluate", ("--out", "old"), 1.0, str(tmp_path)),
+            job("evaluate", ("--out", str(tmp_path / "new")), 2.0))  # fmt: skip
+    reports = PipelineReports()
+
+    found = reports.evaluation(jobs)
+
+    assert found is not None
+    assert (found.job_id, found.verdict, found.levels[0].speedup) == (
+        "evaluate-2.0",
+        record["verdict"],
+        2.0,
+    )
+    (tmp_path / "new" / "eval.json").write_text('{"levels": [{"concurrency": "many"}]')
+    assert reports.evaluation(jobs) is None
+    (tmp_path / "new" / "eval.json").write_text(
+        json.dumps({"levels": [{"concurrency": 1}], "verdict": "x"})
+    )
+    assert reports.evaluation(jobs) is None  # fields missing: nothing, never an error
+    assert reports.evaluation(jobs[:1]) is not None  # the relative --out, from the job's cwd
+    assert reports.export(jobs) is None

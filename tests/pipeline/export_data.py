@@ -1,0 +1,72 @@
+"""Tokenizers and datasets for the export tests, made here with `tokenizers`: no download.
+
+A word-level tokenizer with think markers, saved for transformers, under a chat template that
+opens the assistant turn with `<think>` (as Kimi-K2.5 and DeepSeek-R1 do) and either keeps an
+assistant turn as it is (KEEPS_THINK) or keeps only what follows `</think>` (DROPS_THINK, as
+DeepSeek-R1's template does with past turns): the bug class that made a 25K-sample run useless.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SPECIALS = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
+WORDS = ["user", "system", "assistant", "the", "sum", "of", "is", "and", "so", "answer", "why"]
+WORDS += [f"w{i}" for i in range(40)]
+_TURN = "<|im_start|>{{ m['role'] }} {{ %s }}<|im_end|> "
+KEEPS_THINK = (
+    "{% for m in messages %}" + _TURN % "m['content']" + "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant <think> {% endif %}"
+)
+DROPS_THINK = (
+    "{% for m in messages %}{% if m['role'] == 'assistant' %}"
+    + _TURN % "m['content'].split('</think>')[-1].strip()"
+    + "{% else %}"
+    + _TURN % "m['content']"
+    + "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant <think> {% endif %}"
+)
+
+
+def build_think_tokenizer(folder: Path, template: str = KEEPS_THINK) -> dict[str, int]:
+    """Write the tokenizer to `folder`; returns its vocabulary (token -> id)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {token: index for index, token in enumerate(SPECIALS + WORDS)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=core, unk_token="<unk>", bos_token="<s>", eos_token="<|im_end|>",
+        pad_token="</s>", additional_special_tokens=["<|im_start|>", "<think>", "</think>"],
+    )  # fmt: skip
+    tokenizer.chat_template = template
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(folder))
+    return vocab
+
+
+def ids_of(vocab: dict[str, int], text: str) -> list[int]:
+    """The ids of whitespace-separated tokens."""
+    return [vocab[token] for token in text.split()]
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    """One JSON object a line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every line of a JSONL file."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def response(
+    answer_id: str, output: list[int], finish: str = "stop", **extra: Any
+) -> dict[str, Any]:
+    """A response line as the runner writes it."""
+    return {"id": answer_id, "output_ids": output, "completion_tokens": len(output),
+            "finish_reason": finish, **extra}  # fmt: skip

@@ -1,0 +1,117 @@
+"""The drafter evaluation against two real simulators: one with a drafter, one without."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.pipeline.export_data import write_jsonl
+from tests.simulator_process import agent_env, running_simulator
+
+EVAL_TIMEOUT_S = 120.0
+SPEED = "2"
+"""Simulated seconds per wall second: a 128-token answer takes ~0.8 s, 40 engine ticks: the
+fixed costs of a request (a tick to notice it finished, the HTTP round trip) stay small beside it."""
+TARGET = ("--speed", SPEED, "--mean-tokens", "400", "--sd-tokens", "1", "--seed", "4",
+          "--vocab-size", "1000")  # fmt: skip
+"""Answers longer than --max-new-tokens: every request decodes exactly 128 tokens on both."""
+LEVELS = "1,4"
+TOLERANCE = 0.15
+
+
+def evaluate(
+    tmp_path: Path, server: str, baseline: str | None, *args: str
+) -> subprocess.CompletedProcess[str]:
+    prompts = tmp_path / "held_out.jsonl"
+    write_jsonl(prompts, [{"id": i, "input_ids": [i + 1, i + 2, i + 3]} for i in range(8)])
+    command = [sys.executable, "-m", "agent.pipeline.evaluate", "--server", server,
+               "--prompts", str(prompts), "--num-prompts", "4", "--concurrency", LEVELS,
+               "--max-new-tokens", "128", "--out", str(tmp_path / "out"), *args]  # fmt: skip
+    if baseline:
+        command += ["--baseline", baseline]
+    return subprocess.run(command, env=agent_env(), capture_output=True, text=True,
+                          timeout=EVAL_TIMEOUT_S)  # fmt: skip
+
+
+def eval_json(tmp_path: Path) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads((tmp_path / "out" / "eval.json").read_text())
+    return record
+
+
+def test_accept_length_3_against_no_drafter(tmp_path: Path) -> None:
+    """Alone, a request decodes A / (1 + overhead) = 3 / 1.25 = 2.4 times faster."""
+    with running_simulator(tmp_path / "d", *TARGET, "--speculative-accept-length", "3") as drafter, \
+            running_simulator(tmp_path / "b", *TARGET) as baseline:  # fmt: skip
+        ran = evaluate(tmp_path, drafter.url, baseline.url, "--stream")
+
+    assert ran.returncode == 0, ran.stderr
+    record = eval_json(tmp_path)
+    levels = record["levels"]
+    assert [level["concurrency"] for level in levels] == [1, 4]
+    for level in levels:
+        assert set(level) == {"concurrency", "tokens_per_s", "baseline_tokens_per_s", "speedup",
+                              "accept_length", "latency_p50_s", "latency_p95_s"}  # fmt: skip
+        assert level["accept_length"] == pytest.approx(3.0, rel=0.05)
+        assert level["speedup"] == pytest.approx(2.4, rel=TOLERANCE)
+        assert level["latency_p95_s"] >= level["latency_p50_s"] > 0
+        assert level["speedup"] == pytest.approx(
+            level["tokens_per_s"] / level["baseline_tokens_per_s"], rel=0.01
+        )
+    assert record["verdict"].startswith(f"{levels[0]['speedup']:.2f}× at concurrency 1, ")
+    assert record["verdict"].endswith("faster than no drafter at every level")
+    assert record["slower"] is False
+    assert record["details"][0]["server"]["ttft_p50_s"] > 0
+    assert "evaluate: concurrency 1: " in ran.stderr
+
+
+def test_a_drafter_that_slows_decoding_gets_the_slower_verdict(tmp_path: Path) -> None:
+    """Accept length 1.5 at twice the step cost: 0.75 of the plain speed."""
+    slow = ("--speculative-accept-length", "1.5", "--speculative-step-overhead", "1.0")
+    with running_simulator(tmp_path / "d", *TARGET, *slow) as drafter, \
+            running_simulator(tmp_path / "b", *TARGET) as baseline:  # fmt: skip
+        ran = evaluate(tmp_path, drafter.url, baseline.url)
+
+    assert ran.returncode == 0, ran.stderr
+    record = eval_json(tmp_path)
+    for level in record["levels"]:
+        assert level["speedup"] == pytest.approx(0.75, rel=TOLERANCE)
+        assert level["accept_length"] == pytest.approx(1.5, rel=0.05)
+    assert "slower than no drafter at every level" in record["verdict"]
+    assert record["slower"] is True
+
+
+def test_without_a_baseline_the_verdict_asks_for_one(tmp_path: Path) -> None:
+    with running_simulator(tmp_path / "d", *TARGET, "--speculative-accept-length", "2") as drafter:
+        ran = evaluate(tmp_path, drafter.url, None)
+
+    assert ran.returncode == 0, ran.stderr
+    record = eval_json(tmp_path)
+    assert all(level["speedup"] is None for level in record["levels"])
+    assert record["verdict"].startswith("accept length 2.0")
+    assert record["verdict"].endswith("give --baseline to measure the speedup")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--concurrency", "1,64"], "concurrency 64 needs at least that many"),
+        (["--concurrency", "0"], "'0' is not a whole number from 1"),
+        (["--temperature", "9"], "--temperature 9 must be between 0 and 2"),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
+    ran = evaluate(tmp_path, "http://127.0.0.1:9", None, *args)
+    assert ran.returncode == 2
+    assert words in ran.stderr
+
+
+def test_a_server_that_never_comes_up_is_named(tmp_path: Path) -> None:
+    ran = evaluate(tmp_path, "http://127.0.0.1:9", None, "--wait-for-server", "1")
+    assert ran.returncode == 1
+    assert "http://127.0.0.1:9 did not become ready within 1 s" in ran.stderr
+    assert not (tmp_path / "out" / "eval.json").exists()
