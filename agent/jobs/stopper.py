@@ -22,6 +22,7 @@ from agent.protocol import StopStep
 
 POLL_S = 0.05
 KILL_WAIT_S = 5.0
+_now = time.monotonic  # the stop plan's clock; tests replace it
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +142,17 @@ async def stop_group(
 
 
 async def _wait_empty(identity: StopTarget, timeout_s: float) -> None:
-    for _ in range(
-        max(1, round(timeout_s / POLL_S))
-    ):  # /proc is polled: these are not our children
-        if not identity.members():
+    """Poll /proc (these are not our children) until the group is empty or the deadline passes.
+
+    A deadline, not a count of polls: each poll walks /proc, which takes longer on a loaded
+    machine, and counting polls stretched a 2 s grace by more than a second.
+    """
+    deadline = _now() + timeout_s
+    while identity.members():
+        left = deadline - _now()
+        if left <= 0:
             return
-        await asyncio.sleep(POLL_S)
+        await asyncio.sleep(min(POLL_S, left))
 
 
 def parse_signal(name: str) -> signal.Signals:
