@@ -17,10 +17,10 @@ from pathlib import Path
 from agent.attach import stop_daemon
 from agent.protocol import DatasetsConfig, PipelineConfig
 from agent.state import StatePaths
-from console.app import ConsoleApp
-from console.link import AgentLink
-from console.local_link import open_local_link
-from console.screens.logs import MAX_LINES, LogScreen
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from console.ui.app import ConsoleApp
+from console.ui.screens.logs import MAX_LINES, LogScreen
 from tests.datasets import response_line, write_prompts
 
 APPENDS = 200

@@ -11,7 +11,7 @@ from pathlib import Path
 from agent.attach import stop_daemon
 from agent.protocol import PingParams, SnapshotParams
 from agent.state import StatePaths
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 
 PINGS = 500
 

@@ -20,8 +20,8 @@ from agent.protocol import (
 )
 from agent.state import StatePaths
 from console.config import DeployMapping, HostConfig, SshTarget
-from console.redeploy import redeploy
-from console.ssh_link import open_ssh_link
+from console.link.redeploy import redeploy
+from console.link.ssh_link import open_ssh_link
 from tests.e2e.test_redeploy import REPO, old_runner_copy
 from tests.pipeline.runner_files import write_id_prompts
 from tests.simulator_process import running_simulator

@@ -1,5 +1,5 @@
 """`python -m console` runs the same entry point as the `eagle-console` command."""
 
-from console.cli import main
+from console.cli.main import main
 
 raise SystemExit(main())

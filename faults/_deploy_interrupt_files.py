@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from console.file_channel import FileChannel
+from console.link.file_channel import FileChannel
 
 SHIPPED = (
     ("data/weights.bin", 0o600, 0),

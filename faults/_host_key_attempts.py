@@ -18,8 +18,8 @@ import asyncssh
 import console
 from agent.protocol import PingParams
 from console.config import HostConfig
-from console.link import LinkError
-from console.ssh_link import connect_options, open_ssh_link
+from console.link.agent_link import LinkError
+from console.link.ssh_link import connect_options, open_ssh_link
 from faults._host_key_servers import WitnessedServer, environment
 from faults._hostile_common import wait_until
 from faults.result import ScenarioResult

@@ -29,8 +29,8 @@ from agent.protocol import (
     StopResult,
 )
 from agent.state import StatePaths
-from console.link import AgentLink, LinkError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink, LinkError
+from console.link.local_link import open_local_link
 from faults.result import ScenarioResult
 
 POLL_S = 0.02

@@ -25,8 +25,8 @@ from agent.protocol import (
     StopParams,
 )
 from console.config import DeployMapping
-from console.deploy import deploy, plan_deploy
-from console.link import AgentLink, AgentRequestError, LinkError
+from console.link.agent_link import AgentLink, AgentRequestError, LinkError
+from console.link.deploy import deploy, plan_deploy
 from faults.result import ScenarioResult
 
 CLEAR_CODES = ("invalid_params", "not_found")

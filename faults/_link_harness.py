@@ -27,10 +27,10 @@ from agent.procfs import is_same_process, start_ticks
 from agent.protocol import Event, JobInfo, JobsParams, JobSpec, LogChunk, PipelineConfig
 from agent.state import StatePaths
 from console.config import HostConfig, SshTarget
-from console.hosts import HostSession, LinkState
-from console.link import AgentLink, AgentRequestError, LinkError
-from console.loopback_ssh import write_known_hosts
-from console.ssh_link import open_ssh_link
+from console.link.agent_link import AgentLink, AgentRequestError, LinkError
+from console.link.hosts import HostSession, LinkState
+from console.link.loopback_ssh import write_known_hosts
+from console.link.ssh_link import open_ssh_link
 from faults.result import ScenarioResult
 from tests.conftest import kill_leftover_jobs
 from tests.simulator_process import agent_env
@@ -69,7 +69,7 @@ async def wait_for(
 
 @dataclass(frozen=True, slots=True)
 class ServerProcess:
-    """`python -m console.loopback_ssh FOLDER`, running in its own session."""
+    """`python -m console.link.loopback_ssh FOLDER`, running in its own session."""
 
     pid: int
     port: int
@@ -92,7 +92,7 @@ async def loopback_server(folder: Path) -> AsyncIterator[ServerProcess]:
     folder.parent.mkdir(parents=True, exist_ok=True)
     with (folder.parent / "loopback_ssh.log").open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "console.loopback_ssh", str(folder)],
+            [sys.executable, "-m", "console.link.loopback_ssh", str(folder)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=agent_env(),
             start_new_session=True,
         )  # fmt: skip

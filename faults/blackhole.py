@@ -27,9 +27,9 @@ from pathlib import Path
 from types import ModuleType
 
 from agent.protocol import JobInfo, LaunchParams, StopParams
-from console import hosts, ssh_link
-from console.hosts import HostSession
-from console.link import LinkError
+from console.link import hosts, ssh_link
+from console.link.agent_link import LinkError
+from console.link.hosts import HostSession
 from faults._link_harness import (
     FIRST_CONNECT_S,
     TICKER,
@@ -80,7 +80,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
             f"{hosts.PING_EVERY_S:g} s with {hosts.PING_TIMEOUT_S:g} s timeout: bound "
             f"{detection_bound_s(ping=True):g} s, {detection_bound_s(ping=False):g} s for the "
             f"keepalive alone (+{SLACK_S:g} s slack); link: HostSession over "
-            "open_ssh_link to python -m console.loopback_ssh, frozen with SIGSTOP"
+            "open_ssh_link to python -m console.link.loopback_ssh, frozen with SIGSTOP"
         )
     return result
 

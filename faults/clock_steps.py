@@ -22,8 +22,8 @@ from pathlib import Path
 
 from agent.protocol import DatasetsConfig, PipelineConfig, Snapshot, WatchParams
 from agent.state import StatePaths, read_json
-from console.link import AgentLink
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
 from faults._hostile_common import shut_down_agent, wait_until
 from faults.result import Scale, ScenarioResult
 from tests.pipeline.runner_files import write_id_prompts

@@ -1,7 +1,7 @@
 """Deploys interrupted at random points: every target stays exactly old or new, and heals.
 
 Each trial ships a new version of three files (2 KB, 60 KB and a large one, each with its own
-mode) through the real path (`console.deploy` stages each file through the link's file channel,
+mode) through the real path (`console.link.deploy` stages each file through the link's file channel,
 then the agent's `files.install` swaps it in), over a local link or, for some trials, over SSH to
 an asyncssh server on loopback (so the cut lands in SFTP too). It interrupts the deploy at a
 random moment: the deploy task is cancelled, or the agent daemon is SIGKILLed (pid from the
@@ -30,11 +30,11 @@ from agent.files import STALE_UPLOAD_S
 from agent.protocol import InstallResult, PipelineConfig
 from agent.state import StatePaths, read_json
 from console.config import DeployMapping, HostConfig, SshTarget
-from console.deploy import deploy, plan_deploy
-from console.file_channel import LocalChannel
-from console.link import AgentLink, LinkError
-from console.local_link import open_local_link
-from console.ssh_link import open_ssh_link
+from console.link.agent_link import AgentLink, LinkError
+from console.link.deploy import deploy, plan_deploy
+from console.link.file_channel import LocalChannel
+from console.link.local_link import open_local_link
+from console.link.ssh_link import open_ssh_link
 from faults._deploy_interrupt_files import (
     LARGE,
     FinishingChannel,

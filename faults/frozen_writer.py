@@ -34,7 +34,7 @@ from agent.protocol import (
     Snapshot,
     SnapshotParams,
 )
-from console.link import AgentLink, AgentRequestError
+from console.link.agent_link import AgentLink, AgentRequestError
 from faults._hostile_common import job_states, local_agent, request_stop, wait_until_async
 from faults._runner_kill_files import read_final, write_prompts
 from faults.result import Scale, ScenarioResult

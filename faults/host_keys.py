@@ -28,7 +28,7 @@ from pathlib import Path
 import asyncssh
 
 from console.config import HostConfig, SshTarget
-from console.loopback_ssh import write_known_hosts
+from console.link.loopback_ssh import write_known_hosts
 from faults._host_key_attempts import Attempt, attempt_cli, attempt_link, check_agent_witness
 from faults._host_key_servers import (
     WitnessedServer,

@@ -29,8 +29,8 @@ from typing import Any
 
 from agent.datasets.file_lines import WINDOW_BYTES
 from agent.protocol import DatasetProgress, DatasetsConfig, PipelineConfig, Snapshot, WatchParams
-from console.link import AgentLink
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
 from faults._bad_input_wire import alive, daemon_pid, log_tracebacks
 from faults._hostile_common import resident_mb, shut_down_agent
 from faults._hostile_files_root import LIVE, SWAPPED, HostileRoot, expected_lines

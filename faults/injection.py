@@ -29,8 +29,8 @@ from pathlib import Path
 
 from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
 from console.config import HostConfig, SshTarget
-from console.link import AgentLink, AgentRequestError
-from console.ssh_link import open_ssh_link
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.ssh_link import open_ssh_link
 from faults._hostile_common import job_states, private_home, shut_down_agent, wait_until
 from faults._injection_cases import (
     CANARY,

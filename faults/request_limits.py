@@ -23,8 +23,8 @@ from typing import Any
 from agent.attach import stop_daemon
 from agent.protocol import InstallParams, InstallResult, PipelineConfig
 from agent.state import StatePaths
-from console.link import AgentRequestError, LinkError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentRequestError, LinkError
+from console.link.local_link import open_local_link
 from faults._bad_input_wire import RawWire, alive, daemon_pid, greeted_wire, log_tracebacks, ping
 from faults._hostile_common import resident_mb, shut_down_agent
 from faults.result import Scale, ScenarioResult

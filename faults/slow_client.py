@@ -32,8 +32,8 @@ from agent.protocol import (
     StopParams,
 )
 from agent.session import LAG_CUTOFF_S
-from console.link import AgentLink, LinkError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink, LinkError
+from console.link.local_link import open_local_link
 from faults._bad_input_wire import daemon_pid
 from faults._hostile_common import resident_mb, shut_down_agent
 from faults.result import Scale, ScenarioResult

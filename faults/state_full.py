@@ -36,7 +36,7 @@ from agent.protocol import (
     SnapshotParams,
     StopParams,
 )
-from console.link import AgentLink, AgentRequestError, LinkError
+from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from faults._hostile_common import job_states, local_agent
 from faults.result import Scale, ScenarioResult
 from tests.small_fs import SmallFs, tmpfs_or_none

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from agent.procfs import all_pids, group_members, is_same_process, process_info, start_ticks
 from agent.protocol import JobInfo, JobSpec, LaunchParams, PipelineConfig, StopResult
-from console.link import AgentLink
+from console.link.agent_link import AgentLink
 from faults._hostile_common import (
     job_states,
     local_agent,

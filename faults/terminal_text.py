@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agent.protocol import JobInfo, LaunchParams
 from console.config import load_config
-from console.ssh_link import open_ssh_link
+from console.link.ssh_link import open_ssh_link
 from faults._hostile_common import private_home, shut_down_agent
 from faults._terminal_text_box import Counts, HostileBox, count
 from faults.result import Scale, ScenarioResult

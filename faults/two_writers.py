@@ -25,8 +25,8 @@ from pathlib import Path
 from agent.datasets.writer_lock import LOCK_NAME
 from agent.pipeline.inference.options import EXIT_LOCKED, EXIT_SIGNAL
 from agent.protocol import DatasetsConfig, ErrorCode, JobInfo, JobSpec, LaunchParams, PipelineConfig
-from console.link import AgentLink, AgentRequestError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.local_link import open_local_link
 from faults._hostile_common import job_states, local_agent, request_stop, wait_until_async
 from faults._runner_kill_files import read_final, write_prompts
 from faults.result import Scale, ScenarioResult

@@ -1,4 +1,4 @@
-"""Real SSH servers on loopback for the tests: asyncssh's (console.loopback_ssh), in process, and
+"""Real SSH servers on loopback for the tests: asyncssh's (console.link.loopback_ssh), in process, and
 OpenSSH's sshd.
 
 Both use keys generated at setup and a known_hosts file written here: host-key checking is never
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import asyncssh
 
-from console.loopback_ssh import listen_loopback, write_client_key, write_known_hosts
+from console.link.loopback_ssh import listen_loopback, write_client_key, write_known_hosts
 
 READY_TIMEOUT_S = 15.0
 

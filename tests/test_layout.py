@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from console.themes import themes_dir
+from console.ui.themes import themes_dir
 
 REPO = Path(__file__).resolve().parents[1]
 HEX_VALUE = re.compile(r":[^;{}]*#[0-9a-fA-F]{3,8}\b")
@@ -22,7 +22,11 @@ import agent
 for module in pkgutil.walk_packages(agent.__path__, "agent."):
     importlib.import_module(module.name)
 agent_side = {name for name in ("textual", "asyncssh", "console") if name in sys.modules}
-import console.link, console.ssh_link, console.local_link, console.config, console.status
+import console
+for package in ("console.link", "console.model"):
+    for module in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+        importlib.import_module(module.name)
+import console.config, console.cli.status
 link_side = {"textual"} & set(sys.modules)
 print(sorted(agent_side), sorted(link_side))
 """
@@ -63,4 +67,4 @@ def test_the_wheel_carries_the_agent_and_the_themes(tmp_path: Path) -> None:
     [wheel] = tmp_path.glob("eagle_console-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "console/themes/base.tcss" in names
-    assert {"agent/protocol.py", "agent/__main__.py", "console/cli.py"} <= names
+    assert {"agent/protocol.py", "agent/__main__.py", "console/cli/main.py"} <= names

@@ -3,7 +3,7 @@
 The teardown cannot trust what the demo remembers: a hang-up may come between starting a process
 and noting it down, and the agent daemon starts the jobs. So it looks: every process that runs
 `-m agent ...` on the workspace's agent state (daemon, bridges, job shims, a fork not yet exec'd),
-`-m console.loopback_ssh` on its SSH folder, or the tokenizer builder on its tokenizer folder.
+`-m console.link.loopback_ssh` on its SSH folder, or the tokenizer builder on its tokenizer folder.
 A job's shim leads the job's process group: the group gets SIGKILL at once (the demo's data is
 disposable, so runs are cancelled, not drained). The rest get SIGTERM, then SIGKILL after
 TERM_WAIT_S or as soon as the user insists. It scans again until nothing is left, so a process
@@ -46,7 +46,7 @@ class DemoProcess:
 
 def demo_processes(space: Workspace, job_groups: frozenset[int] = frozenset()) -> list[DemoProcess]:
     """Every live process of the demo in `space`, and every live member of `job_groups`."""
-    owned = {"agent": space.state, "console.loopback_ssh": space.ssh,
+    owned = {"agent": space.state, "console.link.loopback_ssh": space.ssh,
              "agent.simulator.tokenizer": space.tokenizer}  # fmt: skip
     found = []
     for pid in _pids():

@@ -22,10 +22,10 @@ from console.demo.services import (
     wait_for_health,
 )
 from console.demo.workspace import Workspace, build_workspace
-from console.hosts import Opener
-from console.link import AgentLink
-from console.local_link import open_local_link
-from console.ssh_link import open_ssh_link
+from console.link.agent_link import AgentLink
+from console.link.hosts import Opener
+from console.link.local_link import open_local_link
+from console.link.ssh_link import open_ssh_link
 
 
 def run_demo(folder: Path | None, keep: bool, ssh: bool) -> int:
@@ -89,7 +89,7 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
 
 
 def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts) -> None:
-    from console.app import ConsoleApp
+    from console.ui.app import ConsoleApp
 
     app = ConsoleApp({"demo": opener}, host_configs={"demo": host})
 

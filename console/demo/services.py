@@ -16,7 +16,7 @@ from pathlib import Path
 from agent.protocol import LaunchParams
 from console.demo.config_file import SshAccess
 from console.demo.workspace import DATASETS, OLD_RUN, Workspace, bundle_env
-from console.link import AgentLink, LinkError
+from console.link.agent_link import AgentLink, LinkError
 
 START_TIMEOUT_S = 30.0
 
@@ -30,12 +30,12 @@ def free_port() -> int:
 
 
 def start_ssh_server(space: Workspace, children: list[subprocess.Popen[bytes]]) -> SshAccess:
-    """`python -m console.loopback_ssh` in its own process, so the console reaches it as a box.
+    """`python -m console.link.loopback_ssh` in its own process, so the console reaches it as a box.
 
     It joins `children` (to be reaped); the teardown finds it by its command line, like the rest.
     """
     process = subprocess.Popen(
-        [sys.executable, "-m", "console.loopback_ssh", str(space.ssh)],
+        [sys.executable, "-m", "console.link.loopback_ssh", str(space.ssh)],
         env=bundle_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip

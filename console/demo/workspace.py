@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from console.bundle import local_bundle
+from console.link.bundle import local_bundle
 
 DATASETS = {
     "B1_sharegpt": (520, 40), "B2_ultrachat": (480, 30), "B3_math": (1200, 20), "B4_code": (400, 60),

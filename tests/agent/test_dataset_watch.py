@@ -17,7 +17,7 @@ from agent.protocol import (
     Snapshot,
     SnapshotParams,
 )
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 from tests.pipeline.runner_files import write_id_prompts
 from tests.simulator_process import running_simulator
 

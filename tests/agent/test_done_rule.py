@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent.datasets.tracker import DatasetTracker
 from agent.protocol import DatasetProgress, DatasetsConfig, Snapshot
-from console.pipeline_view import stages
+from console.model.pipeline_view import stages
 from tests.datasets import response_line, write_prompts
 
 

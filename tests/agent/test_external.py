@@ -15,7 +15,7 @@ from agent.protocol import (
     StopParams,
     StopResult,
 )
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 from tests.agent.test_jobs import wait_for_job
 
 MARKER = "eagle-external-canary-7f3"

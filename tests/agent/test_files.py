@@ -30,8 +30,8 @@ from agent.protocol import (
     PipelineConfig,
     RollbackParams,
 )
-from console.link import AgentRequestError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentRequestError
+from console.link.local_link import open_local_link
 from tests.simulator_process import agent_env
 
 

@@ -16,8 +16,8 @@ from agent.protocol import (
     PipelineConfig,
     SnapshotParams,
 )
-from console.link import AgentRequestError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentRequestError
+from console.link.local_link import open_local_link
 from tests.hostile_files import link_to_device, make_fifo, make_socket
 
 ANSWER_S = 15.0

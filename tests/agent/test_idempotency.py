@@ -23,8 +23,8 @@ from agent.protocol import (
     StopResult,
 )
 from agent.state import StatePaths
-from console.link import AgentRequestError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentRequestError
+from console.link.local_link import open_local_link
 
 STUBBORN = (
     "import pathlib, signal, sys, time\n"

@@ -15,8 +15,8 @@ import pytest
 
 from agent.jobs.spec import SpecError, render
 from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
-from console.link import AgentLink, AgentRequestError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.local_link import open_local_link
 from tests.agent.test_jobs import ARGV_ECHO, wait_for_job
 from tests.datasets import write_prompts
 

@@ -16,8 +16,8 @@ from agent.protocol import (
     LogSubscribeParams,
     PipelineConfig,
 )
-from console.link import AgentLink
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
 
 
 def test_chunks_continue_exactly_and_wait_for_whole_lines(tmp_path: Path) -> None:

@@ -32,8 +32,8 @@ from agent.protocol import (
     SnapshotParams,
     StopParams,
 )
-from console.link import AgentLink, AgentRequestError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.local_link import open_local_link
 from tests.datasets import write_prompts
 
 PY = sys.executable

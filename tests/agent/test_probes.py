@@ -13,7 +13,7 @@ from agent.probes.gpus import read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
 from agent.protocol import JobInfo, PipelineConfig, ServerStats, Snapshot, SnapshotParams
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 from tests.simulator_process import running_simulator
 
 SAMPLES = {

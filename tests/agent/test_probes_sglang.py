@@ -202,7 +202,7 @@ def test_dp_decode_lines_are_summed_and_hybrid_swa_usage_read(tmp_path: Path) ->
 
 def test_ranks_show_in_the_server_panel_text() -> None:
     from agent.protocol import ServerStats
-    from console.model import server_text
+    from console.model.formatting import server_text
 
     text = server_text(
         ServerStats(

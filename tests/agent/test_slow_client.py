@@ -30,7 +30,7 @@ from agent.protocol import (
     StopParams,
 )
 from agent.session import LAG_CUTOFF_S
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 
 LOG_LINES = 200_000
 NORMAL_S = 5.0

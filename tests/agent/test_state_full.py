@@ -32,8 +32,8 @@ from agent.protocol import (
     StopParams,
 )
 from agent.state import StatePaths
-from console.link import AgentLink, AgentRequestError
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.local_link import open_local_link
 from tests.simulator_process import agent_env
 from tests.small_fs import SmallFs, small_tmpfs
 

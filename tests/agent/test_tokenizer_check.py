@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent.protocol import PipelineConfig, TokenizerCheck, TokenizerCheckParams
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 
 HANGING_CODE = """

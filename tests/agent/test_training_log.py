@@ -10,7 +10,7 @@ import pytest
 
 from agent.probes.training_log import TrainingLogParser
 from agent.protocol import JobSpec, LaunchParams, PipelineConfig, Snapshot, SnapshotParams
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 
 SPECFORGE_OLD = (
     "Starting training from epoch:0 step:0\n"

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from agent.protocol import Event, JobSpec, LaunchParams, PipelineConfig, WatchParams
-from console.link import AgentLink
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
 
 
 async def next_snapshot(link: AgentLink, timeout_s: float) -> Event:

@@ -25,8 +25,8 @@ from agent.protocol import (
     encode,
     to_wire,
 )
-from console.bundle import local_bundle
-from console.link import AgentLink
+from console.link.agent_link import AgentLink
+from console.link.bundle import local_bundle
 
 ALWAYS = {"snapshot.watch": Done(), "logs.subscribe": Done(), "logs.unsubscribe": Done()}
 

@@ -16,18 +16,18 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
 from agent.state import read_json
-from console.app import ConsoleApp
 from console.config import HostConfig, SshTarget
-from console.link import AgentLink, LinkError
-from console.local_link import open_local_link
-from console.screens.confirm import ConfirmScreen
-from console.screens.dashboard import DashboardScreen
-from console.screens.dataset import DatasetScreen
-from console.screens.help import HelpScreen
-from console.screens.logs import LogScreen
-from console.screens.pipeline import PipelineScreen
-from console.ssh_link import open_ssh_link
-from console.widgets.host_header import HostHeader
+from console.link.agent_link import AgentLink, LinkError
+from console.link.local_link import open_local_link
+from console.link.ssh_link import open_ssh_link
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
+from console.ui.screens.dashboard import DashboardScreen
+from console.ui.screens.dataset import DatasetScreen
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.logs import LogScreen
+from console.ui.screens.pipeline import PipelineScreen
+from console.ui.widgets.host_header import HostHeader
 from tests.datasets import response_line, write_sample_root
 from tests.ssh_servers import asyncssh_server
 

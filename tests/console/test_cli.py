@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from console.cli import _default_to_tui, build_parser
+from console.cli.deploy_command import run_deploy
+from console.cli.main import _default_to_tui, build_parser
 from console.config import HostConfig, SshTarget
-from console.deploy_command import run_deploy
-from console.link import LinkError
+from console.link.agent_link import LinkError
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,10 @@ import pytest
 
 from agent.protocol import PipelineConfig
 from console.config import DeployMapping
-from console.deploy import deploy, plan_deploy
-from console.file_channel import LocalChannel
-from console.link import LinkError
-from console.local_link import open_local_link
+from console.link.agent_link import LinkError
+from console.link.deploy import deploy, plan_deploy
+from console.link.file_channel import LocalChannel
+from console.link.local_link import open_local_link
 
 
 class CutChannel(LocalChannel):

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from agent.protocol import JobSpec, PipelineConfig, StopParams
-from console.app import ConsoleApp
 from console.config import HostConfig, SshTarget
-from console.link import AgentLink
-from console.local_link import open_local_link
-from console.screens.export import ExportScreen
-from console.widgets.drafter_panel import DrafterPanel
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from console.ui.app import ConsoleApp
+from console.ui.screens.export import ExportScreen
+from console.ui.widgets.drafter_panel import DrafterPanel
 from tests.console.test_app import SIZE, wait_for
 from tests.pipeline.export_data import build_think_tokenizer, ids_of, response, write_jsonl
 

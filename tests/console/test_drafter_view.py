@@ -11,8 +11,8 @@ from agent.protocol import (
     JobInfo,
     TrainingProgress,
 )
-from console.drafter_view import drafter_text, export_row, measured_accept_length
-from console.model import training_text
+from console.model.drafter_view import drafter_text, export_row, measured_accept_length
+from console.model.formatting import training_text
 
 EVALUATION = DrafterEvaluation(
     "evaluate-1", "/out", 5.0,

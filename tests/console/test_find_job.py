@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.protocol import JobInfo, Snapshot
-from console.redeploy import RedeployError, find_job
+from console.link.redeploy import RedeployError, find_job
 
 JOBS = (
     JobInfo("inference-B1-1", "inference", "inference", "running", (), dataset="B1"),

@@ -6,11 +6,11 @@ import sys
 from pathlib import Path
 
 from agent.protocol import DatasetsConfig, JobInfo, JobSpec, PipelineConfig, StopParams
-from console.app import ConsoleApp
 from console.config import HostConfig, SshTarget
-from console.link import AgentLink
-from console.local_link import open_local_link
-from console.screens.confirm import ConfirmScreen
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
 from tests.console.test_app import SIZE, wait_for
 from tests.datasets import write_prompts
 

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from agent.protocol import DatasetsConfig, PipelineConfig
-from console.app import ConsoleApp
 from console.config import HostConfig, SshTarget
-from console.link import AgentLink
-from console.local_link import open_local_link
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from console.ui.app import ConsoleApp
 from tests.console.test_app import SIZE, wait_for
 from tests.console.test_generate_keys import RUNNER, live_jobs
 from tests.datasets import write_prompts

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from agent.protocol import JobInfo, JobSpec, LaunchParams, PipelineConfig, StopParams
-from console.app import ConsoleApp
 from console.config import HostConfig, SshTarget
-from console.link import AgentLink, AgentRequestError
-from console.local_link import open_local_link
-from console.screens.confirm import ConfirmScreen
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.local_link import open_local_link
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
 from tests.console.test_app import SIZE, cell, wait_for
 
 NAP = (sys.executable, "-c", "import time; time.sleep(120)")

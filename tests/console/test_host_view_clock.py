@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agent.protocol import Snapshot
-from console.host_view import HostView
-from console.hosts import LinkState
+from console.link.hosts import LinkState
+from console.model.host_view import HostView
 
 
 def test_data_age_ignores_the_workstations_wall_clock_and_agent_now_follows_the_agent() -> None:

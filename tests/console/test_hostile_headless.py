@@ -16,12 +16,12 @@ import pytest
 from rich.console import Console
 
 from agent.protocol import FilesHashResult, FileState, HelloResult, to_wire
-from console.cli import main, print_checks
-from console.deploy import FilePlan
-from console.deploy_command import drift_table, print_diffs
-from console.doctor import Check
-from console.report import markdown_report
-from console.status import HostStatus, print_json, print_tables
+from console.cli.deploy_command import drift_table, print_diffs
+from console.cli.doctor import Check
+from console.cli.main import main, print_checks
+from console.cli.report import markdown_report
+from console.cli.status import HostStatus, print_json, print_tables
+from console.link.deploy import FilePlan
 from tests.console.scripted_agent import ScriptedAgent
 from tests.console.test_hostile_text import hostile_snapshot
 from tests.hostile_text import ESCAPES, SHOWN_MARKUP, hostile, unsafe_characters
@@ -129,7 +129,7 @@ def test_warnings_logged_about_the_agent_are_sanitised_too(
 ) -> None:
     main(["--config", "/nonexistent/eagle-console.toml", "status"])  # installs the formatter
     capsys.readouterr()
-    logger = logging.getLogger("console.link")
+    logger = logging.getLogger("console.link.agent_link")
     record = logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "agent error: %s",
                                (hostile("warned"),), None)  # fmt: skip
     assert logging.lastResort is not None  # what prints warnings when logging is not set up

@@ -39,18 +39,18 @@ from agent.protocol import (
     StopResult,
     TrainingProgress,
 )
-from console.app import ConsoleApp
 from console.config import DeployMapping, HostConfig, SshTarget
-from console.host_keys import UntrustedHostKeyError
-from console.link import AgentLink
-from console.screens.confirm import ConfirmScreen
-from console.screens.dashboard import DashboardScreen
-from console.screens.dataset import DatasetScreen
-from console.screens.deploy import DeployScreen, DiffScreen
-from console.screens.logs import LogScreen
-from console.screens.pipeline import PipelineScreen
-from console.screens.redeploy import RedeployScreen
-from console.screens.trust import TrustScreen
+from console.link.agent_link import AgentLink
+from console.link.host_keys import UntrustedHostKeyError
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
+from console.ui.screens.dashboard import DashboardScreen
+from console.ui.screens.dataset import DatasetScreen
+from console.ui.screens.deploy import DeployScreen, DiffScreen
+from console.ui.screens.logs import LogScreen
+from console.ui.screens.pipeline import PipelineScreen
+from console.ui.screens.redeploy import RedeployScreen
+from console.ui.screens.trust import TrustScreen
 from tests.console.scripted_agent import ScriptedAgent
 from tests.console.test_snapshots import NOW, SNAPSHOT, never
 from tests.hostile_text import SHOWN_MARKUP, hostile, plant, unsafe_characters

@@ -14,10 +14,10 @@ from pathlib import Path
 from agent.protocol import Event, LogChunk, PipelineConfig, Snapshot
 from agent.state import read_json
 from console.config import HostConfig, SshTarget
-from console.hosts import HostSession, LinkState
-from console.link import AgentLink
-from console.local_link import open_local_link
-from console.ssh_link import open_ssh_link
+from console.link.agent_link import AgentLink
+from console.link.hosts import HostSession, LinkState
+from console.link.local_link import open_local_link
+from console.link.ssh_link import open_ssh_link
 
 
 async def wait_until(predicate: object, timeout_s: float = 20.0) -> None:
@@ -72,7 +72,7 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
 
 
 async def test_an_unreachable_host_backs_off_and_keeps_trying() -> None:
-    from console.link import LinkError
+    from console.link.agent_link import LinkError
 
     attempts: list[float] = []
 
@@ -95,7 +95,7 @@ async def test_a_server_that_dies_mid_link_is_noticed_and_the_session_ends_clean
 ) -> None:
     folder = tmp_path / "ssh"
     server = subprocess.Popen(
-        [sys.executable, "-m", "console.loopback_ssh", str(folder)], start_new_session=True
+        [sys.executable, "-m", "console.link.loopback_ssh", str(folder)], start_new_session=True
     )
     try:
         await wait_until(lambda: (folder / "port").exists())

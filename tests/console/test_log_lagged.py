@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from agent.protocol import Event, LogLagged, LogSubscribeParams
-from console.hosts import HostSession
-from console.link import AgentLink
+from console.link.agent_link import AgentLink
+from console.link.hosts import HostSession
 
 
 class RecordingLink:

@@ -2,7 +2,7 @@
 
 Textual's Static and DataTable cells, and Rich's console.print and table cells, parse a plain
 string as markup; an f-string is how host text gets into one. Such text must be built as a
-`Text` (`console.safe_text.literal`) instead. This walks the console's source, so a new screen
+`Text` (`console.model.safe_text.literal`) instead. This walks the console's source, so a new screen
 or command that forgets is caught before it ships (the pilot test catches it at run time).
 """
 
@@ -51,7 +51,9 @@ def test_no_console_module_passes_an_f_string_to_a_markup_renderer() -> None:
         for path in sorted(package.rglob("*.py"))
         if (lines := markup_from_fstrings(path.read_text()))
     }
-    assert offenders == {}, "build host text with console.safe_text.literal(), not an f-string"
+    assert offenders == {}, (
+        "build host text with console.model.safe_text.literal(), not an f-string"
+    )
 
 
 def test_the_check_finds_what_it_looks_for() -> None:

@@ -10,7 +10,7 @@ from agent.protocol import (
     JobInfo,
     Snapshot,
 )
-from console.pipeline_view import next_stage, stages
+from console.model.pipeline_view import next_stage, stages
 
 
 def snapshot(

@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 from agent.protocol import DatasetsConfig, JobSpec, LaunchParams, PipelineConfig, StopParams
-from console.app import ConsoleApp
 from console.config import DeployMapping, HostConfig, SshTarget
-from console.link import AgentLink
-from console.local_link import open_local_link
-from console.screens.dashboard import DashboardScreen
-from console.screens.deploy import DeployScreen, DiffScreen
-from console.screens.redeploy import RedeployScreen
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from console.ui.app import ConsoleApp
+from console.ui.screens.dashboard import DashboardScreen
+from console.ui.screens.deploy import DeployScreen, DiffScreen
+from console.ui.screens.redeploy import RedeployScreen
 from tests.console.test_app import SIZE, cell, wait_for
 from tests.e2e.test_redeploy import REPO, old_runner_copy
 from tests.pipeline.runner_files import write_id_prompts

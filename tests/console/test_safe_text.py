@@ -7,7 +7,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from console.safe_text import PLACEHOLDERS, literal, sanitise, sanitise_lines
+from console.model.safe_text import PLACEHOLDERS, literal, sanitise, sanitise_lines
 
 BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029}
 

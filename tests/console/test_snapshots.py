@@ -24,12 +24,12 @@ from agent.protocol import (
     ServerStats,
     Snapshot,
 )
-from console.app import ConsoleApp
-from console.hosts import LinkState
-from console.link import AgentLink
-from console.screens.confirm import ConfirmScreen
-from console.screens.help import HelpScreen
-from console.screens.logs import LogScreen
+from console.link.agent_link import AgentLink
+from console.link.hosts import LinkState
+from console.ui.app import ConsoleApp
+from console.ui.screens.confirm import ConfirmScreen
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.logs import LogScreen
 
 NOW = 1_795_960_000.0
 SIZE = (150, 42)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from console.config import HostConfig, SshTarget
-from console.ssh_link import open_ssh_link
+from console.link.ssh_link import open_ssh_link
 from tests.ssh_servers import SshEndpoint
 
 

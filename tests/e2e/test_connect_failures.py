@@ -7,7 +7,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from console.loopback_ssh import write_client_key
+from console.link.loopback_ssh import write_client_key
 from tests.datasets import write_sample_root
 from tests.e2e.test_status_over_ssh import CliResult, run_cli, write_config
 from tests.ssh_servers import SshEndpoint

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agent.protocol import LaunchParams, Snapshot, SnapshotParams
 from console.config import load_config
-from console.local_link import open_local_link
+from console.link.local_link import open_local_link
 from tests.e2e.test_status_over_ssh import run_cli
 from tests.pipeline.runner_files import response_ids, write_id_prompts
 from tests.simulator_process import running_simulator

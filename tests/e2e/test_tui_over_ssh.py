@@ -10,13 +10,13 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from console.app import ConsoleApp
 from console.config import load_config
-from console.host_keys import pin_host_key
-from console.hosts import Opener
-from console.screens.dashboard import DashboardScreen
-from console.screens.trust import TrustScreen
-from console.ssh_link import open_ssh_link
+from console.link.host_keys import pin_host_key
+from console.link.hosts import Opener
+from console.link.ssh_link import open_ssh_link
+from console.ui.app import ConsoleApp
+from console.ui.screens.dashboard import DashboardScreen
+from console.ui.screens.trust import TrustScreen
 from tests.datasets import write_sample_root
 from tests.ssh_servers import SshEndpoint
 

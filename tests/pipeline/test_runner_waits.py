@@ -8,7 +8,7 @@ from pathlib import Path
 from agent.datasets.progress import Counts, Liveness, dataset_progress
 from agent.datasets.rates import RateHistory
 from agent.datasets.runner_status import read_runner_status
-from console.model import dataset_row
+from console.model.formatting import dataset_row
 from tests.pipeline.runner_files import (
     RUN_TIMEOUT_S,
     response_ids,

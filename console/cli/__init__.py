@@ -1,0 +1,1 @@
+"""The `eagle-console` command line: the headless commands, and the launch of the TUI or demo."""

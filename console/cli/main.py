@@ -1,0 +1,246 @@
+"""The `eagle-console` command: the TUI by default, and headless commands for scripts.
+
+Exit codes scripts can rely on: 0 success, 1 failure (a host down, a refused key, an agent
+error), 2 usage or config error. Every failure is one clear line on stderr, never a traceback.
+Whatever a line holds from the host is sanitised and never read as markup (`literal`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from console.cli.status import HostStatus, fetch_all, print_json, print_tables
+from console.cli.trust import trust_host
+from console.config import ConfigError, ConsoleConfig, HostConfig, load_config
+from console.link.agent_link import LinkError
+from console.model.safe_text import literal, sanitise_lines
+
+if TYPE_CHECKING:
+    from console.cli.doctor import Check
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of DESIGN §9."""
+    parser = argparse.ArgumentParser(prog="eagle-console", description=__doc__)
+    parser.add_argument("--config", type=Path, help="config file (default: ./eagle-console.toml)")
+    commands = parser.add_subparsers(dest="command")
+    status = commands.add_parser("status", help="print one snapshot of each host")
+    status.add_argument("host", nargs="?", help="one host from the config (default: all)")
+    status.add_argument("--json", action="store_true", help="one JSON object per host")
+    doctor = commands.add_parser("doctor", help="check everything a host needs, one line each")
+    doctor.add_argument("host")
+    report = commands.add_parser("report", help="a Markdown run report of one host")
+    report.add_argument("host")
+    deploy = commands.add_parser(
+        "deploy", help="deploy the mapped files (drift, diff, atomic swap)"
+    )
+    deploy.add_argument("host")
+    deploy.add_argument(
+        "--dry-run", action="store_true", help="show drift and diffs, change nothing"
+    )
+    deploy.add_argument(
+        "--rollback", metavar="REMOTE_PATH", help="restore the previous version of a file"
+    )
+    redeploy = commands.add_parser(
+        "redeploy", help="stop a job, deploy, start it again on the new code"
+    )
+    redeploy.add_argument("host")
+    redeploy.add_argument(
+        "job",
+        help="a job id, a running job's name (NAME/DATASET for a per-dataset job), or a dataset",
+    )
+    redeploy.add_argument(
+        "--argv", nargs=argparse.REMAINDER, help="start it with this argv instead"
+    )
+    trust = commands.add_parser("trust", help="show a host's key and pin it on purpose")
+    trust.add_argument("host")
+    trust.add_argument("--yes", action="store_true", help="pin without asking (scripts)")
+    demo = commands.add_parser("demo", help="run the console on an embedded demo pipeline")
+    demo.add_argument("--ssh", action="store_true")
+    demo.add_argument("--dir", type=Path)
+    demo.add_argument("--keep", action="store_true")
+    tui = commands.add_parser("tui", help="the dashboard (the default command)")
+    tui.add_argument("host", nargs="?")
+    return parser
+
+
+class SanitisingFormatter(logging.Formatter):
+    """Log lines quote the agent (its error messages, bad lines): sanitised like all host text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as usual, every control character made visible."""
+        return sanitise_lines(super().format(record))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns its exit code."""
+    if logging.lastResort is not None:  # the handler of warnings when no logging is configured
+        logging.lastResort.setFormatter(SanitisingFormatter())
+    args = build_parser().parse_args(_default_to_tui(sys.argv[1:] if argv is None else argv))
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        return _run(args)
+    except ConfigError as exc:
+        err.print(literal(f"eagle-console: config error: {exc}"))
+        return EXIT_USAGE
+    except LinkError as exc:
+        err.print(literal(f"eagle-console: {exc}"))
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
+
+
+def _default_to_tui(argv: list[str]) -> list[str]:
+    """`eagle-console [--config F] [HOST]` means the TUI; insert its command name."""
+    commands = {
+        "status",
+        "doctor",
+        "report",
+        "deploy",
+        "redeploy",
+        "trust",
+        "demo",
+        "tui",
+        "-h",
+        "--help",
+    }
+    rest = (
+        argv[2:]
+        if argv[:1] == ["--config"]
+        else argv[1:]
+        if argv[:1] and argv[0].startswith("--config=")
+        else argv
+    )
+    if rest and rest[0] in commands:
+        return argv
+    return argv[: len(argv) - len(rest)] + ["tui"] + rest
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        from console.demo import run_demo
+
+        return run_demo(args.dir, args.keep, args.ssh)
+    config = load_config(args.config)
+    if args.command == "status":
+        return _status(config, args.host, as_json=args.json)
+    if args.command == "trust":
+        return _trust(config, args.host, assume_yes=args.yes)
+    if args.command == "deploy":
+        from console.cli.deploy_command import run_deploy
+
+        return asyncio.run(
+            run_deploy(config.host(args.host), dry_run=args.dry_run, rollback_path=args.rollback)
+        )
+    if args.command == "redeploy":
+        return asyncio.run(
+            _redeploy(config.host(args.host), args.job, tuple(args.argv) if args.argv else None)
+        )
+    if args.command == "doctor":
+        return _doctor(config.host(args.host))
+    if args.command == "report":
+        return _report(config.host(args.host))
+    return _tui(config, args.host)
+
+
+def _tui(config: ConsoleConfig, host: str | None) -> int:
+    from console.link.host_keys import pin_host_key
+    from console.link.hosts import Opener
+    from console.link.ssh_link import open_ssh_link
+    from console.ui.app import ConsoleApp
+
+    hosts = [config.host(host)] if host else list(config.hosts.values())
+    if not hosts:
+        raise ConfigError(f"{config.path}: no [hosts] configured")
+
+    def opener(host_config: HostConfig) -> Opener:
+        return lambda: open_ssh_link(host_config)
+
+    openers = {h.name: opener(h) for h in hosts}
+    pinners = {h.name: functools.partial(pin_host_key, h) for h in hosts}
+    ConsoleApp(
+        openers, frozenset(h.name for h in hosts if h.read_only), pinners,
+        host_configs={h.name: h for h in hosts},
+    ).run()  # fmt: skip
+    return EXIT_OK
+
+
+def _status(config: ConsoleConfig, host: str | None, *, as_json: bool) -> int:
+    hosts = [config.host(host)] if host else list(config.hosts.values())
+    if not hosts:
+        raise ConfigError(f"{config.path}: no [hosts] configured")
+    statuses = asyncio.run(fetch_all(hosts))
+    out = Console(highlight=False, soft_wrap=True)
+    (print_json if as_json else print_tables)(statuses, out)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for status in statuses:
+        _report_failure(status, err)
+    return EXIT_FAILURE if any(status.failed for status in statuses) else EXIT_OK
+
+
+def _report_failure(status: HostStatus, err: Console) -> None:
+    if status.error:
+        err.print(literal(f"eagle-console: {status.error}"))
+    elif status.snapshot is not None:
+        for alert in status.snapshot.alerts:
+            if alert.kind == "datasets_root":
+                err.print(literal(f"eagle-console: {status.host}: {alert.message}"))
+
+
+async def _redeploy(host: HostConfig, job: str, argv: tuple[str, ...] | None) -> int:
+    from console.link.redeploy import redeploy
+    from console.link.ssh_link import open_ssh_link
+
+    if host.read_only:
+        raise LinkError(
+            f"{host.name} is read_only in the config: refusing to stop or start anything"
+        )
+    out = Console(highlight=False, soft_wrap=True)
+    link = await open_ssh_link(host)
+    try:
+        outcome = await redeploy(
+            link, host, job, argv, report=lambda message: out.print(literal(message))
+        )
+    finally:
+        await link.close()
+    out.print(literal(outcome.summary()))
+    return EXIT_OK
+
+
+def _doctor(host: HostConfig) -> int:
+    from console.cli.doctor import run_doctor
+
+    checks = asyncio.run(run_doctor(host))
+    print_checks(checks, Console(highlight=False, soft_wrap=True))
+    return EXIT_OK if all(check.ok for check in checks) else EXIT_FAILURE
+
+
+def print_checks(checks: list[Check], out: Console) -> None:
+    """One line per doctor check: ok or FAIL, its name, and what it found (host text, literal)."""
+    for check in checks:
+        out.print("ok  " if check.ok else "FAIL", style="green" if check.ok else "red", end=" ")
+        out.print(literal(f"{check.name:9} {check.detail}"))
+
+
+def _report(host: HostConfig) -> int:
+    from console.cli.report import markdown_report
+
+    status = asyncio.run(fetch_all([host]))[0]
+    if status.snapshot is None:
+        raise LinkError(status.error or f"{host.name}: no snapshot")
+    print(markdown_report(host.name, status.snapshot))  # noqa: T201
+    return EXIT_OK
+
+
+def _trust(config: ConsoleConfig, name: str, *, assume_yes: bool) -> int:
+    return trust_host(config.host(name), assume_yes=assume_yes)

@@ -1,0 +1,111 @@
+"""`eagle-console status`: one snapshot per host, as a table for people or JSON for scripts.
+
+The tables hold host text (dataset names, alerts): every cell is a sanitised `Text`, never markup.
+JSON escapes every control character itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agent.protocol import Snapshot, SnapshotParams, to_wire
+from console.config import HostConfig
+from console.link.agent_link import LinkError
+from console.link.ssh_link import open_ssh_link
+from console.model.safe_text import literal
+
+
+@dataclass(frozen=True, slots=True)
+class HostStatus:
+    """What one host said, or why it could not be asked."""
+
+    host: str
+    snapshot: Snapshot | None
+    agent_version: str | None = None
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when the host could not be reached or reports an error a script must notice."""
+        if self.snapshot is None:
+            return True
+        return any(alert.kind == "datasets_root" for alert in self.snapshot.alerts)
+
+    def to_json(self) -> dict[str, Any]:
+        """The object `status --json` prints for this host (DESIGN §9)."""
+        if self.snapshot is None:
+            return {"host": self.host, "link": "down", "error": self.error}
+        head = {"host": self.host, "link": "up", "agent_version": self.agent_version}
+        body: dict[str, Any] = to_wire(self.snapshot)
+        return head | body
+
+
+async def fetch_status(host: HostConfig) -> HostStatus:
+    """Connect to one host and take one snapshot."""
+    try:
+        link = await open_ssh_link(host)
+    except LinkError as exc:
+        return HostStatus(host.name, None, error=str(exc))
+    try:
+        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        version = link.hello_result.agent_version if link.hello_result else None
+        return HostStatus(host.name, snapshot, agent_version=version)
+    except LinkError as exc:
+        return HostStatus(host.name, None, error=str(exc))
+    finally:
+        await link.close()
+
+
+async def fetch_all(hosts: list[HostConfig]) -> list[HostStatus]:
+    """Every host's status, asked in parallel so one slow host does not hold up the rest."""
+    return list(await asyncio.gather(*(fetch_status(host) for host in hosts)))
+
+
+def print_json(statuses: list[HostStatus], console: Console) -> None:
+    """One JSON object per host, one per line."""
+    for status in statuses:
+        console.file.write(json.dumps(status.to_json()) + "\n")
+
+
+def print_tables(statuses: list[HostStatus], console: Console) -> None:
+    """A table of datasets per host that answered, and its alerts."""
+    for status in statuses:
+        if status.failed or status.snapshot is None:
+            continue  # its one line goes to stderr
+        console.print(datasets_table(status.host, status.snapshot))
+        for alert in status.snapshot.alerts:
+            console.print(
+                Text.assemble(
+                    "  ",
+                    literal(alert.severity, _colour(alert.severity)),
+                    ": ",
+                    literal(alert.message),
+                )  # fmt: skip
+            )
+
+
+def datasets_table(host: str, snapshot: Snapshot) -> Table:
+    """The datasets of one snapshot as a Rich table."""
+    table = Table(
+        title=literal(f"{host} — {snapshot.datasets_root or 'no datasets root configured'}")
+    )
+    for column in ("dataset", "responses", "prompts", "tokens", "budget", "status"):
+        table.add_column(column, justify="left" if column in ("dataset", "status") else "right")
+    for item in snapshot.datasets:
+        budget = f"{item.budget:,}" if item.budget is not None else "—"
+        table.add_row(
+            literal(item.name), f"{item.responses:,}", f"{item.prompts:,}", f"{item.tokens:,}",
+            budget, literal(item.status),
+        )  # fmt: skip
+    return table
+
+
+def _colour(severity: str) -> str:
+    return {"error": "red", "warning": "yellow"}.get(severity, "cyan")

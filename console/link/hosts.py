@@ -1,0 +1,166 @@
+"""One host's link, kept up for as long as the console runs: connect, watch, reconnect.
+
+The console never exits because a link dropped: it retries with capped exponential backoff,
+forever, and says what it is doing. An untrusted host key is the one failure it does not retry
+by itself, because only the user can decide to trust a key. Log subscriptions are remembered with
+their byte offsets and renewed after a reconnect, or after the agent cut a lagging one off, so no
+line is lost or shown twice. No Textual here: the app turns these callbacks into messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from agent.protocol import Event, LogChunk, LogLagged, LogSubscribeParams, PingParams, WatchParams
+from console.link.agent_link import AgentLink, LinkError
+from console.link.host_keys import OfferedKey, UntrustedHostKeyError
+
+log = logging.getLogger(__name__)
+
+BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+PING_EVERY_S = 5.0
+PING_TIMEOUT_S = 10.0
+SNAPSHOT_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    """Where one host's link stands."""
+
+    host: str
+    status: str
+    """connecting, up, down or refused (host key not trusted)."""
+    detail: str = ""
+    attempt: int = 0
+    retry_at: float | None = None
+    agent_version: str | None = None
+    latency_ms: float | None = None
+    since: float = 0.0
+    offered_key: OfferedKey | None = None
+
+
+Opener = Callable[[], Awaitable[AgentLink]]
+
+
+class HostSession:
+    """Keeps one host's link up and reports states and events through callbacks."""
+
+    def __init__(
+        self,
+        host: str,
+        opener: Opener,
+        on_state: Callable[[LinkState], None],
+        on_event: Callable[[str, Event], None],
+    ) -> None:
+        self.host = host
+        self.opener = opener
+        self.on_state = on_state
+        self.on_event = on_event
+        self.link: AgentLink | None = None
+        self.state = LinkState(host, "connecting", since=time.time())
+        self.log_offsets: dict[str, tuple[int, int | None]] = {}
+        """Followed logs: name -> (next byte offset, inode)."""
+        self._retry_now = asyncio.Event()
+        self._renewals: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        """Connect and reconnect forever."""
+        attempt = 0
+        while True:
+            self._set("connecting", attempt=attempt)
+            try:
+                self.link = await self.opener()
+            except UntrustedHostKeyError as exc:
+                self._set("refused", detail=str(exc), offered_key=exc.offered)
+                await self._wait_retry(None)
+                continue
+            except LinkError as exc:
+                delay = BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]
+                self._set("down", detail=str(exc), attempt=attempt, retry_at=time.time() + delay)
+                attempt += 1
+                await self._wait_retry(delay)
+                continue
+            attempt = 0
+            reason = await self._serve(self.link)
+            self.link = None
+            self._set("down", detail=reason, retry_at=time.time() + BACKOFF_S[0])
+            await self._wait_retry(BACKOFF_S[0])
+
+    async def close(self) -> None:
+        """Close the link, if one is up (the app calls this on its way out)."""
+        if self.link is not None:
+            await self.link.close()
+
+    def retry_now(self) -> None:
+        """Skip the wait (after the user pinned a key, or pressed reconnect)."""
+        self._retry_now.set()
+
+    async def follow_log(self, name: str, offset: int = 0, inode: int | None = None) -> None:
+        """Follow a log from `offset`; renewed from where it got to after every reconnect."""
+        self.log_offsets[name] = (offset, inode)
+        if self.link is not None:
+            await self.link.request("logs.subscribe", LogSubscribeParams(name, offset, inode))
+
+    async def _serve(self, link: AgentLink) -> str:
+        hello = link.hello_result
+        self._set("up", agent_version=hello.agent_version if hello else None)
+        try:
+            await link.request("snapshot.watch", WatchParams(SNAPSHOT_INTERVAL_S))
+            for name, (offset, inode) in self.log_offsets.items():
+                await link.request("logs.subscribe", LogSubscribeParams(name, offset, inode))
+        except LinkError as exc:
+            await link.close()
+            return str(exc)
+        pinger = asyncio.create_task(self._ping_forever(link))
+        try:
+            while (event := await link.next_event()) is not None:
+                self._take(event)
+            return link.closed_reason or "the agent closed the link"
+        finally:
+            pinger.cancel()
+            await link.close()
+
+    def _take(self, event: Event) -> None:
+        if event.event == "log" and isinstance(event.data, LogChunk):
+            self.log_offsets[event.data.name] = (event.data.end_offset, event.data.inode)
+        elif isinstance(event.data, LogLagged) and event.data.name in self.log_offsets:
+            lagged = event.data  # the agent stopped pushing this log: ask again from where it was
+            self.log_offsets[lagged.name] = (lagged.resume_offset, lagged.inode)
+            task = asyncio.create_task(self.follow_log(lagged.name, *self.log_offsets[lagged.name]))
+            self._renewals.add(task)
+            task.add_done_callback(self._renewed)
+        self.on_event(self.host, event)
+
+    def _renewed(self, task: asyncio.Task[None]) -> None:
+        """A failed renewal is retried by the next reconnect, which renews every followed log."""
+        self._renewals.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.info("%s: renewing a log subscription failed: %s", self.host, task.exception())
+
+    async def _ping_forever(self, link: AgentLink) -> None:
+        while True:
+            sent = time.monotonic()
+            try:
+                await link.request("ping", PingParams(), timeout_s=PING_TIMEOUT_S)
+            except LinkError:
+                await link.close()  # a silent link: end it, the loop reconnects
+                return
+            self._set("up", latency_ms=(time.monotonic() - sent) * 1000)
+            await asyncio.sleep(PING_EVERY_S)
+
+    async def _wait_retry(self, delay_s: float | None) -> None:
+        self._retry_now.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._retry_now.wait(), delay_s)
+
+    def _set(self, status: str, **changes: object) -> None:
+        keep = {"agent_version": self.state.agent_version} if status == "up" else {}
+        since = self.state.since if status == self.state.status else time.time()
+        fields = {"status": status, "since": since, **keep, **changes}
+        self.state = LinkState(self.host, **fields)  # type: ignore[arg-type]
+        self.on_state(self.state)

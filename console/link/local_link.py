@@ -1,0 +1,57 @@
+"""An agent on this machine, reached through `python -m agent attach` as a subprocess.
+
+The demo and many tests use it; it runs the very same attach and daemon code as the SSH path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+from agent.protocol import PipelineConfig
+from console.link.agent_link import AgentLink, LinkError
+from console.link.bundle import local_bundle
+from console.link.file_channel import LocalChannel
+
+EXIT_WAIT_S = 10.0
+
+
+async def open_local_link(
+    state_dir: Path, pipeline: PipelineConfig | None, python: str = sys.executable
+) -> AgentLink:
+    """Start `attach` for `state_dir`, complete hello, and return the link."""
+    env = dict(os.environ, PYTHONPATH=str(local_bundle().source))
+    try:
+        process = await asyncio.create_subprocess_exec(
+            python, "-m", "agent", "attach", "--state-dir", str(state_dir),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )  # fmt: skip
+    except OSError as exc:
+        raise LinkError(f"cannot run {python}: {exc.strerror}") from None
+    assert process.stdin is not None
+    assert process.stdout is not None
+
+    async def close() -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), EXIT_WAIT_S)
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    link = AgentLink(process.stdout, process.stdin, close, f"local agent in {state_dir}")
+    link.files = LocalChannel()
+    try:
+        await link.hello(pipeline, local_bundle().sha256)
+    except LinkError as exc:
+        await link.close()
+        stderr = (
+            (await process.stderr.read()).decode(errors="replace").strip() if process.stderr else ""
+        )
+        raise LinkError(f"{exc}{'; agent said: ' + stderr if stderr else ''}") from None
+    return link

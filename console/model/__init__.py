@@ -1,0 +1,1 @@
+"""Pure functions from the agent's snapshots to what is shown. No I/O and no Textual here."""

@@ -1,0 +1,93 @@
+"""What the dashboard says about the exported training data and the measured drafter. No Textual.
+
+The drafter panel: the evaluation's verdict in words, one line per concurrency level (tokens/s
+against the baseline, speedup, accept length, latency), and the export's round trip; the export
+screen's rows, one per dataset.
+"""
+
+from __future__ import annotations
+
+from agent.protocol import DrafterEvaluation, ExportDatasetQuality, ExportSummary
+from console.model.formatting import tokens
+from console.model.safe_text import sanitise
+
+
+def evaluation_lines(evaluation: DrafterEvaluation) -> list[str]:
+    """The verdict, then a line per level."""
+    lines = [f"drafter: {sanitise(evaluation.verdict)}"]
+    for level in evaluation.levels:
+        speed = f"{level.tokens_per_s:,.0f} tok/s"
+        if level.baseline_tokens_per_s is not None:
+            speed += f" vs {level.baseline_tokens_per_s:,.0f}"
+        speedup = f" {level.speedup:.2f}×" if level.speedup is not None else ""
+        accept = f" · accept {level.accept_length:.2f}" if level.accept_length else ""
+        lines.append(
+            f"  c={level.concurrency}: {speed}{speedup}{accept} · p50 {level.latency_p50_s:.2f} s"
+        )
+    return lines
+
+
+def export_line(export: ExportSummary) -> str:
+    """One line: what was exported and whether its conversations reproduce the tokens."""
+    share = "—" if export.roundtrip_share is None else f"{export.roundtrip_share:.1%}"
+    verdict = "FAILED" if export.roundtrip_flagged else "ok"
+    records = sum(d.ids_lines for d in export.datasets)
+    return (
+        f"export: {records:,} records, {tokens(export.tokens)} tokens · round trip {share} "
+        f"({verdict}; X for the report)"
+    )
+
+
+def drafter_text(evaluation: DrafterEvaluation | None, export: ExportSummary | None) -> str:
+    """The drafter panel's text ("" when there is nothing to show)."""
+    lines = evaluation_lines(evaluation) if evaluation is not None else []
+    if export is not None:
+        lines.append(export_line(export))
+    return "\n".join(lines)
+
+
+def measured_accept_length(evaluation: DrafterEvaluation | None) -> float | None:
+    """The accept length the evaluation measured at its lowest concurrency."""
+    if evaluation is None:
+        return None
+    return next((level.accept_length for level in evaluation.levels if level.accept_length), None)
+
+
+EXPORT_COLUMNS = (
+    "dataset", "answers", "tokens", "capped", "empty", "looping", "unclosed", "dup",
+    "no answer", "dropped", "round trip",
+)  # fmt: skip
+
+
+def export_row(quality: ExportDatasetQuality) -> tuple[str, ...]:
+    """One dataset's row on the export screen."""
+    trip = (
+        f"{quality.roundtrip_matched / quality.roundtrip_checked:.1%}"
+        if quality.roundtrip_checked
+        else "—"
+    )
+    if quality.roundtrip_flagged:
+        trip += " FAILED"
+    return (
+        sanitise(quality.name), f"{quality.answers:,}", tokens(quality.tokens),
+        _share(quality.truncated, quality.answers), _share(quality.empty, quality.answers),
+        _share(quality.looping, quality.answers), _share(quality.reasoning_unclosed, quality.answers),
+        f"{quality.duplicates_skipped:,}", f"{quality.unanswered_prompts:,}",
+        f"{quality.dropped_answers:,}", trip,
+    )  # fmt: skip
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count:,} ({count / total:.0%})" if total else f"{count:,}"
+
+
+def export_notes(export: ExportSummary) -> str:
+    """Below the table: the first round-trip difference of each failing dataset, and the files."""
+    lines = [
+        sanitise(f"{d.name}: {d.first_mismatch}")
+        for d in export.datasets
+        if d.roundtrip_flagged and d.first_mismatch
+    ]
+    threshold = f"threshold {export.roundtrip_threshold:.0%}"
+    lines.append(sanitise(f"files in {export.out_dir} ({threshold}; quality.md per dataset)"))
+    return "\n".join(lines)

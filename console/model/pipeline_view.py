@@ -1,0 +1,131 @@
+"""The pipeline's stages in order, each with its state from the agent, and the next sensible step.
+
+generate -> export -> vocab -> stop server -> hidden states -> train -> serve with drafter ->
+evaluate. No Textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent.protocol import JobInfo, Snapshot
+from console.model.safe_text import sanitise
+
+ACTIVE = ("starting", "running", "stopping")
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One stage and where it stands."""
+
+    name: str
+    state: str
+    """not started, running, done, skipped or failed."""
+    detail: str
+    key: str
+    """The key that moves it on."""
+
+
+def stages(snapshot: Snapshot) -> list[Stage]:
+    """Every stage, in pipeline order."""
+    datasets = snapshot.datasets
+    complete = sum(d.generation_done for d in datasets)
+    writing = any(d.writer_active for d in datasets)
+    generate = (
+        "done"
+        if datasets and complete == len(datasets)
+        else ("running" if writing or complete else "not started")
+    )
+    server = _latest(snapshot.jobs, "server")
+    trained = _state(_latest(snapshot.jobs, "train"))
+    return [
+        Stage("generate", generate, f"{complete}/{len(datasets)} datasets complete", "g"),
+        _export_stage(snapshot),
+        _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
+        Stage("stop server", "done" if server is None or server.state not in ACTIVE else "not started",
+              "the server holds the GPUs" if server and server.state in ACTIVE else "GPUs free", "s"),
+        _hidden_states_stage(snapshot.jobs),
+        _job_stage("train", _latest(snapshot.jobs, "train"), "t"),
+        _serve_stage(snapshot.jobs, trained, server),
+        _evaluate_stage(snapshot),
+    ]  # fmt: skip
+
+
+def next_stage(items: list[Stage]) -> Stage | None:
+    """The first stage that is neither done nor skipped."""
+    return next((stage for stage in items if stage.state not in ("done", "skipped")), None)
+
+
+def _export_stage(snapshot: Snapshot) -> Stage:
+    """The export job, and its round trip.
+
+    A conversation file that does not reproduce the tokens fails the stage, ids written or not.
+    """
+    job = _latest(snapshot.jobs, "export")
+    later = any(_latest(snapshot.jobs, kind) for kind in ("vocab", "hidden_states", "train"))
+    if job is None and later:
+        return Stage("export", "skipped", "later stages started without an export", "x")
+    stage = _job_stage("export", job, "x")
+    export = snapshot.export
+    if export is None or stage.state == "running":
+        return stage
+    share = "—" if export.roundtrip_share is None else f"{export.roundtrip_share:.1%}"
+    verdict = "below" if export.roundtrip_flagged else "at or above"
+    detail = f"round trip {share}, {verdict} {export.roundtrip_threshold:.0%} (X: report)"
+    return Stage("export", "failed" if export.roundtrip_flagged else stage.state, detail, "x")
+
+
+def _serve_stage(jobs: tuple[JobInfo, ...], trained: str, server: JobInfo | None) -> Stage:
+    """A drafter_server job when one is configured and started; else the server after training."""
+    drafter = _latest(jobs, "drafter_server")
+    if drafter is not None and drafter.state in ACTIVE:  # serving is this stage done
+        return Stage("serve with drafter", "done", sanitise(f"{drafter.name} serving"), "B")
+    if drafter is not None:
+        return _job_stage("serve with drafter", drafter, "B")
+    running = trained == "done" and server is not None and server.state in ACTIVE
+    return Stage("serve with drafter", "running" if running else "not started",
+                 "start the server with the drafter once training is done", "s")  # fmt: skip
+
+
+def _evaluate_stage(snapshot: Snapshot) -> Stage:
+    """The evaluate job, with the verdict in words once there is one."""
+    stage = _job_stage("evaluate", _latest(snapshot.jobs, "evaluate"), "B")
+    if snapshot.evaluation is None or stage.state == "running":
+        return stage
+    return Stage("evaluate", stage.state, sanitise(snapshot.evaluation.verdict), "B")
+
+
+def _hidden_states_stage(jobs: tuple[JobInfo, ...]) -> Stage:
+    """Skipped when training started without it (online training makes its own)."""
+    hidden = _latest(jobs, "hidden_states")
+    if hidden is None and _latest(jobs, "train") is not None:
+        return Stage(
+            "hidden states", "skipped", "training runs online, without a hidden-states job", "t"
+        )
+    return _job_stage("hidden states", hidden, "t")
+
+
+def _job_stage(name: str, job: JobInfo | None, key: str) -> Stage:
+    state = _state(job)
+    detail = (
+        "—"
+        if job is None
+        else sanitise(f"{job.name} {job.state}")
+        + (f", exit {job.exit_code}" if job.exit_code is not None else "")
+    )
+    return Stage(name, state, detail, key)
+
+
+def _state(job: JobInfo | None) -> str:
+    if job is None:
+        return "not started"
+    if job.state in ACTIVE:
+        return "running"
+    if job.state == "stopped":  # stopped on request: still to do, not a failure
+        return "not started"
+    return "done" if job.state == "exited" else "failed"
+
+
+def _latest(jobs: tuple[JobInfo, ...], kind: str) -> JobInfo | None:
+    mine = [job for job in jobs if job.kind == kind]
+    return max(mine, key=lambda job: job.started_at or 0.0) if mine else None

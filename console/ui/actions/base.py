@@ -1,0 +1,104 @@
+"""What every group of console actions needs: the host on screen, its link and its jobs.
+
+The action groups are mixins of the app, so each key's action is found by Textual as usual;
+this base declares the state they share and the helpers several of them use.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from textual.app import App
+
+from agent.protocol import (
+    JobInfo,
+    StopParams,
+    StopResult,
+)
+from console.config import HostConfig
+from console.link.agent_link import AgentLink, LinkError
+from console.link.deploy import FilePlan
+from console.link.hosts import HostSession
+from console.model.host_view import HostView
+from console.ui.screens.confirm import ConfirmScreen
+from console.ui.screens.dashboard import DashboardScreen
+
+STOP_TIMEOUT_S = 600.0
+
+
+class AppState(App[None]):
+    """The app's state, as the action groups see it."""
+
+    views: dict[str, HostView]
+    sessions: dict[str, HostSession]
+    current: str
+    host_configs: dict[str, HostConfig]
+    read_only: frozenset[str]
+    plans: list[FilePlan]
+
+    def _mutable_link(self) -> AgentLink | None:
+        if self.current in self.read_only:
+            self.notify(
+                f"{self.current} is read-only: nothing can be changed from here", severity="warning"
+            )
+            return None
+        link = self.sessions[self.current].link
+        if link is None:
+            self.notify("no link to the host right now", severity="warning")
+        return link
+
+    def _jobs(self) -> tuple[JobInfo, ...]:
+        snapshot = self.views[self.current].snapshot
+        return snapshot.jobs if snapshot else ()
+
+    def _offer_stop(self, job: JobInfo) -> None:
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.run_worker(self._stop(job.id, job.name), group="actions", exit_on_error=False)
+
+        _ = self.push_screen(
+            ConfirmScreen(f"Stop {job.name}?", self._stop_consequences(job.id), "Stop"), confirmed
+        )
+
+    async def _stop(self, job_id: str, name: str) -> None:
+        link = self.sessions[self.current].link
+        if link is None:
+            self.notify("no link to the host right now", severity="error")
+            return
+        started = time.monotonic()
+        try:
+            result: StopResult = await link.request(
+                "jobs.stop", StopParams(job_id), idempotency_key=f"stop-{secrets.token_hex(6)}",
+                timeout_s=STOP_TIMEOUT_S,
+            )  # fmt: skip
+        except LinkError as exc:
+            self.notify(f"stop of {name} failed: {exc}", severity="error")
+            return
+        steps = " → ".join(step.action for step in result.steps) or "nothing to signal"
+        self.notify(f"{name}: {result.outcome} ({steps}) in {time.monotonic() - started:.1f} s")
+
+    def _selected_job_id(self) -> str | None:
+        return self.screen.selected_job_id if isinstance(self.screen, DashboardScreen) else None
+
+    def _selected_job(self) -> JobInfo | None:
+        job_id = self._selected_job_id()
+        snapshot = self.views[self.current].snapshot
+        if job_id is None or snapshot is None:
+            return None
+        return next((job for job in snapshot.jobs if job.id == job_id), None)
+
+    def _stop_consequences(self, job_id: str) -> str:
+        snapshot = self.views[self.current].snapshot
+        assert snapshot is not None
+        job = next(job for job in snapshot.jobs if job.id == job_id)
+        lines = [f"{self.current}: {job.name} (pid {job.pid}, process group {job.pgid}) will get its stop "
+                 "signal, then SIGTERM and SIGKILL if it does not exit within its grace."]  # fmt: skip
+        dataset = next((d for d in snapshot.datasets if d.name == job.dataset), None)
+        if dataset is not None:
+            lines.append(
+                f"{dataset.name}: {dataset.responses:,} responses, {dataset.tokens:,} tokens of "
+                f"{dataset.budget or 0:,}; {dataset.in_flight} request(s) in flight will be drained, "
+                "or lost if it has to be killed. A restart resumes from the responses on disk."
+            )
+        return "\n".join(lines)

@@ -1,0 +1,80 @@
+"""B benchmarks the drafter; X shows the export's report; a toast offers B after training.
+
+B starts the drafter's server (a job of kind drafter_server), and the baseline server too when
+the evaluate job compares against one (--baseline), then the evaluate job, which waits for both.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from agent.protocol import Alert, JobInfo, LaunchParams
+from console.link.agent_link import AgentRequestError, LinkError
+from console.ui.actions.base import AppState
+from console.ui.screens.export import ExportScreen
+
+ACTIVE = ("starting", "running", "stopping")
+
+
+class EvaluateActions(AppState):
+    """The drafter's evaluation and the export's report."""
+
+    def _configured(self, *kinds: str) -> list[str]:
+        config = self.host_configs.get(self.current)
+        jobs = config.pipeline.jobs if config else {}
+        return [name for name, spec in jobs.items() if spec.kind in kinds]
+
+    def _servers_for(self, evaluate_job: str) -> list[str]:
+        """The drafter's server, and the baseline's when the evaluation has a --baseline."""
+        config = self.host_configs.get(self.current)
+        argv = config.pipeline.jobs[evaluate_job].argv if config else ()
+        kinds = ("drafter_server", "server") if "--baseline" in argv else ("drafter_server",)
+        running = {job.name for job in self._jobs() if job.state in ACTIVE}
+        return [name for name in self._configured(*kinds) if name not in running]
+
+    async def action_evaluate_drafter(self) -> None:
+        """Start what the evaluation needs, then the evaluation; its verdict comes to the panel."""
+        link = self._mutable_link()
+        names = self._configured("evaluate")
+        if link is None:
+            return
+        if not names:
+            self.notify(f"no job of kind evaluate in hosts.{self.current}.jobs", severity="warning")
+            return
+        try:
+            for server in self._servers_for(names[0]):
+                started: JobInfo = await link.request(
+                    "jobs.launch", LaunchParams(server), idempotency_key=f"B-{secrets.token_hex(6)}"
+                )
+                self.notify(f"started {started.name} for the evaluation")
+            job: JobInfo = await link.request(
+                "jobs.launch", LaunchParams(names[0]), idempotency_key=f"B-{secrets.token_hex(6)}"
+            )
+        except AgentRequestError as exc:
+            self.notify(f"evaluation not started: {exc}", severity="error", timeout=20)
+            return
+        except LinkError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.notify(f"started {job.name}: it waits for the servers, then measures each level")
+
+    def action_export_report(self) -> None:
+        """The latest export's quality report."""
+        snapshot = self.views[self.current].snapshot
+        if snapshot is None or snapshot.export is None:
+            self.notify("no export report yet: x exports the training data", severity="warning")
+            return
+        _ = self.push_screen(ExportScreen(self.current, snapshot.export))
+
+    def offer_evaluation(self, host: str, alert: Alert, jobs: tuple[JobInfo, ...]) -> None:
+        """After training exits cleanly (its job_exited alert), say that B measures the drafter."""
+        job = next((j for j in jobs if j.id == alert.subject), None)
+        if alert.kind != "job_exited" or job is None or job.kind != "train" or job.exit_code != 0:
+            return
+        config = self.host_configs.get(host)
+        if config and any(spec.kind == "evaluate" for spec in config.pipeline.jobs.values()):
+            self.notify(
+                f"{host}: training finished: press B to serve the drafter and measure it "
+                "against the server without it",
+                timeout=30,
+            )

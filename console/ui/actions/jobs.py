@@ -1,0 +1,157 @@
+"""Stopping and starting jobs: k, v, t, s and the GPU hand-over."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+
+from agent.protocol import (
+    JobInfo,
+    LaunchParams,
+    StopParams,
+)
+from console.config import HostConfig
+from console.link.agent_link import AgentRequestError, LinkError
+from console.ui.actions.base import STOP_TIMEOUT_S, AppState
+from console.ui.screens.confirm import ConfirmScreen
+
+
+class JobActions(AppState):
+    """k: stop; v, t, s: start by kind, behind the GPU guard."""
+
+    def action_stop_job(self) -> None:
+        """Stop the selected job after a confirm that says what will happen."""
+        if self.current in self.read_only:
+            self.notify(
+                f"{self.current} is read-only: no job can be stopped from here", severity="warning"
+            )
+            return
+        job = self._selected_job()
+        if job is None:
+            self.notify("select a job first (the jobs table)", severity="warning")
+            return
+        self._offer_stop(job)
+
+    def _job_names(self, kind: str, config: HostConfig | None) -> list[str]:
+        """Configured jobs of `kind`; for train, hidden-states jobs not yet done come first."""
+        kinds = ("hidden_states", "train") if kind == "train" else (kind,)
+        done = {job.name for job in self._jobs() if job.state == "exited"}
+        jobs = config.pipeline.jobs if config else {}
+        found = [(name, spec.kind) for name, spec in jobs.items() if spec.kind in kinds]
+        found.sort(key=lambda item: (item[0] in done, kinds.index(item[1])))
+        return [name for name, _ in found]
+
+    async def action_launch_kind(self, kind: str) -> None:
+        """Start the configured job of `kind` (v vocab, t train, s server), behind the GPU guard."""
+        link = self._mutable_link()
+        config = self.host_configs.get(self.current)
+        names = self._job_names(kind, config)
+        if link is None:
+            return
+        if not names:
+            self.notify(f"no job of kind {kind} in hosts.{self.current}.jobs", severity="warning")
+            return
+        running = [
+            j for j in self._jobs() if j.name in names and j.state in ("starting", "running")
+        ]
+        if kind == "server" and running:
+            self._offer_stop(running[0])
+            return
+        try:
+            job: JobInfo = await link.request(
+                "jobs.launch",
+                LaunchParams(names[0]),
+                idempotency_key=f"{kind}-{secrets.token_hex(6)}",
+            )
+        except AgentRequestError as exc:
+            if exc.code != "gpu_busy":
+                self.notify(str(exc), severity="error")
+                return
+            self._offer_gpu_handover(names[0], exc.detail)
+            return
+        self.notify(f"started {job.name} (pid group {job.pgid})")
+        if kind == "server":
+            self.run_worker(self._await_ready(job.name), group="actions", exit_on_error=False)
+
+    async def _await_ready(self, name: str, timeout_s: float = 900.0) -> None:
+        """Say when the started server answers /health (the agent's probe), or that it never did."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout_s:
+            snapshot = self.views[self.current].snapshot
+            server = snapshot.server if snapshot else None
+            fresh = (
+                snapshot is not None
+                and server is not None
+                and snapshot.taken_at - server.probed_at < 10
+            )
+            if server is not None and server.healthy and fresh:
+                model = f", model {server.model_path}" if server.model_path else ""
+                self.notify(
+                    f"{name} ready at {server.url}{model} after {time.monotonic() - started:.0f} s"
+                )
+                return
+            await asyncio.sleep(1.0)
+        self.notify(
+            f"{name} did not answer /health within {timeout_s:.0f} s; see its log (l)",
+            severity="error",
+        )
+
+    def _offer_gpu_handover(self, job_name: str, detail: str) -> None:
+        snapshot = self.views[self.current].snapshot
+        holders = [j for j in (snapshot.jobs if snapshot else ()) if j.gpu and j.state == "running"]
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.run_worker(
+                    self._hand_over(holders, job_name), group="actions", exit_on_error=False
+                )
+
+        names = ", ".join(f"{j.name} (pid {j.pid})" for j in holders) or "the holders"
+        text = f"{detail}\n\nStop {names} first (drain, then escalate), then start {job_name}?"
+        _ = self.push_screen(
+            ConfirmScreen(f"The GPUs are busy: start {job_name}?", text, "Stop, then start"),
+            confirmed,
+        )
+
+    async def _hand_over(self, holders: list[JobInfo], job_name: str) -> None:
+        link = self.sessions[self.current].link
+        if link is None:
+            return
+        before = self._gpu_used_gib()
+        try:
+            for holder in holders:
+                await link.request(
+                    "jobs.stop",
+                    StopParams(holder.id),
+                    idempotency_key=f"handover-{holder.id}",
+                    timeout_s=STOP_TIMEOUT_S,
+                )
+            freed = await self._gpu_freed(before)
+            job: JobInfo = await link.request(
+                "jobs.launch",
+                LaunchParams(job_name),
+                idempotency_key=f"handover-{secrets.token_hex(6)}",
+            )
+        except LinkError as exc:
+            self.notify(f"hand-over stopped: {exc}", severity="error", timeout=20)
+            return
+        self.notify(f"stopped {', '.join(h.name for h in holders)}; {freed}; started {job.name}")
+
+    def _gpu_used_gib(self) -> float | None:
+        snapshot = self.views[self.current].snapshot
+        if snapshot is None or not snapshot.gpus:
+            return None
+        return sum(g.memory_used_mib or 0 for g in snapshot.gpus) / 1024
+
+    async def _gpu_freed(self, before: float | None, timeout_s: float = 60.0) -> str:
+        """Wait until the GPUs' memory drops (fresh readings come every few seconds); say by how much."""
+        if before is None:
+            return "no GPU reading to check"
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            now = self._gpu_used_gib()
+            if now is not None and now < before - 1.0:
+                return f"GPU memory freed: {before:.1f} -> {now:.1f} GiB"
+            await asyncio.sleep(1.0)
+        return f"GPU memory still {self._gpu_used_gib() or 0:.1f} GiB after {timeout_s:.0f} s"

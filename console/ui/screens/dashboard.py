@@ -1,0 +1,99 @@
+"""The default screen: datasets, jobs, server, GPUs and alerts of the host in focus."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from agent.protocol import JobInfo
+from console.model.drafter_view import measured_accept_length
+from console.model.formatting import STALE_AFTER_S, age, gpu_text, training_text
+from console.model.host_view import HostView
+from console.model.pipeline_view import next_stage, stages
+from console.model.safe_text import literal_lines
+from console.ui.widgets.alert_strip import AlertStrip
+from console.ui.widgets.datasets_table import DatasetsTable
+from console.ui.widgets.drafter_panel import DrafterPanel
+from console.ui.widgets.host_header import HostHeader
+from console.ui.widgets.jobs_table import JobsTable
+from console.ui.widgets.server_panel import ServerPanel
+
+
+class DashboardScreen(Screen[None]):
+    """Everything about one host at a glance."""
+
+    ready = False
+    """True once the widgets exist; the app may try to render before that."""
+    jobs: tuple[JobInfo, ...] = ()
+    """The jobs last shown."""
+
+    def on_mount(self) -> None:
+        """The widgets are composed: renders may begin."""
+        self.ready = True
+
+    def compose(self) -> ComposeResult:
+        """Header, datasets, jobs beside server and GPUs, alerts, footer."""
+        yield HostHeader(id="host-header")
+        yield DatasetsTable(id="datasets")
+        with Horizontal(id="lower"):
+            yield JobsTable(id="jobs")
+            with Vertical(id="side"):
+                yield ServerPanel(id="server")
+                yield Static(id="gpus")
+            yield DrafterPanel(id="drafter")
+        yield AlertStrip(id="alerts")
+        yield Footer()
+
+    def show(self, view: HostView, others: list[str], now: float) -> None:
+        """Render `view` as of `now`; panels turn stale when its data is old."""
+        headers = self.query(HostHeader)
+        if not self.ready or not headers:  # not composed yet, or being torn down
+            return
+        headers.first().show(view, others, now)
+        data_age = view.age_s()
+        stale = (data_age or 0) > STALE_AFTER_S or view.state.status != "up"
+        for panel in self.query("#datasets, #jobs, #server, #gpus"):
+            panel.set_class(stale, "-stale")
+            panel.border_title = f"{panel.id} · {age(data_age)}"
+        snapshot = view.snapshot
+        if snapshot is None:
+            return
+        upcoming = next_stage(stages(snapshot))
+        pipeline = (
+            f"next: {upcoming.name} ({upcoming.key}; p for all stages)" if upcoming else "done"
+        )
+        self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
+        self.query_one(DatasetsTable).show(snapshot.datasets)
+        stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
+        self.jobs = snapshot.jobs
+        self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
+        self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
+        training = training_text(
+            snapshot.training, snapshot.jobs, measured_accept_length(snapshot.evaluation)
+        )
+        gpus = gpu_text(snapshot.gpus, snapshot.gpu_note)
+        self.query_one("#gpus", Static).update(
+            literal_lines(f"{gpus}\n{training}" if training else gpus)
+        )
+        self.query_one(AlertStrip).show(snapshot.alerts)
+        self.query_one(DrafterPanel).show(snapshot.evaluation, snapshot.export)
+
+    @property
+    def selected_dataset(self) -> str | None:
+        """The dataset under the datasets table's cursor."""
+        return self.query_one(DatasetsTable).selected_name
+
+    @property
+    def selected_job_id(self) -> str | None:
+        """The job under the cursor of the table in focus.
+
+        From the datasets table: the job writing that dataset, a live one first, else the latest.
+        """
+        datasets = self.query_one(DatasetsTable)
+        if not datasets.has_focus:
+            return self.query_one(JobsTable).selected_job_id
+        writers = [j for j in self.jobs if j.dataset == datasets.selected_name and not j.external]
+        writers.sort(key=lambda job: (job.state in ("starting", "running"), job.started_at or 0))
+        return writers[-1].id if writers else None

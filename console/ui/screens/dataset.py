@@ -1,0 +1,72 @@
+"""One dataset up close: finish reasons, length histogram, latest responses and errors."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from agent.protocol import DatasetDetail
+from console.model.formatting import bar
+from console.model.safe_text import literal, literal_lines, sanitise
+
+
+def histogram_text(detail: DatasetDetail) -> str:
+    """The length histogram as bars, one line per bin."""
+    if not detail.length_counts:
+        return "no responses yet"
+    top = max(detail.length_counts) or 1
+    edges = detail.length_edges
+    return "\n".join(
+        f"{edges[i]:>7,}–{edges[i + 1] - 1:<7,} {bar(count / top, 30)} {count:,}"
+        for i, count in enumerate(detail.length_counts)
+    )
+
+
+class DatasetScreen(Screen[None]):
+    """The detail the agent sent for one dataset."""
+
+    BINDINGS = [Binding("escape,q", "back", "Back")]
+
+    def __init__(self, host: str, detail: DatasetDetail) -> None:
+        super().__init__()
+        self.host = host
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        """Summary, histogram, latest responses, errors."""
+        detail = self.detail
+        reasons = ", ".join(
+            f"{reason} {count:,}" for reason, count in sorted(detail.finish_reasons.items())
+        )
+        title = Text.assemble(
+            literal(f"{self.host} · {detail.name}", "bold"),
+            literal(
+                f" · last {detail.window_responses:,} responses · finish reasons: {reasons or '—'}"
+            ),
+        )
+        yield Static(title, id="dataset-title")
+        yield Static(histogram_text(detail), id="dataset-histogram")
+        recent: DataTable[Text | str] = DataTable(id="dataset-recent", cursor_type="row")
+        recent.add_columns("id", "tokens", "finish", "latency")
+        for item in reversed(detail.recent):
+            latency = f"{item.latency_s:.1f} s" if item.latency_s is not None else "—"
+            recent.add_row(
+                literal(item.id),
+                f"{item.completion_tokens:,}",
+                literal(item.finish_reason),
+                latency,
+            )
+        yield recent
+        errors = "\n".join(
+            sanitise(f"{e.id}: {e.reason}") + (" (for good)" if e.permanent else "")
+            for e in detail.errors
+        )
+        yield Static(literal_lines(errors or "no errors"), id="dataset-errors")
+        yield Footer()
+
+    def action_back(self) -> None:
+        """Back to the dashboard."""
+        _ = self.dismiss(None)

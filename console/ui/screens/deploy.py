@@ -1,0 +1,109 @@
+"""`d`: every mapped file as unchanged, changed, new or missing locally; its diff; deploy; rollback."""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Static
+
+from console.link.deploy import FilePlan
+from console.model.safe_text import literal, sanitise_lines
+
+STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
+
+
+class DiffScreen(ModalScreen[None]):
+    """One file's unified diff, highlighted."""
+
+    BINDINGS = [Binding("escape,q", "close", "Close")]
+
+    def __init__(self, diff: str) -> None:
+        super().__init__()
+        self.diff = diff
+
+    def compose(self) -> ComposeResult:
+        """The diff in a scrollable box."""
+        with VerticalScroll(id="diff-box"):
+            yield Static(
+                Syntax(
+                    sanitise_lines(self.diff) or "no difference",
+                    "diff",
+                    theme="ansi_dark",
+                    background_color="default",
+                )
+            )
+
+    def action_close(self) -> None:
+        """Back."""
+        _ = self.dismiss(None)
+
+
+class DeployScreen(Screen[None]):
+    """The drift table; the app does the deploying (it owns the link)."""
+
+    BINDINGS = [
+        Binding("enter", "diff", "Diff"),
+        Binding("D", "deploy", "Deploy changed"),
+        Binding("b", "rollback", "Roll back file"),
+        Binding("escape,q", "back", "Back"),
+    ]
+
+    def __init__(self, host: str, plans: list[FilePlan], bundle_line: str = "") -> None:
+        super().__init__()
+        self.host = host
+        self.plans = plans
+        self.bundle_line = bundle_line
+
+    def compose(self) -> ComposeResult:
+        """Title, the table, footer."""
+        changed = sum(plan.needs_deploy for plan in self.plans)
+        title = Text.assemble(
+            literal(self.host, "bold"),
+            literal(f" · deploy drift · {changed} file(s) to deploy · {self.bundle_line}"),
+        )
+        yield Static(title, id="deploy-title")
+        table: DataTable[Text | str] = DataTable(id="deploy-table", cursor_type="row")
+        table.add_columns("status", "remote", "local", "host sha256", "local sha256")
+        for plan in self.plans:
+            table.add_row(
+                Text(plan.status, style=STATUS_STYLE[plan.status]), literal(plan.remote),
+                literal(str(plan.local or "—")), literal((plan.remote_sha256 or "—")[:12]),
+                (plan.local_sha256 or "—")[:12], key=plan.remote,
+            )  # fmt: skip
+        yield table
+        yield Footer()
+
+    @property
+    def selected(self) -> FilePlan | None:
+        """The plan under the cursor."""
+        table = self.query_one(DataTable)
+        if not table.row_count:
+            return None
+        return self.plans[table.cursor_row]
+
+    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a file: the table takes the key, so its selection opens the diff."""
+        event.stop()
+        await self.action_diff()
+
+    async def action_diff(self) -> None:
+        """Ask the app for the selected file's diff."""
+        if self.selected is not None:
+            await self.app.run_action(f"show_diff({self.selected.remote!r})")
+
+    async def action_deploy(self) -> None:
+        """Ask the app to deploy every changed file."""
+        await self.app.run_action("deploy_all")
+
+    async def action_rollback(self) -> None:
+        """Ask the app to roll the selected file back."""
+        if self.selected is not None:
+            await self.app.run_action(f"rollback_file({self.selected.remote!r})")
+
+    def action_back(self) -> None:
+        """Back to the dashboard."""
+        _ = self.dismiss(None)

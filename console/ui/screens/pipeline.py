@@ -1,0 +1,56 @@
+"""`p`: the pipeline's stages in order, and the key that moves the next one on."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from agent.protocol import Snapshot
+from console.model.pipeline_view import next_stage, stages
+from console.model.safe_text import literal
+
+STYLE = {
+    "done": "green",
+    "running": "cyan",
+    "failed": "bold red",
+    "not started": "dim",
+    "skipped": "dim green",
+}
+
+
+class PipelineScreen(Screen[None]):
+    """Stages and their states, from one snapshot."""
+
+    BINDINGS = [Binding("escape,q,p", "back", "Back")]
+
+    def __init__(self, host: str, snapshot: Snapshot) -> None:
+        super().__init__()
+        self.host = host
+        self.snapshot = snapshot
+
+    def compose(self) -> ComposeResult:
+        """A table of stages and the next step."""
+        items = stages(self.snapshot)
+        upcoming = next_stage(items)
+        hint = f"next: {upcoming.name} (key {upcoming.key})" if upcoming else "every stage is done"
+        title = Text.assemble(literal(self.host, "bold"), f" · pipeline · {hint}")
+        yield Static(title, id="pipeline-title")
+        table: DataTable[Text | str] = DataTable(id="pipeline-table", cursor_type="row")
+        table.add_columns("stage", "state", "detail", "key")
+        for stage in items:
+            table.add_row(
+                stage.name,
+                Text(stage.state, style=STYLE[stage.state]),
+                literal(stage.detail),
+                stage.key,
+                key=stage.name,
+            )
+        yield table
+        yield Footer()
+
+    def action_back(self) -> None:
+        """Back to the dashboard."""
+        _ = self.dismiss(None)

@@ -1,0 +1,84 @@
+"""Datasets: progress against budget, rate, ETA with range, projected overrun, status."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from agent.protocol import DatasetProgress
+from console.model.formatting import dataset_row
+from console.model.safe_text import literal
+
+COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun", "status")
+STATUS_STYLE = {
+    "over budget": "bold red",
+    "stalled": "yellow",
+    "waiting for server": "yellow",
+    "running": "green",
+    "complete": "cyan",
+}
+
+
+SORTS = {
+    "dataset": lambda d: d.name,
+    "tokens": lambda d: -d.tokens,
+    "rate": lambda d: -(d.tokens_per_s or 0.0),
+    "ETA": lambda d: d.eta_s if d.eta_s is not None else float("inf"),
+    "overrun": lambda d: -(d.projected_overrun_tokens or 0),
+    "status": lambda d: d.status,
+}
+
+
+class DatasetsTable(DataTable[Text | str]):
+    """One row per dataset, updated in place; sortable by a column (o, or click its header)."""
+
+    BINDINGS = [Binding("o", "cycle_sort", "Sort")]
+    sort_by = "dataset"
+    """The column the rows are ordered by."""
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next sortable column."""
+        names = list(SORTS)
+        self.sort_by = names[(names.index(self.sort_by) + 1) % len(names)]
+        self.notify(f"datasets sorted by {self.sort_by}")
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """Clicking a sortable header sorts by it."""
+        column = str(event.column_key.value)
+        if column in SORTS:
+            self.sort_by = column
+
+    def on_mount(self) -> None:
+        """Columns, and whole-row selection."""
+        self.cursor_type = "row"
+        for column in COLUMNS:
+            self.add_column(column, key=column)
+
+    @property
+    def selected_name(self) -> str | None:
+        """The dataset under the cursor."""
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
+    def show(self, datasets: tuple[DatasetProgress, ...]) -> None:
+        """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset."""
+        selected = self.cursor_row if self.row_count else 0
+        selected_name = self.selected_name
+        ordered = sorted(datasets, key=SORTS[self.sort_by])
+        self.clear()
+        for progress in ordered:
+            row = dataset_row(progress)
+            overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
+            self.add_row(
+                literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
+                Text(row.overrun, style=overrun_style),
+                literal(row.status, STATUS_STYLE.get(row.status, "")),
+                key=progress.name,
+            )  # fmt: skip
+        names = [d.name for d in ordered]
+        if selected_name in names:
+            self.move_cursor(row=names.index(selected_name))
+        elif self.row_count:
+            self.move_cursor(row=min(selected, self.row_count - 1))

@@ -1,0 +1,39 @@
+"""The SGLang server: health, model, load and a sparkline of generation throughput."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Sparkline, Static
+
+from agent.protocol import ServerStats
+from console.model.formatting import HEALTH, server_text
+from console.model.safe_text import literal_lines
+
+HEALTH_STYLE = {True: "green", False: "red"}
+
+
+class ServerPanel(Vertical):
+    """Server health and load, with the throughput of the last minutes."""
+
+    def compose(self) -> ComposeResult:
+        """A text block and a sparkline."""
+        yield Static(id="server-text")
+        yield Sparkline([], id="server-throughput")
+
+    def show(self, server: ServerStats | None, throughput: list[float]) -> None:
+        """Render the latest reading."""
+        self.query_one("#server-text", Static).update(_with_health(server))
+        self.query_one("#server-throughput", Sparkline).data = throughput or [0.0]
+
+
+def _with_health(server: ServerStats | None) -> Text:
+    """The server's text, never markup, with its health word in colour on the first line."""
+    text = literal_lines(server_text(server))
+    if server is not None and server.healthy is not None:
+        word = HEALTH[server.healthy]
+        at = text.plain.split("\n", 1)[0].find(f": {word}") + 2
+        if at >= 2:
+            text.stylize(HEALTH_STYLE[server.healthy], at, at + len(word))
+    return text
