@@ -28,8 +28,8 @@ from console.screens.logs import LogScreen
 from console.screens.pipeline import PipelineScreen
 from console.ssh_link import open_ssh_link
 from console.widgets.host_header import HostHeader
-from tests.datasets import response_line, write_sample_root
-from tests.ssh_servers import asyncssh_server
+from tests.support.datasets import response_line, write_sample_root
+from tests.support.ssh_servers import asyncssh_server
 
 SIZE = (170, 50)
 

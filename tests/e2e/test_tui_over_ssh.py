@@ -17,8 +17,8 @@ from console.hosts import Opener
 from console.screens.dashboard import DashboardScreen
 from console.screens.trust import TrustScreen
 from console.ssh_link import open_ssh_link
-from tests.datasets import write_sample_root
-from tests.ssh_servers import SshEndpoint
+from tests.support.datasets import write_sample_root
+from tests.support.ssh_servers import SshEndpoint
 
 
 async def wait_for(
