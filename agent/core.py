@@ -35,6 +35,7 @@ from agent.probes.training import TrainingWatch
 from agent.procfs import process_info
 from agent.protocol import (
     AGENT_VERSION,
+    LIVE_JOB_STATES,
     PROTOCOL_VERSION,
     Alert,
     AuditResult,
@@ -175,9 +176,7 @@ class AgentCore:
         """What holds the GPUs now: running GPU jobs, and any process nvidia-smi sees using one."""
         jobs = self.all_jobs()
         holders = [
-            f"{job.name} ({job.id})"
-            for job in jobs
-            if job.gpu and job.state in ("starting", "running", "stopping")
+            f"{job.name} ({job.id})" for job in jobs if job.gpu and job.state in LIVE_JOB_STATES
         ]
         own = {job.pgid for job in jobs if job.pgid is not None and job.gpu}
         for gpu in self.probes.gpus.gpus:

@@ -43,11 +43,14 @@ from agent.protocol.handshake import (
 )
 from agent.protocol.identity import bundle_digest
 from agent.protocol.jobs import (
+    LIVE_JOB_STATES,
     JobEvent,
     JobInfo,
     JobsList,
     JobsParams,
+    JobState,
     LaunchParams,
+    StopOutcome,
     StopParams,
     StopResult,
     StopStep,
@@ -67,13 +70,22 @@ from agent.protocol.server import GpuSample, ServerPart, ServerStats
 from agent.protocol.snapshot import (
     Alert,
     DatasetProgress,
+    DatasetStatus,
+    Severity,
     Snapshot,
     SnapshotParams,
+    StopConditionKind,
     TrainingProgress,
 )
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 
 __all__ = [
+    "LIVE_JOB_STATES",
+    "JobState",
+    "StopOutcome",
+    "DatasetStatus",
+    "Severity",
+    "StopConditionKind",
     "AGENT_VERSION",
     "Alert",
     "AuditEntry",

@@ -1,4 +1,13 @@
-"""Lines to typed values and back."""
+"""Lines to typed values and back.
+
+Decoding checks every field against its declared type and refuses what does not fit, naming the
+field: a wrong JSON type, a value outside a `Literal`'s set (the error lists the allowed values),
+or a field the dataclass does not have. Unknown fields are refused, not ignored: both sides ship
+together (the console uploads the agent it was built with), so an unknown field is a bug or a
+mismatched peer, and PROTOCOL_VERSION is what changes when a message grows. A union may pair one
+type with None and nothing more: with two real types the wire value could be read either way,
+so such a field is a schema bug and raises TypeError rather than guessing.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +17,7 @@ import json
 import types
 import typing
 from collections.abc import Hashable, Mapping
-from typing import Any, TypeVar, Union
+from typing import Any, Literal, TypeVar, Union
 
 from agent.protocol.envelopes import ErrorResponse, Event, Message, Request, Response
 from agent.protocol.errors import ErrorCode, ErrorInfo, ProtocolError
@@ -166,6 +175,8 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
         return value
     if origin in (Union, types.UnionType):
         return _convert_union(typing.get_args(hint), value, where)
+    if origin is Literal:
+        return _literal(typing.get_args(hint), value, where)
     if origin is tuple:
         return tuple(
             _convert(typing.get_args(hint)[0], v, f"{where}[]") for v in _list(value, where)
@@ -181,10 +192,19 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
 
 
 def _convert_union(options: tuple[Any, ...], value: Any, where: str) -> Any:
+    real = [option for option in options if option is not type(None)]
+    if len(real) != 1:
+        raise TypeError(f"{where}: a union of {len(real)} types is ambiguous on the wire")
     if value is None and type(None) in options:
         return None
-    real = [option for option in options if option is not type(None)]
     return _convert(real[0], value, where)
+
+
+def _literal(allowed: tuple[Any, ...], value: Any, where: str) -> Any:
+    if value in allowed and isinstance(value, str):
+        return value
+    choices = ", ".join(repr(choice) for choice in allowed)
+    raise WireTypeError(f"{where}: expected one of {choices}, got {value!r}"[:500])
 
 
 def _scalar(hint: Any, value: Any, where: str) -> Any:

@@ -3,6 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+JobState = Literal[
+    "starting", "running", "stopping", "stopped", "exited", "failed", "killed", "lost"
+]
+"""A job's life: stopped is by the user; lost means its process can no longer be told apart."""
+
+LIVE_JOB_STATES: tuple[JobState, ...] = ("starting", "running", "stopping")
+"""The states in which a job's processes may still be running (and hold GPUs, write datasets)."""
+
+StopOutcome = Literal["stopped", "already_exited", "lost"]
+"""How a stop ended: lost means its pid belongs to another process now, so it was never signalled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,8 +24,7 @@ class JobInfo:
     id: str
     name: str
     kind: str
-    state: str
-    """starting, running, stopping, stopped (by the user), exited, failed, killed or lost."""
+    state: JobState
     argv: tuple[str, ...]
     pid: int | None = None
     pgid: int | None = None
@@ -62,8 +73,7 @@ class StopResult:
     """How a stop went."""
 
     job: JobInfo
-    outcome: str
-    """stopped, already_exited or lost (its pid belongs to another process now: never signalled)."""
+    outcome: StopOutcome
     steps: tuple[StopStep, ...] = ()
 
 

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from agent.protocol.budget import generation_done
 from agent.protocol.drafter import DrafterEvaluation, ExportSummary
 from agent.protocol.jobs import JobInfo
 from agent.protocol.server import GpuSample, ServerStats
+
+DatasetStatus = Literal[
+    "pending",
+    "running",
+    "waiting_for_server",
+    "stalled",
+    "complete",
+    "over_budget",
+    "idle",
+    "error",
+]
+"""error: its files could not be read this time, so the figures are from the last good read."""
+
+StopConditionKind = Literal["budget", "max_samples", "all_prompts"]
+"""What ends the run writing a dataset."""
+
+Severity = Literal["info", "warning", "error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,13 +48,10 @@ class DatasetProgress:
     eta_s: float | None = None
     projected_tokens: int | None = None
     projected_overrun_tokens: int | None = None
-    status: str = "idle"
-    """pending, running, waiting_for_server, stalled, complete, over_budget, idle, or error (its
-    files could not be read this time: the figures are from the last good read)."""
+    status: DatasetStatus = "idle"
     responses_per_s: float | None = None
     mean_tokens_per_response: float | None = None
-    stop_condition: str = "all_prompts"
-    """What ends the run writing it: budget, max_samples or all_prompts."""
+    stop_condition: StopConditionKind = "all_prompts"
     target_responses: int | None = None
     target_tokens: int | None = None
     eta_low_s: float | None = None
@@ -73,8 +88,7 @@ class Alert:
     """Something the user should look at."""
 
     kind: str
-    severity: str
-    """One of info, warning, error."""
+    severity: Severity
     message: str
     subject: str = ""
     raised_at: float = 0.0

@@ -92,7 +92,7 @@ def hostile_agent(snapshot: Snapshot) -> ScriptedAgent:
             "datasets.detail": hostile_detail(snapshot.datasets[0].name),
             "files.hash": FilesHashResult((FileState("/srv/run.py", hostile("hash.sha256")),)),
             "jobs.launch": ErrorInfo("gpu_busy", hostile("launch.error")),
-            "jobs.stop": StopResult(job, hostile("stop.outcome")),
+            "jobs.stop": StopResult(job, "stopped"),
         },
         file_content=hostile("host file line one").encode(errors="surrogateescape") + b"\n",
     )
