@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.core import AgentCore, AgentError, Handler
+from agent.handlers import handler_table
 from agent.idempotency import KeyReusedError
 from agent.limits import LimitError, check_request
 from agent.logs import NamedLog, read_chunk
@@ -69,11 +70,7 @@ class Session:
         self.outbox = Outbox(writer, lambda reason: abort())
         self.greeted = False
         self._follows: dict[str, asyncio.Task[None]] = {}
-        self._own_handlers: dict[str, Handler] = {
-            "logs.subscribe": self._subscribe,
-            "logs.unsubscribe": self._unsubscribe,
-            "snapshot.watch": self._watch,
-        }
+        self.handlers = handler_table(core, self)
 
     async def run(self) -> None:
         """Answer every line until end of input (or until the console is cut off)."""
@@ -94,7 +91,8 @@ class Session:
         """An encoded event for this console, if it keeps up (else it is cut off)."""
         self.outbox.offer(data)
 
-    async def _subscribe(self, request: Request) -> Done:
+    async def subscribe_log(self, request: Request) -> Done:
+        """Push new lines of a log to this console (logs.subscribe)."""
         params: LogSubscribeParams = request.params
         log = self.core.named_log(params.name)
         self._stop_task(params.name)
@@ -103,7 +101,8 @@ class Session:
         )
         return Done()
 
-    async def _watch(self, request: Request) -> Done:
+    async def watch_snapshots(self, request: Request) -> Done:
+        """Push snapshots to this console (snapshot.watch)."""
         params: WatchParams = request.params
         self._stop_task("#snapshot")
         self._follows["#snapshot"] = asyncio.create_task(self._push_snapshots(params.interval_s))
@@ -143,7 +142,8 @@ class Session:
             except asyncio.TimeoutError:
                 pass
 
-    async def _unsubscribe(self, request: Request) -> Done:
+    async def unsubscribe_log(self, request: Request) -> Done:
+        """Stop pushing a log to this console (logs.unsubscribe)."""
         self._stop_task(request.params.name)
         return Done()
 
@@ -205,7 +205,7 @@ class Session:
         if not self.greeted and request.method != "hello":
             await self._send_error(request.id, ErrorCode.HELLO_REQUIRED, "send hello first")
             return
-        handler = self._own_handlers.get(request.method) or self.core.handlers.get(request.method)
+        handler = self.handlers.get(request.method)
         if handler is None:
             message = f"this agent does not implement {request.method}"
             await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)
