@@ -68,6 +68,7 @@ from agent.protocol import (
 from agent.snapshot_assembly import SnapshotAssembly
 from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state_health import StateHealth
+from agent.tasks import TaskOwner
 
 CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes", "tokenizer")
 
@@ -94,14 +95,16 @@ class AgentCore:
         self.pipeline = _load_pipeline(paths)
         self._tracker = _tracker_for(self.pipeline)
         self.broadcast = broadcast
+        self.tasks = TaskOwner("agent")
+        """Owns the daemon's own background work; closed on shutdown, after the sessions."""
         self.audit = AuditLog(paths.root / "audit.jsonl")
         self.idempotent = IdempotentRequests(
             answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"}),
-            store=AnswerStore(paths.idempotency), error_of=AgentError,
+            store=AnswerStore(paths.idempotency), error_of=AgentError, tasks=self.tasks,
         )  # fmt: skip
         self.state_health = StateHealth(paths.root)
         self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
-        self.probes = ProbeCache()
+        self.probes = ProbeCache(self.tasks)
         self.writers = WriterFinder()
         self.assembly = SnapshotAssembly(self.probes, self.writers, self.state_health)
         self._launching = asyncio.Lock()
@@ -164,7 +167,7 @@ class AgentCore:
 
     async def jobs_list(self, request: Request) -> JobsList:
         """Every job: the agent's own and external ones."""
-        return JobsList(self.all_jobs())
+        return JobsList(await asyncio.to_thread(self.all_jobs))
 
     async def jobs_launch(self, request: Request) -> JobInfo:
         """Start a configured job (a retried request returns the job it started).
@@ -177,8 +180,9 @@ class AgentCore:
             if not self.supervisor.launched(key):
                 await self._refuse_a_second_writer(params)
             try:
+                holders = await asyncio.to_thread(self.gpu_holders)
                 job = await self.supervisor.launch(
-                    params, key, self.pipeline, self._dataset_names(), self.gpu_holders()
+                    params, key, self.pipeline, self._dataset_names(), holders
                 )
                 self.state_health.wrote(self.supervisor.registry.root)
                 return job
@@ -202,7 +206,8 @@ class AgentCore:
         if self._tracker is None or params.dataset not in self._dataset_names():
             return  # the launch itself says what is wrong
         files = self._tracker.dataset_files([params.dataset])
-        found = await asyncio.to_thread(self.writers.find, files, self.all_jobs(), fresh=True)
+        jobs = await asyncio.to_thread(self.all_jobs)
+        found = await asyncio.to_thread(self.writers.find, files, jobs, fresh=True)
         writers = found.get(params.dataset, [])
         if writers:
             raise AgentError(ErrorCode.DATASET_BUSY, second_writer_refusal(params.dataset, writers))
@@ -212,7 +217,8 @@ class AgentCore:
         params: StopParams = request.params
         target = external_target(params.job_id)
         if target is not None:
-            return await self.supervisor.stop_external(params.job_id, target, self.all_jobs())
+            jobs = await asyncio.to_thread(self.all_jobs)
+            return await self.supervisor.stop_external(params.job_id, target, jobs)
         try:
             return await self.supervisor.stop(params.job_id)
         except KeyError:
@@ -239,17 +245,18 @@ class AgentCore:
 
     async def logs_list(self, request: Request) -> LogsList:
         """Every named log with its size."""
-        return LogsList(
-            tuple(
-                LogInfo(log.name, str(log.path), log_size(log.path))
-                for log in self.named_logs().values()
-            )
+        return LogsList(await asyncio.to_thread(self._log_list))
+
+    def _log_list(self) -> tuple[LogInfo, ...]:
+        return tuple(
+            LogInfo(log.name, str(log.path), log_size(log.path))
+            for log in self.named_logs().values()
         )
 
     async def logs_read(self, request: Request) -> LogChunk:
         """Whole lines of one log after an offset."""
         params: LogReadParams = request.params
-        log = self.named_log(params.name)
+        log = await asyncio.to_thread(self.named_log, params.name)
         try:
             return await asyncio.to_thread(
                 read_chunk, log, params.offset, params.inode, params.max_bytes
@@ -330,7 +337,8 @@ class AgentCore:
 
     async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
-        return await self.assembly.take(self.all_jobs(), self._tracker, self.pipeline)
+        jobs = await asyncio.to_thread(self.all_jobs)
+        return await self.assembly.take(jobs, self._tracker, self.pipeline)
 
     def _dataset_names(self) -> set[str]:
         if self._tracker is None:

@@ -44,6 +44,7 @@ from agent.protocol import (
     to_wire,
 )
 from agent.state_health import WRITE_ERRNOS
+from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +70,15 @@ class Session:
         self.reader = reader
         self.outbox = Outbox(writer, lambda reason: abort())
         self.greeted = False
+        self.tasks = TaskOwner("session")
+        """Owns this console's follows, snapshot push and writer; closed when the session ends."""
         self._follows: dict[str, asyncio.Task[None]] = {}
         self.handlers = handler_table(core, self)
 
     async def run(self) -> None:
         """Answer every line until end of input (or until the console is cut off)."""
         framer = LineFramer()
-        writing = asyncio.create_task(self.outbox.run())
+        _ = self.tasks.spawn(self.outbox.run(), "outbox")
         try:
             while chunk := await self.reader.read(READ_SIZE):
                 for line in framer.feed(chunk):
@@ -83,9 +86,7 @@ class Session:
                 if self.outbox.closed:
                     break
         finally:
-            for task in self._follows.values():
-                task.cancel()
-            writing.cancel()
+            await self.tasks.close()
 
     def offer_event(self, data: bytes) -> None:
         """An encoded event for this console, if it keeps up (else it is cut off)."""
@@ -94,10 +95,10 @@ class Session:
     async def subscribe_log(self, request: Request) -> Done:
         """Push new lines of a log to this console (logs.subscribe)."""
         params: LogSubscribeParams = request.params
-        log = self.core.named_log(params.name)
+        log = await asyncio.to_thread(self.core.named_log, params.name)
         self._stop_task(params.name)
-        self._follows[params.name] = asyncio.create_task(
-            self._follow(log, params.offset, params.inode)
+        self._follows[params.name] = self.tasks.spawn(
+            self._follow(log, params.offset, params.inode), f"follow {params.name}"
         )
         return Done()
 
@@ -105,7 +106,9 @@ class Session:
         """Push snapshots to this console (snapshot.watch)."""
         params: WatchParams = request.params
         self._stop_task("#snapshot")
-        self._follows["#snapshot"] = asyncio.create_task(self._push_snapshots(params.interval_s))
+        self._follows["#snapshot"] = self.tasks.spawn(
+            self._push_snapshots(params.interval_s), "snapshot push"
+        )
         return Done()
 
     def _stop_task(self, name: str) -> None:

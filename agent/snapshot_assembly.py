@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
@@ -20,13 +21,34 @@ from agent.probes.cache import ProbeCache
 from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.training import TrainingWatch
 from agent.procfs import process_info
-from agent.protocol import Alert, DatasetProgress, GpuSample, JobInfo, PipelineConfig, Snapshot
+from agent.protocol import (
+    Alert,
+    DatasetProgress,
+    DrafterEvaluation,
+    ExportSummary,
+    GpuSample,
+    JobInfo,
+    PipelineConfig,
+    Snapshot,
+    TrainingProgress,
+)
 from agent.state_health import StateHealth
 from agent.wall_clock import WallClockWatch
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
 Scan = tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class JobReadings:
+    """The parts of a snapshot read from job logs, report files, scripts and /proc."""
+
+    gpus: tuple[GpuSample, ...]
+    training: tuple[TrainingProgress, ...]
+    export: ExportSummary | None
+    evaluation: DrafterEvaluation | None
+    job_alerts: list[Alert]
 
 
 class SnapshotAssembly:
@@ -43,6 +65,8 @@ class SnapshotAssembly:
         self.wall_clock = WallClockWatch()
         self._scan: asyncio.Future[Scan] | None = None
         self._scan_tracker: DatasetTracker | None = None
+        self._reading = threading.Lock()
+        """The training and report readers keep offsets: one thread at a time reads through them."""
 
     async def take(
         self, jobs: tuple[JobInfo, ...], tracker: DatasetTracker | None, pipeline: PipelineConfig
@@ -52,15 +76,27 @@ class SnapshotAssembly:
         self.probes.refresh_if_stale(pipeline)
         self.wall_clock.observe()
         self.wall_clock.keep_only(jobs)
-        alerts += job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)
+        read = await asyncio.to_thread(self._read_files_and_proc, jobs)
+        alerts += read.job_alerts
         alerts += self.probes.alerts(time.time(), jobs) + self.wall_clock.alerts(time.time())
         alerts += self.state_health.alerts(time.time())
         root = tracker.config.root if tracker is not None else None
         return Snapshot(
             time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
-            self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
-            self.training.progress(jobs), self.reports.export(jobs), self.reports.evaluation(jobs),
+            self.probes.server, read.gpus, self.probes.gpus.note,
+            read.training, read.export, read.evaluation,
         )  # fmt: skip
+
+    def _read_files_and_proc(self, jobs: tuple[JobInfo, ...]) -> JobReadings:
+        """What the jobs' logs, reports, scripts and /proc say; blocking, so run in a thread."""
+        with self._reading:
+            return JobReadings(
+                gpus_with_holders(self.probes.gpus.gpus, jobs),
+                self.training.progress(jobs),
+                self.reports.export(jobs),
+                self.reports.evaluation(jobs),
+                job_alerts(jobs, time.time(), self.wall_clock.ended_age_s),
+            )
 
     async def _scan_datasets(
         self, jobs: tuple[JobInfo, ...], tracker: DatasetTracker | None

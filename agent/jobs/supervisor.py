@@ -237,7 +237,7 @@ class Supervisor:
     def _reap(self) -> None:
         for job_id, shim in list(self._shims.items()):
             if shim.poll() is not None:
-                del self._shims[job_id]
+                self._shims.pop(job_id, None)  # jobs() may run in two threads at once
 
 
 def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:
