@@ -11,7 +11,6 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +25,23 @@ from agent.idempotency import IdempotentRequests
 from agent.idempotency_store import AnswerStore
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
-from agent.jobs.supervisor import Supervisor, stale_script
+from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.probes.cache import ProbeCache
-from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.tokenizer import check_tokenizer
-from agent.probes.training import TrainingWatch
 from agent.procfs import process_info
 from agent.protocol import (
     AGENT_VERSION,
+    LIVE_JOB_STATES,
     PROTOCOL_VERSION,
-    Alert,
     AuditResult,
     DatasetDetail,
-    DatasetProgress,
     DetailParams,
     ErrorCode,
     Event,
     FilesHashParams,
     FilesHashResult,
     FileState,
-    GpuSample,
     HelloParams,
     HelloResult,
     InstallParams,
@@ -70,12 +65,11 @@ from agent.protocol import (
     from_wire,
     to_wire,
 )
+from agent.snapshot_assembly import SnapshotAssembly
 from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state_health import StateHealth
-from agent.wall_clock import WallClockWatch
+from agent.tasks import TaskOwner
 
-RECENT_EXIT_S = 600.0
-"""Jobs that ended this recently are announced as job_exited."""
 CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes", "tokenizer")
 
 
@@ -101,42 +95,22 @@ class AgentCore:
         self.pipeline = _load_pipeline(paths)
         self._tracker = _tracker_for(self.pipeline)
         self.broadcast = broadcast
+        self.tasks = TaskOwner("agent")
+        """Owns the daemon's own background work; closed on shutdown, after the sessions."""
         self.audit = AuditLog(paths.root / "audit.jsonl")
         self.idempotent = IdempotentRequests(
             answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"}),
-            store=AnswerStore(paths.idempotency), error_of=AgentError,
+            store=AnswerStore(paths.idempotency), error_of=AgentError, tasks=self.tasks,
         )  # fmt: skip
         self.state_health = StateHealth(paths.root)
         self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
-        self.probes = ProbeCache()
-        self.training = TrainingWatch()
-        self.reports = PipelineReports()
+        self.probes = ProbeCache(self.tasks)
         self.writers = WriterFinder()
+        self.assembly = SnapshotAssembly(self.probes, self.writers, self.state_health)
         self._launching = asyncio.Lock()
         """Held from the one-writer check to the job's start, so two launches cannot both pass."""
-        self.wall_clock = WallClockWatch()
         self.changed = asyncio.Event()
         """Set and cleared at once on every job event: wakes every snapshot watcher."""
-        self._scan: asyncio.Future[tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]] | None = (
-            None
-        )
-        self._scan_tracker: DatasetTracker | None = None
-        self.handlers: dict[str, Handler] = {
-            "hello": self.hello,
-            "ping": self.ping,
-            "snapshot": self.snapshot,
-            "jobs.list": self.jobs_list,
-            "jobs.launch": self.jobs_launch,
-            "jobs.stop": self.jobs_stop,
-            "logs.list": self.logs_list,
-            "logs.read": self.logs_read,
-            "files.hash": self.files_hash,
-            "files.install": self.files_install,
-            "files.rollback": self.files_rollback,
-            "audit.read": self.audit_read,
-            "datasets.detail": self.datasets_detail,
-            "tokenizer.check": self.tokenizer_check,
-        }
 
     async def hello(self, request: Request) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -175,9 +149,7 @@ class AgentCore:
         """What holds the GPUs now: running GPU jobs, and any process nvidia-smi sees using one."""
         jobs = self.all_jobs()
         holders = [
-            f"{job.name} ({job.id})"
-            for job in jobs
-            if job.gpu and job.state in ("starting", "running", "stopping")
+            f"{job.name} ({job.id})" for job in jobs if job.gpu and job.state in LIVE_JOB_STATES
         ]
         own = {job.pgid for job in jobs if job.pgid is not None and job.gpu}
         for gpu in self.probes.gpus.gpus:
@@ -195,7 +167,7 @@ class AgentCore:
 
     async def jobs_list(self, request: Request) -> JobsList:
         """Every job: the agent's own and external ones."""
-        return JobsList(self.all_jobs())
+        return JobsList(await asyncio.to_thread(self.all_jobs))
 
     async def jobs_launch(self, request: Request) -> JobInfo:
         """Start a configured job (a retried request returns the job it started).
@@ -208,8 +180,9 @@ class AgentCore:
             if not self.supervisor.launched(key):
                 await self._refuse_a_second_writer(params)
             try:
+                holders = await asyncio.to_thread(self.gpu_holders)
                 job = await self.supervisor.launch(
-                    params, key, self.pipeline, self._dataset_names(), self.gpu_holders()
+                    params, key, self.pipeline, self._dataset_names(), holders
                 )
                 self.state_health.wrote(self.supervisor.registry.root)
                 return job
@@ -233,7 +206,8 @@ class AgentCore:
         if self._tracker is None or params.dataset not in self._dataset_names():
             return  # the launch itself says what is wrong
         files = self._tracker.dataset_files([params.dataset])
-        found = await asyncio.to_thread(self.writers.find, files, self.all_jobs(), fresh=True)
+        jobs = await asyncio.to_thread(self.all_jobs)
+        found = await asyncio.to_thread(self.writers.find, files, jobs, fresh=True)
         writers = found.get(params.dataset, [])
         if writers:
             raise AgentError(ErrorCode.DATASET_BUSY, second_writer_refusal(params.dataset, writers))
@@ -243,7 +217,8 @@ class AgentCore:
         params: StopParams = request.params
         target = external_target(params.job_id)
         if target is not None:
-            return await self.supervisor.stop_external(params.job_id, target, self.all_jobs())
+            jobs = await asyncio.to_thread(self.all_jobs)
+            return await self.supervisor.stop_external(params.job_id, target, jobs)
         try:
             return await self.supervisor.stop(params.job_id)
         except KeyError:
@@ -270,17 +245,18 @@ class AgentCore:
 
     async def logs_list(self, request: Request) -> LogsList:
         """Every named log with its size."""
-        return LogsList(
-            tuple(
-                LogInfo(log.name, str(log.path), log_size(log.path))
-                for log in self.named_logs().values()
-            )
+        return LogsList(await asyncio.to_thread(self._log_list))
+
+    def _log_list(self) -> tuple[LogInfo, ...]:
+        return tuple(
+            LogInfo(log.name, str(log.path), log_size(log.path))
+            for log in self.named_logs().values()
         )
 
     async def logs_read(self, request: Request) -> LogChunk:
         """Whole lines of one log after an offset."""
         params: LogReadParams = request.params
-        log = self.named_log(params.name)
+        log = await asyncio.to_thread(self.named_log, params.name)
         try:
             return await asyncio.to_thread(
                 read_chunk, log, params.offset, params.inode, params.max_bytes
@@ -359,6 +335,11 @@ class AgentCore:
         self.changed.set()
         self.changed.clear()
 
+    async def snapshot(self, request: Request) -> Snapshot:
+        """Everything the dashboard shows, now."""
+        jobs = await asyncio.to_thread(self.all_jobs)
+        return await self.assembly.take(jobs, self._tracker, self.pipeline)
+
     def _dataset_names(self) -> set[str]:
         if self._tracker is None:
             return set()
@@ -366,60 +347,6 @@ class AgentCore:
             return set(self._tracker.names())
         except DatasetsRootError:
             return set()
-
-    async def snapshot(self, request: Request) -> Snapshot:
-        """Everything the dashboard shows, now."""
-        jobs = self.all_jobs()
-        datasets, alerts = await self._scan_datasets(jobs)
-        self.probes.refresh_if_stale(self.pipeline)
-        self.wall_clock.observe()
-        self.wall_clock.keep_only(jobs)
-        alerts += job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)
-        alerts += self.probes.alerts(time.time(), jobs) + self.wall_clock.alerts(time.time())
-        alerts += self.state_health.alerts(time.time())
-        root = self._tracker.config.root if self._tracker is not None else None
-        return Snapshot(
-            time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
-            self.probes.server, gpus_with_holders(self.probes.gpus.gpus, jobs), self.probes.gpus.note,
-            self.training.progress(jobs), self.reports.export(jobs), self.reports.evaluation(jobs),
-        )  # fmt: skip
-
-    async def _scan_datasets(
-        self, jobs: tuple[JobInfo, ...]
-    ) -> tuple[tuple[DatasetProgress, ...], list[Alert]]:
-        """The datasets' progress and alerts, read in a thread so no request waits on the disk.
-
-        Callers that arrive while a scan runs share it (snapshots for several consoles cost
-        one scan); a caller that goes away does not cancel it for the others.
-        """
-        tracker = self._tracker
-        if tracker is None:
-            return (), []
-        scan = self._scan
-        if scan is None or scan.done() or self._scan_tracker is not tracker:
-            scan = asyncio.ensure_future(
-                asyncio.to_thread(scan_datasets, tracker, jobs, self.writers)
-            )
-            self._scan, self._scan_tracker = scan, tracker
-        datasets, alerts = await asyncio.shield(scan)
-        return datasets, list(alerts)
-
-
-def scan_datasets(
-    tracker: DatasetTracker, jobs: tuple[JobInfo, ...], writers: WriterFinder
-) -> tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]:
-    """One scan of every dataset: progress (with who writes each) and alerts.
-
-    A root that cannot be listed is one alert. Blocking (the descriptor scan walks /proc): run
-    it in a thread.
-    """
-    now = tracker.clock.wall()
-    try:
-        found = writers.find(tracker.dataset_files(), jobs)
-        datasets = tracker.progress(now, jobs, found)
-    except DatasetsRootError as exc:
-        return (), (Alert("datasets_root", "error", str(exc), tracker.config.root, now),)
-    return datasets, tuple(tracker.alerts(datasets, now))
 
 
 def _file_states(targets: list[Path]) -> list[FileState]:
@@ -434,52 +361,6 @@ def _file_states(targets: list[Path]) -> list[FileState]:
             FileState(str(target), sha256_of(target), info.st_size, info.st_mode & 0o7777)
         )
     return states
-
-
-def gpus_with_holders(
-    gpus: tuple[GpuSample, ...], jobs: tuple[JobInfo, ...]
-) -> tuple[GpuSample, ...]:
-    """Each GPU with the ids of the agent's jobs whose process group holds memory on it."""
-    by_group = {job.pgid: job.id for job in jobs if job.pgid is not None}
-    return tuple(
-        replace(gpu, job_ids=tuple(sorted({
-            by_group[info.pgid] for pid in gpu.pids
-            if (info := process_info(pid)) is not None and info.pgid in by_group
-        })))
-        for gpu in gpus
-    )  # fmt: skip
-
-
-def job_alerts(
-    jobs: tuple[JobInfo, ...], now: float, ended_age_s: Callable[[JobInfo], float] | None = None
-) -> list[Alert]:
-    """An alert for every job that failed (exit code other than 0) or was lost, or just ended.
-
-    `ended_age_s` ages a job's end (the shim's wall stamp) safely across clock steps.
-    """
-    age_s = ended_age_s or (lambda job: now - (job.ended_at or now))
-    return [
-        Alert(
-            "job_failed", "error",
-            f"job {job.name}{' (' + job.dataset + ')' if job.dataset else ''} "
-            + (f"exited with code {job.exit_code}" if job.state == "failed" else "was lost: "
-               "its process is gone and left no exit status"),
-            job.id, now,
-        )
-        for job in jobs
-        if job.state in ("failed", "lost")
-    ] + [
-        Alert("job_exited", "info", f"job {job.name}{' (' + job.dataset + ')' if job.dataset else ''} "
-              f"finished ({job.state}{', code ' + str(job.exit_code) if job.exit_code is not None else ''})",
-              job.id, now)
-        for job in jobs
-        if job.state in ("exited", "killed", "stopped") and job.ended_at is not None and age_s(job) < RECENT_EXIT_S
-    ] + [
-        Alert("stale_code", "warning", f"job {job.name} runs {script} as it was at launch; the file "
-              "on disk has changed since: restart the job to run the new code", job.id, now)
-        for job in jobs
-        if job.state == "running" and (script := stale_script(job)) is not None
-    ]  # fmt: skip
 
 
 def _load_pipeline(paths: StatePaths) -> PipelineConfig:

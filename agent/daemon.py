@@ -2,7 +2,7 @@
 
 It is started detached by `attach` and outlives every console. Exactly one runs per state
 directory: it holds an exclusive lock on `daemon.lock` for its whole life. On SIGTERM or SIGINT it
-closes its socket and exits; jobs it started are not its children's children in any way that
+ends its console sessions, then its background tasks, then closes its socket and exits; jobs it started are not its children's children in any way that
 would make them die with it.
 """
 
@@ -17,12 +17,14 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from agent.bundle import running_bundle_sha256
 from agent.core import AgentCore
 from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event, encode
 from agent.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
+from agent.tasks import CLOSE_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,26 @@ class SessionHub:
     """The consoles connected now; events go to every one that has said hello."""
 
     def __init__(self) -> None:
-        self.sessions: set[Session] = set()
+        self.sessions: dict[Session, asyncio.Task[Any]] = {}
+        """Each session and the task serving it."""
+        self.closing = False
+
+    def admit(self, session: Session) -> bool:
+        """Serve `session` from the current task, unless the daemon is shutting down."""
+        task = asyncio.current_task()
+        if self.closing or task is None:
+            return False
+        self.sessions[session] = task
+        return True
+
+    async def close(self) -> None:
+        """End every session (each closes its own tasks), waiting at most CLOSE_TIMEOUT_S."""
+        self.closing = True
+        serving = set(self.sessions.values())
+        for task in serving:
+            task.cancel()
+        if serving:
+            await asyncio.wait(serving, timeout=CLOSE_TIMEOUT_S)
 
     async def broadcast(self, event: Event) -> None:
         """Queue `event` for every greeted session; never waits for any of them.
@@ -98,22 +119,36 @@ async def _serve(paths: StatePaths) -> None:
     os.chmod(SOCKET_NAME, 0o600)
     write_json_atomic(paths.daemon_info, daemon_identity())
     log.info("agent %s serving in %s", AGENT_VERSION, paths.root)
-    async with server:
-        await stop.wait()
-    log.info("agent stopping")
+    await stop.wait()
+    await _shut_down(hub, core, server)
+
+
+async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -> None:
+    """Close in order: the sessions, the core's tasks, then the socket.
+
+    Sessions go first so no console is answered from a half-closed core.
+    """
+    log.info("agent stopping: closing %d console sessions", len(hub.sessions))
+    await hub.close()
+    log.info("agent stopping: closing %d background tasks", core.tasks.active)
+    await core.tasks.close()
+    log.info("agent stopping: closing the socket")
+    server.close()
+    await server.wait_closed()
+    log.info("agent stopped")
 
 
 async def _serve_client(
     core: AgentCore, hub: SessionHub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
     session = Session(core, reader, writer, abort=writer.transport.abort)
-    hub.sessions.add(session)
     try:
-        await session.run()
+        if hub.admit(session):
+            await session.run()
     except (ConnectionError, asyncio.IncompleteReadError):
         log.info("console connection dropped")
     finally:
-        hub.sessions.discard(session)
+        hub.sessions.pop(session, None)
         writer.close()
         with contextlib.suppress(ConnectionError):
             await writer.wait_closed()

@@ -18,6 +18,7 @@ from typing import Any
 
 from agent.idempotency_store import CAPACITY, AnswerStore, StoredAnswer, answer_of, request_digest
 from agent.protocol import Request
+from agent.tasks import TaskOwner
 
 
 class KeyReusedError(Exception):
@@ -37,6 +38,7 @@ class IdempotentRequests:
         capacity: int = CAPACITY,
         store: AnswerStore | None = None,
         error_of: ErrorFactory = lambda code, message: Exception(message),
+        tasks: TaskOwner | None = None,
     ) -> None:
         self.answer_errors = answer_errors
         """Errors that are the request's answer (refusals); any other failure may be retried."""
@@ -49,6 +51,8 @@ class IdempotentRequests:
         self.error_of = error_of
         """Builds the error a stored refusal is raised as again (code, message)."""
         self._runs: OrderedDict[str, tuple[str, asyncio.Task[Any]]] = OrderedDict()
+        self._tasks = tasks or TaskOwner("idempotent runs")
+        """Owns each run: it goes on when its console leaves, and stops when the daemon does."""
 
     async def run(self, request: Request, handler: Callable[[Request], Awaitable[Any]]) -> Any:
         """The result of `handler(request)`, run once per idempotency key."""
@@ -68,7 +72,9 @@ class IdempotentRequests:
             _same_request(key, stored.digest, digest, request)
             if stored.kept and request.method not in self.idempotent_methods:
                 return self._replay(stored)
-        task = asyncio.ensure_future(handler(request))
+        task = self._tasks.spawn(
+            _run(handler, request), f"{request.method} {key}", log_failure=False
+        )
         task.add_done_callback(lambda done: self._settled(key, digest, request.method, done))
         self._runs[key] = (digest, task)
         while len(self._runs) > self.capacity:
@@ -94,6 +100,10 @@ class IdempotentRequests:
             self.store.put(
                 key, answer_of(digest, method, task.result() if error is None else None, refusal)
             )
+
+
+async def _run(handler: Callable[[Request], Awaitable[Any]], request: Request) -> Any:
+    return await handler(request)
 
 
 def _same_request(key: str, first: str, digest: str, request: Request) -> None:

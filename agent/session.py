@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.core import AgentCore, AgentError, Handler
+from agent.handlers import handler_table
 from agent.idempotency import KeyReusedError
 from agent.limits import LimitError, check_request
 from agent.logs import NamedLog, read_chunk
@@ -43,6 +44,7 @@ from agent.protocol import (
     to_wire,
 )
 from agent.state_health import WRITE_ERRNOS
+from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +70,15 @@ class Session:
         self.reader = reader
         self.outbox = Outbox(writer, lambda reason: abort())
         self.greeted = False
+        self.tasks = TaskOwner("session")
+        """Owns this console's follows, snapshot push and writer; closed when the session ends."""
         self._follows: dict[str, asyncio.Task[None]] = {}
-        self._own_handlers: dict[str, Handler] = {
-            "logs.subscribe": self._subscribe,
-            "logs.unsubscribe": self._unsubscribe,
-            "snapshot.watch": self._watch,
-        }
+        self.handlers = handler_table(core, self)
 
     async def run(self) -> None:
         """Answer every line until end of input (or until the console is cut off)."""
         framer = LineFramer()
-        writing = asyncio.create_task(self.outbox.run())
+        _ = self.tasks.spawn(self.outbox.run(), "outbox")
         try:
             while chunk := await self.reader.read(READ_SIZE):
                 for line in framer.feed(chunk):
@@ -86,27 +86,29 @@ class Session:
                 if self.outbox.closed:
                     break
         finally:
-            for task in self._follows.values():
-                task.cancel()
-            writing.cancel()
+            await self.tasks.close()
 
     def offer_event(self, data: bytes) -> None:
         """An encoded event for this console, if it keeps up (else it is cut off)."""
         self.outbox.offer(data)
 
-    async def _subscribe(self, request: Request) -> Done:
+    async def subscribe_log(self, request: Request) -> Done:
+        """Push new lines of a log to this console (logs.subscribe)."""
         params: LogSubscribeParams = request.params
-        log = self.core.named_log(params.name)
+        log = await asyncio.to_thread(self.core.named_log, params.name)
         self._stop_task(params.name)
-        self._follows[params.name] = asyncio.create_task(
-            self._follow(log, params.offset, params.inode)
+        self._follows[params.name] = self.tasks.spawn(
+            self._follow(log, params.offset, params.inode), f"follow {params.name}"
         )
         return Done()
 
-    async def _watch(self, request: Request) -> Done:
+    async def watch_snapshots(self, request: Request) -> Done:
+        """Push snapshots to this console (snapshot.watch)."""
         params: WatchParams = request.params
         self._stop_task("#snapshot")
-        self._follows["#snapshot"] = asyncio.create_task(self._push_snapshots(params.interval_s))
+        self._follows["#snapshot"] = self.tasks.spawn(
+            self._push_snapshots(params.interval_s), "snapshot push"
+        )
         return Done()
 
     def _stop_task(self, name: str) -> None:
@@ -143,7 +145,8 @@ class Session:
             except asyncio.TimeoutError:
                 pass
 
-    async def _unsubscribe(self, request: Request) -> Done:
+    async def unsubscribe_log(self, request: Request) -> Done:
+        """Stop pushing a log to this console (logs.unsubscribe)."""
         self._stop_task(request.params.name)
         return Done()
 
@@ -205,7 +208,7 @@ class Session:
         if not self.greeted and request.method != "hello":
             await self._send_error(request.id, ErrorCode.HELLO_REQUIRED, "send hello first")
             return
-        handler = self._own_handlers.get(request.method) or self.core.handlers.get(request.method)
+        handler = self.handlers.get(request.method)
         if handler is None:
             message = f"this agent does not implement {request.method}"
             await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)

@@ -21,7 +21,7 @@ from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.logs import MAX_LINES, LogScreen
-from tests.datasets import response_line, write_prompts
+from tests.support.datasets import response_line, write_prompts
 
 APPENDS = 200
 FLOOD_LINES_PER_S = 20_000

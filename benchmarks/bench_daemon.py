@@ -15,7 +15,7 @@ from agent.attach import stop_daemon
 from agent.protocol import DatasetsConfig, LogSubscribeParams, PipelineConfig, WatchParams
 from agent.state import StatePaths, read_json
 from console.link.local_link import open_local_link
-from tests.pipeline.runner_files import write_id_prompts
+from tests.support.runner_files import write_id_prompts
 
 SECONDS = 60
 

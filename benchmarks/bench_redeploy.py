@@ -22,10 +22,10 @@ from agent.state import StatePaths
 from console.config import DeployMapping, HostConfig, SshTarget
 from console.link.redeploy import redeploy
 from console.link.ssh_link import open_ssh_link
-from tests.e2e.test_redeploy import REPO, old_runner_copy
-from tests.pipeline.runner_files import write_id_prompts
-from tests.simulator_process import running_simulator
-from tests.ssh_servers import SshEndpoint, asyncssh_server
+from tests.support.repo import REPO, old_runner_copy
+from tests.support.runner_files import write_id_prompts
+from tests.support.simulator_process import running_simulator
+from tests.support.ssh_servers import SshEndpoint, asyncssh_server
 
 ROUNDS = 5
 

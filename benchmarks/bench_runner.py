@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.pipeline.runner_files import runner_command, write_id_prompts
-from tests.simulator_process import agent_env, running_simulator
+from tests.support.runner_files import runner_command, write_id_prompts
+from tests.support.simulator_process import agent_env, running_simulator
 
 BUDGET = 2_000_000
 

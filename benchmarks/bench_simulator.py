@@ -15,7 +15,7 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 SPEED, PER_REQUEST = 20.0, 80.0
 TOKENS = 6400

@@ -18,7 +18,7 @@ from typing import Any
 from agent.protocol import MAX_LINE_BYTES, PROTOCOL_VERSION
 from agent.state import StatePaths, read_json
 from faults.result import ScenarioResult
-from tests.simulator_process import agent_env
+from tests.support.simulator_process import agent_env
 
 ANSWER_TIMEOUT_S = 30.0
 DROPPED = "dropped"

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.ssh_servers import SshEndpoint, asyncssh_server, openssh_server
+from tests.support.ssh_servers import SshEndpoint, asyncssh_server, openssh_server
 
 ASYNCSSH_SESSION = "New SSH session requested"
 """Logged by asyncssh's server side only (its client logs "Requesting new SSH session")."""
@@ -71,7 +71,7 @@ def _asyncssh_log_counter() -> Iterator[_LogCounter]:
 
 @contextlib.asynccontextmanager
 async def witnessed_asyncssh(folder: Path) -> AsyncIterator[WitnessedServer]:
-    """The asyncssh loopback server (tests/ssh_servers.py), watched through its log."""
+    """The asyncssh loopback server (tests/support/ssh_servers.py), watched through its log."""
     with _asyncssh_log_counter() as counter:
         async with asyncssh_server(folder) as server:
             yield WitnessedServer(
@@ -84,7 +84,7 @@ async def witnessed_asyncssh(folder: Path) -> AsyncIterator[WitnessedServer]:
 
 @contextlib.contextmanager
 def witnessed_sshd(folder: Path) -> Iterator[WitnessedServer]:
-    """OpenSSH's sshd on loopback (tests/ssh_servers.py), watched through its log file."""
+    """OpenSSH's sshd on loopback (tests/support/ssh_servers.py), watched through its log file."""
     log = folder / "sshd.log"
     with openssh_server(folder) as endpoint:
         yield WitnessedServer(

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.datasets.file_lines import WINDOW_BYTES
-from tests.datasets import response_line, write_prompts
-from tests.hostile_files import (
+from tests.support.datasets import response_line, write_prompts
+from tests.support.hostile_files import (
     HOSTILE_LINES,
     hostile_file,
     link_to_device,
@@ -23,7 +23,7 @@ from tests.hostile_files import (
     make_symlink_loop,
     overlong_line,
 )
-from tests.pipeline.runner_files import write_id_prompts
+from tests.support.runner_files import write_id_prompts
 
 LIVE, FIFO, LINES, SWAPPED, LOCKED = (
     "B00_live",

@@ -32,8 +32,8 @@ from console.link.hosts import HostSession, LinkState
 from console.link.loopback_ssh import write_known_hosts
 from console.link.ssh_link import open_ssh_link
 from faults.result import ScenarioResult
-from tests.conftest import kill_leftover_jobs
-from tests.simulator_process import agent_env
+from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.simulator_process import agent_env
 
 POLL_S = 0.02
 SERVER_READY_S = 20.0

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.pipeline.runner_files import runner_command, status
-from tests.remote_code.blocker import without_package_env
-from tests.remote_code.folder import build_kimi_like_tokenizer
-from tests.simulator_process import agent_env
+from tests.support.remote_code.blocker import without_package_env
+from tests.support.remote_code.folder import build_kimi_like_tokenizer
+from tests.support.runner_files import runner_command, status
+from tests.support.simulator_process import agent_env
 
 REFUSAL_BOUND_S = 30.0
 """An untrusted run reads two small files and stops, transformers never imported (under a second

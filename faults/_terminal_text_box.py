@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.ssh_servers import SshEndpoint
+from tests.support.ssh_servers import SshEndpoint
 
 BAR = "¦"
 MARKUP = "[red]M[/][/][link=https://evil.example]L[/link]"

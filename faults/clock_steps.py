@@ -26,8 +26,8 @@ from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from faults._hostile_common import shut_down_agent, wait_until
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.runner_files import write_id_prompts
-from tests.simulator_process import agent_env, running_simulator
+from tests.support.runner_files import write_id_prompts
+from tests.support.simulator_process import agent_env, running_simulator
 
 TITLE = "Clock steps: the wall clock jumps back and forward under a live run"
 WARM_UP_S = 8.0

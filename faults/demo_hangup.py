@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faults.result import Scale, ScenarioResult, spread
-from tests.demo_terminal import (
+from tests.support.demo_terminal import (
     ALTERNATE_SCREEN,
     BUILDING,
     CONSOLE_UP,
@@ -34,7 +34,7 @@ from tests.demo_terminal import (
     start_demo,
     wait_until,
 )
-from tests.terminal import MarkerNotSeenError, PtyTerminal
+from tests.support.terminal import MarkerNotSeenError, PtyTerminal
 
 TITLE = "Demo hang-up: the terminal closed at start-up, while running, during teardown"
 

@@ -49,7 +49,7 @@ from faults._deploy_interrupt_files import (
     wrong_modes,
 )
 from faults.result import Scale, ScenarioResult
-from tests.ssh_servers import SshEndpoint, asyncssh_server
+from tests.support.ssh_servers import SshEndpoint, asyncssh_server
 
 TITLE = "Deploys interrupted at random points"
 

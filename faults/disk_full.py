@@ -30,9 +30,9 @@ from agent.pipeline.inference.options import EXIT_WRITE_FAILED
 from agent.protocol import DatasetsConfig
 from faults._runner_kill_files import ResponsesFollower, read_final, write_prompts
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.runner_files import runner_command, status
-from tests.simulator_process import agent_env, running_simulator
-from tests.small_fs import SmallFs, tmpfs_or_none
+from tests.support.runner_files import runner_command, status
+from tests.support.simulator_process import agent_env, running_simulator
+from tests.support.small_fs import SmallFs, tmpfs_or_none
 
 TITLE = "Runner's disk full mid-append (ENOSPC), space freed, resumed"
 

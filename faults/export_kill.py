@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.export_data import build_think_tokenizer, ids_of, response, write_jsonl
-from tests.simulator_process import agent_env
+from tests.support.export_data import build_think_tokenizer, ids_of, response, write_jsonl
+from tests.support.simulator_process import agent_env
 
 TITLE = "Export SIGKILLed mid-write, then rerun"
 ANSWERS = 3000

@@ -38,8 +38,8 @@ from console.link.agent_link import AgentLink, AgentRequestError
 from faults._hostile_common import job_states, local_agent, request_stop, wait_until_async
 from faults._runner_kill_files import read_final, write_prompts
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.runner_files import run_runner, start_runner, status
-from tests.simulator_process import running_simulator
+from tests.support.runner_files import run_runner, start_runner, status
+from tests.support.simulator_process import running_simulator
 
 TITLE = "A writer frozen with SIGSTOP, by hand or as the agent's job"
 

@@ -39,8 +39,8 @@ from faults._host_key_servers import (
 )
 from faults._hostile_common import private_home, shut_down_agent
 from faults.result import Scale, ScenarioResult
-from tests.datasets import write_prompts
-from tests.ssh_servers import sshd_binary
+from tests.support.datasets import write_prompts
+from tests.support.ssh_servers import sshd_binary
 
 TITLE = "Host-key matrix: unknown, changed, missing, unreadable, loosened by config, revoked"
 

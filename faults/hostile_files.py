@@ -35,8 +35,8 @@ from faults._bad_input_wire import alive, daemon_pid, log_tracebacks
 from faults._hostile_common import resident_mb, shut_down_agent
 from faults._hostile_files_root import LIVE, SWAPPED, HostileRoot, expected_lines
 from faults.result import Scale, ScenarioResult
-from tests.hostile_files import HOSTILE_LINES, no_dac_prefix
-from tests.simulator_process import agent_env
+from tests.support.hostile_files import HOSTILE_LINES, no_dac_prefix
+from tests.support.simulator_process import agent_env
 
 TITLE = "Hostile files: FIFOs, devices, sockets, loops, locked folders, corrupt and huge lines"
 MAX_GAP_S = 3.0

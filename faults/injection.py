@@ -42,7 +42,7 @@ from faults._injection_cases import (
 )
 from faults._injection_traversal import Layout, check_traversal
 from faults.result import Scale, ScenarioResult
-from tests.ssh_servers import asyncssh_server
+from tests.support.ssh_servers import asyncssh_server
 
 TITLE = "Injection and traversal: hostile argv, env and dataset names; paths out of the roots"
 

@@ -50,7 +50,7 @@ from faults._link_harness import (
 )
 from faults._link_relay import CuttableRelay
 from faults.result import Scale, ScenarioResult
-from tests.simulator_process import agent_env
+from tests.support.simulator_process import agent_env
 
 TITLE = "SSH drops (TCP resets) and agent restarts during a running job"
 DETECT_WITHIN_S = 20.0

@@ -28,8 +28,8 @@ from faults._remote_code_folders import (
     run_runner,
 )
 from faults.result import Scale, ScenarioResult
-from tests.remote_code.folder import kimi_chats
-from tests.simulator_process import running_simulator
+from tests.support.remote_code.folder import kimi_chats
+from tests.support.simulator_process import running_simulator
 
 TITLE = "Tokenizers that ship code: one-line refusal, no question, no traceback"
 QUICK_FOLDERS = ("kimi-like", "syntax error", "code in a hub repo")

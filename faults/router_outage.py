@@ -23,9 +23,10 @@ from typing import Any
 
 from agent.simulator.tokenizer import build_tokenizer
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.runner_files import response_ids, start_runner, status, write_id_prompts
-from tests.router_process import free_port, router_missing, running_router
-from tests.simulator_process import SimulatorProcess, running_simulator
+from tests.support.ports import free_port
+from tests.support.router_process import router_missing, running_router
+from tests.support.runner_files import response_ids, start_runner, status, write_id_prompts
+from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 TITLE = "sglang-router: a worker killed, then every worker, mid-run"
 WORKERS = 3

@@ -23,8 +23,8 @@ from typing import Any
 
 from faults._runner_kill_files import ResponsesFollower, read_final, size_buckets, write_prompts
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.runner_files import start_runner, status
-from tests.simulator_process import running_simulator
+from tests.support.runner_files import start_runner, status
+from tests.support.simulator_process import running_simulator
 
 TITLE = "Runner SIGKILLed mid-append, then resumed"
 

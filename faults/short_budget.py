@@ -27,8 +27,8 @@ from agent.datasets.tracker import DatasetTracker
 from agent.protocol import DatasetProgress, DatasetsConfig
 from faults._runner_kill_files import read_final, write_prompts
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.runner_files import run_runner, status
-from tests.simulator_process import running_simulator
+from tests.support.runner_files import run_runner, status
+from tests.support.simulator_process import running_simulator
 
 TITLE = "A run stopped short of its budget with prompts left, rerun by the one rule"
 

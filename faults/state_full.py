@@ -39,7 +39,7 @@ from agent.protocol import (
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from faults._hostile_common import job_states, local_agent
 from faults.result import Scale, ScenarioResult
-from tests.small_fs import SmallFs, tmpfs_or_none
+from tests.support.small_fs import SmallFs, tmpfs_or_none
 
 TITLE = "Agent's state folder full while consoles keep asking"
 

@@ -29,9 +29,9 @@ from console.link.ssh_link import open_ssh_link
 from faults._hostile_common import private_home, shut_down_agent
 from faults._terminal_text_box import Counts, HostileBox, count
 from faults.result import Scale, ScenarioResult
-from tests.simulator_process import running_simulator
-from tests.ssh_servers import asyncssh_server
-from tests.terminal import MarkerNotSeenError, PtyTerminal
+from tests.support.simulator_process import running_simulator
+from tests.support.ssh_servers import asyncssh_server
+from tests.support.terminal import MarkerNotSeenError, PtyTerminal
 
 TITLE = "Terminal text: hostile host text through every screen and headless command"
 

@@ -30,8 +30,8 @@ from console.link.local_link import open_local_link
 from faults._hostile_common import job_states, local_agent, request_stop, wait_until_async
 from faults._runner_kill_files import read_final, write_prompts
 from faults.result import Scale, ScenarioResult
-from tests.pipeline.runner_files import run_runner, start_runner, status
-from tests.simulator_process import running_simulator
+from tests.support.runner_files import run_runner, start_runner, status
+from tests.support.simulator_process import running_simulator
 
 TITLE = "Two writers on one dataset: by hand, and two consoles launching at once"
 

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from agent.attach import stop_daemon
-from agent.procfs import is_same_process
 from agent.state import StatePaths
-from tests.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
+from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
 
 
 @pytest.fixture(autouse=True)
@@ -37,15 +33,6 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
     if path.exists():
         stop_daemon(StatePaths(path))
         kill_leftover_jobs(path)
-
-
-def kill_leftover_jobs(state_dir: Path) -> None:
-    """SIGKILL the process group of every job a test left running (checked by start time)."""
-    for shim_file in state_dir.glob("jobs/*/shim.json"):
-        record = json.loads(shim_file.read_text())
-        if is_same_process(int(record["pid"]), int(record["start_ticks"])):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(int(record["pid"]), signal.SIGKILL)
 
 
 @pytest.fixture

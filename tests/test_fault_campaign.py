@@ -8,7 +8,7 @@ import pytest
 
 from faults.campaign import SCENARIOS, run_scenario
 from faults.result import Scale
-from tests.router_process import router_missing
+from tests.support.router_process import router_missing
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

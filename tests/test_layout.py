@@ -67,4 +67,9 @@ def test_the_wheel_carries_the_agent_and_the_themes(tmp_path: Path) -> None:
     [wheel] = tmp_path.glob("eagle_console-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "console/themes/base.tcss" in names
-    assert {"agent/protocol.py", "agent/__main__.py", "console/cli/main.py"} <= names
+    assert {
+        "agent/protocol/__init__.py",
+        "agent/protocol/codec.py",
+        "agent/__main__.py",
+        "console/cli/main.py",
+    } <= names

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 from agent.datasets.rates import Rate, RateHistory
 from agent.datasets.runner_status import RunView
-from agent.protocol import Alert, DatasetProgress, generation_done
+from agent.protocol import (
+    Alert,
+    DatasetProgress,
+    DatasetStatus,
+    Severity,
+    StopConditionKind,
+    generation_done,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +40,7 @@ class Counts:
 class StopCondition:
     """Where the run writing a dataset will stop."""
 
-    kind: str
+    kind: StopConditionKind
     target_responses: int
     target_tokens: int | None
 
@@ -88,7 +95,7 @@ class Liveness:
 def status(
     counts: Counts, budget: int | None, condition: StopCondition, live: Liveness,
     tolerance_share: float = 0.0,
-) -> str:  # fmt: skip
+) -> DatasetStatus:  # fmt: skip
     """pending, running, stalled, complete, over_budget or idle (waiting_for_server: _waiting_or).
 
     `error` is failed_progress's.
@@ -136,7 +143,7 @@ def dataset_progress(
     )  # fmt: skip
 
 
-def _waiting_or(status: str, run: RunView | None) -> str:
+def _waiting_or(status: DatasetStatus, run: RunView | None) -> DatasetStatus:
     """A live run with no server to talk to is waiting for one, not running or stalled."""
     waiting = run is not None and run.active and run.state == "waiting_for_server"
     return "waiting_for_server" if waiting and status in ("running", "stalled") else status
@@ -180,7 +187,7 @@ def dataset_alerts(
     ]
 
 
-AlertText = tuple[str, str, str] | None
+AlertText = tuple[str, Severity, str] | None
 
 
 def _budget_reached(progress: DatasetProgress) -> AlertText:

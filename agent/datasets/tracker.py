@@ -32,7 +32,7 @@ from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_no
 from agent.datasets.root_listing import list_datasets
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
 from agent.datasets.writers import DatasetFiles, Writer, run_with_writers, with_writers
-from agent.protocol import Alert, DatasetProgress, DatasetsConfig, JobInfo
+from agent.protocol import LIVE_JOB_STATES, Alert, DatasetProgress, DatasetsConfig, JobInfo
 from agent.regular_files import NotRegularFileError, check_regular, open_regular
 
 log = logging.getLogger(__name__)
@@ -428,6 +428,6 @@ def _run_view(
     if view is not None and view.active:
         return view
     for job in jobs:
-        if job.dataset == follower.name and job.state in ("starting", "running", "stopping"):
+        if job.dataset == follower.name and job.state in LIVE_JOB_STATES:
             return view_from_argv(job.argv)
     return view

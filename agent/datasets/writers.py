@@ -22,11 +22,10 @@ from pathlib import Path
 from agent.datasets.runner_status import RunView
 from agent.datasets.writer_lock import LOCK_NAME, FlockTable, flock_writers, lock_holder
 from agent.procfs import PROC, all_pids, command_line, process_info
-from agent.protocol import DatasetProgress, JobInfo
+from agent.protocol import LIVE_JOB_STATES, DatasetProgress, JobInfo
 
 FD_SCAN_INTERVAL_S = 30.0
 """The descriptor scan walks every process; a launch always rescans first."""
-LIVE_JOB_STATES = ("starting", "running", "stopping")
 STOPPED_STATES = ("T", "t")
 """/proc state letters of a process stopped by a signal (SIGSTOP, SIGTSTP) or by a tracer."""
 

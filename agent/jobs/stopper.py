@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from agent.procfs import descendants, group_members, is_same_process
-from agent.protocol import StopStep
+from agent.protocol import StopOutcome, StopStep
 
 POLL_S = 0.05
 KILL_WAIT_S = 5.0
@@ -122,8 +122,8 @@ class StopPlan:
 
 async def stop_group(
     identity: StopTarget, plan: StopPlan, report: Callable[[StopStep], Awaitable[None]]
-) -> tuple[str, list[StopStep]]:
-    """Run the plan; returns (outcome, steps). Outcome: stopped, already_exited or lost."""
+) -> tuple[StopOutcome, list[StopStep]]:
+    """Run the plan; returns (outcome, steps)."""
     steps: list[StopStep] = []
     for signum, wait_s in plan.steps():
         members = identity.members()

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -35,17 +36,27 @@ from agent.jobs.stopper import GroupIdentity, StopPlan, StopTarget, parse_signal
 from agent.pipeline.tokenizer import TRUST_FLAG
 from agent.procfs import is_same_process, start_ticks
 from agent.protocol import (
+    LIVE_JOB_STATES,
     JobEvent,
     JobInfo,
     JobSpec,
+    JobState,
     LaunchParams,
     PipelineConfig,
+    StopOutcome,
     StopResult,
     StopStep,
 )
 
 Emit = Callable[[JobEvent], Awaitable[None]]
 EXTERNAL_PLAN = StopPlan(signal.SIGTERM, 30.0, 10.0)
+EXTERNAL_STATE_AFTER: dict[StopOutcome, JobState] = {
+    "stopped": "killed",
+    "already_exited": "exited",
+    "lost": "lost",
+}
+"""An external process's state once a stop ends (an outcome is not a state: already_exited)."""
+STOP_OUTCOMES: tuple[StopOutcome, ...] = typing.get_args(StopOutcome)
 
 
 class Supervisor:
@@ -179,10 +190,8 @@ class Supervisor:
         if files is None:
             raise KeyError(job_id)
         recorded, before = files.read(STOP_FILE), self.info(files)
-        if isinstance(recorded, dict) and before.state not in ("starting", "running", "stopping"):
-            return StopResult(
-                before, str(recorded.get("outcome", "")), ()
-            )  # history stays as it was
+        if isinstance(recorded, dict) and before.state not in LIVE_JOB_STATES:
+            return StopResult(before, _recorded_outcome(recorded), ())  # history stays as it was
         job = files.read(JOB_FILE) or {}
         identity = _identity(files)
         plan = StopPlan(parse_signal(job.get("stop_signal", "SIGTERM")),
@@ -221,14 +230,14 @@ class Supervisor:
             await self.emit(JobEvent(info, f"sent {step.action} to {list(step.pids)}"))
 
         outcome, steps = await stop_group(target, EXTERNAL_PLAN, report)
-        final = replace(info, state="killed" if outcome == "stopped" else outcome)
+        final = replace(info, state=EXTERNAL_STATE_AFTER[outcome])
         await self.emit(JobEvent(final, f"stop of external {info.name}: {outcome}"))
         return StopResult(final, outcome, tuple(steps))
 
     def _reap(self) -> None:
         for job_id, shim in list(self._shims.items()):
             if shim.poll() is not None:
-                del self._shims[job_id]
+                self._shims.pop(job_id, None)  # jobs() may run in two threads at once
 
 
 def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:
@@ -254,11 +263,11 @@ def _state(
     child: Mapping[str, Any] | None,
     ended: Mapping[str, Any] | None,
     stopped: Mapping[str, Any] | None,
-) -> tuple[str, int | None, str | None, float | None]:
+) -> tuple[JobState, int | None, str | None, float | None]:
     """(state, exit code, exit signal, ended at) from a job's files and /proc."""
     if ended is not None:
         code, signal_name = ended.get("exit_code"), ended.get("exit_signal")
-        state = "exited" if code == 0 else ("killed" if signal_name else "failed")
+        state: JobState = "exited" if code == 0 else ("killed" if signal_name else "failed")
         if stopped is not None and stopped.get("outcome") == "stopped":
             state = "stopped"  # ended because the user stopped it, whatever its exit code says
         return state, code, signal_name, ended.get("ended_at")
@@ -270,8 +279,10 @@ def _state(
         for record in (shim, child)
     )
     if alive:
-        state = "stopping" if stopping else ("running" if child is not None else "starting")
-        return state, None, None, None
+        live: JobState = (
+            "stopping" if stopping else ("running" if child is not None else "starting")
+        )
+        return live, None, None, None
     if stopped is not None and stopped.get("outcome") == "stopped":
         return (
             "stopped",
@@ -280,6 +291,12 @@ def _state(
             stopped.get("at"),
         )
     return "lost", None, None, None
+
+
+def _recorded_outcome(recorded: Mapping[str, Any]) -> StopOutcome:
+    """The outcome a stop record holds; already_exited when the record is not one we wrote."""
+    outcome = recorded.get("outcome")
+    return next((known for known in STOP_OUTCOMES if known == outcome), "already_exited")
 
 
 def _script_path(argv: tuple[str, ...], cwd: str | None) -> Path | None:

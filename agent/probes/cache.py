@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -13,6 +12,7 @@ from agent.probes.sglang_http import WARMING_DETAIL, probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
 from agent.protocol import Alert, JobInfo, PipelineConfig, ServerStats
 from agent.sglang_auth import ApiKeyError, read_api_key
+from agent.tasks import TaskOwner
 
 REFRESH_S = 5.0
 
@@ -20,10 +20,12 @@ REFRESH_S = 5.0
 class ProbeCache:
     """The latest SGLang and GPU readings, and the task that refreshes them."""
 
-    def __init__(self) -> None:
+    def __init__(self, tasks: TaskOwner | None = None) -> None:
         self.server: ServerStats | None = None
         self.gpus = GpuReading(())
         self._refreshed_at = 0.0
+        self._tasks = tasks or TaskOwner("probes")
+        """Owns the refresh, so the daemon's shutdown cancels one in progress."""
         self._task: asyncio.Task[None] | None = None
 
     def refresh_if_stale(self, pipeline: PipelineConfig) -> None:
@@ -33,7 +35,7 @@ class ProbeCache:
         ):
             return
         self._refreshed_at = time.monotonic()
-        self._task = asyncio.create_task(self._refresh(pipeline))
+        self._task = self._tasks.spawn(self._refresh(pipeline), "probe refresh")
 
     async def _refresh(self, pipeline: PipelineConfig) -> None:
         if pipeline.sglang_url:
@@ -71,13 +73,6 @@ class ProbeCache:
         message = f"SGLang at {server.url}: {server.detail}"
         warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
         return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
-
-    async def close(self) -> None:
-        """Stop a refresh in progress."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
 
 def _api_key(key_file: str | None) -> tuple[str | None, str]:

@@ -23,7 +23,7 @@ class AgentBundle:
 @cache
 def local_bundle() -> AgentBundle:
     """The agent package this console was installed with."""
-    package = Path(agent.protocol.__file__).resolve().parent
+    package = Path(agent.protocol.__file__).resolve().parents[1]  # agent/protocol/__init__.py
     files = tuple(
         (path.relative_to(package.parent).as_posix(), path.read_bytes())
         for path in sorted(package.rglob("*.py"))

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.protocol import JobInfo, Snapshot
+from agent.protocol import LIVE_JOB_STATES, JobInfo, Snapshot
 from console.model.safe_text import sanitise
 
-ACTIVE = ("starting", "running", "stopping")
+ACTIVE = LIVE_JOB_STATES
 
 
 @dataclass(frozen=True, slots=True)

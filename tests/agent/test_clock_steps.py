@@ -20,7 +20,7 @@ from agent.datasets.tracker import DatasetTracker
 from agent.pipeline.inference.status import RunStats
 from agent.protocol import DatasetProgress, DatasetsConfig, JobInfo
 from agent.wall_clock import STEP_ALERT_S, WallClockWatch
-from tests.datasets import response_line, write_prompts
+from tests.support.datasets import response_line, write_prompts
 
 TOKENS_PER_RESPONSE = 100
 STALL_AFTER_S = 600.0

@@ -18,8 +18,8 @@ from agent.protocol import (
     SnapshotParams,
 )
 from console.link.local_link import open_local_link
-from tests.pipeline.runner_files import write_id_prompts
-from tests.simulator_process import running_simulator
+from tests.support.runner_files import write_id_prompts
+from tests.support.simulator_process import running_simulator
 
 
 async def test_a_sample_capped_run_raises_a_projected_overrun_alert(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker, ResponseCounter
 from agent.protocol import DatasetsConfig
-from tests.datasets import response_line, write_prompts, write_sample_root
+from tests.support.datasets import response_line, write_prompts, write_sample_root
 
 
 def test_sample_root_counts(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agent.datasets.disk_space import HORIZON_S, DatasetDisk, low_disk_alerts
 from agent.protocol import DatasetProgress
-from tests.small_fs import small_tmpfs
+from tests.support.small_fs import small_tmpfs
 
 
 def free_bytes(path: Path) -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 from agent.datasets.tracker import DatasetTracker
 from agent.protocol import DatasetProgress, DatasetsConfig, Snapshot
 from console.model.pipeline_view import stages
-from tests.datasets import response_line, write_prompts
+from tests.support.datasets import response_line, write_prompts
 
 
 def test_a_dataset_whose_last_prompts_failed_for_good_is_complete(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentRequestError
 from console.link.local_link import open_local_link
-from tests.simulator_process import agent_env
+from tests.support.simulator_process import agent_env
 
 
 def stage(target: Path, content: bytes, tag: str = "x") -> tuple[Path, str]:

@@ -18,7 +18,7 @@ from agent.datasets.glued_lines import read_line
 from agent.datasets.tracker import DatasetTracker
 from agent.pipeline.vocab import LineTally, list_batches
 from agent.protocol import DatasetsConfig
-from tests.datasets import write_prompts
+from tests.support.datasets import write_prompts
 
 
 def record(rid: str, ids: list[int]) -> bytes:

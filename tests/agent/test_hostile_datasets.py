@@ -18,8 +18,8 @@ import pytest
 from agent.datasets.file_lines import WINDOW_BYTES
 from agent.datasets.tracker import DatasetTracker, ResponseCounter
 from agent.protocol import DatasetProgress, DatasetsConfig
-from tests.datasets import response_line, write_prompts
-from tests.hostile_files import (
+from tests.support.datasets import response_line, write_prompts
+from tests.support.hostile_files import (
     HOSTILE_LINES,
     hostile_file,
     link_to_device,
@@ -29,7 +29,7 @@ from tests.hostile_files import (
     no_dac_prefix,
     overlong_line,
 )
-from tests.simulator_process import agent_env
+from tests.support.simulator_process import agent_env
 
 DEADLINE_S = 20.0
 

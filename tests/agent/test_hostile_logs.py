@@ -18,7 +18,7 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentRequestError
 from console.link.local_link import open_local_link
-from tests.hostile_files import link_to_device, make_fifo, make_socket
+from tests.support.hostile_files import link_to_device, make_fifo, make_socket
 
 ANSWER_S = 15.0
 

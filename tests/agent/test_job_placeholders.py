@@ -18,7 +18,7 @@ from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, Pipel
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.agent.test_jobs import ARGV_ECHO, wait_for_job
-from tests.datasets import write_prompts
+from tests.support.datasets import write_prompts
 
 RUNNER_ARGV = ("{python}", "-m", "agent.pipeline.inference", "--tokenizer", "{tokenizer}",
                "{trust_remote_code}", "--dataset-dir", "{dataset_dir}")  # fmt: skip

@@ -34,7 +34,7 @@ from agent.protocol import (
 from agent.state import read_json
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
-from tests.datasets import write_prompts
+from tests.support.datasets import write_prompts
 
 PY = sys.executable
 ARGV_ECHO = (

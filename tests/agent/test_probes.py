@@ -14,7 +14,7 @@ from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
 from agent.protocol import JobInfo, PipelineConfig, ServerStats, Snapshot, SnapshotParams
 from console.link.local_link import open_local_link
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 SAMPLES = {
     "[2026-11-29 10:00:00 TP0] Decode batch, #running-req: 12, #token: 34567, token usage: 0.21, "

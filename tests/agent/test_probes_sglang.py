@@ -19,7 +19,7 @@ from agent.probes.cache import ProbeCache
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
 from agent.protocol import PipelineConfig, ServerPart
-from tests.simulator_process import SimulatorProcess, running_simulator
+from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 # Four requests per rank run for ~20 minutes at 80 tokens/s each: the figures hold still.
 BUSY_DP2 = (

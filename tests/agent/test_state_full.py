@@ -34,8 +34,8 @@ from agent.protocol import (
 from agent.state import StatePaths
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
-from tests.simulator_process import agent_env
-from tests.small_fs import SmallFs, small_tmpfs
+from tests.support.simulator_process import agent_env
+from tests.support.small_fs import SmallFs, small_tmpfs
 
 PAGE = 4096
 PID_FILE_JOB = (

@@ -15,7 +15,7 @@ import pytest
 
 from agent.protocol import PipelineConfig, TokenizerCheck, TokenizerCheckParams
 from console.link.local_link import open_local_link
-from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
+from tests.support.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 
 HANGING_CODE = """
 import os, time

@@ -28,8 +28,8 @@ from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
 from console.ui.widgets.host_header import HostHeader
-from tests.datasets import response_line, write_sample_root
-from tests.ssh_servers import asyncssh_server
+from tests.support.datasets import response_line, write_sample_root
+from tests.support.ssh_servers import asyncssh_server
 
 SIZE = (170, 50)
 

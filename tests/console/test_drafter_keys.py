@@ -6,7 +6,6 @@ then the evaluate job; the agent reads its eval.json and the drafter panel shows
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,18 +20,12 @@ from console.ui.app import ConsoleApp
 from console.ui.screens.export import ExportScreen
 from console.ui.widgets.drafter_panel import DrafterPanel
 from tests.console.test_app import SIZE, wait_for
-from tests.pipeline.export_data import build_think_tokenizer, ids_of, response, write_jsonl
+from tests.support.export_data import build_think_tokenizer, ids_of, response, write_jsonl
+from tests.support.ports import free_port
 
 SIM = ("{python}", "-m", "agent.simulator", "--speed", "4", "--mean-tokens", "400",
        "--sd-tokens", "1", "--vocab-size", "1000")  # fmt: skip
 JOB_WAIT_S = 100.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def app_for(state_dir: Path, pipeline: PipelineConfig) -> tuple[ConsoleApp, list[str]]:

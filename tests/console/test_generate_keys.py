@@ -12,7 +12,7 @@ from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from tests.console.test_app import SIZE, wait_for
-from tests.datasets import write_prompts
+from tests.support.datasets import write_prompts
 
 RUNNER = JobSpec(
     (sys.executable, "-c", "import sys, time; time.sleep(120)", "{dataset}"),

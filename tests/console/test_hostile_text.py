@@ -1,7 +1,7 @@
 """Hostile text in every string a host sends reaches every screen as plain, visible text.
 
 A scripted agent on the real wire sends a snapshot (and a dataset detail, a log, job events,
-errors and a file's content) whose every string is `tests.hostile_text.hostile(<where>)`: markup
+errors and a file's content) whose every string is `tests.support.hostile_text.hostile(<where>)`: markup
 that would restyle or crash the renderer, and escape sequences that would drive the terminal.
 The test drives the real app through each screen and modal with keys, as a person would, and
 reads what each one renders: no control character may be there, and the markup must show as
@@ -53,7 +53,7 @@ from console.ui.screens.redeploy import RedeployScreen
 from console.ui.screens.trust import TrustScreen
 from tests.console.scripted_agent import ScriptedAgent
 from tests.console.test_snapshots import NOW, SNAPSHOT, never
-from tests.hostile_text import SHOWN_MARKUP, hostile, plant, unsafe_characters
+from tests.support.hostile_text import SHOWN_MARKUP, hostile, plant, unsafe_characters
 
 SIZE = (200, 60)
 HOST = "gpu"
@@ -92,7 +92,7 @@ def hostile_agent(snapshot: Snapshot) -> ScriptedAgent:
             "datasets.detail": hostile_detail(snapshot.datasets[0].name),
             "files.hash": FilesHashResult((FileState("/srv/run.py", hostile("hash.sha256")),)),
             "jobs.launch": ErrorInfo("gpu_busy", hostile("launch.error")),
-            "jobs.stop": StopResult(job, hostile("stop.outcome")),
+            "jobs.stop": StopResult(job, "stopped"),
         },
         file_content=hostile("host file line one").encode(errors="surrogateescape") + b"\n",
     )

@@ -8,6 +8,7 @@ from agent.protocol import (
     EvalLevel,
     ExportSummary,
     JobInfo,
+    JobState,
     Snapshot,
 )
 from console.model.pipeline_view import next_stage, stages
@@ -19,7 +20,7 @@ def snapshot(
     return Snapshot(1.0, "h", "/d", datasets, jobs=jobs, **reports)  # type: ignore[arg-type]
 
 
-def job(name: str, kind: str, state: str, started: float, code: int | None = None) -> JobInfo:
+def job(name: str, kind: str, state: JobState, started: float, code: int | None = None) -> JobInfo:
     return JobInfo(f"{name}-{started}", name, kind, state, (), started_at=started, exit_code=code)
 
 

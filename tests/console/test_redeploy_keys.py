@@ -14,9 +14,9 @@ from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.deploy import DeployScreen, DiffScreen
 from console.ui.screens.redeploy import RedeployScreen
 from tests.console.test_app import SIZE, cell, wait_for
-from tests.e2e.test_redeploy import REPO, old_runner_copy
-from tests.pipeline.runner_files import write_id_prompts
-from tests.simulator_process import running_simulator
+from tests.support.repo import REPO, old_runner_copy
+from tests.support.runner_files import write_id_prompts
+from tests.support.simulator_process import running_simulator
 
 
 def alert_kinds(app: ConsoleApp) -> set[str]:

@@ -9,7 +9,7 @@ import pytest
 
 from console.config import HostConfig, SshTarget
 from console.link.ssh_link import open_ssh_link
-from tests.ssh_servers import SshEndpoint
+from tests.support.ssh_servers import SshEndpoint
 
 
 async def test_an_agent_package_in_the_remote_working_dir_does_not_shadow_the_bundle(

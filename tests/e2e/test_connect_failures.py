@@ -8,9 +8,9 @@ import asyncssh
 import pytest
 
 from console.link.loopback_ssh import write_client_key
-from tests.datasets import write_sample_root
 from tests.e2e.test_status_over_ssh import CliResult, run_cli, write_config
-from tests.ssh_servers import SshEndpoint
+from tests.support.datasets import write_sample_root
+from tests.support.ssh_servers import SshEndpoint
 
 
 def assert_one_clear_failure(result: CliResult, *fragments: str, code: int = 1) -> None:

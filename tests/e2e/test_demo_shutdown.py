@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.demo_terminal import (
+from tests.support.demo_terminal import (
     ALTERNATE_SCREEN,
     CONSOLE_UP,
     START_TIMEOUT_S,
@@ -27,7 +27,7 @@ from tests.demo_terminal import (
     kill_leftovers,
     start_demo,
 )
-from tests.terminal import PtyTerminal
+from tests.support.terminal import PtyTerminal
 
 QUIT_WITHIN_S = 3.0
 """The issue's bound: `q` gives the terminal back within 3 s."""

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from tests.e2e.test_status_over_ssh import run_cli
-from tests.ssh_servers import SshEndpoint
+from tests.support.ssh_servers import SshEndpoint
 
 
 def setup(

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.datasets import write_sample_root
 from tests.e2e.test_status_over_ssh import run_cli
-from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
-from tests.ssh_servers import SshEndpoint
+from tests.support.datasets import write_sample_root
+from tests.support.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
+from tests.support.ssh_servers import SshEndpoint
 
 INFERENCE_JOB = """
 [hosts.gpu.jobs.inference]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.datasets import write_sample_root
 from tests.e2e.test_status_over_ssh import run_cli
-from tests.simulator_process import running_simulator
-from tests.ssh_servers import SshEndpoint
+from tests.support.datasets import write_sample_root
+from tests.support.simulator_process import running_simulator
+from tests.support.ssh_servers import SshEndpoint
 
 
 def config_with_sglang(

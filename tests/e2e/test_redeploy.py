@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -12,20 +11,10 @@ from agent.protocol import LaunchParams, Snapshot, SnapshotParams
 from console.config import load_config
 from console.link.local_link import open_local_link
 from tests.e2e.test_status_over_ssh import run_cli
-from tests.pipeline.runner_files import response_ids, write_id_prompts
-from tests.simulator_process import running_simulator
-from tests.ssh_servers import SshEndpoint
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def old_runner_copy(root: Path) -> Path:
-    """The agent package as deployed earlier: same code but an older runner."""
-    app = root / "app"
-    shutil.copytree(REPO / "agent", app / "agent", ignore=shutil.ignore_patterns("__pycache__"))
-    with (app / "agent" / "pipeline" / "inference" / "status.py").open("a") as handle:
-        handle.write("\n# the old runner, before the fix\n")
-    return app
+from tests.support.repo import REPO, old_runner_copy
+from tests.support.runner_files import response_ids, write_id_prompts
+from tests.support.simulator_process import running_simulator
+from tests.support.ssh_servers import SshEndpoint
 
 
 def write_config(

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.datasets import write_sample_root
-from tests.ssh_servers import SshEndpoint
+from tests.support.datasets import write_sample_root
+from tests.support.ssh_servers import SshEndpoint
 
 CLI_TIMEOUT_S = 60
 

@@ -17,8 +17,8 @@ from console.link.ssh_link import open_ssh_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.trust import TrustScreen
-from tests.datasets import write_sample_root
-from tests.ssh_servers import SshEndpoint
+from tests.support.datasets import write_sample_root
+from tests.support.ssh_servers import SshEndpoint
 
 
 async def wait_for(

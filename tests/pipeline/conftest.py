@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulator_process import SimulatorProcess, running_simulator
+from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from agent.pipeline.inference.budget import BudgetGate
 from agent.protocol import generation_done
-from tests.pipeline.runner_files import response_tokens, run_runner, status, write_id_prompts
-from tests.simulator_process import SimulatorProcess
+from tests.support.runner_files import response_tokens, run_runner, status, write_id_prompts
+from tests.support.simulator_process import SimulatorProcess
 
 BUDGET = 100_000
 

@@ -22,7 +22,7 @@ from agent.pipeline.inference.options import EXIT_WRITE_FAILED
 from agent.pipeline.inference.records import AppendLog
 from agent.pipeline.inference.storage import StorageError
 from agent.protocol import DatasetsConfig
-from tests.pipeline.runner_files import (
+from tests.support.runner_files import (
     RUN_TIMEOUT_S,
     response_ids,
     run_runner,
@@ -30,8 +30,8 @@ from tests.pipeline.runner_files import (
     status,
     write_id_prompts,
 )
-from tests.simulator_process import SimulatorProcess, agent_env
-from tests.small_fs import small_tmpfs
+from tests.support.simulator_process import SimulatorProcess, agent_env
+from tests.support.small_fs import small_tmpfs
 
 
 class HalfThenFail:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.pipeline.export_data import write_jsonl
-from tests.simulator_process import agent_env, running_simulator
+from tests.support.export_data import write_jsonl
+from tests.support.simulator_process import agent_env, running_simulator
 
 EVAL_TIMEOUT_S = 120.0
 SPEED = "2"

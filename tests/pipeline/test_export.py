@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from agent.pipeline.export.__main__ import main
-from tests.pipeline.export_data import (
+from tests.pipeline.specforge_loader import load_rows
+from tests.support.export_data import (
     DROPS_THINK,
     KEEPS_THINK,
     build_think_tokenizer,
@@ -20,10 +21,13 @@ from tests.pipeline.export_data import (
     response,
     write_jsonl,
 )
-from tests.pipeline.runner_files import run_runner
-from tests.pipeline.specforge_loader import load_rows
-from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer, kimi_chats
-from tests.simulator_process import agent_env, running_simulator
+from tests.support.remote_code.folder import (
+    KimiLikeTokenizer,
+    build_kimi_like_tokenizer,
+    kimi_chats,
+)
+from tests.support.runner_files import run_runner
+from tests.support.simulator_process import agent_env, running_simulator
 
 EXPORT_TIMEOUT_S = 120.0
 CHAT = [{"role": "system", "content": "so answer"}, {"role": "user", "content": "why is the sum"}]

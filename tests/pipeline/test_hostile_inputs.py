@@ -14,7 +14,7 @@ from agent.datasets.file_lines import WINDOW_BYTES
 from agent.datasets.tracker import ResponseCounter
 from agent.pipeline.inference.records import CorruptRecordError, recover
 from agent.pipeline.vocab import LineTally, list_batches
-from tests.hostile_files import (
+from tests.support.hostile_files import (
     HOSTILE_LINES,
     hostile_file,
     link_to_device,
@@ -22,8 +22,8 @@ from tests.hostile_files import (
     make_symlink_loop,
     overlong_line,
 )
-from tests.pipeline.runner_files import run_runner, write_id_prompts
-from tests.simulator_process import SimulatorProcess, agent_env
+from tests.support.runner_files import run_runner, write_id_prompts
+from tests.support.simulator_process import SimulatorProcess, agent_env
 
 DEADLINE_S = 60
 

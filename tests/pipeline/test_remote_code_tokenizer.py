@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from tests.pipeline.runner_files import RUN_TIMEOUT_S, run_runner, runner_command, status
-from tests.remote_code.blocker import without_package_env
-from tests.remote_code.folder import (
+from tests.support.remote_code.blocker import without_package_env
+from tests.support.remote_code.folder import (
     THINK_MARKER,
     KimiLikeTokenizer,
     build_kimi_like_tokenizer,
     kimi_chats,
 )
-from tests.simulator_process import SimulatorProcess, agent_env
+from tests.support.runner_files import RUN_TIMEOUT_S, run_runner, runner_command, status
+from tests.support.simulator_process import SimulatorProcess, agent_env
 
 REFUSAL_WAIT_S = 30.0
 """A refusal reads two small files and never imports transformers: under a second when idle.

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.runner_files import (
+from tests.support.runner_files import (
     response_ids,
     response_tokens,
     run_runner,
     status,
     write_id_prompts,
 )
-from tests.simulator_process import SimulatorProcess
+from tests.support.simulator_process import SimulatorProcess
 
 MAX_NEW = 400
 
@@ -45,7 +45,7 @@ def test_finish_lands_within_one_response_of_the_budget(
 
 
 def test_cancel_aborts_in_flight_work_and_reports_it(tmp_path: Path) -> None:
-    from tests.simulator_process import running_simulator
+    from tests.support.simulator_process import running_simulator
 
     folder = tmp_path / "B2"
     write_id_prompts(folder, 500)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from tests.pipeline.runner_files import (
+from tests.support.runner_files import (
     RUN_TIMEOUT_S,
     response_ids,
     run_runner,
@@ -14,7 +14,7 @@ from tests.pipeline.runner_files import (
     wait_for_status,
     write_id_prompts,
 )
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 SLOW = ("--speed", "2", "--mean-tokens", "300", "--sd-tokens", "50")
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agent.simulator.tokenizer import build_tokenizer
-from tests.pipeline.runner_files import response_ids, run_runner, status, write_id_prompts
-from tests.simulator_process import SimulatorProcess
+from tests.support.runner_files import response_ids, run_runner, status, write_id_prompts
+from tests.support.simulator_process import SimulatorProcess
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent.pipeline.inference.records import recover
-from tests.pipeline.runner_files import (
+from tests.support.runner_files import (
     response_ids,
     run_runner,
     start_runner,
@@ -19,7 +19,7 @@ from tests.pipeline.runner_files import (
     wait_for_status,
     write_id_prompts,
 )
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 KILLS = 50
 

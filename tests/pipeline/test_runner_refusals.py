@@ -10,13 +10,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.pipeline.runner_files import (
+from tests.support.runner_files import (
     response_ids,
     run_runner,
     status,
     write_id_prompts,
 )
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 FAST = ("--speed", "100", "--mean-tokens", "40", "--sd-tokens", "10")
 

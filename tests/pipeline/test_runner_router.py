@@ -15,7 +15,9 @@ from agent.pipeline.inference.runner import ABORT_GRACE_S
 from agent.probes.cache import ProbeCache
 from agent.probes.sglang_http import probe_sglang
 from agent.simulator.tokenizer import build_tokenizer
-from tests.pipeline.runner_files import (
+from tests.support.ports import free_port
+from tests.support.router_process import require_router, running_router
+from tests.support.runner_files import (
     RUN_TIMEOUT_S,
     response_ids,
     run_runner,
@@ -24,8 +26,7 @@ from tests.pipeline.runner_files import (
     wait_for_status,
     write_id_prompts,
 )
-from tests.router_process import free_port, require_router, running_router
-from tests.simulator_process import SimulatorProcess, running_simulator
+from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -9,7 +9,7 @@ from agent.datasets.progress import Counts, Liveness, dataset_progress
 from agent.datasets.rates import RateHistory
 from agent.datasets.runner_status import read_runner_status
 from console.model.formatting import dataset_row
-from tests.pipeline.runner_files import (
+from tests.support.runner_files import (
     RUN_TIMEOUT_S,
     response_ids,
     run_runner,
@@ -18,7 +18,7 @@ from tests.pipeline.runner_files import (
     wait_for_status,
     write_id_prompts,
 )
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 
 def test_a_warming_server_is_waited_for_and_shown_as_waiting(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ import pytest
 
 from agent.pipeline.tokenizer import import_failure, shipped_code
 from agent.simulator.tokenizer import build_tokenizer
-from tests.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
-from tests.simulator_process import agent_env
+from tests.support.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
+from tests.support.simulator_process import agent_env
 
 LOAD_WAIT_S = 120.0
 """A trusted load imports transformers (tens of seconds on a loaded machine); a question, were

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.simulator_process import agent_env
+from tests.support.simulator_process import agent_env
 
 V, K = 50, 8
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from agent.datasets.writer_lock import LOCK_NAME, lock_holder
 from agent.pipeline.inference.options import EXIT_LOCKED
-from tests.pipeline.runner_files import (
+from tests.support.runner_files import (
     response_ids,
     run_runner,
     start_runner,
@@ -18,7 +18,7 @@ from tests.pipeline.runner_files import (
     wait_for_status,
     write_id_prompts,
 )
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 
 def folder_state(folder: Path) -> dict[str, tuple[int, int]]:

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.simulator_process import running_simulator
+from tests.support.simulator_process import running_simulator
 
 FAST = ("--speed", "50", "--mean-tokens", "40", "--sd-tokens", "5", "--vocab-size", "1000")
 

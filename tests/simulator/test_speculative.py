@@ -19,7 +19,7 @@ from agent.probes.sglang_log import parse_stat_line
 from agent.simulator.engine import Engine, EngineSettings, SimRequest
 from agent.simulator.speculative import Speculation
 from agent.simulator.tokens import PlannedAnswer
-from tests.simulator_process import agent_env, running_simulator
+from tests.support.simulator_process import agent_env, running_simulator
 
 FAST = ("--speed", "50", "--mean-tokens", "300", "--sd-tokens", "1", "--vocab-size", "1000")
 DRAFTER = ("--speculative-accept-length", "2.5", "--speculative-num-draft-tokens", "4")

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.simulator_process import SimulatorProcess, running_simulator
+from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 DECODE_LINE = re.compile(  # SGLang 0.5.23 metrics_reporter.py:963-1041, tp_size 1: no TP in the prefix
     r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] Decode batch, #running-req: \d+, #token: \d+, "

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import secrets
 
-from agent.protocol import Alert, JobInfo, LaunchParams
+from agent.protocol import LIVE_JOB_STATES, Alert, JobInfo, LaunchParams
 from console.link.agent_link import AgentRequestError, LinkError
 from console.ui.actions.base import AppState
 from console.ui.screens.export import ExportScreen
 
-ACTIVE = ("starting", "running", "stopping")
+ACTIVE = LIVE_JOB_STATES
 
 
 class EvaluateActions(AppState):

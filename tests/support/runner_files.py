@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.simulator_process import agent_env
+from tests.support.simulator_process import agent_env
 
 RUN_TIMEOUT_S = 90.0
 

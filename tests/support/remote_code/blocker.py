@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.simulator_process import REPO
+from tests.support.simulator_process import REPO
 
 SITECUSTOMIZE = '''
 import sys

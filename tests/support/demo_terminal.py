@@ -1,6 +1,6 @@
 """`eagle-console demo` on a terminal of its own, and the processes it leaves, found by workspace.
 
-The demo runs as a user would start it, on a pty (`tests.terminal`). Its phases are told apart by
+The demo runs as a user would start it, on a pty (`tests.support.terminal`). Its phases are told apart by
 what it writes: its narration lines during start-up and teardown, the alternate screen once the
 console is up. Its processes are every process whose command line names the workspace. The
 end-to-end tests and the `demo_hangup` fault scenario share it.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.procfs import all_pids, command_line, process_info
-from tests.terminal import PtyTerminal
+from tests.support.terminal import PtyTerminal
 
 BUILDING = rb"building the workspace"
 STARTING = rb"starting the agent, the server and 8 runs"

@@ -22,6 +22,7 @@ from pathlib import Path
 import asyncssh
 
 from console.link.loopback_ssh import listen_loopback, write_client_key, write_known_hosts
+from tests.support.ports import free_port
 
 READY_TIMEOUT_S = 15.0
 
@@ -100,7 +101,7 @@ def openssh_server(folder: Path) -> Iterator[SshEndpoint]:
     authorized = folder / "authorized_keys"
     authorized.write_text(client_key.export_public_key().decode())
     authorized.chmod(0o600)
-    port = _free_port()
+    port = free_port()
     config = folder / "sshd_config"
     config.write_text(_sshd_config(folder, port, host_key, authorized))
     if os.geteuid() == 0:
@@ -140,13 +141,6 @@ def _sshd_config(folder: Path, port: int, host_key: Path, authorized: Path) -> s
             "",
         ]
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:

@@ -10,8 +10,9 @@ The tests and the `terminal_text` fault scenario share it.
 from __future__ import annotations
 
 import dataclasses
+import typing
 import unicodedata
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 MARKUP = "[red]M[/][/][link=https://evil.example]L[/link]"
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[6n\x9b31m\x1bP+q\x1b\\\x00\x08\r\u202e\udcff"
@@ -28,14 +29,19 @@ def hostile(label: str) -> str:
 
 
 def plant(value: T, label: str = "") -> T:
-    """`value` with every string in it, at any depth, replaced by `hostile(<its path>)`."""
+    """`value` with every string in it, at any depth, replaced by `hostile(<its path>)`.
+
+    Fields of a fixed set of values (a `Literal`) keep theirs: the decoder refuses any other.
+    """
     planted: Any
     if isinstance(value, str):
         planted = hostile(label)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fixed = _fixed_value_fields(type(value))
         changes = {
             f.name: plant(getattr(value, f.name), f"{label}.{f.name}".lstrip("."))
             for f in dataclasses.fields(value)
+            if f.name not in fixed
         }
         planted = dataclasses.replace(value, **changes)
     elif isinstance(value, tuple):
@@ -48,6 +54,15 @@ def plant(value: T, label: str = "") -> T:
     else:
         planted = value
     return planted  # type: ignore[no-any-return]
+
+
+def _fixed_value_fields(cls: type) -> set[str]:
+    hints = typing.get_type_hints(cls)
+    return {name for name, hint in hints.items() if Literal in _origins(hint)}
+
+
+def _origins(hint: Any) -> set[Any]:
+    return {typing.get_origin(hint), *(typing.get_origin(arg) for arg in typing.get_args(hint))}
 
 
 def unsafe_characters(text: str) -> list[str]:

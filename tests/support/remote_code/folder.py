@@ -20,7 +20,7 @@ from typing import Any
 import tiktoken
 from tiktoken._educational import bpe_train
 
-from tests.remote_code.tokenization_kimi import PATTERN
+from tests.support.remote_code.tokenization_kimi import PATTERN
 
 CODE_FILE = Path(__file__).with_name("tokenization_kimi.py")
 THINK_MARKER = "<think>"

@@ -12,7 +12,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import free_port
 
 START_TIMEOUT_S = 60.0
 ROUTER_FLAGS = (
@@ -45,14 +46,6 @@ def require_router() -> None:
     """Skip the calling test, saying why, where the router cannot run."""
     if (reason := router_missing()) is not None:
         pytest.skip(reason)
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -1,0 +1,92 @@
+"""What the console tells the agent about its host: datasets, jobs, the tokenizer, and its check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetsConfig:
+    """Where a host keeps its datasets and what each may cost (DESIGN §3, §9)."""
+
+    root: str
+    prompts_file: str = "prompts.jsonl"
+    responses_file: str = "raw_responses.jsonl"
+    budget: int | None = None
+    """Default token budget per dataset; None means unlimited."""
+    budgets: dict[str, int] = field(default_factory=dict)
+    """Per-dataset budgets in tokens, overriding `budget`."""
+    stall_after_s: float = 600.0
+    """A running dataset with no new response for this long is stalled."""
+    overrun_alert_share: float = 0.02
+    """Alert when the projected overrun passes this share of the budget."""
+    low_disk_floor_bytes: int = 1 << 30
+    """Warn (low_disk) when a filesystem being written has less free than this, however slow."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A configured job: an argv list (never a shell string), where it runs and how it stops.
+
+    argv, cwd and env values may use {python}, {bundle}, {state_dir}, {dataset}, {dataset_dir},
+    {budget}, {sglang_url} and {tokenizer}; the agent fills them in per launch. An argv element
+    that is exactly {trust_remote_code} becomes --trust-remote-code, or disappears when the host
+    does not trust its tokenizer's code.
+    """
+
+    argv: tuple[str, ...]
+    kind: str = "command"
+    """inference, server, vocab, hidden_states, train or command."""
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    gpu: bool = False
+    per_dataset: bool = False
+    stop_signal: str = "SIGTERM"
+    grace_s: float = 30.0
+    """Seconds between the stop signal and SIGTERM."""
+    term_grace_s: float = 10.0
+    """Seconds between SIGTERM and SIGKILL."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """The part of a host's config the agent needs; sent at hello and kept by the agent."""
+
+    datasets: DatasetsConfig | None = None
+    sglang_url: str | None = None
+    sglang_log: str | None = None
+    sglang_api_key_file: str | None = None
+    """A file on the host holding the server's --api-key, for the probes (else SGLANG_API_KEY)."""
+    jobs: dict[str, JobSpec] = field(default_factory=dict)
+    external: dict[str, str] = field(default_factory=dict)
+    """Processes the agent did not start, found by a regex over their command line, by name."""
+    deploy_roots: tuple[str, ...] = ()
+    """The only folders file installs may write under."""
+    tokenizer: str | None = None
+    """The target model's tokenizer folder on the host: {tokenizer} in argv, checked by doctor."""
+    trust_remote_code: bool = False
+    """Run the code that tokenizer folder ships (Kimi-K2's); an explicit opt-in, never a default."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerCheckParams:
+    """Load the host's configured tokenizer, with its trust setting, in a process of its own."""
+
+    timeout_s: float = 60.0
+    """The load is abandoned (its process killed) after this long."""
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerCheck:
+    """How the configured tokenizer loaded on the host, or the one line why it did not."""
+
+    path: str | None
+    trust_remote_code: bool
+    ok: bool
+    detail: str
+    class_name: str | None = None
+    vocab_size: int | None = None
+    has_chat_template: bool = False
+    think_marker: str | None = None
+    """The marker the chat template opens the assistant turn with (<think>), if any."""
+    load_s: float | None = None

@@ -1,0 +1,46 @@
+"""A closer look at one dataset: its latest responses, their lengths, and its errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DetailParams:
+    """A closer look at dataset `name`: its `recent` latest responses and errors."""
+
+    name: str
+    recent: int = 20
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseSummary:
+    """One response, without its token ids."""
+
+    id: str
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorSummary:
+    """One prompt that failed."""
+
+    id: str
+    reason: str
+    permanent: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetDetail:
+    """The latest responses of a dataset, their finish reasons and lengths, and its errors."""
+
+    name: str
+    window_responses: int
+    """How many recent responses the figures describe."""
+    recent: tuple[ResponseSummary, ...]
+    finish_reasons: dict[str, int]
+    length_edges: tuple[int, ...]
+    length_counts: tuple[int, ...]
+    errors: tuple[ErrorSummary, ...]

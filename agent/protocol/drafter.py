@@ -1,0 +1,77 @@
+"""The drafter's data and speed: the latest export's quality report and evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ExportDatasetQuality:
+    """One dataset of the latest training-data export, as its quality report counts it."""
+
+    name: str
+    answers: int
+    tokens: int
+    truncated: int
+    empty: int
+    looping: int
+    reasoning_closed: int
+    reasoning_unclosed: int
+    duplicates_skipped: int
+    unanswered_prompts: int
+    no_prompt: int
+    prompt_mismatch: int
+    corrupt_lines: int
+    dropped_answers: int
+    ids_lines: int
+    conversation_lines: int
+    roundtrip_checked: int
+    roundtrip_matched: int
+    roundtrip_flagged: bool
+    first_mismatch: str = ""
+    """Where the first conversation that does not reproduce its tokens differs, in words."""
+    finish_reasons: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+    length_edges: tuple[int, ...] = ()
+    length_counts: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    """The latest export job's report (its OUT/export_report.json), as the agent read it."""
+
+    job_id: str
+    out_dir: str
+    finished_at: float
+    roundtrip_share: float | None
+    roundtrip_threshold: float
+    roundtrip_flagged: bool
+    tokens: int
+    tokens_per_s: float
+    datasets: tuple[ExportDatasetQuality, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EvalLevel:
+    """One concurrency level of a drafter evaluation (a row of OUT/eval.json)."""
+
+    concurrency: int
+    tokens_per_s: float
+    baseline_tokens_per_s: float | None
+    speedup: float | None
+    accept_length: float | None
+    latency_p50_s: float
+    latency_p95_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class DrafterEvaluation:
+    """The latest evaluate job's OUT/eval.json: the levels and the verdict in words."""
+
+    job_id: str
+    out_dir: str
+    finished_at: float
+    verdict: str
+    slower: bool
+    """Slower than no drafter at some level."""
+    levels: tuple[EvalLevel, ...] = ()

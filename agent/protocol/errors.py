@@ -1,0 +1,44 @@
+"""Why a request failed: the error codes, the error body and the exception that carries them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ErrorCode:
+    """The `code` values an error response can carry."""
+
+    MALFORMED = "malformed"
+    OVERSIZED = "oversized"
+    UNKNOWN_METHOD = "unknown_method"
+    INVALID_PARAMS = "invalid_params"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    HELLO_REQUIRED = "hello_required"
+    NOT_FOUND = "not_found"
+    UNREADABLE = "unreadable"
+    READ_ONLY = "read_only"
+    GPU_BUSY = "gpu_busy"
+    DATASET_BUSY = "dataset_busy"
+    """The dataset already has a writer; the message names it."""
+    STORAGE = "storage"
+    """The agent could not write its own files (full disk...); the message names the path."""
+    KEY_REUSED = "key_reused"
+    INTERNAL = "internal"
+
+
+class ProtocolError(Exception):
+    """A line that is not a valid message; carries what to answer with."""
+
+    def __init__(self, code: str, message: str, request_id: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """Why a request failed, and what to do about it."""
+
+    code: str
+    message: str

@@ -1,0 +1,97 @@
+"""Jobs: what the agent runs or finds running, launching them, and how a stop went."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+JobState = Literal[
+    "starting", "running", "stopping", "stopped", "exited", "failed", "killed", "lost"
+]
+"""A job's life: stopped is by the user; lost means its process can no longer be told apart."""
+
+LIVE_JOB_STATES: tuple[JobState, ...] = ("starting", "running", "stopping")
+"""The states in which a job's processes may still be running (and hold GPUs, write datasets)."""
+
+StopOutcome = Literal["stopped", "already_exited", "lost"]
+"""How a stop ended: lost means its pid belongs to another process now, so it was never signalled."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """One job, started by the agent or found running (external)."""
+
+    id: str
+    name: str
+    kind: str
+    state: JobState
+    argv: tuple[str, ...]
+    pid: int | None = None
+    pgid: int | None = None
+    dataset: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    exit_signal: str | None = None
+    gpu: bool = False
+    external: bool = False
+    log_path: str | None = None
+    code_sha256: str | None = None
+    """sha256 of the script in its argv when it started (None when there is no script file)."""
+    cwd: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchParams:
+    """Start configured job `job` (for `dataset` when it runs per dataset)."""
+
+    job: str
+    dataset: str | None = None
+    argv: tuple[str, ...] | None = None
+    """An edited argv for this launch only (still a list: never a shell string)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopParams:
+    """Stop job `job_id` safely: its stop signal, the grace, SIGTERM, SIGKILL."""
+
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopStep:
+    """One step of a stop, as it happened."""
+
+    action: str
+    """The signal sent, or "exited" when the group was found empty."""
+    at: float
+    pids: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StopResult:
+    """How a stop went."""
+
+    job: JobInfo
+    outcome: StopOutcome
+    steps: tuple[StopStep, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JobsParams:
+    """List every job."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobsList:
+    """Every job the agent knows, its own and external ones."""
+
+    jobs: tuple[JobInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """A job changed: launched, a stop step, exited."""
+
+    job: JobInfo
+    message: str

@@ -1,0 +1,131 @@
+"""The snapshot: everything the dashboard shows, taken at one moment, and its parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from agent.protocol.budget import generation_done
+from agent.protocol.drafter import DrafterEvaluation, ExportSummary
+from agent.protocol.jobs import JobInfo
+from agent.protocol.server import GpuSample, ServerStats
+
+DatasetStatus = Literal[
+    "pending",
+    "running",
+    "waiting_for_server",
+    "stalled",
+    "complete",
+    "over_budget",
+    "idle",
+    "error",
+]
+"""error: its files could not be read this time, so the figures are from the last good read."""
+
+StopConditionKind = Literal["budget", "max_samples", "all_prompts"]
+"""What ends the run writing a dataset."""
+
+Severity = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotParams:
+    """Asks for one snapshot now."""
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetProgress:
+    """One dataset's state, as the agent sees it on disk."""
+
+    name: str
+    prompts: int
+    responses: int
+    tokens: int
+    budget: int | None
+    corrupt_lines: int = 0
+    torn_tail_bytes: int = 0
+    tokens_per_s: float | None = None
+    eta_s: float | None = None
+    projected_tokens: int | None = None
+    projected_overrun_tokens: int | None = None
+    status: DatasetStatus = "idle"
+    responses_per_s: float | None = None
+    mean_tokens_per_response: float | None = None
+    stop_condition: StopConditionKind = "all_prompts"
+    target_responses: int | None = None
+    target_tokens: int | None = None
+    eta_low_s: float | None = None
+    eta_high_s: float | None = None
+    projected_overrun_hours: float | None = None
+    in_flight: int = 0
+    runner_state: str | None = None
+    runner_sha256: str | None = None
+    stale_code: bool = False
+    last_response_age_s: float | None = None
+    writer_active: bool = False
+    """True while a run (runner.json or an agent job) is writing this dataset."""
+    failed_prompts: int = 0
+    """Prompts that failed for good (errors.jsonl) and have no response: no run sends them again."""
+    writer: str | None = None
+    """Who writes it now, in words (pid, command line, how it was found); None when nobody."""
+    writer_pid: int | None = None
+    writer_stopped: bool = False
+    """Its writer is stopped (SIGSTOP): the dataset is stalled, and nobody else may write it."""
+
+    @property
+    def prompts_left(self) -> int:
+        """Prompts a run would still send: neither answered nor failed for good."""
+        return max(0, self.prompts - self.responses - self.failed_prompts)
+
+    @property
+    def generation_done(self) -> bool:
+        """Done with its budget, by the one rule the runner, the agent and the console share."""
+        return generation_done(self.tokens, self.budget, self.prompts_left)
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """Something the user should look at."""
+
+    kind: str
+    severity: Severity
+    message: str
+    subject: str = ""
+    raised_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingProgress:
+    """A training or hidden-states job, as its log tells it."""
+
+    job_id: str
+    step: int | None
+    total_steps: int | None
+    epoch: int | None
+    loss: float | None
+    learning_rate: float | None
+    acceptance_rate: float | None
+    acceptance_length: float | None
+    best_eval_acceptance: float | None
+    best_eval_step: int | None
+    eta_s: float | None
+    loss_history: tuple[float, ...] = ()
+    acceptance_history: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything the dashboard shows, taken at one moment."""
+
+    taken_at: float
+    host_name: str
+    datasets_root: str | None
+    datasets: tuple[DatasetProgress, ...]
+    alerts: tuple[Alert, ...] = ()
+    jobs: tuple[JobInfo, ...] = ()
+    server: ServerStats | None = None
+    gpus: tuple[GpuSample, ...] = ()
+    gpu_note: str = ""
+    training: tuple[TrainingProgress, ...] = ()
+    export: ExportSummary | None = None
+    evaluation: DrafterEvaluation | None = None

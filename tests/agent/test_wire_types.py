@@ -1,0 +1,72 @@
+"""The decoder's type rules: fixed value sets, unions, and what it does with fields it does not know."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from agent.protocol import (
+    ErrorCode,
+    Event,
+    ProtocolError,
+    Response,
+    StopResult,
+    WireTypeError,
+    decode,
+    from_wire,
+    parse_result,
+)
+
+JOB = {"id": "j1", "name": "inference", "kind": "inference", "state": "running", "argv": []}
+
+
+def event_line(data: object) -> bytes:
+    return json.dumps({"event": "job", "data": data}).encode()
+
+
+def test_a_value_outside_a_fixed_set_is_refused_naming_the_field_and_the_choices() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode(event_line({"job": JOB | {"state": "zombie"}, "message": "m"}))
+    assert caught.value.code == ErrorCode.INVALID_PARAMS
+    message = caught.value.message
+    assert "JobEvent.job.state" in message
+    assert "'zombie'" in message
+    assert "'starting', 'running', 'stopping', 'stopped'" in message
+
+
+def test_a_value_inside_the_fixed_set_is_kept() -> None:
+    event = decode(event_line({"job": JOB, "message": "m"}))
+    assert isinstance(event, Event)
+    assert event.data.job.state == "running"
+
+
+def test_a_result_with_an_unknown_outcome_is_refused() -> None:
+    response = Response(3, {"job": JOB, "outcome": "vanished", "steps": []})
+    with pytest.raises(ProtocolError, match=r"StopResult.outcome: expected one of 'stopped'"):
+        parse_result("jobs.stop", response)
+
+
+def test_a_fixed_set_refuses_a_value_of_another_type() -> None:
+    with pytest.raises(WireTypeError, match=r"StopResult.job.state: expected one of"):
+        from_wire(StopResult, {"job": JOB | {"state": 1}, "outcome": "stopped"})
+
+
+@dataclass(frozen=True)
+class Ambiguous:
+    value: int | str | None = None
+
+
+def test_a_union_of_two_real_types_is_refused_rather_than_guessed() -> None:
+    with pytest.raises(TypeError, match=r"Ambiguous.value: a union of 2 types is ambiguous"):
+        from_wire(Ambiguous, {"value": "7"})
+    with pytest.raises(TypeError, match="ambiguous"):
+        from_wire(Ambiguous, {"value": None})
+
+
+def test_unknown_fields_are_refused_at_any_depth_not_ignored() -> None:
+    with pytest.raises(ProtocolError, match=r"JobEvent.job: unknown field 'colour'"):
+        decode(event_line({"job": JOB | {"colour": "red"}, "message": "m"}))
+    with pytest.raises(ProtocolError, match=r"StopResult: unknown field 'extra'"):
+        parse_result("jobs.stop", Response(3, {"job": JOB, "outcome": "stopped", "extra": 1}))

@@ -1,0 +1,20 @@
+"""Cleanup for jobs a test left running: tests and fault scenarios share it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from pathlib import Path
+
+from agent.procfs import is_same_process
+
+
+def kill_leftover_jobs(state_dir: Path) -> None:
+    """SIGKILL the process group of every job a test left running (checked by start time)."""
+    for shim_file in state_dir.glob("jobs/*/shim.json"):
+        record = json.loads(shim_file.read_text())
+        if is_same_process(int(record["pid"]), int(record["start_ticks"])):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(record["pid"]), signal.SIGKILL)
