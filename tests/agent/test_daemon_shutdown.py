@@ -6,11 +6,10 @@ import asyncio
 import re
 from pathlib import Path
 
-from console.link.local_link import open_local_link
-
 from agent.attach import stop_daemon
 from agent.protocol import LogSubscribeParams, PipelineConfig
 from agent.state import StatePaths
+from console.link.local_link import open_local_link
 
 STEPS = (
     r"closing 1 console sessions",
