@@ -154,8 +154,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _tui(config: ConsoleConfig, host: str | None) -> int:
+    from console.link.host_connection import Opener
     from console.link.host_keys import pin_host_key
-    from console.link.hosts import Opener
     from console.link.ssh_link import open_ssh_link
     from console.ui.app import ConsoleApp
 

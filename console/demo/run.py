@@ -23,7 +23,7 @@ from console.demo.services import (
 )
 from console.demo.workspace import Workspace, build_workspace
 from console.link.agent_link import AgentLink
-from console.link.hosts import Opener
+from console.link.host_connection import Opener
 from console.link.local_link import open_local_link
 from console.link.ssh_link import open_ssh_link
 

@@ -1,6 +1,6 @@
 """The Textual app: wiring only. It owns the host links; screens get frozen data and say what they want.
 
-One HostSession per host runs as a worker for the app's whole life, so a link never depends on
+One HostConnection per host runs as a worker for the app's whole life, so a link never depends on
 which screen is showing. Messages from the links update the HostView of their host; the screen
 on display renders it. Every toast is sanitised and never read as markup: most of them carry
 names and reasons from a host.
@@ -32,8 +32,8 @@ from agent.protocol import (
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.deploy import FilePlan
+from console.link.host_connection import HostConnection, LinkState, Opener
 from console.link.host_keys import OfferedKey
-from console.link.hosts import HostSession, LinkState, Opener
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.safe_text import sanitise
 from console.ui.actions.deploy import DeployActions
@@ -84,8 +84,8 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
             name: HostView(name, LinkState(name, "connecting"), monotonic=monotonic)
             for name in openers
         }
-        self.sessions = {
-            name: HostSession(name, opener, self._state_changed, self._event_arrived)
+        self.connections = {
+            name: HostConnection(name, opener, self._state_changed, self._event_arrived)
             for name, opener in openers.items()
         }
         self.current = next(iter(openers))
@@ -94,8 +94,10 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         """Start every link, show the dashboard, refresh ages once a second."""
         self.theme = self.initial_theme
         _ = self.push_screen(DashboardScreen())
-        for name, session in self.sessions.items():
-            self.run_worker(session.run(), name=f"link {name}", group="links", exit_on_error=False)
+        for name, connection in self.connections.items():
+            self.run_worker(
+                connection.run(), name=f"link {name}", group="links", exit_on_error=False
+            )
         self.set_interval(1.0, self._render_current)
 
     def notify(
@@ -136,8 +138,8 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
 
     async def on_unmount(self) -> None:
         """Close every link so no agent bridge is left behind."""
-        for session in self.sessions.values():
-            await session.close()
+        for connection in self.connections.values():
+            await connection.close()
 
     # ------------------------------------------------------------ from the links
 
@@ -160,7 +162,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
                 timeout=10,
             )
             self.offer_evaluation(message.host, alert, message.snapshot.jobs)
-        view.take(message.snapshot)
+        view.record_snapshot(message.snapshot)
         if message.host == self.current:
             self._render_current()
 
@@ -189,7 +191,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
                     message.host,
                     event.data.name,
                 ):
-                    screen.take(event.data)
+                    screen.append_chunk(event.data)
         elif isinstance(event.data, JobEvent):
             self.notify(f"{message.host}: {event.data.message}")
 
@@ -200,7 +202,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
             if pin and pinner is not None and state.offered_key is not None:
                 path = pinner(state.offered_key)
                 self.notify(f"{state.host}: pinned {state.offered_key.fingerprint} in {path}")
-                self.sessions[state.host].retry_now()
+                self.connections[state.host].retry_now()
 
         _ = self.push_screen(
             TrustScreen(state.host, state.detail, state.offered_key if pinner else None), answered
@@ -238,11 +240,11 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
 
     def action_reconnect(self) -> None:
         """Retry the link of the host on screen now."""
-        self.sessions[self.current].retry_now()
+        self.connections[self.current].retry_now()
 
     async def action_logs(self) -> None:
         """The selected job's log, else the SGLang log, else the agent's own."""
-        session = self.sessions[self.current]
+        connection = self.connections[self.current]
         job_id = self._selected_job_id()
         snapshot = self.views[self.current].snapshot
         has_sglang = (
@@ -256,7 +258,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         screen = LogScreen(self.current, name)
         await self.push_screen(screen)
         try:
-            await session.follow_log(name, -256 * 1024)
+            await connection.follow_log(name, -256 * 1024)
         except LinkError as exc:
             self.notify(str(exc), severity="error")
 
@@ -264,7 +266,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         """Enter on a dataset opens its detail."""
         if event.data_table.id != "datasets" or event.row_key.value is None:
             return
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         if link is None:
             self.notify("no link to the host right now", severity="warning")
             return

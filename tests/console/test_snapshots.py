@@ -25,7 +25,7 @@ from agent.protocol import (
     Snapshot,
 )
 from console.link.agent_link import AgentLink
-from console.link.hosts import LinkState
+from console.link.host_connection import LinkState
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.help import HelpScreen
@@ -94,7 +94,7 @@ async def show_fixed(pilot: Pilot[Any]) -> None:
     view = app.views["gpu"]
     view.state = LinkState("gpu", "up", latency_ms=0.4, agent_version="0.1.0", since=NOW)
     for rate in (7_000.0, 7_200.0, 7_400.0, 7_300.0, 7_400.0):
-        view.take(SNAPSHOT, NOW)
+        view.record_snapshot(SNAPSHOT, NOW)
         view.throughput[-1] = rate
     app._render_current()
     await pilot.pause()
@@ -126,7 +126,7 @@ def test_log_viewer(snap_compare: Any, theme: str) -> None:
             "ERROR: CUDA out of memory while allocating the KV cache\n",
             "[2026-11-29 10:00:03 TP0] Decode batch, #running-req: 63, #token: 90011, token usage: 0.80, gen throughput (token/s): 7391.00\n",
         ])  # fmt: skip
-        screen.take(LogChunk("sglang", 0, len(text), text, len(text), 1))
+        screen.append_chunk(LogChunk("sglang", 0, len(text), text, len(text), 1))
         await pilot.pause(0.3)
 
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)

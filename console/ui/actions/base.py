@@ -19,7 +19,7 @@ from agent.protocol import (
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.deploy import FilePlan
-from console.link.hosts import HostSession
+from console.link.host_connection import HostConnection
 from console.model.host_view import HostView
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
@@ -27,11 +27,11 @@ from console.ui.screens.dashboard import DashboardScreen
 STOP_TIMEOUT_S = 600.0
 
 
-class AppState(App[None]):
-    """The app's state, as the action groups see it."""
+class ActionsMixin(App[None]):
+    """A mixin of the app: the state the action groups share, and the helpers several use."""
 
     views: dict[str, HostView]
-    sessions: dict[str, HostSession]
+    connections: dict[str, HostConnection]
     current: str
     host_configs: dict[str, HostConfig]
     read_only: frozenset[str]
@@ -43,7 +43,7 @@ class AppState(App[None]):
                 f"{self.current} is read-only: nothing can be changed from here", severity="warning"
             )
             return None
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         if link is None:
             self.notify("no link to the host right now", severity="warning")
         return link
@@ -62,7 +62,7 @@ class AppState(App[None]):
         )
 
     async def _stop(self, job_id: str, name: str) -> None:
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         if link is None:
             self.notify("no link to the host right now", severity="error")
             return

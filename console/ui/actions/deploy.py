@@ -11,13 +11,13 @@ from console.link.agent_link import AgentLink, LinkError
 from console.link.bundle import local_bundle
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.link.redeploy import redeploy
-from console.ui.actions.base import AppState
+from console.ui.actions.base import ActionsMixin
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.deploy import DeployScreen, DiffScreen
 from console.ui.screens.redeploy import RedeployScreen
 
 
-class DeployActions(AppState):
+class DeployActions(ActionsMixin):
     """d: drift, diff, deploy, rollback; R: kill, deploy, restart."""
 
     async def _plan(self, link: AgentLink) -> list[FilePlan] | None:
@@ -52,14 +52,14 @@ class DeployActions(AppState):
 
     async def action_show_diff(self, remote: str) -> None:
         """One file's diff."""
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         plan = next((p for p in self.plans if p.remote == remote), None)
         if link is not None and plan is not None:
             _ = self.push_screen(DiffScreen(await unified_diff(link, plan)))
 
     async def action_show_pending_diff(self) -> None:
         """The diff of every file a redeploy would deploy."""
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         if link is not None:
             diffs = [
                 await unified_diff(link, plan) for plan in self.plans if plan.status == "changed"
@@ -140,7 +140,7 @@ class DeployActions(AppState):
         )
 
     async def _redeploy(self, job_id: str, argv: tuple[str, ...] | None) -> None:
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         config = self.host_configs.get(self.current) or HostConfig(
             self.current, SshTarget(self.current)
         )

@@ -10,13 +10,13 @@ import secrets
 
 from agent.protocol import Alert, JobInfo, LaunchParams
 from console.link.agent_link import AgentRequestError, LinkError
-from console.ui.actions.base import AppState
+from console.ui.actions.base import ActionsMixin
 from console.ui.screens.export import ExportScreen
 
 ACTIVE = ("starting", "running", "stopping")
 
 
-class EvaluateActions(AppState):
+class EvaluateActions(ActionsMixin):
     """The drafter's evaluation and the export's report."""
 
     def _configured(self, *kinds: str) -> list[str]:

@@ -7,12 +7,12 @@ import secrets
 from agent.protocol import DatasetProgress, JobInfo, LaunchParams
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.model.pipeline_view import ACTIVE
-from console.ui.actions.base import AppState
+from console.ui.actions.base import ActionsMixin
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
 
 
-class GenerateActions(AppState):
+class GenerateActions(ActionsMixin):
     """g and G: the configured per-dataset inference job, never twice on one dataset."""
 
     async def action_generate(self) -> None:

@@ -13,11 +13,11 @@ from agent.protocol import (
 )
 from console.config import HostConfig
 from console.link.agent_link import AgentRequestError, LinkError
-from console.ui.actions.base import STOP_TIMEOUT_S, AppState
+from console.ui.actions.base import STOP_TIMEOUT_S, ActionsMixin
 from console.ui.screens.confirm import ConfirmScreen
 
 
-class JobActions(AppState):
+class JobActions(ActionsMixin):
     """k: stop; v, t, s: start by kind, behind the GPU guard."""
 
     def action_stop_job(self) -> None:
@@ -115,7 +115,7 @@ class JobActions(AppState):
         )
 
     async def _hand_over(self, holders: list[JobInfo], job_name: str) -> None:
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         if link is None:
             return
         before = self._gpu_used_gib()

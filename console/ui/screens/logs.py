@@ -89,7 +89,7 @@ class LogScreen(Screen[None]):
         self._update_status()
         self.set_interval(FLUSH_S, self._flush)
 
-    def take(self, chunk: LogChunk) -> None:
+    def append_chunk(self, chunk: LogChunk) -> None:
         """New lines from the agent (a reset starts over)."""
         if chunk.reset:
             self.lines.clear()
