@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from textual.app import SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.markup import escape
 from textual.notifications import SeverityLevel
@@ -61,6 +61,10 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(c.key, c.action, c.description, show=c.show) for c in COMMANDS),
         Binding("colon", "command_palette", "Palette", show=False),
+        # Any binding to command_palette stops Textual adding its own ctrl+p one: keep it here.
+        Binding(
+            App.COMMAND_PALETTE_BINDING, "command_palette", "Palette", show=False, priority=True
+        ),
     ]
 
     def __init__(

@@ -81,7 +81,7 @@ class LogScreen(Screen[None]):
         yield Static(id="log-status")
         yield Log(id="log-view", max_lines=MAX_LINES, highlight=True)
         yield Input(id="log-prompt", classes="-hidden")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the command table decides the footer
 
     def on_mount(self) -> None:
         """Show the status line; write new lines in batches."""
