@@ -153,7 +153,9 @@ def test_confirm_stop(snap_compare: Any, theme: str) -> None:
         app = pilot.app
         assert isinstance(app, ConsoleApp)
         await app.push_screen(
-            ConfirmScreen("Stop inference?", app._stop_consequences("inference-B3_math-1"), "Stop")
+            ConfirmScreen(
+                "Stop inference?", app._stop_consequences("gpu", "inference-B3_math-1"), "Stop"
+            )
         )
 
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)

@@ -37,32 +37,35 @@ class ActionsMixin(App[None]):
     read_only: frozenset[str]
     plans: list[FilePlan]
 
-    def _mutable_link(self) -> AgentLink | None:
-        if self.current in self.read_only:
+    def _mutable_link(self, host: str) -> AgentLink | None:
+        if host in self.read_only:
             self.notify(
-                f"{self.current} is read-only: nothing can be changed from here", severity="warning"
+                f"{host} is read-only: nothing can be changed from here", severity="warning"
             )
             return None
-        link = self.connections[self.current].link
+        link = self.connections[host].link
         if link is None:
             self.notify("no link to the host right now", severity="warning")
         return link
 
-    def _jobs(self) -> tuple[JobInfo, ...]:
-        snapshot = self.views[self.current].snapshot
+    def _jobs(self, host: str) -> tuple[JobInfo, ...]:
+        snapshot = self.views[host].snapshot
         return snapshot.jobs if snapshot else ()
 
-    def _offer_stop(self, job: JobInfo) -> None:
+    def _offer_stop(self, host: str, job: JobInfo) -> None:
+        """Ask, then stop `job` on `host`: the host asked about, whatever is on screen by then."""
+
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.run_worker(self._stop(job.id, job.name), group="actions", exit_on_error=False)
+                self.run_worker(
+                    self._stop(host, job.id, job.name), group="actions", exit_on_error=False
+                )
 
-        _ = self.push_screen(
-            ConfirmScreen(f"Stop {job.name}?", self._stop_consequences(job.id), "Stop"), confirmed
-        )
+        consequences = self._stop_consequences(host, job.id)
+        _ = self.push_screen(ConfirmScreen(f"Stop {job.name}?", consequences, "Stop"), confirmed)
 
-    async def _stop(self, job_id: str, name: str) -> None:
-        link = self.connections[self.current].link
+    async def _stop(self, host: str, job_id: str, name: str) -> None:
+        link = self.connections[host].link
         if link is None:
             self.notify("no link to the host right now", severity="error")
             return
@@ -88,11 +91,11 @@ class ActionsMixin(App[None]):
             return None
         return next((job for job in snapshot.jobs if job.id == job_id), None)
 
-    def _stop_consequences(self, job_id: str) -> str:
-        snapshot = self.views[self.current].snapshot
+    def _stop_consequences(self, host: str, job_id: str) -> str:
+        snapshot = self.views[host].snapshot
         assert snapshot is not None
         job = next(job for job in snapshot.jobs if job.id == job_id)
-        lines = [f"{self.current}: {job.name} (pid {job.pid}, process group {job.pgid}) will get its stop "
+        lines = [f"{host}: {job.name} (pid {job.pid}, process group {job.pgid}) will get its stop "
                  "signal, then SIGTERM and SIGKILL if it does not exit within its grace."]  # fmt: skip
         dataset = next((d for d in snapshot.datasets if d.name == job.dataset), None)
         if dataset is not None:

@@ -29,12 +29,12 @@ class EvaluateActions(ActionsMixin):
         config = self.host_configs.get(self.current)
         argv = config.pipeline.jobs[evaluate_job].argv if config else ()
         kinds = ("drafter_server", "server") if "--baseline" in argv else ("drafter_server",)
-        running = {job.name for job in self._jobs() if job.state in ACTIVE}
+        running = {job.name for job in self._jobs(self.current) if job.state in ACTIVE}
         return [name for name in self._configured(*kinds) if name not in running]
 
     async def action_evaluate_drafter(self) -> None:
         """Start what the evaluation needs, then the evaluation; its verdict comes to the panel."""
-        link = self._mutable_link()
+        link = self._mutable_link(self.current)
         names = self._configured("evaluate")
         if link is None:
             return

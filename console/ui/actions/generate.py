@@ -17,7 +17,7 @@ class GenerateActions(ActionsMixin):
 
     async def action_generate(self) -> None:
         """Start the inference job on the selected dataset, unless something writes it already."""
-        link, job_name = self._mutable_link(), self._inference_job()
+        link, job_name = self._mutable_link(self.current), self._inference_job()
         dataset = self._selected_dataset()
         if link is None or job_name is None:
             return
@@ -31,7 +31,7 @@ class GenerateActions(ActionsMixin):
 
     def action_generate_all(self) -> None:
         """Start the inference job on every dataset that is neither complete nor being written."""
-        link, job_name = self._mutable_link(), self._inference_job()
+        link, job_name = self._mutable_link(self.current), self._inference_job()
         if link is None or job_name is None:
             return
         snapshot = self.views[self.current].snapshot
@@ -73,7 +73,9 @@ class GenerateActions(ActionsMixin):
 
     def _why_not(self, dataset: DatasetProgress) -> str | None:
         """Why generation should not start on `dataset` now, or None when it should."""
-        writers = [j for j in self._jobs() if j.dataset == dataset.name and j.state in ACTIVE]
+        writers = [
+            j for j in self._jobs(self.current) if j.dataset == dataset.name and j.state in ACTIVE
+        ]
         if writers:
             return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
         if dataset.writer:  # a lock holder or an old script with the file open: one writer only
