@@ -9,6 +9,7 @@ names and reasons from a host.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import DataTable
+from textual.worker import Worker, WorkerState
 
 from agent.protocol import (
     DatasetDetail,
@@ -32,7 +34,7 @@ from agent.protocol import (
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.deploy import FilePlan
-from console.link.host_connection import HostConnection, LinkState, Opener
+from console.link.host_connection import BACKOFF_S, HostConnection, LinkState, Opener
 from console.link.host_keys import OfferedKey
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.safe_text import sanitise
@@ -41,6 +43,7 @@ from console.ui.actions.evaluate import EvaluateActions
 from console.ui.actions.generate import GenerateActions
 from console.ui.actions.jobs import JobActions
 from console.ui.commands import COMMANDS
+from console.ui.log_file import attach_log_file, detach_log_file
 from console.ui.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.dataset import DatasetScreen
@@ -51,6 +54,10 @@ from console.ui.screens.trust import TrustScreen
 from console.ui.themes import themes_dir
 
 Pinner = Callable[[OfferedKey], Path]
+LINK_WORKER = "link "
+"""The name of a host's link worker is this and the host's name."""
+
+log = logging.getLogger(__name__)
 
 
 class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
@@ -76,8 +83,12 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         theme: str = "textual-dark",
         monotonic: Callable[[], float] = time.monotonic,
         host_configs: Mapping[str, HostConfig] | None = None,
+        log_path: Path | None = None,
     ) -> None:
         super().__init__()
+        self.log_path = log_path
+        self._log_handler: logging.Handler | None = None
+        self._link_failures: dict[str, int] = {}
         self.host_configs = dict(host_configs or {})
         self.plans: list[FilePlan] = []
         self.clock = clock
@@ -94,15 +105,44 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         }
         self.current = next(iter(openers))
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         """Start every link, show the dashboard, refresh ages once a second."""
         self.theme = self.initial_theme
+        if self.log_path is not None:
+            self._log_handler = attach_log_file(self.log_path)
         _ = self.push_screen(DashboardScreen())
-        for name, connection in self.connections.items():
-            self.run_worker(
-                connection.run(), name=f"link {name}", group="links", exit_on_error=False
-            )
+        for name in self.connections:
+            await self._start_link(name)
         self.set_interval(1.0, self._render_current)
+
+    async def _start_link(self, host: str) -> None:
+        connection = self.connections[host]
+        await connection.close()  # a link left open by a worker that failed
+        self.run_worker(
+            connection.run(), name=LINK_WORKER + host, group="links", exit_on_error=False
+        )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that failed is heard: its traceback logged, its link restarted or its error shown."""
+        worker, error = event.worker, event.worker.error
+        if event.state != WorkerState.ERROR or error is None:
+            return
+        log.error("worker %r failed", worker.name, exc_info=error)
+        reason = f"{type(error).__name__}: {error}"
+        if worker.group == "links":
+            self._restart_link(worker.name.removeprefix(LINK_WORKER), reason)
+            return
+        where = f"; the traceback is in {self.log_path}" if self.log_path else ""
+        self.notify(f"{worker.name} failed: {reason}{where}", severity="error", timeout=30)
+
+    def _restart_link(self, host: str, reason: str) -> None:
+        failures = self._link_failures[host] = self._link_failures.get(host, 0) + 1
+        delay = BACKOFF_S[min(failures, len(BACKOFF_S)) - 1]
+        detail = f"the link failed unexpectedly ({reason}); restarting in {delay:g} s"
+        self.post_message(
+            LinkChanged(LinkState(host, "down", detail, retry_at=time.time() + delay))
+        )
+        self.set_timer(delay, functools.partial(self._start_link, host))
 
     def notify(
         self,
@@ -144,6 +184,8 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         """Close every link so no agent bridge is left behind."""
         for connection in self.connections.values():
             await connection.close()
+        if self._log_handler is not None:
+            detach_log_file(self._log_handler)
 
     # ------------------------------------------------------------ from the links
 
@@ -175,6 +217,8 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         view = self.views[message.state.host]
         before, view.state = view.state.status, message.state
         after = message.state.status
+        if after == "up":
+            self._link_failures.pop(view.name, None)
         if before == "up" and after == "down":
             self.notify(
                 f"{view.name}: link lost ({message.state.detail}); reconnecting", severity="warning"

@@ -58,7 +58,10 @@ class ActionsMixin(App[None]):
         def confirmed(answer: bool | None) -> None:
             if answer:
                 self.run_worker(
-                    self._stop(host, job.id, job.name), group="actions", exit_on_error=False
+                    self._stop(host, job.id, job.name),
+                    name=f"the stop of {job.name}",
+                    group="actions",
+                    exit_on_error=False,
                 )
 
         consequences = self._stop_consequences(host, job.id)

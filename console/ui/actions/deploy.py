@@ -75,7 +75,12 @@ class DeployActions(ActionsMixin):
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.run_worker(self._deploy(host, pending), group="actions", exit_on_error=False)
+                self.run_worker(
+                    self._deploy(host, pending),
+                    name="the deploy",
+                    group="actions",
+                    exit_on_error=False,
+                )
 
         listing = "\n".join(f"{plan.status}: {plan.remote}" for plan in pending)
         _ = self.push_screen(
@@ -133,7 +138,10 @@ class DeployActions(ActionsMixin):
             if argv is not None:
                 edited = None if argv == job.argv else argv
                 self.run_worker(
-                    self._redeploy(host, job.id, edited), group="actions", exit_on_error=False
+                    self._redeploy(host, job.id, edited),
+                    name=f"the redeploy of {job.name}",
+                    group="actions",
+                    exit_on_error=False,
                 )
 
         _ = self.push_screen(

@@ -43,7 +43,10 @@ class GenerateActions(ActionsMixin):
         def confirmed(answer: bool | None) -> None:
             if answer:
                 self.run_worker(
-                    self._launch(link, job_name, todo), group="actions", exit_on_error=False
+                    self._launch(link, job_name, todo),
+                    name=f"the start of {job_name}",
+                    group="actions",
+                    exit_on_error=False,
                 )
 
         text = f"{self.current}: start {job_name} on {len(todo)} dataset(s): {', '.join(todo)}."

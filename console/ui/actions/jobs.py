@@ -72,7 +72,12 @@ class JobActions(ActionsMixin):
             return
         self.notify(f"started {job.name} (pid group {job.pgid})")
         if kind == "server":
-            self.run_worker(self._await_ready(host, job.name), group="actions", exit_on_error=False)
+            self.run_worker(
+                self._await_ready(host, job.name),
+                name=f"the readiness watch of {job.name}",
+                group="actions",
+                exit_on_error=False,
+            )
 
     async def _await_ready(self, host: str, name: str, timeout_s: float = 900.0) -> None:
         """Say when the started server answers /health (the agent's probe), or that it never did."""
@@ -104,7 +109,10 @@ class JobActions(ActionsMixin):
         def confirmed(answer: bool | None) -> None:
             if answer:
                 self.run_worker(
-                    self._hand_over(host, holders, job_name), group="actions", exit_on_error=False
+                    self._hand_over(host, holders, job_name),
+                    name=f"the hand-over to {job_name}",
+                    group="actions",
+                    exit_on_error=False,
                 )
 
         names = ", ".join(f"{j.name} (pid {j.pid})" for j in holders) or "the holders"
