@@ -20,6 +20,7 @@ from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.deploy import FilePlan
 from console.link.host_connection import HostConnection
+from console.model.consequences import stop_consequences
 from console.model.host_view import HostView
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
@@ -97,14 +98,4 @@ class ActionsMixin(App[None]):
     def _stop_consequences(self, host: str, job_id: str) -> str:
         snapshot = self.views[host].snapshot
         assert snapshot is not None
-        job = next(job for job in snapshot.jobs if job.id == job_id)
-        lines = [f"{host}: {job.name} (pid {job.pid}, process group {job.pgid}) will get its stop "
-                 "signal, then SIGTERM and SIGKILL if it does not exit within its grace."]  # fmt: skip
-        dataset = next((d for d in snapshot.datasets if d.name == job.dataset), None)
-        if dataset is not None:
-            lines.append(
-                f"{dataset.name}: {dataset.responses:,} responses, {dataset.tokens:,} tokens of "
-                f"{dataset.budget or 0:,}; {dataset.in_flight} request(s) in flight will be drained, "
-                "or lost if it has to be killed. A restart resumes from the responses on disk."
-            )
-        return "\n".join(lines)
+        return stop_consequences(host, snapshot, job_id)
