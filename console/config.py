@@ -88,6 +88,12 @@ def config_search_path() -> list[Path]:
     return [Path.cwd() / CONFIG_NAME, user_dir / "eagle-console" / "config.toml"]
 
 
+def console_log_path() -> Path:
+    """The console's own log file, under the user's state dir (`doctor` shows where)."""
+    state_dir = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state_dir / "eagle-console" / "console.log"
+
+
 def load_config(path: Path | None = None) -> ConsoleConfig:
     """Read and check the config at `path`, or the first one on the search path."""
     if path is None:

@@ -1,6 +1,6 @@
 """Shared parts of the link scenarios (link_drops, blackhole): the real console link, set up.
 
-A loopback SSH server in its own process, the console's self-healing `HostSession` pointed at it
+A loopback SSH server in its own process, the console's self-healing `HostConnection` pointed at it
 over `open_ssh_link`, a job that writes numbered lines, and the check that the log bytes that
 crossed the link are the job's log file, byte for byte. Nothing here injects a fault.
 """
@@ -28,7 +28,7 @@ from agent.protocol import Event, JobInfo, JobsParams, JobSpec, LogChunk, Pipeli
 from agent.state import StatePaths
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
-from console.link.hosts import HostSession, LinkState
+from console.link.host_connection import HostConnection, LinkState
 from console.link.loopback_ssh import write_known_hosts
 from console.link.ssh_link import open_ssh_link
 from faults.result import ScenarioResult
@@ -169,19 +169,19 @@ async def agent_cleanup(state_dir: Path) -> AsyncIterator[None]:
 
 @dataclass
 class LinkWatch:
-    """Every state and log chunk the HostSession reported, with the monotonic time it came."""
+    """Every state and log chunk the HostConnection reported, with the monotonic time it came."""
 
     states: list[tuple[float, LinkState]] = field(default_factory=list)
     chunks: list[tuple[float, LogChunk]] = field(default_factory=list)
     session_error: str | None = None
-    """What `HostSession.run` (or its ending) raised: it should only ever be cancelled."""
+    """What `HostConnection.run` (or its ending) raised: it should only ever be cancelled."""
 
     def on_state(self, state: LinkState) -> None:
-        """HostSession's state callback."""
+        """HostConnection's state callback."""
         self.states.append((time.monotonic(), state))
 
     def on_event(self, host: str, event: Event) -> None:
-        """HostSession's event callback: keeps the log chunks."""
+        """HostConnection's event callback: keeps the log chunks."""
         if event.event == "log" and isinstance(event.data, LogChunk):
             self.chunks.append((time.monotonic(), event.data))
 
@@ -230,13 +230,13 @@ class LinkWatch:
 
 
 @contextlib.asynccontextmanager
-async def running_session(host: HostConfig, watch: LinkWatch) -> AsyncIterator[HostSession]:
-    """The console's HostSession over `open_ssh_link`, running until the block ends."""
+async def running_session(host: HostConfig, watch: LinkWatch) -> AsyncIterator[HostConnection]:
+    """The console's HostConnection over `open_ssh_link`, running until the block ends."""
 
     async def opener() -> AgentLink:
         return await open_ssh_link(host)
 
-    session = HostSession(host.name, opener, watch.on_state, watch.on_event)
+    session = HostConnection(host.name, opener, watch.on_state, watch.on_event)
     runner = asyncio.create_task(session.run(), name=f"host session {host.name}")
     try:
         yield session
@@ -253,18 +253,23 @@ async def running_session(host: HostConfig, watch: LinkWatch) -> AsyncIterator[H
 
 
 def report_session_error(result: ScenarioResult, watch: LinkWatch) -> None:
-    """A HostSession that raised instead of reconnecting breaks the link's first promise."""
+    """A HostConnection that raised instead of reconnecting breaks the link's first promise."""
     if watch.session_error is not None:
-        result.violate(f"HostSession.run raised {watch.session_error} instead of reconnecting")
+        result.violate(f"HostConnection.run raised {watch.session_error} instead of reconnecting")
 
 
-def is_up(session: HostSession) -> bool:
+def is_up(session: HostConnection) -> bool:
     """The link is up and usable."""
     return session.state.status == "up" and session.link is not None
 
 
 async def request_when_up(
-    session: HostSession, method: str, params: Any, *, key: str | None = None, timeout_s: float = 60
+    session: HostConnection,
+    method: str,
+    params: Any,
+    *,
+    key: str | None = None,
+    timeout_s: float = 60,
 ) -> Any:
     """Send a request on the session's link, waiting out drops; agent errors are raised."""
     deadline = time.monotonic() + timeout_s
@@ -303,13 +308,13 @@ class Ticker:
         return is_same_process(self.pid, self.start_ticks)
 
 
-async def own_jobs(session: HostSession) -> tuple[JobInfo, ...]:
+async def own_jobs(session: HostConnection) -> tuple[JobInfo, ...]:
     """The agent's own jobs (external processes left out)."""
     listed = await request_when_up(session, "jobs.list", JobsParams())
     return tuple(job for job in listed.jobs if not job.external)
 
 
-async def running_ticker(session: HostSession, job_id: str, timeout_s: float = 30) -> Ticker:
+async def running_ticker(session: HostConnection, job_id: str, timeout_s: float = 30) -> Ticker:
     """Wait until job `job_id` runs its child, and name that process."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -2,7 +2,7 @@
 
 The loopback SSH server runs as its own process and is frozen with SIGSTOP: its socket stays
 open and nothing comes back, no FIN, no RST, as when a route dies. The agent and its job run on
-in their own sessions. The console's `HostSession` (over `open_ssh_link`) must mark the link
+in their own sessions. The console's `HostConnection` (over `open_ssh_link`) must mark the link
 down within the bound its code gives: the SSH keepalive ends a silent connection after
 `KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT_MAX + 1)` without data, and the session's ping ends it
 after `PING_EVERY_S + PING_TIMEOUT_S`; the sooner of the two, plus 2 s. After SIGCONT the link
@@ -27,9 +27,9 @@ from pathlib import Path
 from types import ModuleType
 
 from agent.protocol import JobInfo, LaunchParams, StopParams
-from console.link import hosts, ssh_link
+from console.link import host_connection, ssh_link
 from console.link.agent_link import LinkError
-from console.link.hosts import HostSession
+from console.link.host_connection import HostConnection
 from faults._link_harness import (
     FIRST_CONNECT_S,
     TICKER,
@@ -55,7 +55,7 @@ QUICK_KEEPALIVE = {"KEEPALIVE_INTERVAL_S": 1, "KEEPALIVE_COUNT_MAX": 2}
 SLACK_S = 2.0
 RECOVER_WITHIN_S = 60.0
 SILENT_PING_S = 3600.0
-SHIPPED_PING_S = hosts.PING_EVERY_S
+SHIPPED_PING_S = host_connection.PING_EVERY_S
 
 
 async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
@@ -77,9 +77,9 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
         result.notes.append(
             f"keepalive {ssh_link.KEEPALIVE_INTERVAL_S} s x {ssh_link.KEEPALIVE_COUNT_MAX}"
             f"{' (shipped)' if scale.full else ' (lowered for the short run)'}, ping every "
-            f"{hosts.PING_EVERY_S:g} s with {hosts.PING_TIMEOUT_S:g} s timeout: bound "
+            f"{host_connection.PING_EVERY_S:g} s with {host_connection.PING_TIMEOUT_S:g} s timeout: bound "
             f"{detection_bound_s(ping=True):g} s, {detection_bound_s(ping=False):g} s for the "
-            f"keepalive alone (+{SLACK_S:g} s slack); link: HostSession over "
+            f"keepalive alone (+{SLACK_S:g} s slack); link: HostConnection over "
             "open_ssh_link to python -m console.link.loopback_ssh, frozen with SIGSTOP"
         )
     return result
@@ -88,7 +88,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
 def detection_bound_s(*, ping: bool) -> float:
     """How long the console's code may take to notice a silent link, at the current settings."""
     keepalive = ssh_link.KEEPALIVE_INTERVAL_S * (ssh_link.KEEPALIVE_COUNT_MAX + 1)
-    pinged = hosts.PING_EVERY_S + hosts.PING_TIMEOUT_S
+    pinged = host_connection.PING_EVERY_S + host_connection.PING_TIMEOUT_S
     return min(keepalive, pinged) if ping else float(keepalive)
 
 
@@ -109,7 +109,11 @@ class _Blackholes:
     """The trials of one run, and what they found."""
 
     def __init__(
-        self, result: ScenarioResult, session: HostSession, watch: LinkWatch, server: ServerProcess
+        self,
+        result: ScenarioResult,
+        session: HostConnection,
+        watch: LinkWatch,
+        server: ServerProcess,
     ) -> None:
         self.result = result
         self.session = session
@@ -133,13 +137,13 @@ class _Blackholes:
     async def _keepalive_alone(self, rng: random.Random, ticker: Ticker, number: int) -> bool:
         """One more black hole with the ping silenced: the SSH keepalive alone must notice."""
         label = f"trial {number} (ping silenced)"
-        with _patched(hosts, PING_EVERY_S=SILENT_PING_S):
+        with _patched(host_connection, PING_EVERY_S=SILENT_PING_S):
             return await self._silenced(label) and await self._trial(label, rng, ticker, ping=False)
 
     async def _silenced(self, label: str) -> bool:
         """Wait for the ping that precedes the pinger's long sleep: none is in flight after it."""
         since = time.monotonic()
-        within = SHIPPED_PING_S + hosts.PING_TIMEOUT_S + SLACK_S
+        within = SHIPPED_PING_S + host_connection.PING_TIMEOUT_S + SLACK_S
         if not await wait_for(lambda: self.watch.pinged_after(since) is not None, within):
             self.result.violate(f"{label}: no ping answered in {within:g} s before the black hole")
             return False

@@ -1,6 +1,6 @@
 """SSH connections reset and agent daemons restarted under a running job (fault plan §6.7).
 
-The console's own self-healing link (`console.link.hosts.HostSession` over `open_ssh_link`) follows a
+The console's own self-healing link (`console.link.host_connection.HostConnection` over `open_ssh_link`) follows a
 job's log through a loopback SSH server in its own process. Between them sits a TCP relay whose
 `cut` resets both sockets at once, as a network drop does; the agent daemon is restarted with
 `python -m agent stop` (the next attach starts a new one). The first launch is cut as soon as
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from agent.protocol import JobInfo, LaunchParams
 from console.link.agent_link import LinkError
-from console.link.hosts import HostSession
+from console.link.host_connection import HostConnection
 from faults._link_harness import (
     FIRST_CONNECT_S,
     TICKER,
@@ -80,7 +80,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
         finally:
             await relay.close()
     result.notes.append(
-        "link: console.link.hosts.HostSession over open_ssh_link, through a TCP relay whose cut resets "
+        "link: console.link.host_connection.HostConnection over open_ssh_link, through a TCP relay whose cut resets "
         "both sockets (RST); restart: python -m agent stop, then the reconnect's attach starts a "
         "new daemon; detection and recovery are timed from the cut or the stop command's start"
     )
@@ -91,7 +91,7 @@ class _Drill:
     """One run: the link, the relay to cut, the job, and the counts."""
 
     def __init__(
-        self, result: ScenarioResult, session: HostSession, watch: LinkWatch,
+        self, result: ScenarioResult, session: HostConnection, watch: LinkWatch,
         relay: CuttableRelay, state_dir: Path,
     ) -> None:  # fmt: skip
         self.result = result

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
-from console.config import ConfigError, ConsoleConfig, HostConfig, load_config
+from console.config import ConfigError, ConsoleConfig, HostConfig, console_log_path, load_config
 from console.link.agent_link import LinkError
 from console.model.safe_text import literal, sanitise_lines
 
@@ -154,8 +154,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _tui(config: ConsoleConfig, host: str | None) -> int:
+    from console.link.host_connection import Opener
     from console.link.host_keys import pin_host_key
-    from console.link.hosts import Opener
     from console.link.ssh_link import open_ssh_link
     from console.ui.app import ConsoleApp
 
@@ -170,7 +170,7 @@ def _tui(config: ConsoleConfig, host: str | None) -> int:
     pinners = {h.name: functools.partial(pin_host_key, h) for h in hosts}
     ConsoleApp(
         openers, frozenset(h.name for h in hosts if h.read_only), pinners,
-        host_configs={h.name: h for h in hosts},
+        host_configs={h.name: h for h in hosts}, log_path=console_log_path(),
     ).run()  # fmt: skip
     return EXIT_OK
 
@@ -221,7 +221,11 @@ def _doctor(host: HostConfig) -> int:
     from console.cli.doctor import run_doctor
 
     checks = asyncio.run(run_doctor(host))
-    print_checks(checks, Console(highlight=False, soft_wrap=True))
+    out = Console(highlight=False, soft_wrap=True)
+    print_checks(checks, out)
+    out.print(
+        literal(f"the console's own log (its failures, with tracebacks): {console_log_path()}")
+    )
     return EXIT_OK if all(check.ok for check in checks) else EXIT_FAILURE
 
 

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from console.config import HostConfig
+from console.config import HostConfig, console_log_path
 from console.demo.config_file import write_demo_config
 from console.demo.interrupts import DemoInterrupts
 from console.demo.processes import end_demo_processes
@@ -23,7 +23,7 @@ from console.demo.services import (
 )
 from console.demo.workspace import Workspace, build_workspace
 from console.link.agent_link import AgentLink
-from console.link.hosts import Opener
+from console.link.host_connection import Opener
 from console.link.local_link import open_local_link
 from console.link.ssh_link import open_ssh_link
 
@@ -91,7 +91,7 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
 def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts) -> None:
     from console.ui.app import ConsoleApp
 
-    app = ConsoleApp({"demo": opener}, host_configs={"demo": host})
+    app = ConsoleApp({"demo": opener}, host_configs={"demo": host}, log_path=console_log_path())
 
     def exit_soon() -> None:  # called from a signal handler: only schedule
         asyncio.get_running_loop().call_soon_threadsafe(app.exit)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent.protocol import Alert, Snapshot
-from console.link.hosts import LinkState
+from console.link.host_connection import LinkState
 from console.model.safe_text import sanitise
 
 THROUGHPUT_POINTS = 120
@@ -36,7 +36,7 @@ class HostView:
     )
     monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
 
-    def take(self, snapshot: Snapshot, now: float | None = None) -> None:
+    def record_snapshot(self, snapshot: Snapshot, now: float | None = None) -> None:
         """Keep a new snapshot (received at monotonic time `now`) and extend the throughput."""
         self.snapshot = snapshot
         self.received_at = self.monotonic() if now is None else now

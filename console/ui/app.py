@@ -1,6 +1,6 @@
 """The Textual app: wiring only. It owns the host links; screens get frozen data and say what they want.
 
-One HostSession per host runs as a worker for the app's whole life, so a link never depends on
+One HostConnection per host runs as a worker for the app's whole life, so a link never depends on
 which screen is showing. Messages from the links update the HostView of their host; the screen
 on display renders it. Every toast is sanitised and never read as markup: most of them carry
 names and reasons from a host.
@@ -9,17 +9,19 @@ names and reasons from a host.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from textual.app import SystemCommand
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import DataTable
+from textual.worker import Worker, WorkerState
 
 from agent.protocol import (
     DatasetDetail,
@@ -32,8 +34,8 @@ from agent.protocol import (
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.deploy import FilePlan
+from console.link.host_connection import BACKOFF_S, HostConnection, LinkState, Opener
 from console.link.host_keys import OfferedKey
-from console.link.hosts import HostSession, LinkState, Opener
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.safe_text import sanitise
 from console.ui.actions.deploy import DeployActions
@@ -41,6 +43,7 @@ from console.ui.actions.evaluate import EvaluateActions
 from console.ui.actions.generate import GenerateActions
 from console.ui.actions.jobs import JobActions
 from console.ui.commands import COMMANDS
+from console.ui.log_file import attach_log_file, detach_log_file
 from console.ui.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.dataset import DatasetScreen
@@ -51,6 +54,10 @@ from console.ui.screens.trust import TrustScreen
 from console.ui.themes import themes_dir
 
 Pinner = Callable[[OfferedKey], Path]
+LINK_WORKER = "link "
+"""The name of a host's link worker is this and the host's name."""
+
+log = logging.getLogger(__name__)
 
 
 class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
@@ -61,6 +68,10 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(c.key, c.action, c.description, show=c.show) for c in COMMANDS),
         Binding("colon", "command_palette", "Palette", show=False),
+        # Any binding to command_palette stops Textual adding its own ctrl+p one: keep it here.
+        Binding(
+            App.COMMAND_PALETTE_BINDING, "command_palette", "Palette", show=False, priority=True
+        ),
     ]
 
     def __init__(
@@ -72,8 +83,12 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         theme: str = "textual-dark",
         monotonic: Callable[[], float] = time.monotonic,
         host_configs: Mapping[str, HostConfig] | None = None,
+        log_path: Path | None = None,
     ) -> None:
         super().__init__()
+        self.log_path = log_path
+        self._log_handler: logging.Handler | None = None
+        self._link_failures: dict[str, int] = {}
         self.host_configs = dict(host_configs or {})
         self.plans: list[FilePlan] = []
         self.clock = clock
@@ -84,19 +99,50 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
             name: HostView(name, LinkState(name, "connecting"), monotonic=monotonic)
             for name in openers
         }
-        self.sessions = {
-            name: HostSession(name, opener, self._state_changed, self._event_arrived)
+        self.connections = {
+            name: HostConnection(name, opener, self._state_changed, self._event_arrived)
             for name, opener in openers.items()
         }
         self.current = next(iter(openers))
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         """Start every link, show the dashboard, refresh ages once a second."""
         self.theme = self.initial_theme
+        if self.log_path is not None:
+            self._log_handler = attach_log_file(self.log_path)
         _ = self.push_screen(DashboardScreen())
-        for name, session in self.sessions.items():
-            self.run_worker(session.run(), name=f"link {name}", group="links", exit_on_error=False)
+        for name in self.connections:
+            await self._start_link(name)
         self.set_interval(1.0, self._render_current)
+
+    async def _start_link(self, host: str) -> None:
+        connection = self.connections[host]
+        await connection.close()  # a link left open by a worker that failed
+        self.run_worker(
+            connection.run(), name=LINK_WORKER + host, group="links", exit_on_error=False
+        )
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that failed is heard: its traceback logged, its link restarted or its error shown."""
+        worker, error = event.worker, event.worker.error
+        if event.state != WorkerState.ERROR or error is None:
+            return
+        log.error("worker %r failed", worker.name, exc_info=error)
+        reason = f"{type(error).__name__}: {error}"
+        if worker.group == "links":
+            self._restart_link(worker.name.removeprefix(LINK_WORKER), reason)
+            return
+        where = f"; the traceback is in {self.log_path}" if self.log_path else ""
+        self.notify(f"{worker.name} failed: {reason}{where}", severity="error", timeout=30)
+
+    def _restart_link(self, host: str, reason: str) -> None:
+        failures = self._link_failures[host] = self._link_failures.get(host, 0) + 1
+        delay = BACKOFF_S[min(failures, len(BACKOFF_S)) - 1]
+        detail = f"the link failed unexpectedly ({reason}); restarting in {delay:g} s"
+        self.post_message(
+            LinkChanged(LinkState(host, "down", detail, retry_at=time.time() + delay))
+        )
+        self.set_timer(delay, functools.partial(self._start_link, host))
 
     def notify(
         self,
@@ -136,8 +182,10 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
 
     async def on_unmount(self) -> None:
         """Close every link so no agent bridge is left behind."""
-        for session in self.sessions.values():
-            await session.close()
+        for connection in self.connections.values():
+            await connection.close()
+        if self._log_handler is not None:
+            detach_log_file(self._log_handler)
 
     # ------------------------------------------------------------ from the links
 
@@ -160,7 +208,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
                 timeout=10,
             )
             self.offer_evaluation(message.host, alert, message.snapshot.jobs)
-        view.take(message.snapshot)
+        view.record_snapshot(message.snapshot)
         if message.host == self.current:
             self._render_current()
 
@@ -169,6 +217,8 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         view = self.views[message.state.host]
         before, view.state = view.state.status, message.state
         after = message.state.status
+        if after == "up":
+            self._link_failures.pop(view.name, None)
         if before == "up" and after == "down":
             self.notify(
                 f"{view.name}: link lost ({message.state.detail}); reconnecting", severity="warning"
@@ -189,7 +239,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
                     message.host,
                     event.data.name,
                 ):
-                    screen.take(event.data)
+                    screen.append_chunk(event.data)
         elif isinstance(event.data, JobEvent):
             self.notify(f"{message.host}: {event.data.message}")
 
@@ -200,7 +250,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
             if pin and pinner is not None and state.offered_key is not None:
                 path = pinner(state.offered_key)
                 self.notify(f"{state.host}: pinned {state.offered_key.fingerprint} in {path}")
-                self.sessions[state.host].retry_now()
+                self.connections[state.host].retry_now()
 
         _ = self.push_screen(
             TrustScreen(state.host, state.detail, state.offered_key if pinner else None), answered
@@ -238,11 +288,11 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
 
     def action_reconnect(self) -> None:
         """Retry the link of the host on screen now."""
-        self.sessions[self.current].retry_now()
+        self.connections[self.current].retry_now()
 
     async def action_logs(self) -> None:
         """The selected job's log, else the SGLang log, else the agent's own."""
-        session = self.sessions[self.current]
+        connection = self.connections[self.current]
         job_id = self._selected_job_id()
         snapshot = self.views[self.current].snapshot
         has_sglang = (
@@ -256,7 +306,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         screen = LogScreen(self.current, name)
         await self.push_screen(screen)
         try:
-            await session.follow_log(name, -256 * 1024)
+            await connection.follow_log(name, -256 * 1024)
         except LinkError as exc:
             self.notify(str(exc), severity="error")
 
@@ -264,7 +314,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         """Enter on a dataset opens its detail."""
         if event.data_table.id != "datasets" or event.row_key.value is None:
             return
-        link = self.sessions[self.current].link
+        link = self.connections[self.current].link
         if link is None:
             self.notify("no link to the host right now", severity="warning")
             return

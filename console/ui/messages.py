@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from agent.protocol import Event, Snapshot
-from console.link.hosts import LinkState
+from console.link.host_connection import LinkState
 
 
 @dataclass

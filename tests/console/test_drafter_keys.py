@@ -56,7 +56,7 @@ def export_states(app: ConsoleApp) -> list[str]:
 
 
 async def stop_all(app: ConsoleApp) -> None:
-    link = app.sessions["gpu"].link
+    link = app.connections["gpu"].link
     snapshot = app.views["gpu"].snapshot
     assert link is not None
     for job in snapshot.jobs if snapshot else ():

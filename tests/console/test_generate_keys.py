@@ -26,7 +26,7 @@ def live_jobs(app: ConsoleApp) -> list[JobInfo]:
 
 
 async def stop_all(app: ConsoleApp) -> None:
-    link = app.sessions["gpu"].link
+    link = app.connections["gpu"].link
     assert link is not None
     for job in live_jobs(app):
         await link.request(

@@ -77,7 +77,7 @@ async def test_t_offers_to_stop_the_server_first(state_dir: Path) -> None:
             pilot,
             lambda: any(j.name == "train" and j.state == "running" for j in running_jobs(app)),
         )
-        link = app.sessions["gpu"].link
+        link = app.connections["gpu"].link
         assert link is not None
         for job in running_jobs(app):
             await link.request(

@@ -7,7 +7,7 @@ from typing import Any
 
 from agent.protocol import Event, LogLagged, LogSubscribeParams
 from console.link.agent_link import AgentLink
-from console.link.hosts import HostSession
+from console.link.host_connection import HostConnection
 
 
 class RecordingLink:
@@ -29,23 +29,23 @@ async def never() -> AgentLink:
 
 async def test_a_lagged_log_is_followed_again_from_its_resume_offset() -> None:
     events: list[Event] = []
-    session = HostSession("gpu", never, lambda state: None, lambda host, e: events.append(e))
+    connection = HostConnection("gpu", never, lambda state: None, lambda host, e: events.append(e))
     link = RecordingLink()
-    session.link = link  # type: ignore[assignment]
-    session.log_offsets["sglang"] = (100, 7)
+    connection.link = link  # type: ignore[assignment]
+    connection.log_offsets["sglang"] = (100, 7)
     notice = Event("log_lagged", LogLagged("sglang", 4096, 7, "the console fell behind"))
-    session._take(notice)
+    connection._handle_event(notice)
     await asyncio.wait_for(link.asked.wait(), 5)
     assert link.requests == [("logs.subscribe", LogSubscribeParams("sglang", 4096, 7))]
-    assert session.log_offsets["sglang"] == (4096, 7)
+    assert connection.log_offsets["sglang"] == (4096, 7)
     assert events == [notice]
 
 
 async def test_a_notice_for_a_log_no_longer_followed_is_left_alone() -> None:
-    session = HostSession("gpu", never, lambda state: None, lambda host, e: None)
+    connection = HostConnection("gpu", never, lambda state: None, lambda host, e: None)
     link = RecordingLink()
-    session.link = link  # type: ignore[assignment]
-    session._take(Event("log_lagged", LogLagged("job:old", 10, None, "behind")))
+    connection.link = link  # type: ignore[assignment]
+    connection._handle_event(Event("log_lagged", LogLagged("job:old", 10, None, "behind")))
     await asyncio.sleep(0)
     assert link.requests == []
-    assert "job:old" not in session.log_offsets
+    assert "job:old" not in connection.log_offsets

@@ -104,7 +104,7 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
             assert dataset.responses <= app.views["gpu"].snapshot.datasets[0].responses  # type: ignore[union-attr]
             for live in app.views["gpu"].snapshot.jobs:  # type: ignore[union-attr]
                 if live.state == "running":
-                    await app.sessions["gpu"].link.request(  # type: ignore[union-attr]
+                    await app.connections["gpu"].link.request(  # type: ignore[union-attr]
                         "jobs.stop",
                         StopParams(live.id),
                         idempotency_key=f"cleanup-{live.id}",

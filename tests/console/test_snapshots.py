@@ -8,6 +8,7 @@ fixed clock, so the pictures only change when the screens do. Regenerate with
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,7 @@ from textual.pilot import Pilot
 from agent.protocol import (
     Alert,
     DatasetProgress,
+    Event,
     GpuSample,
     JobInfo,
     LogChunk,
@@ -25,10 +27,11 @@ from agent.protocol import (
     Snapshot,
 )
 from console.link.agent_link import AgentLink
-from console.link.hosts import LinkState
+from console.link.host_connection import LinkState
+from console.model.consequences import stop_consequences
 from console.ui.app import ConsoleApp
+from console.ui.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.ui.screens.confirm import ConfirmScreen
-from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 
 NOW = 1_795_960_000.0
@@ -87,16 +90,24 @@ def fixed_app(theme: str = "textual-dark") -> ConsoleApp:
     return ConsoleApp({"gpu": never}, clock=lambda: NOW, theme=theme, monotonic=lambda: NOW)
 
 
+def at_rate(tokens_per_s: float) -> Snapshot:
+    """The sample snapshot with the server generating `tokens_per_s`."""
+    assert SNAPSHOT.server is not None
+    server = dataclasses.replace(SNAPSHOT.server, gen_throughput_tokens_per_s=tokens_per_s)
+    return dataclasses.replace(SNAPSHOT, server=server)
+
+
 async def show_fixed(pilot: Pilot[Any]) -> None:
+    """The app hears what a link would say: up, then five snapshots (the last one SNAPSHOT)."""
     app = pilot.app
-    assert isinstance(app, ConsoleApp)
     await pilot.pause()  # the link's first "connecting" state is in before the fixed one
-    view = app.views["gpu"]
-    view.state = LinkState("gpu", "up", latency_ms=0.4, agent_version="0.1.0", since=NOW)
+    app.post_message(
+        LinkChanged(LinkState("gpu", "up", latency_ms=0.4, agent_version="0.1.0", since=NOW))
+    )
     for rate in (7_000.0, 7_200.0, 7_400.0, 7_300.0, 7_400.0):
-        view.take(SNAPSHOT, NOW)
-        view.throughput[-1] = rate
-    app._render_current()
+        app.post_message(SnapshotReceived("gpu", at_rate(rate)))
+        await pilot.pause()  # one at a time: a newer snapshot replaces one still queued
+    app.clear_notifications()  # the alerts' toasts: the picture is of the screen under them
     await pilot.pause()
 
 
@@ -116,8 +127,7 @@ def test_log_viewer(snap_compare: Any, theme: str) -> None:
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await show_fixed(pilot)
-        screen = LogScreen("gpu", "sglang")
-        await pilot.app.push_screen(screen)
+        await pilot.app.push_screen(LogScreen("gpu", "sglang"))
         text = "".join([
             "[2026-11-29 10:00:00 TP0] Prefill batch, #new-seq: 3, #new-token: 2048, #cached-token: 0, token usage: 0.05\n",
             "[2026-11-29 10:00:01 TP0] Decode batch, #running-req: 64, #token: 91234, token usage: 0.81, gen throughput (token/s): 7400.00\n",
@@ -126,7 +136,8 @@ def test_log_viewer(snap_compare: Any, theme: str) -> None:
             "ERROR: CUDA out of memory while allocating the KV cache\n",
             "[2026-11-29 10:00:03 TP0] Decode batch, #running-req: 63, #token: 90011, token usage: 0.80, gen throughput (token/s): 7391.00\n",
         ])  # fmt: skip
-        screen.take(LogChunk("sglang", 0, len(text), text, len(text), 1))
+        chunk = LogChunk("sglang", 0, len(text), text, len(text), 1)
+        pilot.app.post_message(AgentEventReceived("gpu", Event("log", chunk)))
         await pilot.pause(0.3)
 
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)
@@ -138,7 +149,7 @@ def test_help(snap_compare: Any, theme: str) -> None:
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await show_fixed(pilot)
-        await pilot.app.push_screen(HelpScreen())
+        await pilot.press("question_mark")
 
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)
 
@@ -150,10 +161,7 @@ def test_confirm_stop(snap_compare: Any, theme: str) -> None:
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await show_fixed(pilot)
-        app = pilot.app
-        assert isinstance(app, ConsoleApp)
-        await app.push_screen(
-            ConfirmScreen("Stop inference?", app._stop_consequences("inference-B3_math-1"), "Stop")
-        )
+        consequences = stop_consequences("gpu", SNAPSHOT, "inference-B3_math-1")
+        await pilot.app.push_screen(ConfirmScreen("Stop inference?", consequences, "Stop"))
 
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)

@@ -11,8 +11,8 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from console.config import load_config
+from console.link.host_connection import Opener
 from console.link.host_keys import pin_host_key
-from console.link.hosts import Opener
 from console.link.ssh_link import open_ssh_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.dashboard import DashboardScreen

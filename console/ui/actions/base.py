@@ -19,7 +19,8 @@ from agent.protocol import (
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.deploy import FilePlan
-from console.link.hosts import HostSession
+from console.link.host_connection import HostConnection
+from console.model.consequences import stop_consequences
 from console.model.host_view import HostView
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
@@ -27,42 +28,48 @@ from console.ui.screens.dashboard import DashboardScreen
 STOP_TIMEOUT_S = 600.0
 
 
-class AppState(App[None]):
-    """The app's state, as the action groups see it."""
+class ActionsMixin(App[None]):
+    """A mixin of the app: the state the action groups share, and the helpers several use."""
 
     views: dict[str, HostView]
-    sessions: dict[str, HostSession]
+    connections: dict[str, HostConnection]
     current: str
     host_configs: dict[str, HostConfig]
     read_only: frozenset[str]
     plans: list[FilePlan]
 
-    def _mutable_link(self) -> AgentLink | None:
-        if self.current in self.read_only:
+    def _mutable_link(self, host: str) -> AgentLink | None:
+        if host in self.read_only:
             self.notify(
-                f"{self.current} is read-only: nothing can be changed from here", severity="warning"
+                f"{host} is read-only: nothing can be changed from here", severity="warning"
             )
             return None
-        link = self.sessions[self.current].link
+        link = self.connections[host].link
         if link is None:
             self.notify("no link to the host right now", severity="warning")
         return link
 
-    def _jobs(self) -> tuple[JobInfo, ...]:
-        snapshot = self.views[self.current].snapshot
+    def _jobs(self, host: str) -> tuple[JobInfo, ...]:
+        snapshot = self.views[host].snapshot
         return snapshot.jobs if snapshot else ()
 
-    def _offer_stop(self, job: JobInfo) -> None:
+    def _offer_stop(self, host: str, job: JobInfo) -> None:
+        """Ask, then stop `job` on `host`: the host asked about, whatever is on screen by then."""
+
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.run_worker(self._stop(job.id, job.name), group="actions", exit_on_error=False)
+                self.run_worker(
+                    self._stop(host, job.id, job.name),
+                    name=f"the stop of {job.name}",
+                    group="actions",
+                    exit_on_error=False,
+                )
 
-        _ = self.push_screen(
-            ConfirmScreen(f"Stop {job.name}?", self._stop_consequences(job.id), "Stop"), confirmed
-        )
+        consequences = self._stop_consequences(host, job.id)
+        _ = self.push_screen(ConfirmScreen(f"Stop {job.name}?", consequences, "Stop"), confirmed)
 
-    async def _stop(self, job_id: str, name: str) -> None:
-        link = self.sessions[self.current].link
+    async def _stop(self, host: str, job_id: str, name: str) -> None:
+        link = self.connections[host].link
         if link is None:
             self.notify("no link to the host right now", severity="error")
             return
@@ -88,17 +95,7 @@ class AppState(App[None]):
             return None
         return next((job for job in snapshot.jobs if job.id == job_id), None)
 
-    def _stop_consequences(self, job_id: str) -> str:
-        snapshot = self.views[self.current].snapshot
+    def _stop_consequences(self, host: str, job_id: str) -> str:
+        snapshot = self.views[host].snapshot
         assert snapshot is not None
-        job = next(job for job in snapshot.jobs if job.id == job_id)
-        lines = [f"{self.current}: {job.name} (pid {job.pid}, process group {job.pgid}) will get its stop "
-                 "signal, then SIGTERM and SIGKILL if it does not exit within its grace."]  # fmt: skip
-        dataset = next((d for d in snapshot.datasets if d.name == job.dataset), None)
-        if dataset is not None:
-            lines.append(
-                f"{dataset.name}: {dataset.responses:,} responses, {dataset.tokens:,} tokens of "
-                f"{dataset.budget or 0:,}; {dataset.in_flight} request(s) in flight will be drained, "
-                "or lost if it has to be killed. A restart resumes from the responses on disk."
-            )
-        return "\n".join(lines)
+        return stop_consequences(host, snapshot, job_id)

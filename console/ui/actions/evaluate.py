@@ -10,13 +10,13 @@ import secrets
 
 from agent.protocol import LIVE_JOB_STATES, Alert, JobInfo, LaunchParams
 from console.link.agent_link import AgentRequestError, LinkError
-from console.ui.actions.base import AppState
+from console.ui.actions.base import ActionsMixin
 from console.ui.screens.export import ExportScreen
 
 ACTIVE = LIVE_JOB_STATES
 
 
-class EvaluateActions(AppState):
+class EvaluateActions(ActionsMixin):
     """The drafter's evaluation and the export's report."""
 
     def _configured(self, *kinds: str) -> list[str]:
@@ -29,12 +29,12 @@ class EvaluateActions(AppState):
         config = self.host_configs.get(self.current)
         argv = config.pipeline.jobs[evaluate_job].argv if config else ()
         kinds = ("drafter_server", "server") if "--baseline" in argv else ("drafter_server",)
-        running = {job.name for job in self._jobs() if job.state in ACTIVE}
+        running = {job.name for job in self._jobs(self.current) if job.state in ACTIVE}
         return [name for name in self._configured(*kinds) if name not in running]
 
     async def action_evaluate_drafter(self) -> None:
         """Start what the evaluation needs, then the evaluation; its verdict comes to the panel."""
-        link = self._mutable_link()
+        link = self._mutable_link(self.current)
         names = self._configured("evaluate")
         if link is None:
             return

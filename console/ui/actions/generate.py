@@ -7,17 +7,17 @@ import secrets
 from agent.protocol import DatasetProgress, JobInfo, LaunchParams
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.model.pipeline_view import ACTIVE
-from console.ui.actions.base import AppState
+from console.ui.actions.base import ActionsMixin
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
 
 
-class GenerateActions(AppState):
+class GenerateActions(ActionsMixin):
     """g and G: the configured per-dataset inference job, never twice on one dataset."""
 
     async def action_generate(self) -> None:
         """Start the inference job on the selected dataset, unless something writes it already."""
-        link, job_name = self._mutable_link(), self._inference_job()
+        link, job_name = self._mutable_link(self.current), self._inference_job()
         dataset = self._selected_dataset()
         if link is None or job_name is None:
             return
@@ -31,7 +31,7 @@ class GenerateActions(AppState):
 
     def action_generate_all(self) -> None:
         """Start the inference job on every dataset that is neither complete nor being written."""
-        link, job_name = self._mutable_link(), self._inference_job()
+        link, job_name = self._mutable_link(self.current), self._inference_job()
         if link is None or job_name is None:
             return
         snapshot = self.views[self.current].snapshot
@@ -43,7 +43,10 @@ class GenerateActions(AppState):
         def confirmed(answer: bool | None) -> None:
             if answer:
                 self.run_worker(
-                    self._launch(link, job_name, todo), group="actions", exit_on_error=False
+                    self._launch(link, job_name, todo),
+                    name=f"the start of {job_name}",
+                    group="actions",
+                    exit_on_error=False,
                 )
 
         text = f"{self.current}: start {job_name} on {len(todo)} dataset(s): {', '.join(todo)}."
@@ -73,7 +76,9 @@ class GenerateActions(AppState):
 
     def _why_not(self, dataset: DatasetProgress) -> str | None:
         """Why generation should not start on `dataset` now, or None when it should."""
-        writers = [j for j in self._jobs() if j.dataset == dataset.name and j.state in ACTIVE]
+        writers = [
+            j for j in self._jobs(self.current) if j.dataset == dataset.name and j.state in ACTIVE
+        ]
         if writers:
             return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
         if dataset.writer:  # a lock holder or an old script with the file open: one writer only

@@ -11,13 +11,12 @@ from agent.protocol import (
     LaunchParams,
     StopParams,
 )
-from console.config import HostConfig
 from console.link.agent_link import AgentRequestError, LinkError
-from console.ui.actions.base import STOP_TIMEOUT_S, AppState
+from console.ui.actions.base import STOP_TIMEOUT_S, ActionsMixin
 from console.ui.screens.confirm import ConfirmScreen
 
 
-class JobActions(AppState):
+class JobActions(ActionsMixin):
     """k: stop; v, t, s: start by kind, behind the GPU guard."""
 
     def action_stop_job(self) -> None:
@@ -31,12 +30,13 @@ class JobActions(AppState):
         if job is None:
             self.notify("select a job first (the jobs table)", severity="warning")
             return
-        self._offer_stop(job)
+        self._offer_stop(self.current, job)
 
-    def _job_names(self, kind: str, config: HostConfig | None) -> list[str]:
+    def _job_names(self, host: str, kind: str) -> list[str]:
         """Configured jobs of `kind`; for train, hidden-states jobs not yet done come first."""
+        config = self.host_configs.get(host)
         kinds = ("hidden_states", "train") if kind == "train" else (kind,)
-        done = {job.name for job in self._jobs() if job.state == "exited"}
+        done = {job.name for job in self._jobs(host) if job.state == "exited"}
         jobs = config.pipeline.jobs if config else {}
         found = [(name, spec.kind) for name, spec in jobs.items() if spec.kind in kinds]
         found.sort(key=lambda item: (item[0] in done, kinds.index(item[1])))
@@ -44,19 +44,19 @@ class JobActions(AppState):
 
     async def action_launch_kind(self, kind: str) -> None:
         """Start the configured job of `kind` (v vocab, t train, s server), behind the GPU guard."""
-        link = self._mutable_link()
-        config = self.host_configs.get(self.current)
-        names = self._job_names(kind, config)
+        host = self.current
+        link = self._mutable_link(host)
+        names = self._job_names(host, kind)
         if link is None:
             return
         if not names:
-            self.notify(f"no job of kind {kind} in hosts.{self.current}.jobs", severity="warning")
+            self.notify(f"no job of kind {kind} in hosts.{host}.jobs", severity="warning")
             return
         running = [
-            j for j in self._jobs() if j.name in names and j.state in ("starting", "running")
+            j for j in self._jobs(host) if j.name in names and j.state in ("starting", "running")
         ]
         if kind == "server" and running:
-            self._offer_stop(running[0])
+            self._offer_stop(host, running[0])
             return
         try:
             job: JobInfo = await link.request(
@@ -68,17 +68,22 @@ class JobActions(AppState):
             if exc.code != "gpu_busy":
                 self.notify(str(exc), severity="error")
                 return
-            self._offer_gpu_handover(names[0], exc.detail)
+            self._offer_gpu_handover(host, names[0], exc.detail)
             return
         self.notify(f"started {job.name} (pid group {job.pgid})")
         if kind == "server":
-            self.run_worker(self._await_ready(job.name), group="actions", exit_on_error=False)
+            self.run_worker(
+                self._await_ready(host, job.name),
+                name=f"the readiness watch of {job.name}",
+                group="actions",
+                exit_on_error=False,
+            )
 
-    async def _await_ready(self, name: str, timeout_s: float = 900.0) -> None:
+    async def _await_ready(self, host: str, name: str, timeout_s: float = 900.0) -> None:
         """Say when the started server answers /health (the agent's probe), or that it never did."""
         started = time.monotonic()
         while time.monotonic() - started < timeout_s:
-            snapshot = self.views[self.current].snapshot
+            snapshot = self.views[host].snapshot
             server = snapshot.server if snapshot else None
             fresh = (
                 snapshot is not None
@@ -97,14 +102,17 @@ class JobActions(AppState):
             severity="error",
         )
 
-    def _offer_gpu_handover(self, job_name: str, detail: str) -> None:
-        snapshot = self.views[self.current].snapshot
+    def _offer_gpu_handover(self, host: str, job_name: str, detail: str) -> None:
+        snapshot = self.views[host].snapshot
         holders = [j for j in (snapshot.jobs if snapshot else ()) if j.gpu and j.state == "running"]
 
         def confirmed(answer: bool | None) -> None:
             if answer:
                 self.run_worker(
-                    self._hand_over(holders, job_name), group="actions", exit_on_error=False
+                    self._hand_over(host, holders, job_name),
+                    name=f"the hand-over to {job_name}",
+                    group="actions",
+                    exit_on_error=False,
                 )
 
         names = ", ".join(f"{j.name} (pid {j.pid})" for j in holders) or "the holders"
@@ -114,11 +122,11 @@ class JobActions(AppState):
             confirmed,
         )
 
-    async def _hand_over(self, holders: list[JobInfo], job_name: str) -> None:
-        link = self.sessions[self.current].link
+    async def _hand_over(self, host: str, holders: list[JobInfo], job_name: str) -> None:
+        link = self.connections[host].link
         if link is None:
             return
-        before = self._gpu_used_gib()
+        before = self._gpu_used_gib(host)
         try:
             for holder in holders:
                 await link.request(
@@ -127,7 +135,7 @@ class JobActions(AppState):
                     idempotency_key=f"handover-{holder.id}",
                     timeout_s=STOP_TIMEOUT_S,
                 )
-            freed = await self._gpu_freed(before)
+            freed = await self._gpu_freed(host, before)
             job: JobInfo = await link.request(
                 "jobs.launch",
                 LaunchParams(job_name),
@@ -138,20 +146,20 @@ class JobActions(AppState):
             return
         self.notify(f"stopped {', '.join(h.name for h in holders)}; {freed}; started {job.name}")
 
-    def _gpu_used_gib(self) -> float | None:
-        snapshot = self.views[self.current].snapshot
+    def _gpu_used_gib(self, host: str) -> float | None:
+        snapshot = self.views[host].snapshot
         if snapshot is None or not snapshot.gpus:
             return None
         return sum(g.memory_used_mib or 0 for g in snapshot.gpus) / 1024
 
-    async def _gpu_freed(self, before: float | None, timeout_s: float = 60.0) -> str:
+    async def _gpu_freed(self, host: str, before: float | None, timeout_s: float = 60.0) -> str:
         """Wait until the GPUs' memory drops (fresh readings come every few seconds); say by how much."""
         if before is None:
             return "no GPU reading to check"
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            now = self._gpu_used_gib()
+            now = self._gpu_used_gib(host)
             if now is not None and now < before - 1.0:
                 return f"GPU memory freed: {before:.1f} -> {now:.1f} GiB"
             await asyncio.sleep(1.0)
-        return f"GPU memory still {self._gpu_used_gib() or 0:.1f} GiB after {timeout_s:.0f} s"
+        return f"GPU memory still {self._gpu_used_gib(host) or 0:.1f} GiB after {timeout_s:.0f} s"

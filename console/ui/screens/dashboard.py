@@ -44,7 +44,7 @@ class DashboardScreen(Screen[None]):
                 yield Static(id="gpus")
             yield DrafterPanel(id="drafter")
         yield AlertStrip(id="alerts")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the command table decides the footer
 
     def show(self, view: HostView, others: list[str], now: float) -> None:
         """Render `view` as of `now`; panels turn stale when its data is old."""

@@ -65,7 +65,7 @@ class DatasetScreen(Screen[None]):
             for e in detail.errors
         )
         yield Static(literal_lines(errors or "no errors"), id="dataset-errors")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the command table decides the footer
 
     def action_back(self) -> None:
         """Back to the dashboard."""

@@ -75,7 +75,7 @@ class DeployScreen(Screen[None]):
                 (plan.local_sha256 or "—")[:12], key=plan.remote,
             )  # fmt: skip
         yield table
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the command table decides the footer
 
     @property
     def selected(self) -> FilePlan | None:

@@ -35,7 +35,7 @@ class ExportScreen(Screen[None]):
             table.add_row(*(literal(cell) for cell in row[:-1]), Text(row[-1], style=style))
         yield table
         yield Static(literal_lines(export_notes(self.export)), id="export-notes")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the command table decides the footer
 
     def action_back(self) -> None:
         """Back to the dashboard."""

@@ -81,7 +81,7 @@ class LogScreen(Screen[None]):
         yield Static(id="log-status")
         yield Log(id="log-view", max_lines=MAX_LINES, highlight=True)
         yield Input(id="log-prompt", classes="-hidden")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the command table decides the footer
 
     def on_mount(self) -> None:
         """Show the status line; write new lines in batches."""
@@ -89,7 +89,7 @@ class LogScreen(Screen[None]):
         self._update_status()
         self.set_interval(FLUSH_S, self._flush)
 
-    def take(self, chunk: LogChunk) -> None:
+    def append_chunk(self, chunk: LogChunk) -> None:
         """New lines from the agent (a reset starts over)."""
         if chunk.reset:
             self.lines.clear()

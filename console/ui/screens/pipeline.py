@@ -49,7 +49,7 @@ class PipelineScreen(Screen[None]):
                 key=stage.name,
             )
         yield table
-        yield Footer()
+        yield Footer(show_command_palette=False)  # the command table decides the footer
 
     def action_back(self) -> None:
         """Back to the dashboard."""

@@ -15,7 +15,7 @@ from agent.protocol import Event, LogChunk, PipelineConfig, Snapshot
 from agent.state import read_json
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
-from console.link.hosts import HostSession, LinkState
+from console.link.host_connection import HostConnection, LinkState
 from console.link.local_link import open_local_link
 from console.link.ssh_link import open_ssh_link
 
@@ -44,17 +44,17 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
     async def opener() -> AgentLink:
         return await open_local_link(state_dir, config)
 
-    session = HostSession("gpu", opener, states.append, on_event)
-    runner = asyncio.create_task(session.run())
+    connection = HostConnection("gpu", opener, states.append, on_event)
+    runner = asyncio.create_task(connection.run())
     try:
-        await wait_until(lambda: session.state.status == "up" and snapshots)
-        await session.follow_log("sglang", 0)
+        await wait_until(lambda: connection.state.status == "up" and snapshots)
+        await connection.follow_log("sglang", 0)
         await wait_until(lambda: "".join(c.text for c in chunks) == "first\n")
         os.kill(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
-        await wait_until(lambda: session.state.status == "down")
+        await wait_until(lambda: connection.state.status == "down")
         with log.open("a") as handle:
             handle.write("while down\n")
-        await wait_until(lambda: session.state.status == "up")
+        await wait_until(lambda: connection.state.status == "up")
         count = len(snapshots)
         with log.open("a") as handle:
             handle.write("after\n")
@@ -63,8 +63,8 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
         )
     finally:
         runner.cancel()
-        if session.link is not None:
-            await session.link.close()
+        if connection.link is not None:
+            await connection.link.close()
     assert states[0].status == "connecting"
     assert "down" in [s.status for s in states]
     assert "".join(c.text for c in chunks) == "first\nwhile down\nafter\n"
@@ -81,8 +81,8 @@ async def test_an_unreachable_host_backs_off_and_keeps_trying() -> None:
         raise LinkError("gpu: cannot reach root@10.0.0.9: Connection refused")
 
     states: list[LinkState] = []
-    session = HostSession("gpu", opener, states.append, lambda host, event: None)
-    runner = asyncio.create_task(session.run())
+    connection = HostConnection("gpu", opener, states.append, lambda host, event: None)
+    runner = asyncio.create_task(connection.run())
     await wait_until(lambda: len(attempts) >= 3, timeout_s=10)
     runner.cancel()
     downs = [s for s in states if s.status == "down"]
@@ -106,14 +106,16 @@ async def test_a_server_that_dies_mid_link_is_noticed_and_the_session_ends_clean
             identity=str(folder / "id_ed25519"), ssh_config=str(tmp_path / "ssh_config"),
         )  # fmt: skip
         states: list[LinkState] = []
-        session = HostSession("gpu", lambda: open_ssh_link(host), states.append, lambda *_: None)
-        runner = asyncio.create_task(session.run())
-        await wait_until(lambda: session.state.status == "up")
+        connection = HostConnection(
+            "gpu", lambda: open_ssh_link(host), states.append, lambda *_: None
+        )
+        runner = asyncio.create_task(connection.run())
+        await wait_until(lambda: connection.state.status == "up")
         server.kill()  # the SSH connection dies with asyncssh's ConnectionLost, not an OSError
-        await wait_until(lambda: session.state.status != "up", timeout_s=3)  # before any ping
+        await wait_until(lambda: connection.state.status != "up", timeout_s=3)  # before any ping
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
-        assert runner.cancelled(), "the session must end by its cancel, not by an error"
+        assert runner.cancelled(), "the connection must end by its cancel, not by an error"
     finally:
         server.kill()
         server.wait()

@@ -47,7 +47,7 @@ class LinkState:
 Opener = Callable[[], Awaitable[AgentLink]]
 
 
-class HostSession:
+class HostConnection:
     """Keeps one host's link up and reports states and events through callbacks."""
 
     def __init__(
@@ -119,13 +119,13 @@ class HostSession:
         pinger = asyncio.create_task(self._ping_forever(link))
         try:
             while (event := await link.next_event()) is not None:
-                self._take(event)
+                self._handle_event(event)
             return link.closed_reason or "the agent closed the link"
         finally:
             pinger.cancel()
             await link.close()
 
-    def _take(self, event: Event) -> None:
+    def _handle_event(self, event: Event) -> None:
         if event.event == "log" and isinstance(event.data, LogChunk):
             self.log_offsets[event.data.name] = (event.data.end_offset, event.data.inode)
         elif isinstance(event.data, LogLagged) and event.data.name in self.log_offsets:
