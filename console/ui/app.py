@@ -2,7 +2,9 @@
 
 One HostConnection per host runs as a worker for the app's whole life, so a link never depends on
 which screen is showing. Messages from the links update the HostView of their host; the screen
-on display renders it. Every toast is sanitised and never read as markup: most of them carry
+on display renders it. A screen says what the user wants with an intent (`console/ui/intents.py`)
+naming the host it was asked on; the app acts on each in one handler, through the action groups
+in `console/ui/actions/`. Every toast is sanitised and never read as markup: most of them carry
 names and reasons from a host.
 """
 
@@ -20,36 +22,43 @@ from textual.binding import Binding, BindingType
 from textual.markup import escape
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
-from agent.protocol import (
-    DatasetDetail,
-    DetailParams,
-    Event,
-    JobEvent,
-    LogChunk,
-    Snapshot,
-)
+from agent.protocol import Event, JobEvent, LogChunk, Snapshot
 from console.config import HostConfig
-from console.link.agent_link import LinkError
-from console.link.deploy import FilePlan
 from console.link.host_connection import BACKOFF_S, HostConnection, LinkState, Opener
 from console.link.host_keys import OfferedKey
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.safe_text import sanitise
+from console.ui.actions.base import Hosts
 from console.ui.actions.deploy import DeployActions
 from console.ui.actions.evaluate import EvaluateActions
 from console.ui.actions.generate import GenerateActions
 from console.ui.actions.jobs import JobActions
+from console.ui.actions.views import ViewActions
 from console.ui.commands import COMMANDS
+from console.ui.intents import (
+    DatasetDetailRequested,
+    DeployAllRequested,
+    DeployRequested,
+    DiffRequested,
+    EvaluateRequested,
+    ExportReportRequested,
+    GenerateAllRequested,
+    GenerateRequested,
+    LaunchRequested,
+    LogsRequested,
+    PendingDiffRequested,
+    PipelineRequested,
+    RedeployRequested,
+    RollbackRequested,
+    StopRequested,
+)
 from console.ui.log_file import attach_log_file, detach_log_file
 from console.ui.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.ui.screens.dashboard import DashboardScreen
-from console.ui.screens.dataset import DatasetScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
-from console.ui.screens.pipeline import PipelineScreen
 from console.ui.screens.trust import TrustScreen
 from console.ui.themes import themes_dir
 
@@ -60,13 +69,13 @@ LINK_WORKER = "link "
 log = logging.getLogger(__name__)
 
 
-class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
+class ConsoleApp(App[None]):
     """eagle-console: one dashboard over every configured host."""
 
     CSS_PATH = [themes_dir() / "base.tcss", themes_dir() / "dashboard.tcss"]
     TITLE = "eagle-console"
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(c.key, c.action, c.description, show=c.show) for c in COMMANDS),
+        *(Binding(c.key, c.binding_action, c.description, show=c.show) for c in COMMANDS),
         Binding("colon", "command_palette", "Palette", show=False),
         # Any binding to command_palette stops Textual adding its own ctrl+p one: keep it here.
         Binding(
@@ -89,11 +98,8 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         self.log_path = log_path
         self._log_handler: logging.Handler | None = None
         self._link_failures: dict[str, int] = {}
-        self.host_configs = dict(host_configs or {})
-        self.plans: list[FilePlan] = []
         self.clock = clock
         self.initial_theme = theme
-        self.read_only = read_only
         self.pinners = pinners or {}
         self.views = {
             name: HostView(name, LinkState(name, "connecting"), monotonic=monotonic)
@@ -104,13 +110,19 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
             for name, opener in openers.items()
         }
         self.current = next(iter(openers))
+        hosts = Hosts(self.views, self.connections, dict(host_configs or {}), read_only)
+        self.jobs = JobActions(self, hosts)
+        self.generation = GenerateActions(self, hosts)
+        self.deploys = DeployActions(self, hosts)
+        self.evaluation = EvaluateActions(self, hosts)
+        self.viewer = ViewActions(self, hosts)
 
     async def on_mount(self) -> None:
         """Start every link, show the dashboard, refresh ages once a second."""
         self.theme = self.initial_theme
         if self.log_path is not None:
             self._log_handler = attach_log_file(self.log_path)
-        _ = self.push_screen(DashboardScreen())
+        _ = self.push_screen(DashboardScreen(self.current))
         for name in self.connections:
             await self._start_link(name)
         self.set_interval(1.0, self._render_current)
@@ -164,10 +176,11 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         yield from super().get_system_commands(screen)
         for command in COMMANDS:
             key = command.key.replace("question_mark", "?")
+            runner = self if command.app_wide else screen  # as the key would, on that screen
             yield SystemCommand(
                 command.description,
                 f"key {key}",
-                functools.partial(self.run_action, command.action),
+                functools.partial(self.run_action, command.action, runner),
             )
         for name in self.views:
             shown = escape(sanitise(name))  # the palette reads titles as markup
@@ -207,7 +220,7 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
                 severity="error" if alert.severity == "error" else "warning",
                 timeout=10,
             )
-            self.offer_evaluation(message.host, alert, message.snapshot.jobs)
+            self.evaluation.offer_evaluation(message.host, alert, message.snapshot.jobs)
         view.record_snapshot(message.snapshot)
         if message.host == self.current:
             self._render_current()
@@ -269,14 +282,6 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         names = list(self.views)
         self.show_host(names[(names.index(self.current) + 1) % len(names)])
 
-    def action_pipeline(self) -> None:
-        """The pipeline's stages and the next step."""
-        snapshot = self.views[self.current].snapshot
-        if snapshot is None:
-            self.notify("no data from the host yet", severity="warning")
-            return
-        _ = self.push_screen(PipelineScreen(self.current, snapshot))
-
     def action_help(self) -> None:
         """Every key."""
         _ = self.push_screen(HelpScreen())
@@ -290,39 +295,64 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
         """Retry the link of the host on screen now."""
         self.connections[self.current].retry_now()
 
-    async def action_logs(self) -> None:
-        """The selected job's log, else the SGLang log, else the agent's own."""
-        connection = self.connections[self.current]
-        job_id = self._selected_job_id()
-        snapshot = self.views[self.current].snapshot
-        has_sglang = (
-            snapshot is not None and snapshot.server is not None and snapshot.server.url is not None
-        )
-        name = (
-            f"job:{job_id}"
-            if job_id and not job_id.startswith("ext-")
-            else ("sglang" if has_sglang else "agent")
-        )
-        screen = LogScreen(self.current, name)
-        await self.push_screen(screen)
-        try:
-            await connection.follow_log(name, -256 * 1024)
-        except LinkError as exc:
-            self.notify(str(exc), severity="error")
+    # ------------------------------------------------------------ intents, one handler each
 
-    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a dataset opens its detail."""
-        if event.data_table.id != "datasets" or event.row_key.value is None:
-            return
-        link = self.connections[self.current].link
-        if link is None:
-            self.notify("no link to the host right now", severity="warning")
-            return
-        try:
-            detail: DatasetDetail = await link.request(
-                "datasets.detail", DetailParams(event.row_key.value)
-            )
-        except LinkError as exc:
-            self.notify(str(exc), severity="error")
-            return
-        _ = self.push_screen(DatasetScreen(self.current, detail))
+    def on_stop_requested(self, intent: StopRequested) -> None:
+        """k: confirm, then stop."""
+        self.jobs.stop(intent)
+
+    async def on_launch_requested(self, intent: LaunchRequested) -> None:
+        """v, t, s, x: start a job of a kind."""
+        await self.jobs.launch(intent)
+
+    async def on_generate_requested(self, intent: GenerateRequested) -> None:
+        """g: generate on one dataset."""
+        await self.generation.generate(intent)
+
+    def on_generate_all_requested(self, intent: GenerateAllRequested) -> None:
+        """G: generate on every dataset still to do."""
+        self.generation.generate_all(intent)
+
+    async def on_deploy_requested(self, intent: DeployRequested) -> None:
+        """d: the deploy screen."""
+        await self.deploys.show_drift(intent)
+
+    async def on_diff_requested(self, intent: DiffRequested) -> None:
+        """One file's diff."""
+        await self.deploys.show_diff(intent)
+
+    async def on_pending_diff_requested(self, _: PendingDiffRequested) -> None:
+        """What the redeploy being confirmed would deploy."""
+        await self.deploys.show_pending_diff()
+
+    def on_deploy_all_requested(self, intent: DeployAllRequested) -> None:
+        """D: deploy every changed file."""
+        self.deploys.deploy_all(intent)
+
+    async def on_rollback_requested(self, intent: RollbackRequested) -> None:
+        """b: roll one file back."""
+        await self.deploys.rollback(intent)
+
+    async def on_redeploy_requested(self, intent: RedeployRequested) -> None:
+        """R: kill, deploy, restart."""
+        await self.deploys.redeploy(intent)
+
+    async def on_evaluate_requested(self, intent: EvaluateRequested) -> None:
+        """B: measure the drafter."""
+        await self.evaluation.evaluate(intent)
+
+    def on_export_report_requested(self, intent: ExportReportRequested) -> None:
+        """X: the export's report."""
+        self.evaluation.export_report(intent)
+
+    async def on_logs_requested(self, intent: LogsRequested) -> None:
+        """l: follow a log."""
+        await self.viewer.logs(intent)
+
+    def on_pipeline_requested(self, intent: PipelineRequested) -> None:
+        """p: the pipeline's stages."""
+        self.viewer.pipeline(intent)
+
+    async def on_dataset_detail_requested(self, intent: DatasetDetailRequested) -> None:
+        """Enter on a dataset: its detail."""
+        await self.viewer.dataset_detail(intent)

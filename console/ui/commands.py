@@ -14,6 +14,17 @@ class Command:
     description: str
     show: bool = True
     """Shown in the footer (all commands are in help and the palette)."""
+    app_wide: bool = False
+    """Run by the app on any screen; otherwise by the screen on display (the dashboard's keys)."""
+
+    @property
+    def binding_action(self) -> str:
+        """The action as an app binding names it: the screen's own, unless app-wide.
+
+        The bindings stay on the app so every screen's footer lists the same keys; a key the
+        screen on display has no action for does nothing there.
+        """
+        return self.action if self.app_wide else f"screen.{self.action}"
 
 
 COMMANDS: tuple[Command, ...] = (
@@ -30,9 +41,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("X", "export_report", "Export report", show=False),
     Command("B", "evaluate_drafter", "Bench drafter", show=False),
     Command("p", "pipeline", "Pipeline"),
-    Command("h", "next_host", "Next host"),
-    Command("r", "reconnect", "Reconnect", show=False),
-    Command("ctrl+t", "toggle_theme", "Dark/light", show=False),
-    Command("question_mark", "help", "Help"),
-    Command("q", "quit", "Quit"),
+    Command("h", "next_host", "Next host", app_wide=True),
+    Command("r", "reconnect", "Reconnect", show=False, app_wide=True),
+    Command("ctrl+t", "toggle_theme", "Dark/light", show=False, app_wide=True),
+    Command("question_mark", "help", "Help", app_wide=True),
+    Command("q", "quit", "Quit", app_wide=True),
 )

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.command import CommandPalette
 from textual.widgets import Button
 
-from agent.protocol import Event, HelloResult, StopResult
+from agent.protocol import (
+    Event,
+    FilesHashResult,
+    FileState,
+    HelloResult,
+    InstallResult,
+    StopResult,
+)
+from console.config import DeployMapping, HostConfig, SshTarget
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
+from console.ui.screens.deploy import DeployScreen
 from tests.console.scripted_agent import ScriptedAgent
 from tests.console.test_hostile_text import wait_for
 from tests.console.test_snapshots import JOBS, NOW, SIZE, SNAPSHOT, never
@@ -23,6 +34,19 @@ def scripted(name: str) -> ScriptedAgent:
 
 def stops(agent: ScriptedAgent) -> list[str]:
     return [request.method for request in agent.requests if request.method == "jobs.stop"]
+
+
+def called(agent: ScriptedAgent, method: str) -> list[str]:
+    return [request.method for request in agent.requests if request.method == method]
+
+
+def with_a_deployed_file(name: str, remote: str) -> ScriptedAgent:
+    hello = HelloResult(1, "0.1.0", "", (), 1, name, NOW)
+    results = {
+        "files.hash": FilesHashResult((FileState(remote, "0" * 64),)),
+        "files.rollback": InstallResult(remote, "1" * 64, "0" * 64, None),
+    }
+    return ScriptedAgent(hello, results, file_content=b"old\n")
 
 
 async def test_a_stop_confirmed_after_switching_host_goes_to_the_host_it_was_asked_on() -> None:
@@ -50,3 +74,30 @@ async def test_ctrl_p_opens_the_command_palette_on_the_dashboard() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+
+
+async def test_a_rollback_asked_on_the_deploy_screen_goes_to_the_host_it_shows(
+    tmp_path: Path,
+) -> None:
+    local, remote = tmp_path / "run.py", "/remote/run.py"
+    local.write_text("new\n")
+    first, second = with_a_deployed_file("a", remote), with_a_deployed_file("b", remote)
+    configs = {
+        name: HostConfig(name, SshTarget(name), deploy=(DeployMapping(local, remote),))
+        for name in ("a", "b")
+    }
+    app = ConsoleApp({"a": first.open, "b": second.open}, clock=lambda: NOW, host_configs=configs)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: all(v.state.status == "up" for v in app.views.values()))
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DeployScreen))
+        app.show_host("b")  # the deploy screen still shows a's files
+        await pilot.press("b")
+        await wait_for(
+            pilot, lambda: bool(called(first, "files.rollback") or called(second, "files.rollback"))
+        )
+        await pilot.pause(0.2)
+        assert (called(first, "files.rollback"), called(second, "files.rollback")) == (
+            ["files.rollback"],
+            [],
+        )

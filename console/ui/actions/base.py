@@ -1,101 +1,78 @@
-"""What every group of console actions needs: the host on screen, its link and its jobs.
+"""What every group of console actions needs: the app, and the state of each host.
 
-The action groups are mixins of the app, so each key's action is found by Textual as usual;
-this base declares the state they share and the helpers several of them use.
+The action groups are small classes the app builds once and calls from its intent handlers
+(`on_stop_requested` and the like): the app owns the links and the screens; a group knows how
+one kind of request is carried out, on the host the intent names.
 """
 
 from __future__ import annotations
 
-import secrets
-import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
 
 from textual.app import App
 
-from agent.protocol import (
-    JobInfo,
-    StopParams,
-    StopResult,
-)
+from agent.protocol import JobInfo, Snapshot
 from console.config import HostConfig
-from console.link.agent_link import AgentLink, LinkError
-from console.link.deploy import FilePlan
+from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection
 from console.model.consequences import stop_consequences
 from console.model.host_view import HostView
-from console.ui.screens.confirm import ConfirmScreen
-from console.ui.screens.dashboard import DashboardScreen
 
 STOP_TIMEOUT_S = 600.0
 
 
-class ActionsMixin(App[None]):
-    """A mixin of the app: the state the action groups share, and the helpers several use."""
+@dataclass(frozen=True, slots=True)
+class Hosts:
+    """Every host's view, link and config, and which hosts may not be changed."""
 
     views: dict[str, HostView]
     connections: dict[str, HostConnection]
-    current: str
-    host_configs: dict[str, HostConfig]
+    configs: dict[str, HostConfig]
     read_only: frozenset[str]
-    plans: list[FilePlan]
 
-    def _mutable_link(self, host: str) -> AgentLink | None:
-        if host in self.read_only:
-            self.notify(
+
+class HostActions:
+    """The state and the helpers the action groups share."""
+
+    def __init__(self, app: App[None], hosts: Hosts) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    def mutable_link(self, host: str) -> AgentLink | None:
+        """The link to `host`, or None (and a toast saying why) when nothing may change there now."""
+        if host in self.hosts.read_only:
+            self.app.notify(
                 f"{host} is read-only: nothing can be changed from here", severity="warning"
             )
             return None
-        link = self.connections[host].link
+        link = self.hosts.connections[host].link
         if link is None:
-            self.notify("no link to the host right now", severity="warning")
+            self.app.notify("no link to the host right now", severity="warning")
         return link
 
-    def _jobs(self, host: str) -> tuple[JobInfo, ...]:
-        snapshot = self.views[host].snapshot
+    def snapshot(self, host: str) -> Snapshot | None:
+        """The latest snapshot of `host`."""
+        return self.hosts.views[host].snapshot
+
+    def jobs(self, host: str) -> tuple[JobInfo, ...]:
+        """The jobs of `host` as last seen."""
+        snapshot = self.snapshot(host)
         return snapshot.jobs if snapshot else ()
 
-    def _offer_stop(self, host: str, job: JobInfo) -> None:
-        """Ask, then stop `job` on `host`: the host asked about, whatever is on screen by then."""
+    def configured(self, host: str, *kinds: str) -> list[str]:
+        """The names of the jobs of `kinds` configured for `host`."""
+        config = self.hosts.configs.get(host)
+        jobs = config.pipeline.jobs if config else {}
+        return [name for name, spec in jobs.items() if spec.kind in kinds]
 
-        def confirmed(answer: bool | None) -> None:
-            if answer:
-                self.run_worker(
-                    self._stop(host, job.id, job.name),
-                    name=f"the stop of {job.name}",
-                    group="actions",
-                    exit_on_error=False,
-                )
-
-        consequences = self._stop_consequences(host, job.id)
-        _ = self.push_screen(ConfirmScreen(f"Stop {job.name}?", consequences, "Stop"), confirmed)
-
-    async def _stop(self, host: str, job_id: str, name: str) -> None:
-        link = self.connections[host].link
-        if link is None:
-            self.notify("no link to the host right now", severity="error")
-            return
-        started = time.monotonic()
-        try:
-            result: StopResult = await link.request(
-                "jobs.stop", StopParams(job_id), idempotency_key=f"stop-{secrets.token_hex(6)}",
-                timeout_s=STOP_TIMEOUT_S,
-            )  # fmt: skip
-        except LinkError as exc:
-            self.notify(f"stop of {name} failed: {exc}", severity="error")
-            return
-        steps = " → ".join(step.action for step in result.steps) or "nothing to signal"
-        self.notify(f"{name}: {result.outcome} ({steps}) in {time.monotonic() - started:.1f} s")
-
-    def _selected_job_id(self) -> str | None:
-        return self.screen.selected_job_id if isinstance(self.screen, DashboardScreen) else None
-
-    def _selected_job(self) -> JobInfo | None:
-        job_id = self._selected_job_id()
-        snapshot = self.views[self.current].snapshot
-        if job_id is None or snapshot is None:
-            return None
-        return next((job for job in snapshot.jobs if job.id == job_id), None)
-
-    def _stop_consequences(self, host: str, job_id: str) -> str:
-        snapshot = self.views[host].snapshot
+    def stop_consequences(self, host: str, job_id: str) -> str:
+        """What stopping `job_id` on `host` does, in words."""
+        snapshot = self.snapshot(host)
         assert snapshot is not None
         return stop_consequences(host, snapshot, job_id)
+
+    def in_worker(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run `work` as an action worker: a failure is heard by the app's one worker handler."""
+        self.app.run_worker(work, name=name, group="actions", exit_on_error=False)

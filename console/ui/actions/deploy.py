@@ -1,44 +1,57 @@
-"""Deploy, rollback and kill-and-redeploy: the d and R keys."""
+"""Deploy, rollback and kill-and-redeploy: the d and R keys, and the deploy screen's own keys."""
 
 from __future__ import annotations
 
-from agent.protocol import (
-    JobInfo,
-    Snapshot,
-)
+from textual.app import App
+
+from agent.protocol import JobInfo, Snapshot
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, LinkError
 from console.link.bundle import local_bundle
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.link.redeploy import redeploy
-from console.ui.actions.base import ActionsMixin
+from console.ui.actions.base import HostActions, Hosts
+from console.ui.intents import (
+    DeployAllRequested,
+    DeployRequested,
+    DiffRequested,
+    RedeployRequested,
+    RollbackRequested,
+)
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.deploy import DeployScreen, DiffScreen
 from console.ui.screens.redeploy import RedeployScreen
 
 
-class DeployActions(ActionsMixin):
+class DeployActions(HostActions):
     """d: drift, diff, deploy, rollback; R: kill, deploy, restart."""
 
+    def __init__(self, app: App[None], hosts: Hosts) -> None:
+        super().__init__(app, hosts)
+        self.plans: list[FilePlan] = []
+        """The latest plan, of `plans_host`: the deploy screen and the redeploy modal act on it."""
+        self.plans_host = ""
+
     async def _plan(self, host: str, link: AgentLink) -> list[FilePlan] | None:
-        config = self.host_configs.get(host)
+        config = self.hosts.configs.get(host)
+        self.plans, self.plans_host = [], host
         if config is None or not config.deploy:
             return []
         try:
             self.plans = await plan_deploy(link, config.deploy)
         except LinkError as exc:
-            self.notify(str(exc), severity="error")
+            self.app.notify(str(exc), severity="error")
             return None
         return self.plans
 
-    async def action_deploy_screen(self) -> None:
+    async def show_drift(self, intent: DeployRequested) -> None:
         """The drift of every mapped file."""
-        host = self.current
-        link = self._mutable_link(host)
+        host = intent.host
+        link = self.mutable_link(host)
         if link is None or (plans := await self._plan(host, link)) is None:
             return
         if not plans:
-            self.notify(f"no [[hosts.{host}.deploy]] mappings configured", severity="warning")
+            self.app.notify(f"no [[hosts.{host}.deploy]] mappings configured", severity="warning")
             return
         hello = link.hello_result
         ships = local_bundle().sha256
@@ -47,121 +60,118 @@ class DeployActions(ActionsMixin):
             if hello is not None and hello.bundle_sha256 == ships
             else f"agent bundle: host runs {(hello.bundle_sha256 if hello else '?')[:12]}, console ships {ships[:12]}"
         )
-        _ = self.push_screen(DeployScreen(host, plans, bundle))
+        _ = self.app.push_screen(DeployScreen(host, plans, bundle))
 
-    async def action_show_diff(self, remote: str) -> None:
+    async def show_diff(self, intent: DiffRequested) -> None:
         """One file's diff."""
-        link = self.connections[self.current].link
-        plan = next((p for p in self.plans if p.remote == remote), None)
-        if link is not None and plan is not None:
-            _ = self.push_screen(DiffScreen(await unified_diff(link, plan)))
+        link = self.hosts.connections[intent.host].link
+        plan = next((p for p in self.plans if p.remote == intent.remote), None)
+        if link is not None and plan is not None and self.plans_host == intent.host:
+            _ = self.app.push_screen(DiffScreen(await unified_diff(link, plan)))
 
-    async def action_show_pending_diff(self) -> None:
-        """The diff of every file a redeploy would deploy."""
-        link = self.connections[self.current].link
+    async def show_pending_diff(self) -> None:
+        """The diff of every file the redeploy being confirmed would deploy."""
+        link = self.hosts.connections[self.plans_host].link if self.plans_host else None
         if link is not None:
             diffs = [
                 await unified_diff(link, plan) for plan in self.plans if plan.status == "changed"
             ]
-            _ = self.push_screen(DiffScreen("".join(diffs)))
+            _ = self.app.push_screen(DiffScreen("".join(diffs)))
 
-    def action_deploy_all(self) -> None:
+    def deploy_all(self, intent: DeployAllRequested) -> None:
         """Deploy every changed file, after a confirm."""
-        host = self.current
-        pending = [plan for plan in self.plans if plan.needs_deploy]
+        host = intent.host
+        pending = [plan for plan in self.plans if plan.needs_deploy and self.plans_host == host]
         if not pending:
-            self.notify("nothing to deploy: every file is unchanged")
+            self.app.notify("nothing to deploy: every file is unchanged")
             return
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.run_worker(
-                    self._deploy(host, pending),
-                    name="the deploy",
-                    group="actions",
-                    exit_on_error=False,
-                )
+                self.in_worker(self._deploy(host, pending), "the deploy")
 
         listing = "\n".join(f"{plan.status}: {plan.remote}" for plan in pending)
-        _ = self.push_screen(
+        _ = self.app.push_screen(
             ConfirmScreen(f"Deploy {len(pending)} file(s)?", listing, "Deploy"), confirmed
         )
 
     async def _deploy(self, host: str, plans: list[FilePlan]) -> None:
-        link = self._mutable_link(host)
+        link = self.mutable_link(host)
         if link is None:
             return
         try:
             results = await deploy(link, plans)
         except LinkError as exc:
-            self.notify(str(exc), severity="error", timeout=20)
+            self.app.notify(str(exc), severity="error", timeout=20)
             return
-        self.notify(f"deployed {len(results)} file(s)")
-        if isinstance(self.screen, DeployScreen):
-            _ = self.screen.dismiss(None)
+        self.app.notify(f"deployed {len(results)} file(s)")
+        if isinstance(self.app.screen, DeployScreen):
+            _ = self.app.screen.dismiss(None)
 
-    async def action_rollback_file(self, remote: str) -> None:
+    async def rollback(self, intent: RollbackRequested) -> None:
         """Put back the previous version of one file."""
-        link = self._mutable_link(self.current)
+        link = self.mutable_link(intent.host)
         if link is None:
             return
         try:
-            result = await rollback(link, remote)
+            result = await rollback(link, intent.remote)
         except LinkError as exc:
-            self.notify(str(exc), severity="error")
+            self.app.notify(str(exc), severity="error")
             return
-        self.notify(f"rolled back {result.target}")
+        self.app.notify(f"rolled back {result.target}")
 
-    async def action_redeploy(self) -> None:
+    async def redeploy(self, intent: RedeployRequested) -> None:
         """Kill, deploy and restart the selected job (or the job writing the selected dataset)."""
-        host = self.current
-        link = self._mutable_link(host)
-        job = self._selected_job()
+        host, job = intent.host, intent.job
+        link = self.mutable_link(host)
         if link is None:
             return
         if job is None or job.external:
-            self.notify("select one of the agent's jobs first (the jobs table)", severity="warning")
+            self.app.notify(
+                "select one of the agent's jobs first (the jobs table)", severity="warning"
+            )
             return
         if (plans := await self._plan(host, link)) is None:
             return
-        files = (
-            "\n".join(f"  {p.status}: {p.remote}" for p in plans if p.needs_deploy)
-            or "  (no file differs)"
-        )
-        text = f"{self._stop_consequences(host, job.id)}\nFiles that will be deployed (ctrl+d: diff):\n{files}"
-        argv = suggested_argv(job, self.views[host].snapshot)
-        if argv != job.argv:
-            added = " ".join(argv[len(job.argv) :])
-            text += f"\nSuggested: it heads past its budget, so the command now ends with {added}."
+        argv = suggested_argv(job, self.snapshot(host))
 
         def confirmed(argv: tuple[str, ...] | None) -> None:
             if argv is not None:
                 edited = None if argv == job.argv else argv
-                self.run_worker(
-                    self._redeploy(host, job.id, edited),
-                    name=f"the redeploy of {job.name}",
-                    group="actions",
-                    exit_on_error=False,
-                )
+                self.in_worker(self._redeploy(host, job.id, edited), f"the redeploy of {job.name}")
 
-        _ = self.push_screen(
+        text = self._redeploy_text(host, job, plans, argv)
+        _ = self.app.push_screen(
             RedeployScreen(f"Kill, deploy and restart {job.name}?", text, argv), confirmed
         )
 
+    def _redeploy_text(
+        self, host: str, job: JobInfo, plans: list[FilePlan], argv: tuple[str, ...]
+    ) -> str:
+        files = (
+            "\n".join(f"  {p.status}: {p.remote}" for p in plans if p.needs_deploy)
+            or "  (no file differs)"
+        )
+        text = f"{self.stop_consequences(host, job.id)}\nFiles that will be deployed (ctrl+d: diff):\n{files}"
+        if argv != job.argv:
+            added = " ".join(argv[len(job.argv) :])
+            text += f"\nSuggested: it heads past its budget, so the command now ends with {added}."
+        return text
+
     async def _redeploy(self, host: str, job_id: str, argv: tuple[str, ...] | None) -> None:
-        link = self.connections[host].link
-        config = self.host_configs.get(host) or HostConfig(host, SshTarget(host))
+        link = self.hosts.connections[host].link
+        config = self.hosts.configs.get(host) or HostConfig(host, SshTarget(host))
         if link is None:
-            self.notify("the link dropped before the redeploy started", severity="error")
+            self.app.notify("the link dropped before the redeploy started", severity="error")
             return
         try:
             outcome = await redeploy(
-                link, config, job_id, argv, report=lambda message: self.notify(message)
+                link, config, job_id, argv, report=lambda message: self.app.notify(message)
             )
         except LinkError as exc:
-            self.notify(str(exc), severity="error", timeout=30)
+            self.app.notify(str(exc), severity="error", timeout=30)
             return
-        self.notify(outcome.summary(), timeout=20)
+        self.app.notify(outcome.summary(), timeout=20)
 
 
 def suggested_argv(job: JobInfo, snapshot: Snapshot | None) -> tuple[str, ...]:

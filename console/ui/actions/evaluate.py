@@ -10,70 +10,66 @@ import secrets
 
 from agent.protocol import LIVE_JOB_STATES, Alert, JobInfo, LaunchParams
 from console.link.agent_link import AgentRequestError, LinkError
-from console.ui.actions.base import ActionsMixin
+from console.ui.actions.base import HostActions
+from console.ui.intents import EvaluateRequested, ExportReportRequested
 from console.ui.screens.export import ExportScreen
 
 ACTIVE = LIVE_JOB_STATES
 
 
-class EvaluateActions(ActionsMixin):
+class EvaluateActions(HostActions):
     """The drafter's evaluation and the export's report."""
 
-    def _configured(self, *kinds: str) -> list[str]:
-        config = self.host_configs.get(self.current)
-        jobs = config.pipeline.jobs if config else {}
-        return [name for name, spec in jobs.items() if spec.kind in kinds]
-
-    def _servers_for(self, evaluate_job: str) -> list[str]:
+    def _servers_for(self, host: str, evaluate_job: str) -> list[str]:
         """The drafter's server, and the baseline's when the evaluation has a --baseline."""
-        config = self.host_configs.get(self.current)
+        config = self.hosts.configs.get(host)
         argv = config.pipeline.jobs[evaluate_job].argv if config else ()
         kinds = ("drafter_server", "server") if "--baseline" in argv else ("drafter_server",)
-        running = {job.name for job in self._jobs(self.current) if job.state in ACTIVE}
-        return [name for name in self._configured(*kinds) if name not in running]
+        running = {job.name for job in self.jobs(host) if job.state in ACTIVE}
+        return [name for name in self.configured(host, *kinds) if name not in running]
 
-    async def action_evaluate_drafter(self) -> None:
+    async def evaluate(self, intent: EvaluateRequested) -> None:
         """Start what the evaluation needs, then the evaluation; its verdict comes to the panel."""
-        link = self._mutable_link(self.current)
-        names = self._configured("evaluate")
+        host = intent.host
+        link = self.mutable_link(host)
+        names = self.configured(host, "evaluate")
         if link is None:
             return
         if not names:
-            self.notify(f"no job of kind evaluate in hosts.{self.current}.jobs", severity="warning")
+            self.app.notify(f"no job of kind evaluate in hosts.{host}.jobs", severity="warning")
             return
         try:
-            for server in self._servers_for(names[0]):
+            for server in self._servers_for(host, names[0]):
                 started: JobInfo = await link.request(
                     "jobs.launch", LaunchParams(server), idempotency_key=f"B-{secrets.token_hex(6)}"
                 )
-                self.notify(f"started {started.name} for the evaluation")
+                self.app.notify(f"started {started.name} for the evaluation")
             job: JobInfo = await link.request(
                 "jobs.launch", LaunchParams(names[0]), idempotency_key=f"B-{secrets.token_hex(6)}"
             )
         except AgentRequestError as exc:
-            self.notify(f"evaluation not started: {exc}", severity="error", timeout=20)
+            self.app.notify(f"evaluation not started: {exc}", severity="error", timeout=20)
             return
         except LinkError as exc:
-            self.notify(str(exc), severity="error")
+            self.app.notify(str(exc), severity="error")
             return
-        self.notify(f"started {job.name}: it waits for the servers, then measures each level")
+        self.app.notify(f"started {job.name}: it waits for the servers, then measures each level")
 
-    def action_export_report(self) -> None:
+    def export_report(self, intent: ExportReportRequested) -> None:
         """The latest export's quality report."""
-        snapshot = self.views[self.current].snapshot
+        snapshot = self.snapshot(intent.host)
         if snapshot is None or snapshot.export is None:
-            self.notify("no export report yet: x exports the training data", severity="warning")
+            self.app.notify("no export report yet: x exports the training data", severity="warning")
             return
-        _ = self.push_screen(ExportScreen(self.current, snapshot.export))
+        _ = self.app.push_screen(ExportScreen(intent.host, snapshot.export))
 
     def offer_evaluation(self, host: str, alert: Alert, jobs: tuple[JobInfo, ...]) -> None:
         """After training exits cleanly (its job_exited alert), say that B measures the drafter."""
         job = next((j for j in jobs if j.id == alert.subject), None)
         if alert.kind != "job_exited" or job is None or job.kind != "train" or job.exit_code != 0:
             return
-        config = self.host_configs.get(host)
-        if config and any(spec.kind == "evaluate" for spec in config.pipeline.jobs.values()):
-            self.notify(
+        if self.configured(host, "evaluate"):
+            self.app.notify(
                 f"{host}: training finished: press B to serve the drafter and measure it "
                 "against the server without it",
                 timeout=30,

@@ -7,78 +7,73 @@ import secrets
 from agent.protocol import DatasetProgress, JobInfo, LaunchParams
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.model.pipeline_view import ACTIVE
-from console.ui.actions.base import ActionsMixin
+from console.ui.actions.base import HostActions
+from console.ui.intents import GenerateAllRequested, GenerateRequested
 from console.ui.screens.confirm import ConfirmScreen
-from console.ui.screens.dashboard import DashboardScreen
 
 
-class GenerateActions(ActionsMixin):
+class GenerateActions(HostActions):
     """g and G: the configured per-dataset inference job, never twice on one dataset."""
 
-    async def action_generate(self) -> None:
+    async def generate(self, intent: GenerateRequested) -> None:
         """Start the inference job on the selected dataset, unless something writes it already."""
-        link, job_name = self._mutable_link(self.current), self._inference_job()
-        dataset = self._selected_dataset()
+        host = intent.host
+        link, job_name = self.mutable_link(host), self._inference_job(host)
         if link is None or job_name is None:
             return
+        dataset = self._latest(host, intent.dataset)
         if dataset is None:
-            self.notify("select a dataset first (the datasets table)", severity="warning")
+            self.app.notify("select a dataset first (the datasets table)", severity="warning")
             return
-        if (reason := self._why_not(dataset)) is not None:
-            self.notify(reason, severity="warning")
+        if (reason := self._why_not(host, dataset)) is not None:
+            self.app.notify(reason, severity="warning")
             return
         await self._launch(link, job_name, [dataset.name])
 
-    def action_generate_all(self) -> None:
+    def generate_all(self, intent: GenerateAllRequested) -> None:
         """Start the inference job on every dataset that is neither complete nor being written."""
-        link, job_name = self._mutable_link(self.current), self._inference_job()
+        host = intent.host
+        link, job_name = self.mutable_link(host), self._inference_job(host)
         if link is None or job_name is None:
             return
-        snapshot = self.views[self.current].snapshot
-        todo = [d.name for d in (snapshot.datasets if snapshot else ()) if self._why_not(d) is None]
+        snapshot = self.snapshot(host)
+        datasets = snapshot.datasets if snapshot else ()
+        todo = [d.name for d in datasets if self._why_not(host, d) is None]
         if not todo:
-            self.notify("every dataset is complete or being written", severity="warning")
+            self.app.notify("every dataset is complete or being written", severity="warning")
             return
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.run_worker(
-                    self._launch(link, job_name, todo),
-                    name=f"the start of {job_name}",
-                    group="actions",
-                    exit_on_error=False,
-                )
+                self.in_worker(self._launch(link, job_name, todo), f"the start of {job_name}")
 
-        text = f"{self.current}: start {job_name} on {len(todo)} dataset(s): {', '.join(todo)}."
-        _ = self.push_screen(
+        text = f"{host}: start {job_name} on {len(todo)} dataset(s): {', '.join(todo)}."
+        _ = self.app.push_screen(
             ConfirmScreen(f"Start {job_name} on {len(todo)} dataset(s)?", text, "Start"), confirmed
         )
 
-    def _inference_job(self) -> str | None:
-        config = self.host_configs.get(self.current)
+    def _inference_job(self, host: str) -> str | None:
+        config = self.hosts.configs.get(host)
         jobs = config.pipeline.jobs if config else {}
         names = [
             name for name, spec in jobs.items() if spec.kind == "inference" and spec.per_dataset
         ]
         if not names:
-            self.notify(
-                f"no per-dataset job of kind inference in hosts.{self.current}.jobs",
-                severity="warning",
+            self.app.notify(
+                f"no per-dataset job of kind inference in hosts.{host}.jobs", severity="warning"
             )
         return names[0] if names else None
 
-    def _selected_dataset(self) -> DatasetProgress | None:
-        snapshot = self.views[self.current].snapshot
-        if not isinstance(self.screen, DashboardScreen) or snapshot is None:
+    def _latest(self, host: str, selected: DatasetProgress | None) -> DatasetProgress | None:
+        """The selected dataset as the host's latest snapshot has it."""
+        snapshot = self.snapshot(host)
+        if selected is None or snapshot is None:
             return None
-        name = self.screen.selected_dataset
-        return next((d for d in snapshot.datasets if d.name == name), None)
+        return next((d for d in snapshot.datasets if d.name == selected.name), None)
 
-    def _why_not(self, dataset: DatasetProgress) -> str | None:
+    def _why_not(self, host: str, dataset: DatasetProgress) -> str | None:
         """Why generation should not start on `dataset` now, or None when it should."""
-        writers = [
-            j for j in self._jobs(self.current) if j.dataset == dataset.name and j.state in ACTIVE
-        ]
+        writers = [j for j in self.jobs(host) if j.dataset == dataset.name and j.state in ACTIVE]
         if writers:
             return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
         if dataset.writer:  # a lock holder or an old script with the file open: one writer only
@@ -100,10 +95,10 @@ class GenerateActions(ActionsMixin):
                     )
                 )
             except (AgentRequestError, LinkError) as exc:
-                self.notify(f"{job_name} on {name}: {exc}", severity="error")
+                self.app.notify(f"{job_name} on {name}: {exc}", severity="error")
         if started:
             where = ", ".join(f"{job.dataset} (pid {job.pid})" for job in started)
-            self.notify(f"started {job_name} on {where}")
+            self.app.notify(f"started {job_name} on {where}")
 
 
 def _done_why(dataset: DatasetProgress) -> str:

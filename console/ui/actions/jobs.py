@@ -1,4 +1,4 @@
-"""Stopping and starting jobs: k, v, t, s and the GPU hand-over."""
+"""Stopping and starting jobs: k, v, t, s, x and the GPU hand-over."""
 
 from __future__ import annotations
 
@@ -6,57 +6,83 @@ import asyncio
 import secrets
 import time
 
-from agent.protocol import (
-    JobInfo,
-    LaunchParams,
-    StopParams,
-)
+from agent.protocol import JobInfo, LaunchParams, StopParams, StopResult
 from console.link.agent_link import AgentRequestError, LinkError
-from console.ui.actions.base import STOP_TIMEOUT_S, ActionsMixin
+from console.ui.actions.base import STOP_TIMEOUT_S, HostActions
+from console.ui.intents import LaunchRequested, StopRequested
 from console.ui.screens.confirm import ConfirmScreen
 
 
-class JobActions(ActionsMixin):
-    """k: stop; v, t, s: start by kind, behind the GPU guard."""
+class JobActions(HostActions):
+    """k: stop; v, t, s, x: start by kind, behind the GPU guard."""
 
-    def action_stop_job(self) -> None:
+    def stop(self, intent: StopRequested) -> None:
         """Stop the selected job after a confirm that says what will happen."""
-        if self.current in self.read_only:
-            self.notify(
-                f"{self.current} is read-only: no job can be stopped from here", severity="warning"
+        host, job = intent.host, intent.job
+        if host in self.hosts.read_only:
+            self.app.notify(
+                f"{host} is read-only: no job can be stopped from here", severity="warning"
             )
             return
-        job = self._selected_job()
         if job is None:
-            self.notify("select a job first (the jobs table)", severity="warning")
+            self.app.notify("select a job first (the jobs table)", severity="warning")
             return
-        self._offer_stop(self.current, job)
+        self.offer_stop(host, job)
+
+    def offer_stop(self, host: str, job: JobInfo) -> None:
+        """Ask, then stop `job` on `host`: the host asked about, whatever is on screen by then."""
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.in_worker(self._stop(host, job.id, job.name), f"the stop of {job.name}")
+
+        consequences = self.stop_consequences(host, job.id)
+        _ = self.app.push_screen(
+            ConfirmScreen(f"Stop {job.name}?", consequences, "Stop"), confirmed
+        )
+
+    async def _stop(self, host: str, job_id: str, name: str) -> None:
+        link = self.hosts.connections[host].link
+        if link is None:
+            self.app.notify("no link to the host right now", severity="error")
+            return
+        started = time.monotonic()
+        try:
+            result: StopResult = await link.request(
+                "jobs.stop", StopParams(job_id), idempotency_key=f"stop-{secrets.token_hex(6)}",
+                timeout_s=STOP_TIMEOUT_S,
+            )  # fmt: skip
+        except LinkError as exc:
+            self.app.notify(f"stop of {name} failed: {exc}", severity="error")
+            return
+        steps = " → ".join(step.action for step in result.steps) or "nothing to signal"
+        self.app.notify(f"{name}: {result.outcome} ({steps}) in {time.monotonic() - started:.1f} s")
 
     def _job_names(self, host: str, kind: str) -> list[str]:
         """Configured jobs of `kind`; for train, hidden-states jobs not yet done come first."""
-        config = self.host_configs.get(host)
+        config = self.hosts.configs.get(host)
         kinds = ("hidden_states", "train") if kind == "train" else (kind,)
-        done = {job.name for job in self._jobs(host) if job.state == "exited"}
+        done = {job.name for job in self.jobs(host) if job.state == "exited"}
         jobs = config.pipeline.jobs if config else {}
         found = [(name, spec.kind) for name, spec in jobs.items() if spec.kind in kinds]
         found.sort(key=lambda item: (item[0] in done, kinds.index(item[1])))
         return [name for name, _ in found]
 
-    async def action_launch_kind(self, kind: str) -> None:
-        """Start the configured job of `kind` (v vocab, t train, s server), behind the GPU guard."""
-        host = self.current
-        link = self._mutable_link(host)
+    async def launch(self, intent: LaunchRequested) -> None:
+        """Start the configured job of a kind (v vocab, t train, s server), behind the GPU guard."""
+        host, kind = intent.host, intent.kind
+        link = self.mutable_link(host)
         names = self._job_names(host, kind)
         if link is None:
             return
         if not names:
-            self.notify(f"no job of kind {kind} in hosts.{host}.jobs", severity="warning")
+            self.app.notify(f"no job of kind {kind} in hosts.{host}.jobs", severity="warning")
             return
         running = [
-            j for j in self._jobs(host) if j.name in names and j.state in ("starting", "running")
+            j for j in self.jobs(host) if j.name in names and j.state in ("starting", "running")
         ]
         if kind == "server" and running:
-            self._offer_stop(host, running[0])
+            self.offer_stop(host, running[0])
             return
         try:
             job: JobInfo = await link.request(
@@ -66,24 +92,19 @@ class JobActions(ActionsMixin):
             )
         except AgentRequestError as exc:
             if exc.code != "gpu_busy":
-                self.notify(str(exc), severity="error")
+                self.app.notify(str(exc), severity="error")
                 return
             self._offer_gpu_handover(host, names[0], exc.detail)
             return
-        self.notify(f"started {job.name} (pid group {job.pgid})")
+        self.app.notify(f"started {job.name} (pid group {job.pgid})")
         if kind == "server":
-            self.run_worker(
-                self._await_ready(host, job.name),
-                name=f"the readiness watch of {job.name}",
-                group="actions",
-                exit_on_error=False,
-            )
+            self.in_worker(self._await_ready(host, job.name), f"the readiness watch of {job.name}")
 
     async def _await_ready(self, host: str, name: str, timeout_s: float = 900.0) -> None:
         """Say when the started server answers /health (the agent's probe), or that it never did."""
         started = time.monotonic()
         while time.monotonic() - started < timeout_s:
-            snapshot = self.views[host].snapshot
+            snapshot = self.snapshot(host)
             server = snapshot.server if snapshot else None
             fresh = (
                 snapshot is not None
@@ -92,38 +113,34 @@ class JobActions(ActionsMixin):
             )
             if server is not None and server.healthy and fresh:
                 model = f", model {server.model_path}" if server.model_path else ""
-                self.notify(
+                self.app.notify(
                     f"{name} ready at {server.url}{model} after {time.monotonic() - started:.0f} s"
                 )
                 return
             await asyncio.sleep(1.0)
-        self.notify(
+        self.app.notify(
             f"{name} did not answer /health within {timeout_s:.0f} s; see its log (l)",
             severity="error",
         )
 
     def _offer_gpu_handover(self, host: str, job_name: str, detail: str) -> None:
-        snapshot = self.views[host].snapshot
-        holders = [j for j in (snapshot.jobs if snapshot else ()) if j.gpu and j.state == "running"]
+        holders = [j for j in self.jobs(host) if j.gpu and j.state == "running"]
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.run_worker(
-                    self._hand_over(host, holders, job_name),
-                    name=f"the hand-over to {job_name}",
-                    group="actions",
-                    exit_on_error=False,
+                self.in_worker(
+                    self._hand_over(host, holders, job_name), f"the hand-over to {job_name}"
                 )
 
         names = ", ".join(f"{j.name} (pid {j.pid})" for j in holders) or "the holders"
         text = f"{detail}\n\nStop {names} first (drain, then escalate), then start {job_name}?"
-        _ = self.push_screen(
+        _ = self.app.push_screen(
             ConfirmScreen(f"The GPUs are busy: start {job_name}?", text, "Stop, then start"),
             confirmed,
         )
 
     async def _hand_over(self, host: str, holders: list[JobInfo], job_name: str) -> None:
-        link = self.connections[host].link
+        link = self.hosts.connections[host].link
         if link is None:
             return
         before = self._gpu_used_gib(host)
@@ -142,12 +159,14 @@ class JobActions(ActionsMixin):
                 idempotency_key=f"handover-{secrets.token_hex(6)}",
             )
         except LinkError as exc:
-            self.notify(f"hand-over stopped: {exc}", severity="error", timeout=20)
+            self.app.notify(f"hand-over stopped: {exc}", severity="error", timeout=20)
             return
-        self.notify(f"stopped {', '.join(h.name for h in holders)}; {freed}; started {job.name}")
+        self.app.notify(
+            f"stopped {', '.join(h.name for h in holders)}; {freed}; started {job.name}"
+        )
 
     def _gpu_used_gib(self, host: str) -> float | None:
-        snapshot = self.views[host].snapshot
+        snapshot = self.snapshot(host)
         if snapshot is None or not snapshot.gpus:
             return None
         return sum(g.memory_used_mib or 0 for g in snapshot.gpus) / 1024

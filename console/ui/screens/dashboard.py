@@ -1,18 +1,37 @@
-"""The default screen: datasets, jobs, server, GPUs and alerts of the host in focus."""
+"""The default screen: datasets, jobs, server, GPUs and alerts of the host in focus.
+
+Its keys (the dashboard's commands in the command table, bound on the app as `screen.` actions so
+every footer lists them) post intents: the host on display and the row under the cursor, as they
+are when the key is pressed. The app acts on them; this screen never touches a link.
+"""
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import DataTable, Footer, Static
 
-from agent.protocol import JobInfo
+from agent.protocol import DatasetProgress, JobInfo, Snapshot
 from console.model.drafter_view import measured_accept_length
 from console.model.formatting import STALE_AFTER_S, age, gpu_text, training_text
 from console.model.host_view import HostView
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal_lines
+from console.ui.intents import (
+    DatasetDetailRequested,
+    DeployRequested,
+    EvaluateRequested,
+    ExportReportRequested,
+    GenerateAllRequested,
+    GenerateRequested,
+    LaunchRequested,
+    LogsRequested,
+    PipelineRequested,
+    RedeployRequested,
+    StopRequested,
+)
 from console.ui.widgets.alert_strip import AlertStrip
 from console.ui.widgets.datasets_table import DatasetsTable
 from console.ui.widgets.drafter_panel import DrafterPanel
@@ -26,8 +45,13 @@ class DashboardScreen(Screen[None]):
 
     ready = False
     """True once the widgets exist; the app may try to render before that."""
-    jobs: tuple[JobInfo, ...] = ()
-    """The jobs last shown."""
+    shown: Snapshot | None = None
+    """The snapshot last shown: what the rows under the cursor stand for."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+        """The host on display: every intent names it."""
 
     def on_mount(self) -> None:
         """The widgets are composed: renders may begin."""
@@ -51,6 +75,7 @@ class DashboardScreen(Screen[None]):
         headers = self.query(HostHeader)
         if not self.ready or not headers:  # not composed yet, or being torn down
             return
+        self.host = view.name
         headers.first().show(view, others, now)
         data_age = view.age_s()
         stale = (data_age or 0) > STALE_AFTER_S or view.state.status != "up"
@@ -67,7 +92,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
-        self.jobs = snapshot.jobs
+        self.shown = snapshot
         self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         training = training_text(
@@ -94,6 +119,65 @@ class DashboardScreen(Screen[None]):
         datasets = self.query_one(DatasetsTable)
         if not datasets.has_focus:
             return self.query_one(JobsTable).selected_job_id
-        writers = [j for j in self.jobs if j.dataset == datasets.selected_name and not j.external]
+        jobs = self.shown.jobs if self.shown else ()
+        writers = [j for j in jobs if j.dataset == datasets.selected_name and not j.external]
         writers.sort(key=lambda job: (job.state in ("starting", "running"), job.started_at or 0))
         return writers[-1].id if writers else None
+
+    @property
+    def selected_job(self) -> JobInfo | None:
+        """The job `selected_job_id` names, as last shown."""
+        jobs = self.shown.jobs if self.shown else ()
+        return next((job for job in jobs if job.id == self.selected_job_id), None)
+
+    @property
+    def selected_dataset_progress(self) -> DatasetProgress | None:
+        """The dataset under the datasets table's cursor, as last shown."""
+        datasets = self.shown.datasets if self.shown else ()
+        return next((d for d in datasets if d.name == self.selected_dataset), None)
+
+    @on(DataTable.RowSelected, "#datasets")
+    def dataset_chosen(self, event: DataTable.RowSelected) -> None:
+        """Enter on a dataset asks for its detail."""
+        if event.row_key.value is not None:
+            self.post_message(DatasetDetailRequested(self.host, event.row_key.value))
+
+    def action_generate(self) -> None:
+        """g: generate on the dataset under the cursor."""
+        self.post_message(GenerateRequested(self.host, self.selected_dataset_progress))
+
+    def action_generate_all(self) -> None:
+        """G: generate on every dataset still to do."""
+        self.post_message(GenerateAllRequested(self.host))
+
+    def action_logs(self) -> None:
+        """l: the selected job's log."""
+        self.post_message(LogsRequested(self.host, self.selected_job_id))
+
+    def action_stop_job(self) -> None:
+        """k: stop the selected job."""
+        self.post_message(StopRequested(self.host, self.selected_job))
+
+    def action_redeploy(self) -> None:
+        """R: kill, deploy and restart the selected job."""
+        self.post_message(RedeployRequested(self.host, self.selected_job))
+
+    def action_deploy_screen(self) -> None:
+        """d: the drift of the mapped files."""
+        self.post_message(DeployRequested(self.host))
+
+    def action_launch_kind(self, kind: str) -> None:
+        """v, t, s, x: start the configured job of `kind`."""
+        self.post_message(LaunchRequested(self.host, kind))
+
+    def action_export_report(self) -> None:
+        """X: the export's report."""
+        self.post_message(ExportReportRequested(self.host))
+
+    def action_evaluate_drafter(self) -> None:
+        """B: measure the drafter."""
+        self.post_message(EvaluateRequested(self.host))
+
+    def action_pipeline(self) -> None:
+        """p: the pipeline's stages."""
+        self.post_message(PipelineRequested(self.host))

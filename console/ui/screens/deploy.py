@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from console.link.deploy import FilePlan
 from console.model.safe_text import literal, sanitise_lines
+from console.ui.intents import DeployAllRequested, DiffRequested, RollbackRequested
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
 
@@ -85,24 +86,24 @@ class DeployScreen(Screen[None]):
             return None
         return self.plans[table.cursor_row]
 
-    async def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a file: the table takes the key, so its selection opens the diff."""
         event.stop()
-        await self.action_diff()
+        self.action_diff()
 
-    async def action_diff(self) -> None:
+    def action_diff(self) -> None:
         """Ask the app for the selected file's diff."""
         if self.selected is not None:
-            await self.app.run_action(f"show_diff({self.selected.remote!r})")
+            self.post_message(DiffRequested(self.host, self.selected.remote))
 
-    async def action_deploy(self) -> None:
+    def action_deploy(self) -> None:
         """Ask the app to deploy every changed file."""
-        await self.app.run_action("deploy_all")
+        self.post_message(DeployAllRequested(self.host))
 
-    async def action_rollback(self) -> None:
+    def action_rollback(self) -> None:
         """Ask the app to roll the selected file back."""
         if self.selected is not None:
-            await self.app.run_action(f"rollback_file({self.selected.remote!r})")
+            self.post_message(RollbackRequested(self.host, self.selected.remote))
 
     def action_back(self) -> None:
         """Back to the dashboard."""

@@ -17,6 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from console.model.safe_text import literal, literal_lines, sanitise
+from console.ui.intents import PendingDiffRequested
 
 
 class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
@@ -79,6 +80,6 @@ class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
         """Escape cancels."""
         _ = self.dismiss(None)
 
-    async def action_diff(self) -> None:
-        """Show the diff of what will be deployed."""
-        await self.app.run_action("show_pending_diff")
+    def action_diff(self) -> None:
+        """Ask for the diff of what will be deployed."""
+        self.post_message(PendingDiffRequested())
