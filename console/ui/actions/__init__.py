@@ -1,1 +1,1 @@
-"""The console's actions, grouped by what they change; the app mixes them in."""
+"""The console's actions, grouped by what they change: the app hands each intent to one of them."""
