@@ -1,8 +1,9 @@
 """The Textual app: wiring only. It owns the host links; screens get frozen data and say what they want.
 
 One HostConnection per host runs as a worker for the app's whole life, so a link never depends on
-which screen is showing. Messages from the links update the HostView of their host; the screen
-on display renders it. A screen says what the user wants with an intent (`console/ui/intents.py`)
+which screen is showing. Messages from the links update the HostView of their host; the app
+publishes what changed on its signals (`console/ui/signals.py`) and the screens mounted at the
+time subscribe: the app never looks a screen up to feed it. A screen says what the user wants with an intent (`console/ui/intents.py`)
 naming the host it was asked on; the app acts on each in one handler, through the action groups
 in `console/ui/actions/`. Every toast is sanitised and never read as markup: most of them carry
 names and reasons from a host.
@@ -58,8 +59,8 @@ from console.ui.log_file import attach_log_file, detach_log_file
 from console.ui.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.help import HelpScreen
-from console.ui.screens.logs import LogScreen
 from console.ui.screens.trust import TrustScreen
+from console.ui.signals import ConsoleSignals, HostShown, LogChunkReceived
 from console.ui.themes import themes_dir
 
 Pinner = Callable[[OfferedKey], Path]
@@ -110,10 +111,11 @@ class ConsoleApp(App[None]):
             for name, opener in openers.items()
         }
         self.current = next(iter(openers))
+        self.signals = ConsoleSignals(self)
         hosts = Hosts(self.views, self.connections, dict(host_configs or {}), read_only)
         self.jobs = JobActions(self, hosts)
         self.generation = GenerateActions(self, hosts)
-        self.deploys = DeployActions(self, hosts)
+        self.deploys = DeployActions(self, hosts, self.signals.deploy_finished)
         self.evaluation = EvaluateActions(self, hosts)
         self.viewer = ViewActions(self, hosts)
 
@@ -125,7 +127,7 @@ class ConsoleApp(App[None]):
         _ = self.push_screen(DashboardScreen(self.current))
         for name in self.connections:
             await self._start_link(name)
-        self.set_interval(1.0, self._render_current)
+        self.set_interval(1.0, self._publish_host_shown)
 
     async def _start_link(self, host: str) -> None:
         connection = self.connections[host]
@@ -191,7 +193,7 @@ class ConsoleApp(App[None]):
     def show_host(self, name: str) -> None:
         """Put host `name` on screen."""
         self.current = name
-        self._render_current()
+        self._publish_host_shown()
 
     async def on_unmount(self) -> None:
         """Close every link so no agent bridge is left behind."""
@@ -223,7 +225,7 @@ class ConsoleApp(App[None]):
             self.evaluation.offer_evaluation(message.host, alert, message.snapshot.jobs)
         view.record_snapshot(message.snapshot)
         if message.host == self.current:
-            self._render_current()
+            self._publish_host_shown()
 
     def on_link_changed(self, message: LinkChanged) -> None:
         """Keep the state, and say so when a link is lost, refused or restored."""
@@ -241,18 +243,13 @@ class ConsoleApp(App[None]):
         elif after == "refused" and before != "refused":
             self.notify(message.state.detail, severity="error", timeout=30)
             self._offer_trust(message.state)
-        self._render_current()
+        self._publish_host_shown()
 
     def on_agent_event_received(self, message: AgentEventReceived) -> None:
-        """Log chunks go to an open log screen; job events become toasts."""
+        """Log chunks go to whichever log screens are mounted; job events become toasts."""
         event = message.event
         if isinstance(event.data, LogChunk):
-            for screen in self.screen_stack:
-                if isinstance(screen, LogScreen) and (screen.host, screen.log_name) == (
-                    message.host,
-                    event.data.name,
-                ):
-                    screen.append_chunk(event.data)
+            self.signals.log_chunk_received.publish(LogChunkReceived(message.host, event.data))
         elif isinstance(event.data, JobEvent):
             self.notify(f"{message.host}: {event.data.message}")
 
@@ -269,11 +266,10 @@ class ConsoleApp(App[None]):
             TrustScreen(state.host, state.detail, state.offered_key if pinner else None), answered
         )
 
-    def _render_current(self) -> None:
-        for screen in self.screen_stack:
-            if isinstance(screen, DashboardScreen):
-                others = [headline(v) for name, v in self.views.items() if name != self.current]
-                screen.show(self.views[self.current], others, self.clock())
+    def _publish_host_shown(self) -> None:
+        """The host in focus, for whichever dashboard is mounted to render."""
+        others = [headline(v) for name, v in self.views.items() if name != self.current]
+        self.signals.host_shown.publish(HostShown(self.views[self.current], others, self.clock()))
 
     # ------------------------------------------------------------ actions
 
@@ -289,7 +285,7 @@ class ConsoleApp(App[None]):
     def action_toggle_theme(self) -> None:
         """Dark or light."""
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"
-        self._render_current()  # tables re-measure their columns in the new theme
+        self._publish_host_shown()  # tables re-measure their columns in the new theme
 
     def action_reconnect(self) -> None:
         """Retry the link of the host on screen now."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual.app import App
+from textual.signal import Signal
 
 from agent.protocol import JobInfo, Snapshot
 from console.config import HostConfig, SshTarget
@@ -26,8 +27,10 @@ from console.ui.screens.redeploy import RedeployScreen
 class DeployActions(HostActions):
     """d: drift, diff, deploy, rollback; R: kill, deploy, restart."""
 
-    def __init__(self, app: App[None], hosts: Hosts) -> None:
+    def __init__(self, app: App[None], hosts: Hosts, finished: Signal[str]) -> None:
         super().__init__(app, hosts)
+        self.finished = finished
+        """Published with the host's name when its changed files are deployed."""
         self.plans: list[FilePlan] = []
         """The latest plan, of `plans_host`: the deploy screen and the redeploy modal act on it."""
         self.plans_host = ""
@@ -105,8 +108,7 @@ class DeployActions(HostActions):
             self.app.notify(str(exc), severity="error", timeout=20)
             return
         self.app.notify(f"deployed {len(results)} file(s)")
-        if isinstance(self.app.screen, DeployScreen):
-            _ = self.app.screen.dismiss(None)
+        self.finished.publish(host)
 
     async def rollback(self, intent: RollbackRequested) -> None:
         """Put back the previous version of one file."""

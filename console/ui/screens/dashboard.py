@@ -32,6 +32,7 @@ from console.ui.intents import (
     RedeployRequested,
     StopRequested,
 )
+from console.ui.signals import HostShown, signals_of
 from console.ui.widgets.alert_strip import AlertStrip
 from console.ui.widgets.datasets_table import DatasetsTable
 from console.ui.widgets.drafter_panel import DrafterPanel
@@ -43,8 +44,6 @@ from console.ui.widgets.server_panel import ServerPanel
 class DashboardScreen(Screen[None]):
     """Everything about one host at a glance."""
 
-    ready = False
-    """True once the widgets exist; the app may try to render before that."""
     shown: Snapshot | None = None
     """The snapshot last shown: what the rows under the cursor stand for."""
 
@@ -54,8 +53,11 @@ class DashboardScreen(Screen[None]):
         """The host on display: every intent names it."""
 
     def on_mount(self) -> None:
-        """The widgets are composed: renders may begin."""
-        self.ready = True
+        """The widgets are composed: render the host the app shows, from now on."""
+        signals_of(self).host_shown.subscribe(self, self._host_shown)
+
+    def _host_shown(self, shown: HostShown) -> None:
+        self.show(shown.view, shown.others, shown.now)
 
     def compose(self) -> ComposeResult:
         """Header, datasets, jobs beside server and GPUs, alerts, footer."""
@@ -73,7 +75,7 @@ class DashboardScreen(Screen[None]):
     def show(self, view: HostView, others: list[str], now: float) -> None:
         """Render `view` as of `now`; panels turn stale when its data is old."""
         headers = self.query(HostHeader)
-        if not self.ready or not headers:  # not composed yet, or being torn down
+        if not headers:  # being torn down
             return
         self.host = view.name
         headers.first().show(view, others, now)

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 from console.link.deploy import FilePlan
 from console.model.safe_text import literal, sanitise_lines
 from console.ui.intents import DeployAllRequested, DiffRequested, RollbackRequested
+from console.ui.signals import signals_of
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
 
@@ -44,7 +45,7 @@ class DiffScreen(ModalScreen[None]):
 
 
 class DeployScreen(Screen[None]):
-    """The drift table; the app does the deploying (it owns the link)."""
+    """The drift table; the app does the deploying (it owns the link) and says when it is done."""
 
     BINDINGS = [
         Binding("enter", "diff", "Diff"),
@@ -77,6 +78,15 @@ class DeployScreen(Screen[None]):
             )  # fmt: skip
         yield table
         yield Footer(show_command_palette=False)  # the command table decides the footer
+
+    def on_mount(self) -> None:
+        """Hear when this host's deploy is done."""
+        signals_of(self).deploy_finished.subscribe(self, self._deployed)
+
+    def _deployed(self, host: str) -> None:
+        """The files shown are deployed: the table is out of date, so back to the dashboard."""
+        if host == self.host and self.is_active:
+            _ = self.dismiss(None)
 
     @property
     def selected(self) -> FilePlan | None:

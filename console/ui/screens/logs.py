@@ -22,6 +22,7 @@ from textual.widgets import Footer, Input, Log, Static
 
 from agent.protocol import LogChunk
 from console.model.safe_text import literal, sanitise
+from console.ui.signals import LogChunkReceived, signals_of
 
 MAX_LINES = 50_000
 FLUSH_S = 0.1
@@ -84,10 +85,15 @@ class LogScreen(Screen[None]):
         yield Footer(show_command_palette=False)  # the command table decides the footer
 
     def on_mount(self) -> None:
-        """Show the status line; write new lines in batches."""
+        """Hear this log's chunks; show the status line; write new lines in batches."""
+        signals_of(self).log_chunk_received.subscribe(self, self._chunk_received)
         self.query_one(Log).highlighter = LogHighlighter()
         self._update_status()
         self.set_interval(FLUSH_S, self._flush)
+
+    def _chunk_received(self, received: LogChunkReceived) -> None:
+        if (received.host, received.chunk.name) == (self.host, self.log_name):
+            self.append_chunk(received.chunk)
 
     def append_chunk(self, chunk: LogChunk) -> None:
         """New lines from the agent (a reset starts over)."""
