@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from textual.widgets import Button
 
 from agent.protocol import (
@@ -38,6 +38,16 @@ def stops(agent: ScriptedAgent) -> list[str]:
 
 def called(agent: ScriptedAgent, method: str) -> list[str]:
     return [request.method for request in agent.requests if request.method == method]
+
+
+def palette_highlights(app: ConsoleApp, text: str) -> bool:
+    """The palette (it searches in a worker) has found `text` and highlights it."""
+    found = app.screen.query(CommandList)
+    if not found or found.first().highlighted is None:
+        return False
+    listing = found.first()
+    assert listing.highlighted is not None
+    return text in str(listing.get_option_at_index(listing.highlighted).prompt)
 
 
 def with_a_deployed_file(name: str, remote: str) -> ScriptedAgent:
@@ -101,3 +111,21 @@ async def test_a_rollback_asked_on_the_deploy_screen_goes_to_the_host_it_shows(
             ["files.rollback"],
             [],
         )
+
+
+async def test_the_palette_asks_what_the_key_asks_on_the_screen_it_was_opened_over() -> None:
+    agent = scripted("a")
+    app = ConsoleApp({"a": agent.open}, clock=lambda: NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.views["a"].state.status == "up")
+        agent.push(Event("snapshot", SNAPSHOT))
+        await wait_for(pilot, lambda: app.views["a"].snapshot is not None)
+        app.screen.query_one("#jobs").focus()
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"Stop job")
+        await wait_for(pilot, lambda: palette_highlights(app, "Stop job"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        app.screen.query_one("#confirm", Button).press()
+        await wait_for(pilot, lambda: bool(stops(agent)))
