@@ -113,11 +113,11 @@ class ConsoleApp(App[None]):
         self.current = next(iter(openers))
         self.signals = ConsoleSignals(self)
         hosts = Hosts(self.views, self.connections, dict(host_configs or {}), read_only)
-        self.jobs = JobActions(self, hosts)
-        self.generation = GenerateActions(self, hosts)
-        self.deploys = DeployActions(self, hosts, self.signals.deploy_finished)
-        self.evaluation = EvaluateActions(self, hosts)
-        self.viewer = ViewActions(self, hosts)
+        self.job_actions = JobActions(self, hosts)
+        self.generate_actions = GenerateActions(self, hosts)
+        self.deploy_actions = DeployActions(self, hosts, self.signals.deploy_finished)
+        self.evaluate_actions = EvaluateActions(self, hosts)
+        self.view_actions = ViewActions(self, hosts)
 
     async def on_mount(self) -> None:
         """Start every link, show the dashboard, refresh ages once a second."""
@@ -222,7 +222,7 @@ class ConsoleApp(App[None]):
                 severity="error" if alert.severity == "error" else "warning",
                 timeout=10,
             )
-            self.evaluation.offer_evaluation(message.host, alert, message.snapshot.jobs)
+            self.evaluate_actions.offer_evaluation(message.host, alert, message.snapshot.jobs)
         view.record_snapshot(message.snapshot)
         if message.host == self.current:
             self._publish_host_shown()
@@ -295,60 +295,60 @@ class ConsoleApp(App[None]):
 
     def on_stop_requested(self, intent: StopRequested) -> None:
         """k: confirm, then stop."""
-        self.jobs.stop(intent)
+        self.job_actions.stop(intent)
 
     async def on_launch_requested(self, intent: LaunchRequested) -> None:
         """v, t, s, x: start a job of a kind."""
-        await self.jobs.launch(intent)
+        await self.job_actions.launch(intent)
 
     async def on_generate_requested(self, intent: GenerateRequested) -> None:
         """g: generate on one dataset."""
-        await self.generation.generate(intent)
+        await self.generate_actions.generate(intent)
 
     def on_generate_all_requested(self, intent: GenerateAllRequested) -> None:
         """G: generate on every dataset still to do."""
-        self.generation.generate_all(intent)
+        self.generate_actions.generate_all(intent)
 
     async def on_deploy_requested(self, intent: DeployRequested) -> None:
         """d: the deploy screen."""
-        await self.deploys.show_drift(intent)
+        await self.deploy_actions.show_drift(intent)
 
     async def on_diff_requested(self, intent: DiffRequested) -> None:
         """One file's diff."""
-        await self.deploys.show_diff(intent)
+        await self.deploy_actions.show_diff(intent)
 
     async def on_pending_diff_requested(self, _: PendingDiffRequested) -> None:
         """What the redeploy being confirmed would deploy."""
-        await self.deploys.show_pending_diff()
+        await self.deploy_actions.show_pending_diff()
 
     def on_deploy_all_requested(self, intent: DeployAllRequested) -> None:
         """D: deploy every changed file."""
-        self.deploys.deploy_all(intent)
+        self.deploy_actions.deploy_all(intent)
 
     async def on_rollback_requested(self, intent: RollbackRequested) -> None:
         """b: roll one file back."""
-        await self.deploys.rollback(intent)
+        await self.deploy_actions.rollback(intent)
 
     async def on_redeploy_requested(self, intent: RedeployRequested) -> None:
         """R: kill, deploy, restart."""
-        await self.deploys.redeploy(intent)
+        await self.deploy_actions.redeploy(intent)
 
     async def on_evaluate_requested(self, intent: EvaluateRequested) -> None:
         """B: measure the drafter."""
-        await self.evaluation.evaluate(intent)
+        await self.evaluate_actions.evaluate(intent)
 
     def on_export_report_requested(self, intent: ExportReportRequested) -> None:
         """X: the export's report."""
-        self.evaluation.export_report(intent)
+        self.evaluate_actions.export_report(intent)
 
     async def on_logs_requested(self, intent: LogsRequested) -> None:
         """l: follow a log."""
-        await self.viewer.logs(intent)
+        await self.view_actions.logs(intent)
 
     def on_pipeline_requested(self, intent: PipelineRequested) -> None:
         """p: the pipeline's stages."""
-        self.viewer.pipeline(intent)
+        self.view_actions.pipeline(intent)
 
     async def on_dataset_detail_requested(self, intent: DatasetDetailRequested) -> None:
         """Enter on a dataset: its detail."""
-        await self.viewer.dataset_detail(intent)
+        await self.view_actions.dataset_detail(intent)
