@@ -129,3 +129,22 @@ async def test_the_palette_asks_what_the_key_asks_on_the_screen_it_was_opened_ov
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         app.screen.query_one("#confirm", Button).press()
         await wait_for(pilot, lambda: bool(stops(agent)))
+
+
+async def test_a_key_on_a_host_with_no_data_yet_acts_on_nothing_left_from_the_last_host() -> None:
+    first, second = scripted("a"), scripted("b")
+    app = ConsoleApp({"a": first.open, "b": second.open}, clock=lambda: NOW)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: all(v.state.status == "up" for v in app.views.values()))
+        first.push(Event("snapshot", SNAPSHOT))
+        await wait_for(pilot, lambda: app.views["a"].snapshot is not None)
+        dashboard = app.screen
+        assert isinstance(dashboard, DashboardScreen)
+        dashboard.query_one("#jobs").focus()
+        app.show_host("b")
+        await wait_for(pilot, lambda: dashboard.host == "b")
+        await pilot.press("k")
+        await wait_for(
+            pilot, lambda: any("select a job first" in str(n.message) for n in app._notifications)
+        )
+        assert app.screen is dashboard

@@ -77,7 +77,7 @@ class DashboardScreen(Screen[None]):
         headers = self.query(HostHeader)
         if not headers:  # being torn down
             return
-        self.host = view.name
+        self.host, self.shown = view.name, view.snapshot  # what a key acts on from now
         headers.first().show(view, others, now)
         data_age = view.age_s()
         stale = (data_age or 0) > STALE_AFTER_S or view.state.status != "up"
@@ -94,7 +94,6 @@ class DashboardScreen(Screen[None]):
         self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
-        self.shown = snapshot
         self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         training = training_text(
