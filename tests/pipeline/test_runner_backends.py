@@ -176,31 +176,41 @@ def test_a_text_only_answer_is_the_tokenizers_own_encoding_of_the_turn(
         turn = " ".join(filter(None, [thought, message["content"], "<|im_end|>"]))
         assert record["output_ids"] == tokenizer.encode(turn, add_special_tokens=False)
         assert record["tokens"] == "reencoded"
+        rendered = tokenizer.apply_chat_template(conversations[index], add_generation_prompt=True)
+        assert record["prompt_ids"] == list(
+            rendered["input_ids"] if hasattr(rendered, "keys") else rendered
+        )
         assert record["server_completion_tokens"] == answer["usage"]["completion_tokens"]
         assert record["reencoded_tokens"] == len(record["output_ids"])
     final = status(folder)
     assert final["reencoded"] == 12
-    assert final["reencode_mismatch_share"] == 0
+    assert final["reencode_mismatch_share"] == 0.0
 
 
-def test_a_template_that_drops_the_think_markers_shows_in_the_mismatch_share(
+def test_a_template_that_drops_the_think_markers_shows_in_the_mismatch_share_across_resumes(
     tmp_path: Path,
 ) -> None:
     tokenizer = tmp_path / "tok"
     build_think_tokenizer(tokenizer, DROPS_THINK)
     folder = tmp_path / "d"
     write_chat_prompts(folder, 8)
+    args = ("--api", "openai-chat", "--tokenizer", str(tokenizer), "--max-new-tokens", "400")
     with running_simulator(
         tmp_path / "h", *FAST, *WORDY, "--flavor", "hosted", "--reasoning"
     ) as sim:
-        result = run_runner(folder, sim.url, "--api", "openai-chat", "--tokenizer", str(tokenizer),
-                            "--max-new-tokens", "400")  # fmt: skip
+        first = run_runner(folder, sim.url, *args, "--max-samples", "3")
+        second = run_runner(folder, sim.url, *args)
 
-    assert result.returncode == 0, result.stderr
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
     final = status(folder)
-    assert final["reencoded"] == 8
-    assert final["reencode_mismatches"] == 8
+    assert final["reencoded"] == 5, "this run's"
+    assert final["dataset_reencoded"] == 8
+    assert final["dataset_reencode_mismatches"] == 8
     assert final["reencode_mismatch_share"] == 1.0
+    costs = [record["usage"]["cost"] for record in records(folder).values()]
+    assert final["dataset_cost"] == pytest.approx(sum(costs))
+    assert final["cost"] < final["dataset_cost"]
 
 
 def test_a_429_storm_pauses_dispatch_fails_no_prompt_and_keeps_the_budget(

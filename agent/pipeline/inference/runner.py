@@ -63,6 +63,7 @@ from agent.pipeline.inference.status import (
     write_status,
 )
 from agent.pipeline.inference.storage import StorageError
+from agent.pipeline.inference.tally import DatasetTally, tally_responses
 from agent.pipeline.inference.waiting import wait_for_servers
 from agent.protocol import generation_done
 
@@ -106,6 +107,8 @@ class Runner:
         self.prompts: list[Prompt] = []
         self.todo: deque[Prompt] = deque()
         self.resume = ResumeState()
+        self.earlier = DatasetTally()
+        """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
         self.paused_until = 0.0
         """Monotonic time before which nothing new is sent (an API's rate limit)."""
         self.gate = BudgetGate(
@@ -182,6 +185,8 @@ class Runner:
             options.tokenizer, self.prompts, trust_remote_code=options.trust_remote_code
         )
         self.resume = recover(options.responses_path, repair=options.repair)
+        if options.api != "sglang":
+            self.earlier = tally_responses(options.responses_path)
         skip = self.resume.done_ids | permanently_failed_ids(options.errors_path)
         self.todo = deque(p for p in self.prompts if p.id not in skip)
         self.gate.resume(self.resume.lengths)
@@ -553,6 +558,17 @@ class Runner:
                     print(progress_line(self.name, record), file=sys.stderr, flush=True)  # noqa: T201
                 last_line = time.monotonic()
 
+    def _dataset_tally(self) -> dict[str, Any]:
+        """Cost and re-encoding figures of the whole dataset: earlier records and this run's."""
+        stats = self.stats
+        tally = self.earlier.plus(stats.cost, stats.reencoded, stats.reencode_mismatches)
+        return {
+            "dataset_cost": tally.cost,
+            "dataset_reencoded": tally.reencoded,
+            "dataset_reencode_mismatches": tally.reencode_mismatches,
+            "reencode_mismatch_share": tally.mismatch_share,
+        }
+
     def _report(self) -> dict[str, Any]:
         gate, options = self.gate, self.options
         record = status_record(
@@ -566,6 +582,7 @@ class Runner:
                 "api": options.api,
                 "model": options.model,
                 "rate_limited_until_s": round(max(self.paused_until - time.monotonic(), 0.0), 1),
+                **self._dataset_tally(),
                 "budget": options.token_budget,
                 "max_samples": options.max_samples,
                 "on_budget": options.on_budget,

@@ -62,11 +62,6 @@ class RunStats:
         self.reencoded += answer.reencoded
         self.reencode_mismatches += answer.mismatch
 
-    @property
-    def reencode_mismatch_share(self) -> float | None:
-        """Share of re-encoded answers whose length differs from the server's; None without any."""
-        return round(self.reencode_mismatches / self.reencoded, 4) if self.reencoded else None
-
     def tokens_per_s(self) -> float:
         """Completion tokens per second of this run so far (on the monotonic clock)."""
         return self.tokens_this_run / max(time.monotonic() - self._started_monotonic, 1e-9)
@@ -83,7 +78,6 @@ def status_record(fields: dict[str, Any], stats: RunStats) -> dict[str, Any]:
         "updated_at": time.time(),
         "tokens_per_s": round(stats.tokens_per_s(), 2),
         **asdict(stats),
-        "reencode_mismatch_share": stats.reencode_mismatch_share,
         **fields,
     }
 

@@ -107,7 +107,7 @@ class ChatBackend:
             answer.add(event)
         if answer.token_ids is not None:
             return self._exact(answer)
-        return self._reencoded(answer, messages, request.input_ids)
+        return self._reencoded(answer, messages)
 
     def payload(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The request body: ids asked for where the server has them, usage in the stream."""
@@ -133,13 +133,13 @@ class ChatBackend:
             record_fields={"tokens": "exact", "server_finish_reason": answer.finish},
         )  # fmt: skip
 
-    def _reencoded(
-        self, answer: ChatAnswer, messages: list[dict[str, Any]], prompt_ids: list[int]
-    ) -> Generation:
+    def _reencoded(self, answer: ChatAnswer, messages: list[dict[str, Any]]) -> Generation:
         if self.reencoder is None:
             raise RejectedError(NO_TOKENIZER, 501)
         finish = runner_finish(answer.finish)
-        ids = self.reencoder.answer_ids(messages, answer.reasoning or None, answer.content, finish)
+        prompt_ids, ids = self.reencoder.answer_ids(
+            messages, answer.reasoning or None, answer.content, finish
+        )  # the template's prompt ids: a text prompt was sent as one user turn
         served = (answer.usage or {}).get("completion_tokens")
         served = served if isinstance(served, int) else None
         return Generation(

@@ -24,13 +24,13 @@ class Reencoder:
 
     def answer_ids(
         self, messages: list[dict[str, Any]], reasoning: str | None, content: str, finish: str
-    ) -> list[int]:
-        """The ids the target would have generated for this turn, as its template renders it."""
+    ) -> tuple[list[int], list[int]]:
+        """The prompt's ids and the ids the target would have generated for this turn."""
         prompt_ids = self._render(messages, add_generation_prompt=True)
         turn = {"role": "assistant", "content": assistant_text(reasoning, content)}
         whole = self._render([*messages, turn], add_generation_prompt=False)
         answer = whole[_common_prefix(prompt_ids, whole) :]
-        return _through_end_of_turn(answer, self.end_of_turn, finish == "stop")
+        return prompt_ids, _through_end_of_turn(answer, self.end_of_turn, finish == "stop")
 
     def _render(self, messages: list[dict[str, Any]], add_generation_prompt: bool) -> list[int]:
         ids = self.tokenizer.apply_chat_template(
