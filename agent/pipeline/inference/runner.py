@@ -55,15 +55,14 @@ from agent.pipeline.inference.rejections import (
     RequestRejectedError,
     run_level_message,
 )
+from agent.pipeline.inference.response_line import DatasetTally, response_line, tally_responses
 from agent.pipeline.inference.status import (
     RunStats,
     progress_line,
-    runner_sha256,
     status_record,
     write_status,
 )
 from agent.pipeline.inference.storage import StorageError
-from agent.pipeline.inference.tally import DatasetTally, tally_responses
 from agent.pipeline.inference.waiting import wait_for_servers
 from agent.protocol import generation_done
 
@@ -388,7 +387,7 @@ class Runner:
                 )
                 return True
         try:
-            self.writer.append(_record(prompt, answer, latency_s, self.options.api))
+            self.writer.append(response_line(prompt, answer, latency_s, self.options.api))
         except StorageError as exc:
             self._storage_failed(exc, tokens)
             return True
@@ -605,24 +604,6 @@ class Runner:
         )
         write_status(options.status_path, record)
         return record
-
-
-def _record(prompt: Prompt, answer: Generation, latency_s: float, api: str) -> dict[str, Any]:
-    """The response line; the OpenAI-compatible backends add what their servers report."""
-    record = {
-        "id": prompt.id,
-        "output_ids": answer.output_ids,
-        "completion_tokens": answer.completion_tokens,
-        "prompt_tokens": answer.prompt_tokens,
-        "finish_reason": answer.finish_reason,
-        "latency_s": round(latency_s, 4),
-        "ts": round(time.time(), 3),
-        "runner_sha256": runner_sha256(),
-    }
-    if api != "sglang":
-        record |= {"api": api, "prompt_ids": answer.prompt_ids, "stop_reason": answer.stop_reason,
-                   "usage": answer.usage}  # fmt: skip
-    return record | answer.record_fields
 
 
 __all__ = ["PromptsError", "RunFailedError", "Runner"]

@@ -1,6 +1,7 @@
-"""What the dataset's earlier records cost and how many were re-encoded, for per-dataset totals.
+"""The response line the runner writes, and the per-dataset totals read back from earlier ones.
 
-`runner.json` reports cost and the re-encoding mismatch share for the whole dataset, not just
+Every backend writes the fields DESIGN §3 lists; the OpenAI-compatible ones add what their
+servers report (prompt ids, stop_reason, usage) and how the ids were obtained. `runner.json` reports cost and the re-encoding mismatch share for the whole dataset, not just
 this run, so a resumed run first adds up the records already there (`usage.cost`,
 `"tokens": "reencoded"` and the two lengths). It runs after resume has cut off any torn tail;
 a line that does not parse is skipped here (resume has judged it already). Only the
@@ -10,11 +11,33 @@ OpenAI-compatible backends write these fields, so the native backend never pays 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.pipeline.inference.backends.base import Generation
+from agent.pipeline.inference.prompts import Prompt
+from agent.pipeline.inference.status import runner_sha256
 from agent.regular_files import open_regular
+
+
+def response_line(prompt: Prompt, answer: Generation, latency_s: float, api: str) -> dict[str, Any]:
+    """The response line; the OpenAI-compatible backends add what their servers report."""
+    record = {
+        "id": prompt.id,
+        "output_ids": answer.output_ids,
+        "completion_tokens": answer.completion_tokens,
+        "prompt_tokens": answer.prompt_tokens,
+        "finish_reason": answer.finish_reason,
+        "latency_s": round(latency_s, 4),
+        "ts": round(time.time(), 3),
+        "runner_sha256": runner_sha256(),
+    }
+    if api != "sglang":
+        record |= {"api": api, "prompt_ids": answer.prompt_ids, "stop_reason": answer.stop_reason,
+                   "usage": answer.usage}  # fmt: skip
+    return record | answer.record_fields
 
 
 @dataclass
