@@ -18,7 +18,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-_LINE = re.compile(r"^(sglang[:_][A-Za-z0-9_]+)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$")
+_LINE = r"^({prefix}[:_][A-Za-z0-9_]+)(?:\{{(.*)\}})?\s+(\S+)(?:\s+\d+)?$"
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 RATIOS = frozenset({
     "token_usage", "cache_hit_rate", "spec_accept_length", "spec_accept_rate", "swa_token_usage",
@@ -42,11 +42,12 @@ class Sample:
         return self.labels.get("worker_addr", ""), self.labels.get("dp_rank", "")
 
 
-def parse(text: str) -> list[Sample]:
-    """Every `sglang:` or `sglang_` sample, skipping comments and lines that do not parse."""
+def parse(text: str, prefix: str = "sglang") -> list[Sample]:
+    """Every `sglang:`/`sglang_` sample (or `prefix`'s, as vLLM's `vllm:`); junk lines skipped."""
     samples = []
+    pattern = re.compile(_LINE.format(prefix=re.escape(prefix)))
     for line in text.splitlines():
-        match = _LINE.match(line.strip())
+        match = pattern.match(line.strip())
         if match is None:
             continue
         try:
@@ -54,7 +55,7 @@ def parse(text: str) -> list[Sample]:
         except ValueError:
             continue
         labels = {key: value for key, value in _LABEL.findall(match[2] or "")}
-        samples.append(Sample(match[1][len("sglang:") :], labels, value))
+        samples.append(Sample(match[1][len(prefix) + 1 :], labels, value))
     return samples
 
 

@@ -4,7 +4,8 @@ The current paths come first (`/server_info`, `/model_info`); the deprecated `ge
 WARNING in the server's log on every call (srt/entrypoints/http_server.py:802-809, 853-860), so
 they are asked only when the current path answers 404. A 404 on /server_info that
 `/get_server_info` answers with `router_manager` means the URL is an sglang-router, which is
-probed as one (router_probe.py). With `--api-key` the key goes with every request.
+probed as one (router_probe.py); a 404 on both forms with a `/v1/models` answer means a vLLM
+server (vllm_probe.py). With `--api-key` the key goes with every request.
 
 aiohttp is imported here, lazily: it is present wherever SGLang is, but the agent core must not
 need it. Every failure is a reading that says what failed, never an exception to the daemon.
@@ -17,6 +18,7 @@ from typing import Any
 
 from agent.probes import prometheus
 from agent.probes.router_probe import probe_router
+from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerPart, ServerStats
 from agent.sglang_auth import bearer_headers
 
@@ -41,6 +43,8 @@ async def probe_sglang(url: str, api_key: str | None = None, key_note: str = "")
         status, info = await _current_or_deprecated(session, url, "server_info")
         if info.get("router_manager"):
             return await probe_router(session, url)
+        if status == 404 and (vllm := await probe_vllm(session, url, healthy, detail)):
+            return vllm  # no /server_info at all: a vLLM server (or another /v1 one)
         _, model = await _current_or_deprecated(session, url, "model_info")
         samples = prometheus.parse(await _text(session, f"{url}/metrics"))
     if status in (401, 403):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agent.simulator.engine import EngineSettings
 from agent.simulator.faults import Faults
+from agent.simulator.flavors import FLAVORS, FlavorSettings
 from agent.simulator.server import Simulator, SimulatorConfig
 from agent.simulator.speculative import Speculation
 from agent.simulator.tokens import LengthProfile
@@ -28,6 +29,21 @@ def build_parser() -> argparse.ArgumentParser:
     """The simulator's flags."""
     parser = argparse.ArgumentParser(prog="python -m agent.simulator", description=__doc__)
     add = parser.add_argument
+    add(
+        "--flavor",
+        choices=FLAVORS,
+        default="sglang",
+        help="sglang: native /generate; vllm: /v1 with token ids; hosted: /v1, text only",
+    )
+    add("--reasoning", action="store_true", help="chat answers carry reasoning (vllm, hosted)")
+    add("--rate-limit-rate", type=float, default=0.0, help="hosted: share answered 429")
+    add("--retry-after", type=float, default=1.0, help="hosted: Retry-After seconds of a 429")
+    add(
+        "--stream-error-rate",
+        type=float,
+        default=0.0,
+        help="hosted: share of chat streams that fail after they began",
+    )
     add("--host", default="127.0.0.1")
     add("--port", type=int, default=30000, help="0 picks a free port (see --port-file)")
     add("--port-file", type=Path, help="write the port here once listening")
@@ -111,6 +127,10 @@ def config_from(args: argparse.Namespace) -> SimulatorConfig:
         ),
         dp_size=args.dp_size, max_running_requests_flag=args.max_running_requests,
         api_key=args.api_key, warmup_s=args.warmup_s,
+        flavor=FlavorSettings(
+            flavor=args.flavor, reasoning=args.reasoning, rate_limit_rate=args.rate_limit_rate,
+            retry_after_s=args.retry_after, stream_error_rate=args.stream_error_rate,
+        ),
         faults=Faults(
             error_rate=args.error_rate, spike_rate=args.spike_rate, spike_s=args.spike_s,
             hang_rate=args.hang_rate, die_after_requests=args.die_after,
@@ -126,7 +146,8 @@ async def serve(config: SimulatorConfig) -> None:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     await simulator.start()
-    print(f"sglang simulator listening on http://{config.host}:{simulator.port}", flush=True)  # noqa: T201
+    url = f"http://{config.host}:{simulator.port}"
+    print(f"{config.flavor.flavor} simulator listening on {url}", flush=True)  # noqa: T201
     with contextlib.suppress(asyncio.CancelledError):
         await stop.wait()
     await simulator.stop()

@@ -18,7 +18,9 @@ from agent.simulator import info
 from agent.simulator.auth import api_key_middleware
 from agent.simulator.engine import TICK_S, EngineSettings, SimRequest
 from agent.simulator.faults import FaultDice, Faults
+from agent.simulator.flavors import FlavorSettings
 from agent.simulator.metrics import prometheus_text
+from agent.simulator.openai_routes import OpenAIRoutes
 from agent.simulator.ranks import Ranks
 from agent.simulator.sglang_log import SglangLog, quiet_bad_requests
 from agent.simulator.tokens import LengthProfile, TokenSource
@@ -58,6 +60,8 @@ class SimulatorConfig:
     api_key: str | None = None
     warmup_s: float = 0.0
     """Simulated seconds after start during which /health answers 503, as while SGLang warms up."""
+    flavor: FlavorSettings = field(default_factory=FlavorSettings)
+    """Which server it pretends to be: SGLang (native API), vLLM or a hosted API (/v1)."""
 
 
 class Simulator:
@@ -78,9 +82,14 @@ class Simulator:
         self._background: set[asyncio.Task[None]] = set()
 
     def app(self) -> web.Application:
-        """The routes a real SGLang server answers, plus /admin/faults."""
+        """The routes the flavour's real server answers, plus /admin/faults."""
         middlewares = [api_key_middleware(self.config.api_key)] if self.config.api_key else []
         app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
+        app.router.add_route("*", "/admin/faults", self.admin_faults)
+        if self.config.flavor.openai:
+            OpenAIRoutes(self, self.config.flavor).add_to(app)
+            app.router.add_get("/health", self.health)
+            return app
         app.router.add_route("POST", "/generate", self.generate)
         app.router.add_route("PUT", "/generate", self.generate)
         for path in ("/health", "/health_generate", "/ready"):
@@ -92,7 +101,6 @@ class Simulator:
         app.router.add_get("/metrics", self.metrics)
         app.router.add_post("/abort_request", self.abort_request)
         app.router.add_route("*", "/flush_cache", self.flush_cache)
-        app.router.add_route("*", "/admin/faults", self.admin_faults)
         return app
 
     async def start(self) -> None:
@@ -160,7 +168,7 @@ class Simulator:
         fault = await self._inject_faults()
         if fault is not None:
             return fault
-        sims = [self._submit(prompt) for prompt in prompts]
+        sims = [self.submit(prompt) for prompt in prompts]
         try:
             if body.get("stream"):
                 return await self._stream(request, sims, batch)
@@ -186,7 +194,8 @@ class Simulator:
             await asyncio.sleep(self._wall_s(faults.spike_s))
         return None
 
-    def _submit(self, prompt: PromptIn) -> SimRequest:
+    def submit(self, prompt: PromptIn) -> SimRequest:
+        """Plan one prompt's answer and queue it on a rank."""
         answer = self.tokens.plan(
             prompt.key, prompt.max_new_tokens, self.config.lengths, prompt.tokens
         )

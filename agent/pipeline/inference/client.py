@@ -9,10 +9,12 @@ The pool pauses dispatch to unhealthy servers until their health check answers a
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import enum
 import json
 import logging
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,8 @@ NO_WORKERS_CODE = "no_available_workers"
 MAX_ERROR_CHARS = 64 * 1024
 RETRY_LATER = (408, 429)
 """4xx that mean "not now" (a timeout, a router's rate limit), retried like a 5xx."""
+RETRY_AFTER_CAP_S = 120.0
+"""The longest Retry-After honoured, as the openai client caps it (openai/_base_client.py:849-962)."""
 PROBE_TIMEOUT_S = 30.0
 PROBE_SAMPLING = {"max_new_tokens": 1, "temperature": 0.0}
 """What SGLang's /health generates to know it is alive (http_server.py:755-760)."""
@@ -47,9 +51,16 @@ class TransientError(Exception):
     waited out and not counted against the prompt.
     """
 
-    def __init__(self, message: str, *, server_down: bool = False) -> None:
+    def __init__(
+        self, message: str, *, server_down: bool = False, retry_after_s: float | None = None,
+        rate_limited: bool = False,
+    ) -> None:  # fmt: skip
         super().__init__(message)
         self.server_down = server_down
+        self.retry_after_s = retry_after_s
+        """The server's Retry-After (429/503), honoured instead of the runner's own backoff."""
+        self.rate_limited = rate_limited
+        """HTTP 429: the API's rate limit, which pauses dispatch and fails no prompt."""
 
 
 class RejectedError(Exception):
@@ -116,7 +127,7 @@ class SglangClient:
                 f"{server.url}/generate", json=payload, timeout=timeout, headers=self.headers,
             ) as response:  # fmt: skip
                 if response.status >= 400:
-                    raise await _failure(response)
+                    raise await failure_of(response)
                 body = await response.json(content_type=None)
         except (aiohttp.ClientConnectionError, ConnectionError) as exc:
             raise TransientError(f"cannot reach {server.url}: {exc}", server_down=True) from None
@@ -187,7 +198,7 @@ class SglangClient:
             return AbortOutcome.FAILED
 
 
-async def _failure(response: aiohttp.ClientResponse) -> Exception:
+async def failure_of(response: aiohttp.ClientResponse) -> Exception:
     """The exception an error answer stands for: an outage, a retryable error or a refusal."""
     text = await response.text()
     message = error_message(text) or response.reason or ""
@@ -195,8 +206,26 @@ async def _failure(response: aiohttp.ClientResponse) -> Exception:
     if status == 503 and _error_code(text) == NO_WORKERS_CODE:
         return TransientError(f"HTTP 503: {message}", server_down=True)
     if status >= 500 or status in RETRY_LATER:
-        return TransientError(f"HTTP {status}: {message}")
+        retry_after = retry_after_s(response.headers.get("Retry-After"))
+        return TransientError(
+            f"HTTP {status}: {message}", retry_after_s=retry_after, rate_limited=status == 429
+        )
     return RejectedError(message, status)
+
+
+def retry_after_s(header: str | None) -> float | None:
+    """Seconds a Retry-After header asks for (delta-seconds or an HTTP date), capped; None if absent."""
+    if not header:
+        return None
+    try:
+        seconds = float(header)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
 
 
 def error_message(text: str) -> str:

@@ -7,6 +7,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.pipeline.inference.backends.base import APIS
 from agent.pipeline.inference.error_marks import KINDS, parse_retry_errors
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 
@@ -51,6 +52,10 @@ class RunnerOptions:
     """Where the server's API key is; else SGLANG_API_KEY, never a command-line value."""
     retry_errors: tuple[str, ...] = ()
     """Kinds of permanent marks in errors.jsonl to clear before the run."""
+    api: str = "sglang"
+    """The backend: sglang (native /generate), openai-completions or openai-chat."""
+    model: str | None = None
+    """The `model` the OpenAI-compatible APIs are sent (the served one when left out)."""
 
     @property
     def prompts_path(self) -> Path:
@@ -146,8 +151,17 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
         "--api-key-file",
         type=Path,
         metavar="PATH",
-        help="file holding the server's --api-key (default: $SGLANG_API_KEY; never on the command line)",
+        help="file holding the server's API key (default: $SGLANG_API_KEY, or $OPENAI_API_KEY "
+        "under --api openai-*; never on the command line)",
     )
+    add(
+        "--api",
+        choices=APIS,
+        default="sglang",
+        help="sglang: native /generate; openai-completions: /v1/completions with token ids; "
+        "openai-chat: /v1/chat/completions (ids where returned, else re-encoded text)",
+    )
+    add("--model", help="the model name the OpenAI-compatible API is sent")
     add("--retry-errors", type=_retry_kinds, default=(), metavar="all|KIND,...",
         help=f"clear permanent marks in errors.jsonl first: all, or any of {', '.join(KINDS)}")  # fmt: skip
 

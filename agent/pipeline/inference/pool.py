@@ -14,12 +14,12 @@ import logging
 import time
 from collections.abc import Callable
 
+from agent.pipeline.inference.backends.base import Backend
 from agent.pipeline.inference.client import (
     FLAP_WINDOW_S,
     HEALTH_POLL_S,
     RECHECK_CAP_S,
     Server,
-    SglangClient,
 )
 
 log = logging.getLogger("runner")
@@ -34,7 +34,7 @@ class ServerPool:
 
     def __init__(
         self,
-        client: SglangClient,
+        client: Backend,
         urls: tuple[str, ...],
         down_timeout_s: float,
         on_change: Callable[[], None],
@@ -79,7 +79,9 @@ class ServerPool:
 
     def _gave_up(self) -> ServerDownError:
         urls = ", ".join(s.url for s in self.servers)
-        return ServerDownError(f"no SGLang server healthy for {self.down_timeout_s:g} s ({urls})")
+        return ServerDownError(
+            f"no {self.client.server_kind} server healthy for {self.down_timeout_s:g} s ({urls})"
+        )
 
     def release(self, server: Server) -> None:
         """One request on `server` is over."""

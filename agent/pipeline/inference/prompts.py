@@ -155,6 +155,11 @@ class PromptEncoder:
         except Exception:  # this prompt alone fails later, with its reason in errors.jsonl
             return
 
+    @property
+    def tokenizer(self) -> Any:
+        """The loaded tokenizer, or None when every prompt came as ids."""
+        return self._tokenizer
+
     def input_ids(self, prompt: Prompt) -> list[int]:
         """The ids to send for `prompt`."""
         if prompt.input_ids is not None:

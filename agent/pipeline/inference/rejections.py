@@ -14,14 +14,9 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
-from typing import Any
 
-from agent.pipeline.inference.client import (
-    RejectedError,
-    Server,
-    SglangClient,
-    TransientError,
-)
+from agent.pipeline.inference.backends.base import Backend, PromptRequest
+from agent.pipeline.inference.client import RejectedError, Server, TransientError
 
 CANARY_IDS = [0]
 
@@ -30,13 +25,19 @@ class RequestRejectedError(Exception):
     """The server refuses every request of this run: stop at once and mark nothing."""
 
 
-def run_level_message(exc: RejectedError, key_source: str | None) -> str:
-    """The one line that stops the run; `key_source` says where the API key came from, if any."""
+def run_level_message(
+    exc: RejectedError, key_source: str | None, key_env: str = "SGLANG_API_KEY"
+) -> str:
+    """The one line that stops the run; `key_source` says where the API key came from, if any.
+
+    `key_env` is the variable the run's backend reads its key from, so the advice names it.
+    """
     if exc.status == 401:
         what = f"refused {key_source}" if key_source else "wants an API key"
+        key = "--api-key" if key_env == "SGLANG_API_KEY" else "API key"
         return (
-            f"the server {what} (HTTP 401 {exc.server_message}): put its --api-key in "
-            "SGLANG_API_KEY or in a file passed with --api-key-file"
+            f"the server {what} (HTTP 401 {exc.server_message}): put its {key} in "
+            f"{key_env} or in a file passed with --api-key-file"
         )
     if exc.status == 403:
         return f"the server forbids these requests (HTTP 403 {exc.server_message})"
@@ -49,19 +50,19 @@ def run_level_message(exc: RejectedError, key_source: str | None) -> str:
 class RejectionJudge:
     """Decides, once per kind of refusal, whether it is the prompt's or the whole run's."""
 
-    def __init__(self, client: SglangClient) -> None:
-        self.client = client
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
         self._verdicts: dict[str, asyncio.Task[bool | None]] = {}
 
     async def is_run_level(
-        self, exc: RejectedError, server: Server, payload: dict[str, Any]
+        self, exc: RejectedError, server: Server, request: PromptRequest
     ) -> bool | None:
         """True: no request can pass; False: only this prompt; None: could not tell yet."""
         if exc.status in (401, 403):
             return True
         key = f"{exc.status} {re.sub(r'[0-9]+', '#', exc.server_message)}"
         if key not in self._verdicts:
-            self._verdicts[key] = asyncio.create_task(self._try_canary(server, payload))
+            self._verdicts[key] = asyncio.create_task(self._try_canary(server, request))
         verdict = await asyncio.shield(self._verdicts[key])
         if verdict is None:
             self._verdicts.pop(key, None)  # ask again next time
@@ -72,10 +73,10 @@ class RejectionJudge:
         for task in self._verdicts.values():
             task.cancel()
 
-    async def _try_canary(self, server: Server, payload: dict[str, Any]) -> bool | None:
-        canary = payload | {"input_ids": CANARY_IDS, "rid": f"canary-{secrets.token_hex(4)}"}
+    async def _try_canary(self, server: Server, request: PromptRequest) -> bool | None:
+        canary = request.canary(f"canary-{secrets.token_hex(4)}")
         try:
-            await self.client.generate(server, canary)
+            await self.backend.generate(server, canary)
         except RejectedError:
             return True
         except TransientError:

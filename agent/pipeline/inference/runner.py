@@ -22,12 +22,15 @@ from typing import Any
 import aiohttp
 
 from agent.datasets.writer_lock import take_writer_lock
+from agent.pipeline.inference.backends import Backend, Sampling, make_backend
+from agent.pipeline.inference.backends.base import Generation, PromptRequest
+from agent.pipeline.inference.backends.keys import key_source, read_key
+from agent.pipeline.inference.backends.reencode import Reencoder
 from agent.pipeline.inference.budget import BudgetGate
 from agent.pipeline.inference.client import (
     AbortOutcome,
     RejectedError,
     Server,
-    SglangClient,
     TransientError,
     backoff_s,
 )
@@ -52,17 +55,16 @@ from agent.pipeline.inference.rejections import (
     RequestRejectedError,
     run_level_message,
 )
+from agent.pipeline.inference.response_line import DatasetTally, response_line, tally_responses
 from agent.pipeline.inference.status import (
     RunStats,
     progress_line,
-    runner_sha256,
     status_record,
     write_status,
 )
 from agent.pipeline.inference.storage import StorageError
 from agent.pipeline.inference.waiting import wait_for_servers
 from agent.protocol import generation_done
-from agent.sglang_auth import key_source, read_api_key
 
 log = logging.getLogger("runner")
 
@@ -104,6 +106,10 @@ class Runner:
         self.prompts: list[Prompt] = []
         self.todo: deque[Prompt] = deque()
         self.resume = ResumeState()
+        self.earlier = DatasetTally()
+        """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
+        self.paused_until = 0.0
+        """Monotonic time before which nothing new is sent (an API's rate limit)."""
         self.gate = BudgetGate(
             options.token_budget, float(options.max_new_tokens), options.on_budget == "cancel"
         )
@@ -126,8 +132,9 @@ class Runner:
             os.close(lock_fd)
 
     async def _run_locked(self) -> int:
-        api_key = read_api_key(self.options.api_key_file)
-        self.key_source = key_source(self.options.api_key_file, api_key)
+        options = self.options
+        api_key = read_key(options.api, options.api_key_file)
+        self.key_source = key_source(options.api, options.api_key_file, api_key)
         try:
             self._prepare()
         except PromptsError as exc:
@@ -135,7 +142,7 @@ class Runner:
             raise
         self._report()  # "starting", with what resume found, before the first request
         async with aiohttp.ClientSession() as session:
-            client = SglangClient(session, self.options.request_timeout_s, api_key)
+            client = self._backend(session, api_key)
             self.pool = pool = ServerPool(
                 client, self.options.servers, self.options.server_down_timeout_s, self.changed.set
             )
@@ -156,6 +163,17 @@ class Runner:
                 self.errors_log.close()
         return self._finish()
 
+    def _backend(self, session: aiohttp.ClientSession, api_key: str | None) -> Backend:
+        options = self.options
+        sampling = Sampling(
+            options.max_new_tokens, options.temperature, options.top_p, options.model
+        )
+        tokenizer = self.encoder.tokenizer
+        reencoder = Reencoder(tokenizer) if tokenizer is not None else None
+        return make_backend(
+            options.api, session, options.request_timeout_s, api_key, sampling, reencoder
+        )
+
     def _prepare(self) -> None:
         options = self.options
         if options.retry_errors:
@@ -166,6 +184,8 @@ class Runner:
             options.tokenizer, self.prompts, trust_remote_code=options.trust_remote_code
         )
         self.resume = recover(options.responses_path, repair=options.repair)
+        if options.api != "sglang":
+            self.earlier = tally_responses(options.responses_path)
         skip = self.resume.done_ids | permanently_failed_ids(options.errors_path)
         self.todo = deque(p for p in self.prompts if p.id not in skip)
         self.gate.resume(self.resume.lengths)
@@ -181,7 +201,7 @@ class Runner:
         with contextlib.suppress(OSError):  # no dataset folder to write in: the line says it all
             self._report()
 
-    async def _check_servers(self, client: SglangClient, pool: ServerPool) -> None:
+    async def _check_servers(self, client: Backend, pool: ServerPool) -> None:
         """Wait (bounded) for a server that is still loading or warming up."""
         failure = await wait_for_servers(
             client, pool, self.options.wait_for_server_s, self.changed,
@@ -202,7 +222,7 @@ class Runner:
         self.stop_requested = True
         self.changed.set()
 
-    async def _dispatch_all(self, client: SglangClient, pool: ServerPool) -> None:
+    async def _dispatch_all(self, client: Backend, pool: ServerPool) -> None:
         self.state = "running"
         while not self.stop_requested and (self.todo or self.tasks):
             if self._may_dispatch():
@@ -213,7 +233,9 @@ class Runner:
             if self.options.on_budget == "cancel" and self.gate.reached:
                 break
             self.changed.clear()
-            await self.changed.wait()
+            pause_s = self.paused_until - time.monotonic()
+            with contextlib.suppress(asyncio.TimeoutError):  # a pause ends by itself
+                await asyncio.wait_for(self.changed.wait(), pause_s if pause_s > 0 else None)
 
     def _done(self) -> bool:
         """The one rule: the budget is met or no prompt is left (`generation_done`)."""
@@ -224,10 +246,11 @@ class Runner:
         return (
             bool(self.todo)
             and len(self.tasks) < self.options.concurrency
+            and time.monotonic() >= self.paused_until
             and self.gate.may_dispatch(time.monotonic())
         )
 
-    def _launch(self, prompt: Prompt, client: SglangClient, pool: ServerPool) -> None:
+    def _launch(self, prompt: Prompt, client: Backend, pool: ServerPool) -> None:
         task = asyncio.create_task(self._serve(prompt, client, pool), name=f"prompt {prompt.id}")
         self.tasks.add(task)
         self.gate.sent(task, time.monotonic())
@@ -250,7 +273,7 @@ class Runner:
 
     # ------------------------------------------------------------ one prompt
 
-    async def _serve(self, prompt: Prompt, client: SglangClient, pool: ServerPool) -> None:
+    async def _serve(self, prompt: Prompt, client: Backend, pool: ServerPool) -> None:
         try:
             input_ids = self.encoder.input_ids(prompt)
         except (
@@ -261,86 +284,92 @@ class Runner:
         if not input_ids:  # SGLang refuses it (io_struct.py:499): no need to ask
             self._fail(prompt, EMPTY_PROMPT, permanent=True)
             return
-        payload = self._payload(prompt, input_ids)
+        request = PromptRequest(prompt, input_ids, self._rid(prompt))
         failures = 0
         while True:
             started = time.monotonic()
             server = await pool.acquire()
             task = asyncio.current_task()
             assert task is not None
-            self.in_flight[task] = (server, payload["rid"])
+            self.in_flight[task] = (server, request.rid)
             self.gate.sent(task, time.monotonic())
             try:
-                body = await client.generate(server, payload)
+                answer = await client.generate(server, request)
                 pool.succeeded(server)
             except TransientError as exc:
                 failures += self._note_transient(exc, server, pool)
                 if not await self._wait_to_retry(prompt, failures, exc):
                     return
-                payload["rid"] = self._rid(prompt)
+                request = PromptRequest(prompt, input_ids, self._rid(prompt))
                 continue
             except RejectedError as exc:
-                if await self._refused_for_good(prompt, exc, server, payload):
+                if await self._refused_for_good(prompt, exc, server, request):
                     return
                 failures += 1  # whose refusal it is could not be told yet: retried
                 if not await self._wait_to_retry(prompt, failures, exc):
                     return
-                payload["rid"] = self._rid(prompt)
+                request = PromptRequest(prompt, input_ids, self._rid(prompt))
                 continue
             finally:
                 pool.release(server)
-            if self._keep(prompt, body, time.monotonic() - started):
+            if self._keep(prompt, answer, time.monotonic() - started):
                 return
-            payload["rid"] = self._rid(prompt)
+            request = PromptRequest(prompt, input_ids, self._rid(prompt))
 
     async def _wait_to_retry(self, prompt: Prompt, failures: int, exc: Exception) -> bool:
-        """Wait the backoff before another try; False (the prompt noted) past --max-retries."""
+        """Wait before another try; False (the prompt noted) past --max-retries.
+
+        The server's Retry-After (429/503) is honoured when it gives one, else the runner's own
+        capped backoff; a rate limit (429) pauses every dispatch, not just this prompt's.
+        """
         if failures > self.options.max_retries:
             self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
             return False
-        await asyncio.sleep(backoff_s(failures, self.rng))
+        retry_after = exc.retry_after_s if isinstance(exc, TransientError) else None
+        if isinstance(exc, TransientError) and exc.rate_limited:
+            self._pause_dispatch(retry_after if retry_after is not None else backoff_s(1, self.rng))
+        await asyncio.sleep(
+            retry_after if retry_after is not None else backoff_s(failures, self.rng)
+        )
         return True
 
+    def _pause_dispatch(self, seconds: float) -> None:
+        """Send nothing new for `seconds`: the API's rate limit is the whole run's, not a prompt's."""
+        until = time.monotonic() + seconds
+        if until > self.paused_until:
+            self.paused_until = until
+            self.stats.rate_limited += 1
+            log.warning("[%s] rate limited: dispatch paused for %.1f s", self.name, seconds)
+
     async def _refused_for_good(
-        self, prompt: Prompt, exc: RejectedError, server: Server, payload: dict[str, Any]
+        self, prompt: Prompt, exc: RejectedError, server: Server, request: PromptRequest
     ) -> bool:
         """True when this prompt is refused (marked permanent); raises if every request is."""
-        verdict = await self.judge.is_run_level(exc, server, payload)
+        verdict = await self.judge.is_run_level(exc, server, request)
         if verdict:
-            raise RequestRejectedError(run_level_message(exc, self.key_source))
+            assert self.pool is not None
+            key_env = self.pool.client.key_env
+            raise RequestRejectedError(run_level_message(exc, self.key_source, key_env))
         if verdict is False:
             self._fail(prompt, str(exc), permanent=True, status=exc.status)
         return verdict is False
 
     def _note_transient(self, exc: TransientError, server: Server, pool: ServerPool) -> int:
         self.stats.retries += 1
+        if exc.rate_limited:
+            return 0  # a rate limit is waited out, not counted against the prompt
         if exc.server_down:
             pool.mark_down(server, str(exc))
             return 0  # an outage is waited out, not counted against the prompt
         log.info("[%s] retrying after: %s", self.name, exc)
         return 1
 
-    def _payload(self, prompt: Prompt, input_ids: list[int]) -> dict[str, Any]:
-        options = self.options
-        return {
-            "input_ids": input_ids,
-            "sampling_params": {
-                "max_new_tokens": options.max_new_tokens,
-                "temperature": options.temperature,
-                "top_p": options.top_p,
-            },
-            "rid": self._rid(prompt),
-        }
-
     def _rid(self, prompt: Prompt) -> str:
         return f"{self.name}-{prompt.id}-{secrets.token_hex(4)}"
 
-    def _keep(self, prompt: Prompt, body: dict[str, Any], latency_s: float) -> bool:
+    def _keep(self, prompt: Prompt, answer: Generation, latency_s: float) -> bool:
         """Write one answer; False if it was aborted by someone else and should be retried."""
-        meta = body.get("meta_info") or {}
-        finish = (meta.get("finish_reason") or {}).get("type", "stop")
-        tokens = meta.get("completion_tokens")
-        tokens = tokens if isinstance(tokens, int) else len(body["output_ids"])
+        finish, tokens = answer.finish_reason, answer.completion_tokens
         if finish == "abort":
             if self.cancelling:
                 self.stats.discarded_tokens += tokens
@@ -358,13 +387,14 @@ class Runner:
                 )
                 return True
         try:
-            self.writer.append(_record(prompt, body, tokens, finish, latency_s))
+            self.writer.append(response_line(prompt, answer, latency_s, self.options.api))
         except StorageError as exc:
             self._storage_failed(exc, tokens)
             return True
         self.gate.answered(asyncio.current_task(), tokens, time.monotonic())
         self.stats.completed += 1
         self.stats.tokens_this_run += tokens
+        self.stats.count_answer(answer)
         return True
 
     def _fail(
@@ -404,7 +434,7 @@ class Runner:
 
     # ------------------------------------------------------------ stopping
 
-    async def _wind_down(self, client: SglangClient) -> None:
+    async def _wind_down(self, client: Backend) -> None:
         if self.failure is not None:
             await self._cancel_in_flight(client)
             return
@@ -425,7 +455,7 @@ class Runner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), deadline - time.monotonic())
 
-    async def _cancel_in_flight(self, client: SglangClient) -> None:
+    async def _cancel_in_flight(self, client: Backend) -> None:
         self.state = "cancelling"
         self.cancelling = True
         log.warning("[%s] cancelling %d request(s) in flight", self.name, len(self.tasks))
@@ -527,6 +557,17 @@ class Runner:
                     print(progress_line(self.name, record), file=sys.stderr, flush=True)  # noqa: T201
                 last_line = time.monotonic()
 
+    def _dataset_tally(self) -> dict[str, Any]:
+        """Cost and re-encoding figures of the whole dataset: earlier records and this run's."""
+        stats = self.stats
+        tally = self.earlier.plus(stats.cost, stats.reencoded, stats.reencode_mismatches)
+        return {
+            "dataset_cost": tally.cost,
+            "dataset_reencoded": tally.reencoded,
+            "dataset_reencode_mismatches": tally.reencode_mismatches,
+            "reencode_mismatch_share": tally.mismatch_share,
+        }
+
     def _report(self) -> dict[str, Any]:
         gate, options = self.gate, self.options
         record = status_record(
@@ -537,6 +578,10 @@ class Runner:
                 "refusal": self.refusal,
                 "dataset_dir": str(options.dataset_dir),
                 "servers": list(options.servers),
+                "api": options.api,
+                "model": options.model,
+                "rate_limited_until_s": round(max(self.paused_until - time.monotonic(), 0.0), 1),
+                **self._dataset_tally(),
                 "budget": options.token_budget,
                 "max_samples": options.max_samples,
                 "on_budget": options.on_budget,
@@ -559,23 +604,6 @@ class Runner:
         )
         write_status(options.status_path, record)
         return record
-
-
-def _record(
-    prompt: Prompt, body: dict[str, Any], tokens: int, finish: str, latency_s: float
-) -> dict[str, Any]:
-    meta = body.get("meta_info") or {}
-    return {
-        "id": prompt.id,
-        "output_ids": body["output_ids"],
-        "completion_tokens": tokens,
-        "prompt_tokens": meta.get("prompt_tokens"),
-        "finish_reason": finish,
-        "latency_s": round(latency_s, 4),
-        "ts": round(time.time(), 3),
-        "runner_sha256": runner_sha256(),
-        "meta_info": meta,
-    }
 
 
 __all__ = ["PromptsError", "RunFailedError", "Runner"]

@@ -13,12 +13,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.bundle import bundle_files, running_bundle_sha256
 from agent.pipeline.inference.storage import rewrite_in_place
 from agent.protocol import bundle_digest
 from agent.state import write_json_atomic
+
+if TYPE_CHECKING:
+    from agent.pipeline.inference.backends.base import Generation
 
 
 @cache
@@ -39,11 +42,25 @@ class RunStats:
     discarded_tokens: int = 0
     cancelled_requests: int = 0
     tokens_this_run: int = 0
+    rate_limited: int = 0
+    """Times an API's rate limit (429) paused dispatch."""
+    cost: float = 0.0
+    """What the answers kept this run cost, summed from `usage.cost` where the API reports it."""
+    reencoded: int = 0
+    """Answers kept as text re-encoded with the target's tokenizer (a text-only API)."""
+    reencode_mismatches: int = 0
+    """Of those, how many re-encoded to a length other than the server's completion_tokens."""
     started_at: float = field(default_factory=time.time)
     """Epoch seconds, for people; durations use the monotonic clock (the wall clock may step)."""
 
     def __post_init__(self) -> None:
         self._started_monotonic = time.monotonic()
+
+    def count_answer(self, answer: Generation) -> None:
+        """Add one kept answer's cost and re-encoding to the counters."""
+        self.cost = round(self.cost + (answer.cost or 0.0), 9)
+        self.reencoded += answer.reencoded
+        self.reencode_mismatches += answer.mismatch
 
     def tokens_per_s(self) -> float:
         """Completion tokens per second of this run so far (on the monotonic clock)."""

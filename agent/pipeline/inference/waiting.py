@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from agent.pipeline.inference.client import SglangClient
+from agent.pipeline.inference.backends.base import Backend
 from agent.pipeline.inference.pool import ServerPool
 
 log = logging.getLogger("runner")
@@ -25,7 +25,7 @@ REMIND_S = 60.0
 
 
 async def wait_for_servers(
-    client: SglangClient,
+    client: Backend,
     pool: ServerPool,
     timeout_s: float,
     wake: asyncio.Event,
@@ -47,7 +47,7 @@ async def wait_for_servers(
             return None
         left_s = deadline - time.monotonic()
         if left_s <= 0:
-            return f"no SGLang server became ready within {timeout_s:g} s (--wait-for-server): {reasons}"
+            return f"no {client.server_kind} server became ready within {timeout_s:g} s (--wait-for-server): {reasons}"
         said_at = _say_waiting(said_at, timeout_s, left_s, reasons, on_waiting)
         wake.clear()
         with contextlib.suppress(asyncio.TimeoutError):

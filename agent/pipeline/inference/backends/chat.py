@@ -1,0 +1,175 @@
+"""`/v1/chat/completions`, streamed: token ids where the server returns them, else re-encoded text.
+
+vLLM returns `token_ids` per choice (per chunk in a stream) and `prompt_token_ids` when asked
+with `return_token_ids` (chat_completion/protocol.py:128,155; serving.py:608-620): those are
+recorded exactly. A hosted API returns text only: the reasoning (`reasoning`, `reasoning_content`
+or `reasoning_details`, by server: openai-compat-wire.md §2-4) and the content are re-encoded with
+the target's tokenizer (reencode.py), and the record says so (`"tokens": "reencoded"`) with the
+server's completion_tokens beside the re-encoded length. Streaming keeps long answers from
+idling out at a proxy; an error inside the stream is an error (openai_http.py). SGLang refuses
+return_token_ids in a chat stream (serving_chat.py:1310-1320): use openai-completions there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from agent.pipeline.inference.backends.base import (
+    Generation,
+    PromptRequest,
+    Sampling,
+    runner_finish,
+)
+from agent.pipeline.inference.backends.completions import cost_of
+from agent.pipeline.inference.backends.openai_http import OPENAI_KEY_ENV, OpenAIClient
+from agent.pipeline.inference.backends.reencode import Reencoder
+from agent.pipeline.inference.client import AbortOutcome, RejectedError, Server
+
+REASONING_FIELDS = ("reasoning", "reasoning_content")
+NO_TOKENIZER = "the server returned text only and there is no --tokenizer to re-encode it with"
+
+
+@dataclass
+class ChatAnswer:
+    """A chat stream, accumulated."""
+
+    content: str = ""
+    reasoning: str = ""
+    token_ids: list[int] | None = None
+    prompt_ids: list[int] | None = None
+    finish: str | None = None
+    stop_reason: Any = None
+    usage: dict[str, Any] | None = None
+    deltas: list[str] = field(default_factory=list)
+
+    def add(self, event: dict[str, Any]) -> None:
+        """Fold one stream event in."""
+        if isinstance(event.get("prompt_token_ids"), list):
+            self.prompt_ids = event["prompt_token_ids"]
+        if isinstance(event.get("usage"), dict):
+            self.usage = event["usage"]
+        for choice in event.get("choices") or ():
+            self._add_choice(choice)
+
+    def _add_choice(self, choice: dict[str, Any]) -> None:
+        delta = choice.get("delta") or choice.get("message") or {}
+        self.content += delta.get("content") or ""
+        self.reasoning += reasoning_text(delta)
+        if isinstance(choice.get("token_ids"), list):
+            self.token_ids = (self.token_ids or []) + choice["token_ids"]
+        if isinstance(choice.get("prompt_token_ids"), list):
+            self.prompt_ids = choice["prompt_token_ids"]
+        if choice.get("finish_reason") is not None:
+            self.finish = choice["finish_reason"]
+            self.stop_reason = choice.get("stop_reason", choice.get("matched_stop"))
+
+
+def reasoning_text(part: dict[str, Any]) -> str:
+    """The reasoning of a message or delta, whichever field this server puts it in."""
+    for name in REASONING_FIELDS:
+        if isinstance(part.get(name), str):
+            return str(part[name])
+    details = part.get("reasoning_details")
+    if isinstance(details, list):  # OpenRouter: typed parts; encrypted ones carry no text
+        return "".join(
+            d.get("text") or d.get("summary") or "" for d in details if isinstance(d, dict)
+        )
+    return ""
+
+
+class ChatBackend:
+    """One conversation to /v1/chat/completions; exact ids, or the text re-encoded."""
+
+    api = "openai-chat"
+    server_kind = "OpenAI-compatible"
+    key_env = OPENAI_KEY_ENV
+
+    def __init__(
+        self, session: aiohttp.ClientSession, timeout_s: float, api_key: str | None,
+        sampling: Sampling, reencoder: Reencoder | None,
+    ) -> None:  # fmt: skip
+        self.client = OpenAIClient(session, timeout_s, api_key)
+        self.sampling = sampling
+        self.reencoder = reencoder
+
+    async def generate(
+        self, server: Server, request: PromptRequest, timeout_s: float | None = None
+    ) -> Generation:
+        """One chat answer, streamed and accumulated."""
+        messages = messages_of(request)
+        answer = ChatAnswer()
+        for event in await self.client.stream(
+            server, "chat/completions", self.payload(messages), timeout_s
+        ):
+            answer.add(event)
+        if answer.token_ids is not None:
+            return self._exact(answer)
+        return self._reencoded(answer, messages)
+
+    def payload(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The request body: ids asked for where the server has them, usage in the stream."""
+        sampling = self.sampling
+        payload: dict[str, Any] = {
+            "messages": messages,
+            "max_tokens": sampling.max_new_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "return_token_ids": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        return payload | ({"model": sampling.model} if sampling.model else {})
+
+    def _exact(self, answer: ChatAnswer) -> Generation:
+        ids = answer.token_ids or []
+        return Generation(
+            output_ids=ids, finish_reason=runner_finish(answer.finish),
+            completion_tokens=len(ids), prompt_tokens=_prompt_tokens(answer.usage),
+            prompt_ids=answer.prompt_ids, stop_reason=answer.stop_reason, usage=answer.usage,
+            cost=cost_of(answer.usage),
+            record_fields={"tokens": "exact", "server_finish_reason": answer.finish},
+        )  # fmt: skip
+
+    def _reencoded(self, answer: ChatAnswer, messages: list[dict[str, Any]]) -> Generation:
+        if self.reencoder is None:
+            raise RejectedError(NO_TOKENIZER, 501)
+        finish = runner_finish(answer.finish)
+        prompt_ids, ids = self.reencoder.answer_ids(
+            messages, answer.reasoning or None, answer.content, finish
+        )  # the template's prompt ids: a text prompt was sent as one user turn
+        served = (answer.usage or {}).get("completion_tokens")
+        served = served if isinstance(served, int) else None
+        return Generation(
+            output_ids=ids, finish_reason=finish, completion_tokens=len(ids),
+            prompt_tokens=_prompt_tokens(answer.usage), prompt_ids=prompt_ids,
+            stop_reason=answer.stop_reason, usage=answer.usage, cost=cost_of(answer.usage),
+            reencoded=True, mismatch=served is not None and served != len(ids),
+            record_fields={"tokens": "reencoded", "server_completion_tokens": served,
+                           "reencoded_tokens": len(ids), "server_finish_reason": answer.finish},
+        )  # fmt: skip
+
+    async def healthy(self, server: Server) -> tuple[bool, str]:
+        """GET /v1/models."""
+        return await self.client.healthy(server)
+
+    async def abort(self, server: Server, rid: str) -> AbortOutcome:
+        """Closing the connection is the abort."""
+        return await self.client.abort(server, rid)
+
+
+def messages_of(request: PromptRequest) -> list[dict[str, Any]]:
+    """The conversation to send: the prompt's messages, or its text as one user turn."""
+    prompt = request.prompt
+    if prompt.messages is not None:
+        return prompt.messages
+    if prompt.text is not None:
+        return [{"role": "user", "content": prompt.text}]
+    raise RejectedError("a prompt given as input_ids cannot be sent to a chat API", 400)
+
+
+def _prompt_tokens(usage: dict[str, Any] | None) -> int | None:
+    tokens = (usage or {}).get("prompt_tokens")
+    return tokens if isinstance(tokens, int) else None

@@ -1,0 +1,142 @@
+"""HTTP for the OpenAI-compatible backends: one JSON answer or one SSE stream, errors told apart.
+
+Errors come as vLLM's `{"error": {message, type, param, code}}`, SGLang's flat
+`{"object": "error", ...}` or a hosted API's `{"error": {code, message, metadata}}`; all three
+are read by `client.error_message`, and 429/503 keep their Retry-After (openai-compat-wire.md
+§1, §3, §4). A stream that fails after it began (HTTP 200 already sent) says so in an event,
+`{"error": ...}` or `finish_reason: "error"` (vLLM serving.py:513-558; OpenRouter's docs): that is
+an error to retry, never an answer. vLLM has no abort endpoint in production: closing the
+connection aborts the request (entrypoints/serve/utils/api_utils.py:68-109).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from agent.pipeline.inference.client import (
+    HEALTH_TIMEOUT_S,
+    AbortOutcome,
+    Server,
+    TransientError,
+    error_message,
+    failure_of,
+)
+from agent.sglang_auth import bearer_headers
+
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+
+
+def endpoint(base_url: str, path: str) -> str:
+    """`base_url` + /v1/`path`, whether or not the base already ends in /v1."""
+    base = base_url.rstrip("/")
+    return f"{base}/{path}" if base.endswith("/v1") else f"{base}/v1/{path}"
+
+
+class OpenAIClient:
+    """POSTs to /v1 with the bearer key; health is `GET /v1/models`, which every such API has."""
+
+    def __init__(self, session: aiohttp.ClientSession, timeout_s: float, api_key: str | None):
+        self.session = session
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.headers = bearer_headers(api_key)
+
+    async def post(
+        self, server: Server, path: str, body: dict[str, Any], timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """One JSON answer; raises TransientError or RejectedError."""
+        async with self._request(server, path, body, timeout_s) as response:
+            answer = await _json(response)
+        if not isinstance(answer, dict) or not isinstance(answer.get("choices"), list):
+            raise TransientError(f"answer has no choices: {str(answer)[:120]}")
+        return answer
+
+    async def stream(
+        self, server: Server, path: str, body: dict[str, Any], timeout_s: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Every event of one SSE stream, up to [DONE]; an error event raises TransientError."""
+        events: list[dict[str, Any]] = []
+        async with self._request(server, path, body, timeout_s) as response:
+            async for event in _events(response):
+                _raise_on_error(event)
+                events.append(event)
+        return events
+
+    @contextlib.asynccontextmanager
+    async def _request(
+        self, server: Server, path: str, body: dict[str, Any], timeout_s: float | None
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """The answer to one POST; transport failures and error statuses raised as the runner's."""
+        timeout = aiohttp.ClientTimeout(total=timeout_s) if timeout_s else self.timeout
+        url = endpoint(server.url, path)
+        try:
+            async with self.session.post(
+                url, json=body, headers=self.headers, timeout=timeout
+            ) as response:
+                if response.status >= 400:
+                    raise await failure_of(response)
+                yield response
+        except (aiohttp.ClientConnectionError, ConnectionError) as exc:
+            raise TransientError(f"cannot reach {url}: {exc}", server_down=True) from None
+        except aiohttp.ClientPayloadError as exc:
+            raise TransientError(f"the answer broke off: {exc}") from None
+        except asyncio.TimeoutError:
+            raise TransientError(f"no answer within {timeout.total:g} s") from None
+
+    async def healthy(self, server: Server) -> tuple[bool, str]:
+        """Whether `GET /v1/models` answers (vLLM, SGLang and hosted APIs all serve it)."""
+        url = endpoint(server.url, "models")
+        try:
+            async with self.session.get(
+                url, headers=self.headers, timeout=aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
+            ) as response:
+                text = await response.text()
+                if response.status in (200, 401, 403):  # up; a refused key shows on the
+                    return True, "ready"  # first request, in words that name the key's variable
+                return False, f"/v1/models answered HTTP {response.status}: {error_message(text)}"
+        except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
+            return False, str(exc) or type(exc).__name__
+
+    async def abort(self, server: Server, rid: str) -> AbortOutcome:
+        """No abort endpoint: the runner closes the connection, which aborts the request."""
+        return AbortOutcome.UNSUPPORTED
+
+
+async def _json(response: aiohttp.ClientResponse) -> Any:
+    try:
+        return await response.json(content_type=None)
+    except (aiohttp.ContentTypeError, ValueError) as exc:
+        raise TransientError(f"answer is not JSON: {exc}") from None
+
+
+async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """The JSON events of an SSE body; a stream cut before [DONE] is an error."""
+    async for raw in response.content:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[len("data:") :].strip()
+        if data == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise TransientError(f"a stream event is not JSON: {data[:120]}") from None
+        if isinstance(event, dict):
+            yield event
+    raise TransientError("the stream ended before [DONE]")
+
+
+def _raise_on_error(event: dict[str, Any]) -> None:
+    """An error inside a stream: an `error` object, or a choice finished with "error"."""
+    error = event.get("error")
+    finished = [c.get("finish_reason") for c in event.get("choices") or () if isinstance(c, dict)]
+    if error is None and "error" not in finished:
+        return
+    message = error_message(json.dumps(event)) if error is not None else "finish_reason error"
+    raise TransientError(f"error inside the stream: {message}")
