@@ -27,6 +27,7 @@ from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
+from agent.observer import Observer
 from agent.probes.cache import ProbeCache
 from agent.probes.tokenizer import check_tokenizer
 from agent.procfs import process_info
@@ -58,6 +59,7 @@ from agent.protocol import (
     PipelineConfig,
     Request,
     Snapshot,
+    SnapshotParams,
     StopParams,
     StopResult,
     TokenizerCheck,
@@ -110,7 +112,9 @@ class AgentCore:
         self._launching = asyncio.Lock()
         """Held from the one-writer check to the job's start, so two launches cannot both pass."""
         self.changed = asyncio.Event()
-        """Set and cleared at once on every job event: wakes every snapshot watcher."""
+        """Set on every job event (and by a new watcher); the observer clears it as it scans."""
+        self.observer = Observer(self._snapshot_now, self.files_signature, self.changed)
+        """The one scanner: the daemon runs it on `tasks`; sessions only receive from it."""
 
     async def hello(self, request: Request) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -333,12 +337,14 @@ class AgentCore:
     async def _job_event(self, event: JobEvent) -> None:
         await self.broadcast(Event("job", event))
         self.changed.set()
-        self.changed.clear()
 
     async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
         jobs = await asyncio.to_thread(self.all_jobs)
         return await self.assembly.take(jobs, self._tracker, self.pipeline)
+
+    async def _snapshot_now(self) -> Snapshot:
+        return await self.snapshot(Request(0, "snapshot", SnapshotParams()))
 
     def _dataset_names(self) -> set[str]:
         if self._tracker is None:

@@ -118,6 +118,7 @@ async def _serve(paths: StatePaths) -> None:
     )
     os.chmod(SOCKET_NAME, 0o600)
     write_json_atomic(paths.daemon_info, daemon_identity())
+    _ = core.tasks.spawn(core.observer.run(), "observer")
     log.info("agent %s serving in %s", AGENT_VERSION, paths.root)
     await stop.wait()
     await _shut_down(hub, core, server)
