@@ -21,6 +21,7 @@ from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder, second_writer_refusal
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
+from agent.history import History
 from agent.idempotency import IdempotentRequests
 from agent.idempotency_store import AnswerStore
 from agent.jobs.external import external_target, find_external
@@ -67,6 +68,7 @@ from agent.protocol import (
     from_wire,
     to_wire,
 )
+from agent.recorder import Recorder
 from agent.snapshot_assembly import SnapshotAssembly
 from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state_health import StateHealth
@@ -95,7 +97,8 @@ class AgentCore:
         self.paths = paths
         self.started_at = time.time()
         self.pipeline = _load_pipeline(paths)
-        self._tracker = _tracker_for(self.pipeline)
+        self.history = History(paths.root)
+        self._tracker = self._tracker_for(self.pipeline)
         self.broadcast = broadcast
         self.tasks = TaskOwner("agent")
         """Owns the daemon's own background work; closed on shutdown, after the sessions."""
@@ -115,6 +118,9 @@ class AgentCore:
         """Set on every job event (and by a new watcher); the observer clears it as it scans."""
         self.observer = Observer(self._snapshot_now, self.files_signature, self.changed)
         """The one scanner: the daemon runs it on `tasks`; sessions only receive from it."""
+        self.recorder = Recorder(self.history, self.tasks)
+        self.observer.listeners.append(self.recorder.heard)
+        self.audit.listeners.append(self.recorder.audited)
 
     async def hello(self, request: Request) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -128,7 +134,7 @@ class AgentCore:
             )
         if params.pipeline is not None and params.pipeline != self.pipeline:
             self.pipeline = params.pipeline
-            self._tracker = _tracker_for(params.pipeline)
+            self._tracker = self._tracker_for(params.pipeline)
             try:  # kept for a restarted daemon; a full state folder must not refuse the console
                 write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
             except OSError as exc:
@@ -343,6 +349,11 @@ class AgentCore:
         jobs = await asyncio.to_thread(self.all_jobs)
         return await self.assembly.take(jobs, self._tracker, self.pipeline)
 
+    def _tracker_for(self, pipeline: PipelineConfig) -> DatasetTracker | None:
+        if pipeline.datasets is None:
+            return None
+        return DatasetTracker(pipeline.datasets, earlier=self.history.rate_points)
+
     async def _snapshot_now(self) -> Snapshot:
         return await self.snapshot(Request(0, "snapshot", SnapshotParams()))
 
@@ -375,7 +386,3 @@ def _load_pipeline(paths: StatePaths) -> PipelineConfig:
         return from_wire(PipelineConfig, saved) if saved is not None else PipelineConfig()
     except ValueError:
         return PipelineConfig()
-
-
-def _tracker_for(pipeline: PipelineConfig) -> DatasetTracker | None:
-    return DatasetTracker(pipeline.datasets) if pipeline.datasets is not None else None

@@ -119,6 +119,10 @@ async def _serve(paths: StatePaths) -> None:
     os.chmod(SOCKET_NAME, 0o600)
     write_json_atomic(paths.daemon_info, daemon_identity())
     _ = core.tasks.spawn(core.observer.run(), "observer")
+    _ = core.tasks.spawn(
+        core.history.add_event("agent_started", "agent", f"agent {AGENT_VERSION} started"),
+        "history: agent started",
+    )
     log.info("agent %s serving in %s", AGENT_VERSION, paths.root)
     await stop.wait()
     await _shut_down(hub, core, server)
@@ -133,6 +137,7 @@ async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -
     await hub.close()
     log.info("agent stopping: closing %d background tasks", core.tasks.active)
     await core.tasks.close()
+    await asyncio.to_thread(core.history.close)
     log.info("agent stopping: closing the socket")
     server.close()
     await server.wait_closed()
