@@ -21,11 +21,13 @@ from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder, second_writer_refusal
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
+from agent.guard import BudgetGuard
 from agent.history import History
 from agent.idempotency import IdempotentRequests
 from agent.idempotency_store import AnswerStore
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
+from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.observer import Observer
@@ -121,6 +123,11 @@ class AgentCore:
         self.recorder = Recorder(self.history, self.tasks)
         self.observer.listeners.append(self.recorder.heard)
         self.audit.listeners.append(self.recorder.audited)
+        self.guard = BudgetGuard(
+            lambda: self.pipeline, self.supervisor.stop, self._stop_adopted, self.audit,
+            self.history, self.recorder, self.tasks,
+        )  # fmt: skip
+        self.observer.listeners.append(self.guard.heard)
 
     async def hello(self, request: Request) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -347,7 +354,11 @@ class AgentCore:
     async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
         jobs = await asyncio.to_thread(self.all_jobs)
-        return await self.assembly.take(jobs, self._tracker, self.pipeline)
+        return self.guard.with_alerts(await self.assembly.take(jobs, self._tracker, self.pipeline))
+
+    async def _stop_adopted(self, job_id: str, target: StopTarget, plan: StopPlan) -> StopResult:
+        jobs = await asyncio.to_thread(self.all_jobs)
+        return await self.supervisor.stop_external(job_id, target, jobs, plan)
 
     def _tracker_for(self, pipeline: PipelineConfig) -> DatasetTracker | None:
         if pipeline.datasets is None:

@@ -37,6 +37,7 @@ RANGES: dict[tuple[type, str], tuple[float, float]] = {
     (LogReadParams, "max_bytes"): (1, MAX_LOG_READ_BYTES),
     (DetailParams, "recent"): (1, 1000),
     (AuditParams, "limit"): (1, 10_000),
+    (DatasetsConfig, "stall_guard_s"): (1.0, 365 * DAY_S),
     (InstallParams, "mode"): (0, 0o7777),
     (DatasetsConfig, "budget"): (0, 2**62),
     (DatasetsConfig, "budgets"): (0, 2**62),

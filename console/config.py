@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import tomllib
 
-from agent.protocol import DatasetsConfig, JobSpec, PipelineConfig
+from agent.protocol import DatasetsConfig, GuardMode, JobSpec, PipelineConfig
 
 CONFIG_NAME = "eagle-console.toml"
 DEFAULT_STATE_DIR = "~/.eagle-agent"
@@ -268,8 +268,10 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
     table = reader.table(host, "datasets", where)
     where = f"{where}.datasets"
     reader.only(table, where, {"root", "prompts", "responses", "budget", "budgets", "stall_after_s",
-                               "overrun_alert_share", "low_disk_floor_gib"})  # fmt: skip
+                               "overrun_alert_share", "low_disk_floor_gib", "guard", "guards",
+                               "stall_guard_s"})  # fmt: skip
     budgets = reader.table(table, "budgets", where, required=False)
+    guards = reader.table(table, "guards", where, required=False)
     return DatasetsConfig(
         root=reader.text(table, "root", where),
         prompts_file=reader.text(table, "prompts", where, "prompts.jsonl"),
@@ -279,7 +281,20 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
         stall_after_s=reader.seconds(table, "stall_after_s", where, 600.0),
         overrun_alert_share=reader.seconds(table, "overrun_alert_share", where, 0.02),
         low_disk_floor_bytes=round(reader.seconds(table, "low_disk_floor_gib", where, 1.0) * 2**30),
+        guard=_guard(reader, table, "guard", where),
+        guards={name: _guard(reader, guards, name, f"{where}.guards") for name in guards},
+        stall_guard_s=(
+            reader.seconds(table, "stall_guard_s", where, 0.0) if "stall_guard_s" in table else None
+        ),
     )
+
+
+def _guard(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> GuardMode:
+    """A budget guard: "alert" (the default) or "stop"."""
+    value = reader.optional(table, key, where, str, '"alert" or "stop"') or "alert"
+    if value not in ("alert", "stop"):
+        raise reader.error(_join(where, key), f"got {value!r}", '"alert" or "stop"')
+    return "stop" if value == "stop" else "alert"
 
 
 _SSH_TARGET = re.compile(

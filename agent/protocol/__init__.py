@@ -15,6 +15,7 @@ from agent.protocol.budget import generation_done
 from agent.protocol.codec import WireTypeError, decode, encode, from_wire, parse_result, to_wire
 from agent.protocol.config import (
     DatasetsConfig,
+    GuardMode,
     JobSpec,
     PipelineConfig,
     TokenizerCheck,
@@ -96,6 +97,7 @@ __all__ = [
     "DatasetDetail",
     "DatasetProgress",
     "DatasetsConfig",
+    "GuardMode",
     "DetailParams",
     "Done",
     "DrafterEvaluation",

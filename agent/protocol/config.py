@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+GuardMode = Literal["alert", "stop"]
+"""What the agent does when a dataset reaches its budget: raise an alert, or stop its writer too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +26,16 @@ class DatasetsConfig:
     """Alert when the projected overrun passes this share of the budget."""
     low_disk_floor_bytes: int = 1 << 30
     """Warn (low_disk) when a filesystem being written has less free than this, however slow."""
+    guard: GuardMode = "alert"
+    """Default budget guard per dataset: "stop" stops the writer (with its stop signal and grace)."""
+    guards: dict[str, GuardMode] = field(default_factory=dict)
+    """Per-dataset guards, overriding `guard`."""
+    stall_guard_s: float | None = None
+    """A writer that appended nothing this long while the server is healthy: an error alert."""
+
+    def guard_of(self, dataset: str) -> GuardMode:
+        """The budget guard that applies to `dataset`."""
+        return self.guards.get(dataset, self.guard)
 
 
 @dataclass(frozen=True, slots=True)
