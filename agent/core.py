@@ -43,6 +43,8 @@ from agent.protocol import (
     DetailParams,
     ErrorCode,
     Event,
+    EventsList,
+    EventsParams,
     FilesHashParams,
     FilesHashResult,
     FileState,
@@ -342,6 +344,12 @@ class AgentCore:
     async def audit_read(self, request: Request) -> AuditResult:
         """The newest audit entries."""
         return AuditResult(tuple(await asyncio.to_thread(self.audit.last, request.params.limit)))
+
+    async def events_list(self, request: Request) -> EventsList:
+        """The timeline of the last `since_s` seconds, from the history."""
+        params: EventsParams = request.params
+        since = time.time() - params.since_s
+        return await asyncio.to_thread(self.history.timeline, since, params.limit)
 
     def files_signature(self) -> tuple[tuple[int, int], ...]:
         """(size, mtime) of every responses file followed: changes when any dataset grows."""

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent.protocol import EventsList, TimelineEvent
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -152,6 +154,10 @@ class History:
         )  # fmt: skip
         return [Recorded(r[0], r[1], r[2], r[3], r[4], _detail(r[5])) for r in reversed(rows)]
 
+    def timeline(self, since: float, limit: int) -> EventsList:
+        """`events` as the protocol carries them (blocking: call from a thread)."""
+        return EventsList(tuple(map(_timeline_event, self.events(since, limit))))
+
     def _read(self, query: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         with self._reading:
             if self._read_db is None:
@@ -221,6 +227,14 @@ def _drop_oldest_share(db: sqlite3.Connection) -> bool:
     db.execute("DELETE FROM points WHERE ts < ?", (cut,))
     db.execute("DELETE FROM events WHERE ts < ?", (cut,))
     return True
+
+
+def _timeline_event(event: Recorded) -> TimelineEvent:
+    asked_by = event.detail.get("asked_by")
+    return TimelineEvent(
+        event.ts, event.kind, event.subject, event.severity, event.message,
+        asked_by if isinstance(asked_by, str) else None,
+    )  # fmt: skip
 
 
 def _detail(text: str) -> dict[str, Any]:

@@ -78,9 +78,13 @@ from agent.protocol.snapshot import (
     StopConditionKind,
     TrainingProgress,
 )
+from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 
 __all__ = [
+    "EventsList",
+    "EventsParams",
+    "TimelineEvent",
     "LIVE_JOB_STATES",
     "JobState",
     "StopOutcome",

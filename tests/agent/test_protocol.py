@@ -28,6 +28,8 @@ from agent.protocol import (
     ErrorResponse,
     ErrorSummary,
     Event,
+    EventsList,
+    EventsParams,
     FilesHashParams,
     FilesHashResult,
     FileState,
@@ -65,6 +67,7 @@ from agent.protocol import (
     StopParams,
     StopResult,
     StopStep,
+    TimelineEvent,
     TokenizerCheck,
     TokenizerCheckParams,
     WatchParams,
@@ -114,6 +117,10 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
     (Request(4, "jobs.list", JobsParams()), '{"id":4,"method":"jobs.list","params":{}}'),
+    (
+        Request(18, "events.list", EventsParams(3600.0, 50)),
+        '{"id":18,"method":"events.list","params":{"since_s":3600.0,"limit":50}}',
+    ),
     (
         Request(15, "audit.read", AuditParams(20)),
         '{"id":15,"method":"audit.read","params":{"limit":20}}',
@@ -237,6 +244,14 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"params":{"job_id":"j"},"idempotency_key":"k","outcome":"ok"}]}}',
     ),
     ("logs.unsubscribe", Done(), '{"id":1,"result":{}}'),
+    (
+        "events.list",
+        EventsList(
+            (TimelineEvent(5.0, "job_stopped", "j1", "info", "job j1 ended", "budget guard"),)
+        ),
+        '{"id":1,"result":{"events":[{"ts":5.0,"kind":"job_stopped","subject":"j1","severity":'
+        '"info","message":"job j1 ended","asked_by":"budget guard"}]}}',
+    ),
     (
         "tokenizer.check",
         TokenizerCheck(
