@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 from rich.console import Console
 
@@ -17,6 +16,7 @@ from agent.protocol import EventsList, EventsParams, TimelineEvent, to_wire
 from console.config import HostConfig
 from console.link.ssh_link import open_ssh_link
 from console.model.safe_text import literal
+from console.model.timeline import event_cells
 
 UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _SPAN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -53,6 +53,5 @@ def print_events(events: EventsList, out: Console, *, as_json: bool) -> None:
 
 def event_line(event: TimelineEvent) -> str:
     """`2026-12-02 01:50:07  warning  budget_reached  B3_math  message (asked by ...)`."""
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(event.ts))
-    who = f" (asked by {event.asked_by})" if event.asked_by else ""
-    return f"{when}  {event.severity:<7}  {event.kind:<14}  {event.subject}  {event.message}{who}"
+    when, severity, kind, subject, message = event_cells(event)
+    return f"{when}  {severity:<7}  {kind:<14}  {subject}  {message}"

@@ -47,6 +47,7 @@ from console.ui.log_file import attach_log_file, detach_log_file
 from console.ui.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.dataset import DatasetScreen
+from console.ui.screens.events import EventsScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
@@ -276,6 +277,10 @@ class ConsoleApp(GenerateActions, JobActions, DeployActions, EvaluateActions):
             self.notify("no data from the host yet", severity="warning")
             return
         _ = self.push_screen(PipelineScreen(self.current, snapshot))
+
+    def action_events(self) -> None:
+        """What happened on the host, watched or not."""
+        _ = self.push_screen(EventsScreen(self.current, self.connections[self.current].link))
 
     def action_help(self) -> None:
         """Every key."""

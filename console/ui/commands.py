@@ -30,6 +30,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("X", "export_report", "Export report", show=False),
     Command("B", "evaluate_drafter", "Bench drafter", show=False),
     Command("p", "pipeline", "Pipeline"),
+    Command("e", "events", "Events", show=False),
     Command("h", "next_host", "Next host"),
     Command("r", "reconnect", "Reconnect", show=False),
     Command("ctrl+t", "toggle_theme", "Dark/light", show=False),
