@@ -18,6 +18,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from agent.protocol import Event, Snapshot, encode
@@ -37,6 +38,16 @@ Deliver = Callable[[bytes], None]
 Listener = Callable[[Snapshot], Awaitable[None]]
 
 
+@dataclass(frozen=True, slots=True)
+class Watcher:
+    """A console's wish for snapshots: how often, where to put them, and since when."""
+
+    interval_s: float
+    deliver: Deliver
+    joined_after_scan: int
+    """How many scans had started when it joined."""
+
+
 class Observer:
     """Takes every snapshot the daemon shows, and hands each to every watcher and listener."""
 
@@ -48,25 +59,32 @@ class Observer:
         self._signature = signature
         self._changed = changed
         self.idle_interval_s = idle_interval_s
-        self._watchers: dict[object, tuple[float, Deliver]] = {}
+        self._watchers: dict[object, Watcher] = {}
         self.listeners: list[Listener] = []
         """Called with every snapshot, in order; one that fails is logged and the scan goes on."""
         self.latest: bytes | None = None
         """The last snapshot, encoded as the `snapshot` event every watcher gets."""
         self.scans = 0
+        self._started = 0
+        """Scans started so far: a watcher gets only scans started after it joined."""
 
     @property
     def interval_s(self) -> float:
         """The fastest interval any watcher asked for, or the idle interval."""
         return min(
-            (interval for interval, _ in self._watchers.values()), default=self.idle_interval_s
+            (watcher.interval_s for watcher in self._watchers.values()),
+            default=self.idle_interval_s,
         )
 
     @contextlib.contextmanager
     def watching(self, interval_s: float, deliver: Deliver) -> Iterator[None]:
-        """`deliver` gets every snapshot taken while the block runs; a fresh one is taken at once."""
+        """`deliver` gets every snapshot taken while the block runs; a fresh one is taken at once.
+
+        A scan already running when it joins is not handed to it: what a watcher first sees
+        was taken after it asked.
+        """
         key = object()
-        self._watchers[key] = (interval_s, deliver)
+        self._watchers[key] = Watcher(interval_s, deliver, self._started)
         self._changed.set()
         try:
             yield
@@ -94,6 +112,8 @@ class Observer:
 
     async def scan(self) -> None:
         """Take one snapshot and hand it out."""
+        self._started += 1
+        number = self._started
         try:
             snapshot = await self._take()
             data = await asyncio.to_thread(encode, Event("snapshot", snapshot))
@@ -102,8 +122,9 @@ class Observer:
             return
         self.scans += 1
         self.latest = data
-        for _, deliver in list(self._watchers.values()):
-            deliver(data)
+        for watcher in list(self._watchers.values()):
+            if watcher.joined_after_scan < number:
+                watcher.deliver(data)
         for listener in list(self.listeners):
             await _heard(listener, snapshot)
 

@@ -40,9 +40,12 @@ async def test_every_watcher_gets_each_scan_and_watchers_cost_no_scans_of_their_
     received: list[list[bytes]] = [[] for _ in range(5)]
     with watching_all(observer, received, interval_s=0.05):
         running = asyncio.create_task(observer.run())
-        await until(lambda: scans.taken >= 6, "six scans")
+        await until(lambda: observer.scans >= 6, "six scans")
         running.cancel()
-    assert all(len(got) == scans.taken for got in received), [len(got) for got in received]
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+    assert scans.taken <= observer.scans + 1  # at most one cut short by the cancel
+    assert all(len(got) == observer.scans for got in received), [len(got) for got in received]
     assert all(got == received[0] for got in received)
 
 
@@ -106,3 +109,22 @@ async def test_consoles_of_one_daemon_receive_the_same_scans(state_dir: Path) ->
             reader.cancel()
         for link in links:
             await link.close()
+
+
+async def test_a_new_watcher_gets_no_scan_that_began_before_it_asked() -> None:
+    release, taken = asyncio.Event(), list[float]()
+
+    async def slow_take() -> Snapshot:
+        taken.append(float(len(taken) + 1))
+        await release.wait()
+        return Snapshot(taken[-1], "host", None, (), (), ())
+
+    observer = Observer(slow_take, lambda: (), asyncio.Event(), idle_interval_s=3600)
+    running = asyncio.create_task(observer.run())
+    await until(lambda: len(taken) == 1, "the first scan under way")
+    got: list[bytes] = []
+    with observer.watching(3600, got.append):
+        release.set()
+        await until(lambda: len(got) == 1, "a snapshot for the watcher")
+    running.cancel()
+    assert b'"taken_at":2.0' in got[0], got[0]
