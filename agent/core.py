@@ -11,6 +11,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
+from agent.notify import Notifier
 from agent.observer import Observer
 from agent.probes.cache import ProbeCache
 from agent.probes.tokenizer import check_tokenizer
@@ -130,6 +132,8 @@ class AgentCore:
             self.history, self.recorder, self.tasks,
         )  # fmt: skip
         self.observer.listeners.append(self.guard.heard)
+        self.notifier = Notifier(lambda: self.pipeline, self.tasks)
+        self.observer.listeners.append(self.notifier.heard)
 
     async def hello(self, request: Request) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -362,7 +366,9 @@ class AgentCore:
     async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
         jobs = await asyncio.to_thread(self.all_jobs)
-        return self.guard.with_alerts(await self.assembly.take(jobs, self._tracker, self.pipeline))
+        taken = self.guard.with_alerts(await self.assembly.take(jobs, self._tracker, self.pipeline))
+        notices = tuple(self.notifier.alerts(taken.taken_at))
+        return replace(taken, alerts=taken.alerts + notices) if notices else taken
 
     async def _stop_adopted(self, job_id: str, target: StopTarget, plan: StopPlan) -> StopResult:
         jobs = await asyncio.to_thread(self.all_jobs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,14 @@ from typing import Any, TypeVar
 
 import tomllib
 
-from agent.protocol import DatasetsConfig, GuardMode, JobSpec, PipelineConfig
+from agent.protocol import (
+    DatasetsConfig,
+    GuardMode,
+    JobSpec,
+    NotifyConfig,
+    PipelineConfig,
+    Severity,
+)
 
 CONFIG_NAME = "eagle-console.toml"
 DEFAULT_STATE_DIR = "~/.eagle-agent"
@@ -162,7 +170,7 @@ def _deploy(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[Deplo
 
 _HOST_KEYS = {
     "ssh", "python", "state_dir", "known_hosts", "identity", "ssh_config", "read_only",
-    "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots", "tokenizer",
+    "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots", "tokenizer", "notify",
 }  # fmt: skip
 
 
@@ -182,7 +190,25 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
         deploy_roots=_paths(reader, host, "deploy_roots", where),
         tokenizer=tokenizer_path,
         trust_remote_code=trust_remote_code,
+        notify=_notify(reader, host, where) if "notify" in host else None,
     )
+
+
+def _notify(reader: _Reader, host: Mapping[str, Any], where: str) -> NotifyConfig:
+    """`[hosts.NAME.notify]`: the webhook URL (http or https) and the least severity sent."""
+    table = reader.table(host, "notify", where)
+    where = f"{where}.notify"
+    reader.only(table, where, {"url", "min_severity"})
+    url = reader.text(table, "url", where)
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https") or "\n" in url:
+        raise reader.error(f"{where}.url", "not an http(s) URL", "an http:// or https:// URL")
+    severity = _SEVERITIES.get(reader.text(table, "min_severity", where, "warning"))
+    if severity is None:
+        raise reader.error(f"{where}.min_severity", "unknown", "info, warning or error")
+    return NotifyConfig(url, severity)
+
+
+_SEVERITIES: dict[str, Severity] = {"info": "info", "warning": "warning", "error": "error"}
 
 
 def _tokenizer(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[str | None, bool]:

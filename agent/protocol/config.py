@@ -63,6 +63,15 @@ class JobSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NotifyConfig:
+    """Where the agent POSTs its alerts and guard actions, as JSON (ntfy- and Slack-style hooks)."""
+
+    url: str
+    """May hold a secret: the agent never logs or shows more than its scheme and host."""
+    min_severity: Literal["info", "warning", "error"] = "warning"
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineConfig:
     """The part of a host's config the agent needs; sent at hello and kept by the agent."""
 
@@ -80,6 +89,8 @@ class PipelineConfig:
     """The target model's tokenizer folder on the host: {tokenizer} in argv, checked by doctor."""
     trust_remote_code: bool = False
     """Run the code that tokenizer folder ships (Kimi-K2's); an explicit opt-in, never a default."""
+    notify: NotifyConfig | None = None
+    """A webhook for alerts; None sends nothing."""
 
 
 @dataclass(frozen=True, slots=True)

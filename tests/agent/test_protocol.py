@@ -108,7 +108,7 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '"guard":"alert","guards":{},"stall_guard_s":null},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"sglang_api_key_file":null,'
         '"jobs":{},"external":{},'
-        '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false}}}',
+        '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false,"notify":null}}}',
     ),
     (
         Request(17, "tokenizer.check", TokenizerCheckParams(30.0)),
