@@ -7,10 +7,11 @@ import json
 import sqlite3
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from agent.audit import AuditLog
-from agent.guard import BudgetGuard, WriterToStop, writer_to_stop
+from agent.guard import BudgetGuard, WriterToStop, stall_alerts, writer_to_stop
 from agent.history import FILE_NAME, History
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.protocol import (
@@ -19,6 +20,7 @@ from agent.protocol import (
     JobInfo,
     JobSpec,
     PipelineConfig,
+    ServerStats,
     Snapshot,
     SnapshotParams,
     StopResult,
@@ -140,3 +142,19 @@ async def test_the_guard_stops_each_writer_once_and_only_where_configured(tmp_pa
         history.close()
     assert stopped == ["j1"], "B1's guard is alert only; B3_math's writer is stopped once"
     assert [a.kind for a in guard.with_alerts(at).alerts] == ["budget_guard"]
+
+
+def test_a_writer_silent_past_stall_guard_s_with_a_healthy_server_is_an_error_alert() -> None:
+    config = DatasetsConfig("/d", stall_guard_s=600)
+    silent = DatasetProgress("B3_math", 10, 10, 100, None, writer_active=True,
+                             last_response_age_s=900)  # fmt: skip
+    busy = DatasetProgress("B1", 10, 10, 100, None, writer_active=True, last_response_age_s=5)
+    healthy = ServerStats(url="http://s", healthy=True, detail="ok")
+    snapshot = Snapshot(1.0, "h", None, (silent, busy), server=healthy)
+    [alert] = stall_alerts(snapshot, config, 1.0)
+    assert (alert.kind, alert.severity, alert.subject) == ("writer_stalled", "error", "B3_math")
+    down = replace(snapshot, server=replace(healthy, healthy=False))
+    assert stall_alerts(down, config, 1.0) == [], (
+        "a writer waiting for a dead server is not stalled"
+    )
+    assert stall_alerts(snapshot, DatasetsConfig("/d"), 1.0) == [], "off unless configured"
