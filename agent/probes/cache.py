@@ -28,6 +28,8 @@ class ProbeCache:
         """Owns the refresh, so the daemon's shutdown cancels one in progress."""
         self._task: asyncio.Task[None] | None = None
         self._probed_for: tuple[str | None, ...] = ()
+        self._config_changes = 0
+        """Bumped when the server config changes: a refresh begun before it is discarded."""
 
     def refresh_if_stale(self, pipeline: PipelineConfig) -> None:
         """Start a refresh in the background when the readings are older than REFRESH_S.
@@ -38,6 +40,7 @@ class ProbeCache:
         probed_for = _probed_for(pipeline)
         if probed_for != self._probed_for:
             self._probed_for, self.server, self._refreshed_at = probed_for, None, 0.0
+            self._config_changes += 1
         if time.monotonic() - self._refreshed_at < REFRESH_S or (
             self._task and not self._task.done()
         ):
@@ -46,6 +49,7 @@ class ProbeCache:
         self._task = self._tasks.spawn(self._refresh(pipeline), "probe refresh")
 
     async def _refresh(self, pipeline: PipelineConfig) -> None:
+        config_changes = self._config_changes
         if pipeline.sglang_url:
             api_key, key_note = await asyncio.to_thread(_api_key, pipeline.sglang_api_key_file)
             server = await probe_sglang(pipeline.sglang_url, api_key, key_note)
@@ -56,7 +60,7 @@ class ProbeCache:
             if pipeline.sglang_log
             else None
         )
-        if _probed_for(pipeline) != self._probed_for:
+        if config_changes != self._config_changes:
             return  # the config changed while it ran: its readings are not this config's
         self.server = replace(
             server,
