@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ class AuditLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.listeners: list[Callable[[str, str, Any, str | None, str], None]] = []
+        """Told of every entry once it is written (the history records deploys and stops)."""
 
     def record(self, client: str, method: str, params: Any, key: str | None, outcome: str) -> None:
         """Append one entry; the line is written in one call so entries never interleave."""
@@ -48,6 +51,8 @@ class AuditLog:
             raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         finally:
             os.close(fd)
+        for listener in self.listeners:
+            listener(client, method, params, key, outcome)
 
     def last(self, limit: int) -> list[AuditEntry]:
         """The newest `limit` entries, oldest first; unreadable lines are skipped.

@@ -11,6 +11,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,17 @@ from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder, second_writer_refusal
 from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
+from agent.guard import BudgetGuard
+from agent.history import History
 from agent.idempotency import IdempotentRequests
 from agent.idempotency_store import AnswerStore
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
+from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
+from agent.notify import Notifier
+from agent.observer import Observer
 from agent.probes.cache import ProbeCache
 from agent.probes.tokenizer import check_tokenizer
 from agent.procfs import process_info
@@ -39,6 +45,8 @@ from agent.protocol import (
     DetailParams,
     ErrorCode,
     Event,
+    EventsList,
+    EventsParams,
     FilesHashParams,
     FilesHashResult,
     FileState,
@@ -58,6 +66,7 @@ from agent.protocol import (
     PipelineConfig,
     Request,
     Snapshot,
+    SnapshotParams,
     StopParams,
     StopResult,
     TokenizerCheck,
@@ -65,6 +74,7 @@ from agent.protocol import (
     from_wire,
     to_wire,
 )
+from agent.recorder import Recorder
 from agent.snapshot_assembly import SnapshotAssembly
 from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state_health import StateHealth
@@ -93,7 +103,8 @@ class AgentCore:
         self.paths = paths
         self.started_at = time.time()
         self.pipeline = _load_pipeline(paths)
-        self._tracker = _tracker_for(self.pipeline)
+        self.history = History(paths.root)
+        self._tracker = self._tracker_for(self.pipeline)
         self.broadcast = broadcast
         self.tasks = TaskOwner("agent")
         """Owns the daemon's own background work; closed on shutdown, after the sessions."""
@@ -110,7 +121,19 @@ class AgentCore:
         self._launching = asyncio.Lock()
         """Held from the one-writer check to the job's start, so two launches cannot both pass."""
         self.changed = asyncio.Event()
-        """Set and cleared at once on every job event: wakes every snapshot watcher."""
+        """Set on every job event (and by a new watcher); the observer clears it as it scans."""
+        self.observer = Observer(self._snapshot_now, self.files_signature, self.changed)
+        """The one scanner: the daemon runs it on `tasks`; sessions only receive from it."""
+        self.recorder = Recorder(self.history, self.tasks)
+        self.observer.listeners.append(self.recorder.heard)
+        self.audit.listeners.append(self.recorder.audited)
+        self.guard = BudgetGuard(
+            lambda: self.pipeline, self.supervisor.stop, self._stop_adopted, self.audit,
+            self.history, self.recorder, self.tasks,
+        )  # fmt: skip
+        self.observer.listeners.append(self.guard.heard)
+        self.notifier = Notifier(lambda: self.pipeline, self.tasks)
+        self.observer.listeners.append(self.notifier.heard)
 
     async def hello(self, request: Request) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -124,7 +147,7 @@ class AgentCore:
             )
         if params.pipeline is not None and params.pipeline != self.pipeline:
             self.pipeline = params.pipeline
-            self._tracker = _tracker_for(params.pipeline)
+            self._tracker = self._tracker_for(params.pipeline)
             try:  # kept for a restarted daemon; a full state folder must not refuse the console
                 write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
             except OSError as exc:
@@ -326,6 +349,12 @@ class AgentCore:
         """The newest audit entries."""
         return AuditResult(tuple(await asyncio.to_thread(self.audit.last, request.params.limit)))
 
+    async def events_list(self, request: Request) -> EventsList:
+        """The timeline of the last `since_s` seconds, from the history."""
+        params: EventsParams = request.params
+        since = time.time() - params.since_s
+        return await asyncio.to_thread(self.history.timeline, since, params.limit)
+
     def files_signature(self) -> tuple[tuple[int, int], ...]:
         """(size, mtime) of every responses file followed: changes when any dataset grows."""
         return self._tracker.signature() if self._tracker is not None else ()
@@ -333,12 +362,25 @@ class AgentCore:
     async def _job_event(self, event: JobEvent) -> None:
         await self.broadcast(Event("job", event))
         self.changed.set()
-        self.changed.clear()
 
     async def snapshot(self, request: Request) -> Snapshot:
         """Everything the dashboard shows, now."""
         jobs = await asyncio.to_thread(self.all_jobs)
-        return await self.assembly.take(jobs, self._tracker, self.pipeline)
+        taken = self.guard.with_alerts(await self.assembly.take(jobs, self._tracker, self.pipeline))
+        notices = tuple(self.notifier.alerts(taken.taken_at))
+        return replace(taken, alerts=taken.alerts + notices) if notices else taken
+
+    async def _stop_adopted(self, job_id: str, target: StopTarget, plan: StopPlan) -> StopResult:
+        jobs = await asyncio.to_thread(self.all_jobs)
+        return await self.supervisor.stop_external(job_id, target, jobs, plan)
+
+    def _tracker_for(self, pipeline: PipelineConfig) -> DatasetTracker | None:
+        if pipeline.datasets is None:
+            return None
+        return DatasetTracker(pipeline.datasets, earlier=self.history.rate_points)
+
+    async def _snapshot_now(self) -> Snapshot:
+        return await self.snapshot(Request(0, "snapshot", SnapshotParams()))
 
     def _dataset_names(self) -> set[str]:
         if self._tracker is None:
@@ -369,7 +411,3 @@ def _load_pipeline(paths: StatePaths) -> PipelineConfig:
         return from_wire(PipelineConfig, saved) if saved is not None else PipelineConfig()
     except ValueError:
         return PipelineConfig()
-
-
-def _tracker_for(pipeline: PipelineConfig) -> DatasetTracker | None:
-    return DatasetTracker(pipeline.datasets) if pipeline.datasets is not None else None

@@ -1,7 +1,8 @@
 """The long-lived agent daemon: one unix socket in the private state directory, no network port.
 
 It is started detached by `attach` and outlives every console. Exactly one runs per state
-directory: it holds an exclusive lock on `daemon.lock` for its whole life. On SIGTERM or SIGINT it
+directory: it holds an exclusive lock on `daemon.lock` for its whole life, and leaves by itself
+when that directory is deleted or replaced. On SIGTERM or SIGINT it
 ends its console sessions, then its background tasks, then closes its socket and exits; jobs it started are not its children's children in any way that
 would make them die with it.
 """
@@ -24,6 +25,7 @@ from agent.core import AgentCore
 from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event, encode
 from agent.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
+from agent.state_watch import FolderIdentity, identity_of, leave_when_gone
 from agent.tasks import CLOSE_TIMEOUT_S
 
 log = logging.getLogger(__name__)
@@ -49,11 +51,13 @@ def serve(paths: StatePaths) -> int:
         return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     os.chdir(paths.root)
+    started_in = identity_of(paths)
     try:
-        asyncio.run(_serve(paths))
+        asyncio.run(_serve(paths, started_in))
     finally:
-        Path(paths.root / SOCKET_NAME).unlink(missing_ok=True)
-        paths.daemon_info.unlink(missing_ok=True)
+        if started_in is not None and identity_of(paths) == started_in:  # else not ours to clean
+            Path(paths.root / SOCKET_NAME).unlink(missing_ok=True)
+            paths.daemon_info.unlink(missing_ok=True)
         os.close(lock_fd)
     return 0
 
@@ -104,7 +108,7 @@ class SessionHub:
                 session.offer_event(data)
 
 
-async def _serve(paths: StatePaths) -> None:
+async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
     hub = SessionHub()
     core = AgentCore(paths, hub.broadcast)
     stop = asyncio.Event()
@@ -118,6 +122,13 @@ async def _serve(paths: StatePaths) -> None:
     )
     os.chmod(SOCKET_NAME, 0o600)
     write_json_atomic(paths.daemon_info, daemon_identity())
+    _ = core.tasks.spawn(core.observer.run(), "observer")
+    _ = core.tasks.spawn(
+        core.history.add_event("agent_started", "agent", f"agent {AGENT_VERSION} started"),
+        "history: agent started",
+    )
+    if started_in is not None:
+        _ = core.tasks.spawn(leave_when_gone(paths, started_in, stop), "state folder watch")
     log.info("agent %s serving in %s", AGENT_VERSION, paths.root)
     await stop.wait()
     await _shut_down(hub, core, server)
@@ -132,6 +143,7 @@ async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -
     await hub.close()
     log.info("agent stopping: closing %d background tasks", core.tasks.active)
     await core.tasks.close()
+    await asyncio.to_thread(core.history.close)
     log.info("agent stopping: closing the socket")
     server.close()
     await server.wait_closed()

@@ -33,4 +33,5 @@ def handler_table(core: AgentCore, session: Session) -> dict[str, Handler]:
         "audit.read": core.audit_read,
         "datasets.detail": core.datasets_detail,
         "tokenizer.check": core.tokenizer_check,
+        "events.list": core.events_list,
     }

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +35,6 @@ from agent.protocol import (
     ProtocolError,
     Request,
     Response,
-    SnapshotParams,
     WatchParams,
     decode,
     encode,
@@ -54,8 +51,6 @@ FOLLOW_RETRY_S = 2.0
 """How often a log that cannot be read (a FIFO in its place, say) is looked at again."""
 LAG_CUTOFF_S = 10.0
 """A log follower whose console has not read what was sent for this long is cut off."""
-CHANGE_POLL_S = 0.2
-"""How often the dataset files are checked for growth between timed snapshots."""
 
 
 class Session:
@@ -117,33 +112,14 @@ class Session:
             previous.cancel()
 
     async def _push_snapshots(self, interval_s: float) -> None:
-        """A snapshot every interval, soon after a dataset file grows, and at once on job events.
+        """Hand this console every snapshot the daemon's observer takes, until cancelled.
 
-        A snapshot is taken only once the console has the last one: a console that stops
-        reading costs nothing but one pending snapshot. A failure to take one is logged and
-        retried at the next interval; it never ends the push.
+        The console takes no scan of its own: its outbox holds only the latest snapshot, so one
+        that stops reading costs one pending snapshot. Its interval may make the observer look
+        more often while it watches.
         """
-        request = Request(0, "snapshot", SnapshotParams())
-        signature, pushed_at, job_changed = None, -math.inf, False
-        while True:
-            now = time.monotonic()
-            current = self.core.files_signature()
-            due = job_changed or current != signature or now - pushed_at >= interval_s
-            if due and not self.outbox.snapshot_pending:
-                signature, pushed_at, job_changed = current, now, False
-                try:
-                    snapshot = await self.core.snapshot(request)
-                except Exception:
-                    log.exception(
-                        "taking a snapshot failed; the next one is due in %g s", interval_s
-                    )
-                else:
-                    self.outbox.put_snapshot(encode(Event("snapshot", snapshot)))
-            try:
-                await asyncio.wait_for(self.core.changed.wait(), CHANGE_POLL_S)
-                job_changed = True
-            except asyncio.TimeoutError:
-                pass
+        with self.core.observer.watching(interval_s, self.outbox.put_snapshot):
+            await asyncio.Event().wait()
 
     async def unsubscribe_log(self, request: Request) -> Done:
         """Stop pushing a log to this console (logs.unsubscribe)."""

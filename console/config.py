@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,14 @@ from typing import Any, TypeVar
 
 import tomllib
 
-from agent.protocol import DatasetsConfig, JobSpec, PipelineConfig
+from agent.protocol import (
+    DatasetsConfig,
+    GuardMode,
+    JobSpec,
+    NotifyConfig,
+    PipelineConfig,
+    Severity,
+)
 
 CONFIG_NAME = "eagle-console.toml"
 DEFAULT_STATE_DIR = "~/.eagle-agent"
@@ -162,7 +170,7 @@ def _deploy(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[Deplo
 
 _HOST_KEYS = {
     "ssh", "python", "state_dir", "known_hosts", "identity", "ssh_config", "read_only",
-    "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots", "tokenizer",
+    "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots", "tokenizer", "notify",
 }  # fmt: skip
 
 
@@ -182,7 +190,25 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
         deploy_roots=_paths(reader, host, "deploy_roots", where),
         tokenizer=tokenizer_path,
         trust_remote_code=trust_remote_code,
+        notify=_notify(reader, host, where) if "notify" in host else None,
     )
+
+
+def _notify(reader: _Reader, host: Mapping[str, Any], where: str) -> NotifyConfig:
+    """`[hosts.NAME.notify]`: the webhook URL (http or https) and the least severity sent."""
+    table = reader.table(host, "notify", where)
+    where = f"{where}.notify"
+    reader.only(table, where, {"url", "min_severity"})
+    url = reader.text(table, "url", where)
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https") or "\n" in url:
+        raise reader.error(f"{where}.url", "not an http(s) URL", "an http:// or https:// URL")
+    severity = _SEVERITIES.get(reader.text(table, "min_severity", where, "warning"))
+    if severity is None:
+        raise reader.error(f"{where}.min_severity", "unknown", "info, warning or error")
+    return NotifyConfig(url, severity)
+
+
+_SEVERITIES: dict[str, Severity] = {"info": "info", "warning": "warning", "error": "error"}
 
 
 def _tokenizer(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[str | None, bool]:
@@ -268,8 +294,10 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
     table = reader.table(host, "datasets", where)
     where = f"{where}.datasets"
     reader.only(table, where, {"root", "prompts", "responses", "budget", "budgets", "stall_after_s",
-                               "overrun_alert_share", "low_disk_floor_gib"})  # fmt: skip
+                               "overrun_alert_share", "low_disk_floor_gib", "guard", "guards",
+                               "stall_guard_s"})  # fmt: skip
     budgets = reader.table(table, "budgets", where, required=False)
+    guards = reader.table(table, "guards", where, required=False)
     return DatasetsConfig(
         root=reader.text(table, "root", where),
         prompts_file=reader.text(table, "prompts", where, "prompts.jsonl"),
@@ -279,7 +307,20 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
         stall_after_s=reader.seconds(table, "stall_after_s", where, 600.0),
         overrun_alert_share=reader.seconds(table, "overrun_alert_share", where, 0.02),
         low_disk_floor_bytes=round(reader.seconds(table, "low_disk_floor_gib", where, 1.0) * 2**30),
+        guard=_guard(reader, table, "guard", where),
+        guards={name: _guard(reader, guards, name, f"{where}.guards") for name in guards},
+        stall_guard_s=(
+            reader.seconds(table, "stall_guard_s", where, 0.0) if "stall_guard_s" in table else None
+        ),
     )
+
+
+def _guard(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> GuardMode:
+    """A budget guard: "alert" (the default) or "stop"."""
+    value = reader.optional(table, key, where, str, '"alert" or "stop"') or "alert"
+    if value not in ("alert", "stop"):
+        raise reader.error(_join(where, key), f"got {value!r}", '"alert" or "stop"')
+    return "stop" if value == "stop" else "alert"
 
 
 _SSH_TARGET = re.compile(

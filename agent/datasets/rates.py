@@ -2,7 +2,8 @@
 
 Every scan adds one (time, tokens, responses) point per dataset. A rate is the slope over a
 window of recent points, so a console that just connected sees real rates at once. Three windows
-(1, 5 and 15 minutes) give the ETA and its range.
+(1, 5 and 15 minutes) give the ETA and its range; the hour's rate is kept beside them. A
+history seeds it (`seeded`), so a restarted agent has its rates at once.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from dataclasses import dataclass, field
 
 WINDOWS_S = (60.0, 300.0, 900.0)
 MAIN_WINDOW_S = 300.0
-KEEP_S = 900.0
+HOUR_S = 3600.0
+KEEP_S = HOUR_S
+SPACING_S = 5.0
+"""Points closer together than this are merged (the newest kept): bounded memory for an hour."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,8 @@ class RateHistory:
             self.points.clear()
         if not self.points or self.points[-1][2] != responses:
             self.last_change_at = now
+        if len(self.points) >= 2 and now - self.points[-2][0] < SPACING_S:
+            self.points.pop()
         self.points.append((now, tokens, responses))
         while self.points and now - self.points[0][0] > KEEP_S:
             self.points.popleft()
@@ -51,6 +57,17 @@ class RateHistory:
             return None
         last = self.points[-1]
         return Rate((last[1] - first[1]) / elapsed, (last[2] - first[2]) / elapsed)
+
+    @classmethod
+    def seeded(
+        cls, points: list[tuple[float, int, int]], wall_now: float, monotonic_now: float
+    ) -> RateHistory:
+        """A history that starts from earlier (wall time, tokens, responses) points."""
+        history = cls()
+        for ts, tokens, responses in points:
+            history.observe(monotonic_now - (wall_now - ts), tokens, responses)
+        history.last_change_at = None  # when it last changed is the files' to say, not ours
+        return history
 
     def rates(self) -> list[Rate]:
         """The rate over each window that has data."""

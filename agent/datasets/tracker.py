@@ -27,7 +27,7 @@ from agent.datasets.progress import (
     dataset_progress,
     failed_progress,
 )
-from agent.datasets.rates import RateHistory
+from agent.datasets.rates import KEEP_S, RateHistory
 from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_not_response
 from agent.datasets.root_listing import list_datasets
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
@@ -37,6 +37,8 @@ from agent.regular_files import NotRegularFileError, check_regular, open_regular
 
 log = logging.getLogger(__name__)
 
+EarlierPoints = Callable[[str, float], list[tuple[float, int, int]]]
+"""(dataset, since wall time) -> its (wall time, tokens, responses) points, oldest first."""
 MAX_CORRUPT_OFFSETS = 100
 """Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 
@@ -252,9 +254,16 @@ class DatasetTracker:
     marks that dataset `error` with an alert, keeps its last counts and leaves the others alone.
     """
 
-    def __init__(self, config: DatasetsConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        config: DatasetsConfig,
+        clock: Clock = SYSTEM_CLOCK,
+        earlier: EarlierPoints | None = None,
+    ) -> None:
         self.config = config
         self.clock = clock
+        self._earlier = earlier
+        """A dataset's points from before this tracker (the agent's history): rates at once."""
         self._followers: dict[str, DatasetFollower] = {}
         self._files: dict[str, DatasetFiles] = {}
         self._skipped: dict[str, str] = {}
@@ -380,7 +389,19 @@ class DatasetTracker:
             PromptCounter(folder / self.config.prompts_file),
             ResponseCounter(folder / self.config.responses_file),
             FailedPromptIds(folder / "errors.jsonl"),
+            self._seeded_history(name),
         )
+
+    def _seeded_history(self, name: str) -> RateHistory:
+        if self._earlier is None:
+            return RateHistory()
+        wall = self.clock.wall()
+        try:
+            points = self._earlier(name, wall - KEEP_S)
+        except Exception:  # a damaged history costs the early rates, never the dataset
+            log.exception("reading the history of %s failed", name)
+            return RateHistory()
+        return RateHistory.seeded(points, wall, self.clock.monotonic())
 
 
 def file_alerts(

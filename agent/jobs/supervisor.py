@@ -220,16 +220,20 @@ class Supervisor:
         return StopResult(info, outcome, tuple(steps))
 
     async def stop_external(
-        self, job_id: str, target: StopTarget, jobs: tuple[JobInfo, ...]
-    ) -> StopResult:
-        """Stop a process the agent did not start: SIGTERM, 30 s, SIGKILL, with the same checks."""
+        self, job_id: str, target: StopTarget, jobs: tuple[JobInfo, ...],
+        plan: StopPlan = EXTERNAL_PLAN,
+    ) -> StopResult:  # fmt: skip
+        """Stop a process the agent did not start (SIGTERM, 30 s, SIGKILL unless `plan` says).
+
+        The same pid and start-time checks as for the agent's own jobs.
+        """
         found = next((job for job in jobs if job.id == job_id), None)
         info = found or JobInfo(job_id, "external", "external", "lost", (), external=True)
 
         async def report(step: StopStep) -> None:
             await self.emit(JobEvent(info, f"sent {step.action} to {list(step.pids)}"))
 
-        outcome, steps = await stop_group(target, EXTERNAL_PLAN, report)
+        outcome, steps = await stop_group(target, plan, report)
         final = replace(info, state=EXTERNAL_STATE_AFTER[outcome])
         await self.emit(JobEvent(final, f"stop of external {info.name}: {outcome}"))
         return StopResult(final, outcome, tuple(steps))

@@ -27,9 +27,20 @@ class ProbeCache:
         self._tasks = tasks or TaskOwner("probes")
         """Owns the refresh, so the daemon's shutdown cancels one in progress."""
         self._task: asyncio.Task[None] | None = None
+        self._probed_for: tuple[str | None, ...] = ()
+        self._config_changes = 0
+        """Bumped when the server config changes: a refresh begun before it is discarded."""
 
     def refresh_if_stale(self, pipeline: PipelineConfig) -> None:
-        """Start a refresh in the background when the readings are older than REFRESH_S."""
+        """Start a refresh in the background when the readings are older than REFRESH_S.
+
+        Readings taken for another server config (the daemon scans before a console's hello
+        brings the config) are dropped at once, so no snapshot shows them as this one's.
+        """
+        probed_for = _probed_for(pipeline)
+        if probed_for != self._probed_for:
+            self._probed_for, self.server, self._refreshed_at = probed_for, None, 0.0
+            self._config_changes += 1
         if time.monotonic() - self._refreshed_at < REFRESH_S or (
             self._task and not self._task.done()
         ):
@@ -38,6 +49,7 @@ class ProbeCache:
         self._task = self._tasks.spawn(self._refresh(pipeline), "probe refresh")
 
     async def _refresh(self, pipeline: PipelineConfig) -> None:
+        config_changes = self._config_changes
         if pipeline.sglang_url:
             api_key, key_note = await asyncio.to_thread(_api_key, pipeline.sglang_api_key_file)
             server = await probe_sglang(pipeline.sglang_url, api_key, key_note)
@@ -48,6 +60,8 @@ class ProbeCache:
             if pipeline.sglang_log
             else None
         )
+        if config_changes != self._config_changes:
+            return  # the config changed while it ran: its readings are not this config's
         self.server = replace(
             server,
             probed_at=time.time(),
@@ -73,6 +87,11 @@ class ProbeCache:
         message = f"SGLang at {server.url}: {server.detail}"
         warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
         return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
+
+
+def _probed_for(pipeline: PipelineConfig) -> tuple[str | None, ...]:
+    """What the probe readings depend on in the config."""
+    return (pipeline.sglang_url, pipeline.sglang_log, pipeline.sglang_api_key_file)
 
 
 def _api_key(key_file: str | None) -> tuple[str | None, str]:

@@ -15,7 +15,9 @@ from agent.protocol.budget import generation_done
 from agent.protocol.codec import WireTypeError, decode, encode, from_wire, parse_result, to_wire
 from agent.protocol.config import (
     DatasetsConfig,
+    GuardMode,
     JobSpec,
+    NotifyConfig,
     PipelineConfig,
     TokenizerCheck,
     TokenizerCheckParams,
@@ -77,9 +79,13 @@ from agent.protocol.snapshot import (
     StopConditionKind,
     TrainingProgress,
 )
+from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 
 __all__ = [
+    "EventsList",
+    "EventsParams",
+    "TimelineEvent",
     "LIVE_JOB_STATES",
     "JobState",
     "StopOutcome",
@@ -96,6 +102,7 @@ __all__ = [
     "DatasetDetail",
     "DatasetProgress",
     "DatasetsConfig",
+    "GuardMode",
     "DetailParams",
     "Done",
     "DrafterEvaluation",
@@ -139,6 +146,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "PingParams",
     "PingResult",
+    "NotifyConfig",
     "PipelineConfig",
     "ProtocolError",
     "Request",

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+GuardMode = Literal["alert", "stop"]
+"""What the agent does when a dataset reaches its budget: raise an alert, or stop its writer too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +26,16 @@ class DatasetsConfig:
     """Alert when the projected overrun passes this share of the budget."""
     low_disk_floor_bytes: int = 1 << 30
     """Warn (low_disk) when a filesystem being written has less free than this, however slow."""
+    guard: GuardMode = "alert"
+    """Default budget guard per dataset: "stop" stops the writer (with its stop signal and grace)."""
+    guards: dict[str, GuardMode] = field(default_factory=dict)
+    """Per-dataset guards, overriding `guard`."""
+    stall_guard_s: float | None = None
+    """A writer that appended nothing this long while the server is healthy: an error alert."""
+
+    def guard_of(self, dataset: str) -> GuardMode:
+        """The budget guard that applies to `dataset`."""
+        return self.guards.get(dataset, self.guard)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +63,15 @@ class JobSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NotifyConfig:
+    """Where the agent POSTs its alerts and guard actions, as JSON (ntfy- and Slack-style hooks)."""
+
+    url: str
+    """May hold a secret: the agent never logs or shows more than its scheme and host."""
+    min_severity: Literal["info", "warning", "error"] = "warning"
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineConfig:
     """The part of a host's config the agent needs; sent at hello and kept by the agent."""
 
@@ -66,6 +89,8 @@ class PipelineConfig:
     """The target model's tokenizer folder on the host: {tokenizer} in argv, checked by doctor."""
     trust_remote_code: bool = False
     """Run the code that tokenizer folder ships (Kimi-K2's); an explicit opt-in, never a default."""
+    notify: NotifyConfig | None = None
+    """A webhook for alerts; None sends nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from agent.protocol.logs import (
     LogUnsubscribeParams,
 )
 from agent.protocol.snapshot import Alert, Snapshot, SnapshotParams
+from agent.protocol.timeline import EventsList, EventsParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,7 @@ METHODS: dict[str, MethodSpec] = {
     "audit.read": MethodSpec(AuditParams, AuditResult),
     "datasets.detail": MethodSpec(DetailParams, DatasetDetail),
     "tokenizer.check": MethodSpec(TokenizerCheckParams, TokenizerCheck),
+    "events.list": MethodSpec(EventsParams, EventsList),
 }
 """Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
 

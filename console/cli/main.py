@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     redeploy.add_argument(
         "--argv", nargs=argparse.REMAINDER, help="start it with this argv instead"
     )
+    events = commands.add_parser("events", help="what happened on a host, watched or not")
+    events.add_argument("host")
+    events.add_argument("--since", default="2h", help="how far back: 90s, 30m, 2h, 1d (default 2h)")
+    events.add_argument("--json", action="store_true", help="one JSON object per event")
     trust = commands.add_parser("trust", help="show a host's key and pin it on purpose")
     trust.add_argument("host")
     trust.add_argument("--yes", action="store_true", help="pin without asking (scripts)")
@@ -109,6 +113,7 @@ def _default_to_tui(argv: list[str]) -> list[str]:
         "deploy",
         "redeploy",
         "trust",
+        "events",
         "demo",
         "tui",
         "-h",
@@ -150,6 +155,8 @@ def _run(args: argparse.Namespace) -> int:
         return _doctor(config.host(args.host))
     if args.command == "report":
         return _report(config.host(args.host))
+    if args.command == "events":
+        return _events(config.host(args.host), args.since, as_json=args.json)
     return _tui(config, args.host)
 
 
@@ -243,6 +250,19 @@ def _report(host: HostConfig) -> int:
     if status.snapshot is None:
         raise LinkError(status.error or f"{host.name}: no snapshot")
     print(markdown_report(host.name, status.snapshot))  # noqa: T201
+    return EXIT_OK
+
+
+def _events(host: HostConfig, since: str, *, as_json: bool) -> int:
+    from console.cli.events import fetch_events, parse_span, print_events
+
+    try:
+        since_s = parse_span(since)
+    except ValueError as exc:
+        Console(stderr=True).print(literal(f"eagle-console: --since: {exc}"))
+        return EXIT_USAGE
+    found = asyncio.run(fetch_events(host, since_s))
+    print_events(found, Console(highlight=False, soft_wrap=True), as_json=as_json)
     return EXIT_OK
 
 

@@ -58,6 +58,7 @@ from console.ui.intents import (
 from console.ui.log_file import attach_log_file, detach_log_file
 from console.ui.messages import AgentEventReceived, LinkChanged, SnapshotReceived
 from console.ui.screens.dashboard import DashboardScreen
+from console.ui.screens.events import EventsScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.trust import TrustScreen
 from console.ui.signals import ConsoleSignals, HostShown, LogChunkReceived
@@ -277,6 +278,10 @@ class ConsoleApp(App[None]):
         """Show the next host."""
         names = list(self.views)
         self.show_host(names[(names.index(self.current) + 1) % len(names)])
+
+    def action_events(self) -> None:
+        """What happened on the host, watched or not."""
+        _ = self.push_screen(EventsScreen(self.current, self.connections[self.current].link))
 
     def action_help(self) -> None:
         """Every key."""

@@ -41,6 +41,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("X", "export_report", "Export report", show=False),
     Command("B", "evaluate_drafter", "Bench drafter", show=False),
     Command("p", "pipeline", "Pipeline"),
+    Command("e", "events", "Events", show=False, app_wide=True),
     Command("h", "next_host", "Next host", app_wide=True),
     Command("r", "reconnect", "Reconnect", show=False, app_wide=True),
     Command("ctrl+t", "toggle_theme", "Dark/light", show=False, app_wide=True),

@@ -131,3 +131,24 @@ def test_a_server_stopped_on_request_is_information_not_an_error() -> None:
     [alert] = cache.alerts(3.0, (crashed, stopped))
     assert alert.severity == "info"
     assert "stopped on request" in alert.message
+
+
+async def test_readings_taken_for_another_server_config_are_dropped_at_once() -> None:
+    cache = ProbeCache()
+    cache.refresh_if_stale(PipelineConfig())  # the daemon's first scan, before any hello
+    deadline = time.monotonic() + 20
+    while cache.server is None:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert cache.server.url is None
+    cache.refresh_if_stale(PipelineConfig(sglang_url="http://127.0.0.1:1"))
+    assert reading(cache) is None, "a reading of no server is not a reading of this one"
+    while (server := reading(cache)) is None:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    assert (server.url, server.healthy) == ("http://127.0.0.1:1", False)
+
+
+def reading(cache: ProbeCache) -> ServerStats | None:
+    """The cache's server reading now (a call, so a type checker does not carry it over)."""
+    return cache.server

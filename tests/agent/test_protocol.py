@@ -28,6 +28,8 @@ from agent.protocol import (
     ErrorResponse,
     ErrorSummary,
     Event,
+    EventsList,
+    EventsParams,
     FilesHashParams,
     FilesHashResult,
     FileState,
@@ -65,6 +67,7 @@ from agent.protocol import (
     StopParams,
     StopResult,
     StopStep,
+    TimelineEvent,
     TokenizerCheck,
     TokenizerCheckParams,
     WatchParams,
@@ -101,10 +104,11 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
         '{"id":1,"method":"hello","params":{"protocol_version":1,"client_version":"eagle-console'
         ' 0.1.0","pipeline":{"datasets":{"root":"/data","prompts_file":"prompts.jsonl",'
         '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000},'
-        '"stall_after_s":600.0,"overrun_alert_share":0.02,"low_disk_floor_bytes":1073741824},'
+        '"stall_after_s":600.0,"overrun_alert_share":0.02,"low_disk_floor_bytes":1073741824,'
+        '"guard":"alert","guards":{},"stall_guard_s":null},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"sglang_api_key_file":null,'
         '"jobs":{},"external":{},'
-        '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false}}}',
+        '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false,"notify":null}}}',
     ),
     (
         Request(17, "tokenizer.check", TokenizerCheckParams(30.0)),
@@ -113,6 +117,10 @@ GOLDEN_REQUESTS: list[tuple[Request, str]] = [
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
     (Request(4, "jobs.list", JobsParams()), '{"id":4,"method":"jobs.list","params":{}}'),
+    (
+        Request(18, "events.list", EventsParams(3600.0, 50)),
+        '{"id":18,"method":"events.list","params":{"since_s":3600.0,"limit":50}}',
+    ),
     (
         Request(15, "audit.read", AuditParams(20)),
         '{"id":15,"method":"audit.read","params":{"limit":20}}',
@@ -236,6 +244,14 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"params":{"job_id":"j"},"idempotency_key":"k","outcome":"ok"}]}}',
     ),
     ("logs.unsubscribe", Done(), '{"id":1,"result":{}}'),
+    (
+        "events.list",
+        EventsList(
+            (TimelineEvent(5.0, "job_stopped", "j1", "info", "job j1 ended", "budget guard"),)
+        ),
+        '{"id":1,"result":{"events":[{"ts":5.0,"kind":"job_stopped","subject":"j1","severity":'
+        '"info","message":"job j1 ended","asked_by":"budget guard"}]}}',
+    ),
     (
         "tokenizer.check",
         TokenizerCheck(

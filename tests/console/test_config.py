@@ -17,6 +17,9 @@ python = "/opt/venv/bin/python3"
 root = "/data/eagle3/datasets"
 budget = 10_000_000
 budgets = { B8_math = 5_000_000 }
+guard = "stop"
+guards = { B1_chat = "alert" }
+stall_guard_s = 900
 
 [hosts.kimi.sglang]
 url = "http://127.0.0.1:30000"
@@ -33,6 +36,10 @@ env = { CUDA_VISIBLE_DEVICES = "0" }
 
 [hosts.kimi.external]
 sglang = "sglang[.]launch_server"
+
+[hosts.kimi.notify]
+url = "https://ntfy.sh/eagle-topic"
+min_severity = "error"
 
 [hosts.alias]
 ssh = "gpu-box"
@@ -54,6 +61,14 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
     assert kimi.pipeline.datasets is not None
     assert kimi.pipeline.datasets.budget == 10_000_000
     assert kimi.pipeline.datasets.budgets == {"B8_math": 5_000_000}
+    assert kimi.pipeline.datasets.guard_of("B8_math") == "stop"
+    assert kimi.pipeline.datasets.guard_of("B1_chat") == "alert"
+    assert kimi.pipeline.datasets.stall_guard_s == 900
+    assert kimi.pipeline.notify is not None
+    assert (kimi.pipeline.notify.url, kimi.pipeline.notify.min_severity) == (
+        "https://ntfy.sh/eagle-topic",
+        "error",
+    )
     assert kimi.pipeline.sglang_url == "http://127.0.0.1:30000"
     assert kimi.pipeline.sglang_api_key_file == "~/.sglang-key"
     job = kimi.pipeline.jobs["inference"]
@@ -94,6 +109,26 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
             '[hosts.a]\nssh = "b"\n[hosts.a.datasets]\nroot = "/d"\nbudgets = { B1 = true }\n',
             "hosts.a.datasets.budgets.B1",
             "whole number",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.datasets]\nroot = "/d"\nguard = "kill"\n',
+            "hosts.a.datasets.guard",
+            '"alert" or "stop"',
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.datasets]\nroot = "/d"\nguards = { B1 = 1 }\n',
+            "hosts.a.datasets.guards.B1",
+            '"alert" or "stop"',
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.notify]\nurl = "ftp://x/y"\n',
+            "hosts.a.notify.url",
+            "an http:// or https:// URL",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.notify]\nurl = "https://x/y"\nmin_severity = "loud"\n',
+            "hosts.a.notify.min_severity",
+            "info, warning or error",
         ),
         ("hosts = 3\n", "hosts", "a table"),
         (

@@ -1,0 +1,162 @@
+"""Alerts and guard actions POSTed to a webhook, so a run that goes wrong at night reaches someone.
+
+The notifier listens to the observer's snapshots and queues each alert raised since the last
+one at or above the configured severity; a sender task of its own POSTs them one by one (stdlib
+urllib in a thread, a timeout, retries with backoff). Nothing here ever makes the scanner wait:
+queuing is a deque append, a full queue or a burst past the rate limit drops the notification
+and counts it as a dead letter, as does one that failed every try. The URL may hold a secret
+(ntfy topics, Slack hooks): logs and alerts name only its scheme and host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from agent.protocol import Alert, NotifyConfig, PipelineConfig, Snapshot
+from agent.tasks import TaskOwner
+
+log = logging.getLogger(__name__)
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+TIMEOUT_S = 5.0
+TRIES = 3
+BACKOFF_S = 1.0
+"""The wait before the second try; doubled before each further one."""
+QUEUE_LIMIT = 100
+RATE_PER_MINUTE = 30
+"""At most this many notifications start per minute; more are dead letters (a storm says enough)."""
+
+Post = Callable[[str, bytes, float], None]
+
+
+def post_json(url: str, body: bytes, timeout_s: float) -> None:
+    """POST `body` as JSON; raises OSError (URLError, HTTPError) on any failure. Blocking."""
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 (http(s) only: the console checks)
+        answer.read()
+
+
+def redacted(url: str) -> str:
+    """Scheme and host only: a webhook's path or query is often its secret."""
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or '?'}/…"
+
+
+def payload(alert: Alert, host: str) -> dict[str, Any]:
+    """What a webhook receives; `text` is for hooks that show one field as it is."""
+    return {
+        "host": host, "dataset": alert.subject, "kind": alert.kind, "severity": alert.severity,
+        "message": alert.message, "ts": alert.raised_at or time.time(),
+        "text": f"[{host}] {alert.severity}: {alert.message}",
+    }  # fmt: skip
+
+
+class Notifier:
+    """Queues new alerts for the webhook and sends them from a task of its own."""
+
+    def __init__(
+        self, pipeline: Callable[[], PipelineConfig], tasks: TaskOwner, post: Post = post_json
+    ) -> None:
+        self._pipeline = pipeline
+        self._tasks = tasks
+        self._post = post
+        self._queue: collections.deque[tuple[NotifyConfig, bytes]] = collections.deque()
+        self._wake = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
+        self._raised: set[tuple[str, str]] = set()
+        self._started: collections.deque[float] = collections.deque()
+        self.sent = 0
+        self.dead_letters = 0
+        """Notifications dropped: queue full, rate limit, or every try failed."""
+
+    async def heard(self, snapshot: Snapshot) -> None:
+        """Queue the alerts raised since the last snapshot (an observer listener; never waits)."""
+        config = self._pipeline().notify
+        now = {(a.kind, a.subject): a for a in snapshot.alerts}
+        new = [alert for key, alert in now.items() if key not in self._raised]
+        self._raised = set(now)
+        if config is None:
+            return
+        floor = SEVERITY_RANK[config.min_severity]
+        for alert in new:
+            if SEVERITY_RANK.get(alert.severity, 0) >= floor:
+                self._enqueue(config, json.dumps(payload(alert, snapshot.host_name)).encode())
+
+    def alerts(self, now: float) -> list[Alert]:
+        """A warning while notifications are being lost, so the dashboard says so."""
+        config = self._pipeline().notify
+        if config is None or not self.dead_letters:
+            return []
+        message = (
+            f"webhook {redacted(config.url)}: {self.dead_letters} notification(s) could not be "
+            "delivered (unreachable, failing, or over the rate limit); see agent.log"
+        )
+        return [Alert("notify_failing", "warning", message, "notify", now)]
+
+    def _enqueue(self, config: NotifyConfig, body: bytes) -> None:
+        if len(self._queue) >= QUEUE_LIMIT:
+            self.dead_letters += 1
+            return
+        self._queue.append((config, body))
+        self._wake.set()
+        if self._sender is None or self._sender.done():
+            self._sender = self._tasks.spawn(self._send_all(), "webhook sender")
+
+    async def _send_all(self) -> None:
+        while True:
+            while self._queue:
+                config, body = self._queue.popleft()
+                if self._over_rate():
+                    self.dead_letters += 1
+                    continue
+                await self._send(config, body)
+            self._wake.clear()
+            await self._wake.wait()
+
+    def _over_rate(self) -> bool:
+        now = time.monotonic()
+        while self._started and now - self._started[0] > 60:
+            self._started.popleft()
+        if len(self._started) >= RATE_PER_MINUTE:
+            return True
+        self._started.append(now)
+        return False
+
+    async def _send(self, config: NotifyConfig, body: bytes) -> None:
+        for attempt in range(TRIES):
+            try:
+                await asyncio.to_thread(self._post, config.url, body, TIMEOUT_S)
+            except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+                log.warning(
+                    "webhook %s: try %d of %d failed: %s", redacted(config.url), attempt + 1,
+                    TRIES, _reason(exc),
+                )  # fmt: skip
+                if attempt + 1 < TRIES:
+                    await asyncio.sleep(BACKOFF_S * 2**attempt)
+                continue
+            self.sent += 1
+            return
+        self.dead_letters += 1
+
+
+def _reason(exc: Exception) -> str:
+    """Why a POST failed, without the URL (urllib puts it in some messages)."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code}"
+    if isinstance(exc, urllib.error.URLError):
+        return str(exc.reason)
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "timed out"
+    return type(exc).__name__

@@ -1,0 +1,136 @@
+"""The daemon's one scanner: snapshots on its own schedule, whether or not a console watches.
+
+Before it, each console's session took its own snapshots, so an agent nobody watched saw nothing
+(no rates, no overrun, no alerts) and N consoles cost N scans. Now one task scans; consoles only
+receive its latest encoded snapshot (each through its own coalescing outbox), and listeners such
+as the history and the budget guard hear of every scan. It must never wait on a console.
+
+Schedule: a scan at the fastest interval a console asked for (IDLE_INTERVAL_S when none
+watches), at once on a job event or a new watcher, and soon after a dataset file grows (at most
+every GROWTH_GAP_WATCHED_S while watched, every GROWTH_GAP_IDLE_S otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from agent.protocol import Event, Snapshot, encode
+
+log = logging.getLogger(__name__)
+
+IDLE_INTERVAL_S = 2.0
+"""How often the agent looks when no console watches: it keeps watch for the user."""
+GROWTH_GAP_WATCHED_S = 0.2
+"""How often a growing dataset file is looked at again while a console watches."""
+GROWTH_GAP_IDLE_S = 1.0
+"""The same with nobody watching: history and guards need no finer than this."""
+
+TakeSnapshot = Callable[[], Awaitable[Snapshot]]
+FilesSignature = Callable[[], Hashable]
+Deliver = Callable[[bytes], None]
+Listener = Callable[[Snapshot], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Watcher:
+    """A console's wish for snapshots: how often, where to put them, and since when."""
+
+    interval_s: float
+    deliver: Deliver
+    joined_after_scan: int
+    """How many scans had started when it joined."""
+
+
+class Observer:
+    """Takes every snapshot the daemon shows, and hands each to every watcher and listener."""
+
+    def __init__(
+        self, take: TakeSnapshot, signature: FilesSignature, changed: asyncio.Event,
+        idle_interval_s: float = IDLE_INTERVAL_S,
+    ) -> None:  # fmt: skip
+        self._take = take
+        self._signature = signature
+        self._changed = changed
+        self.idle_interval_s = idle_interval_s
+        self._watchers: dict[object, Watcher] = {}
+        self.listeners: list[Listener] = []
+        """Called with every snapshot, in order; one that fails is logged and the scan goes on."""
+        self.latest: bytes | None = None
+        """The last snapshot, encoded as the `snapshot` event every watcher gets."""
+        self.scans = 0
+        self._started = 0
+        """Scans started so far: a watcher gets only scans started after it joined."""
+
+    @property
+    def interval_s(self) -> float:
+        """The fastest interval any watcher asked for, or the idle interval."""
+        return min(
+            (watcher.interval_s for watcher in self._watchers.values()),
+            default=self.idle_interval_s,
+        )
+
+    @contextlib.contextmanager
+    def watching(self, interval_s: float, deliver: Deliver) -> Iterator[None]:
+        """`deliver` gets every snapshot taken while the block runs; a fresh one is taken at once.
+
+        A scan already running when it joins is not handed to it: what a watcher first sees
+        was taken after it asked.
+        """
+        key = object()
+        self._watchers[key] = Watcher(interval_s, deliver, self._started)
+        self._changed.set()
+        try:
+            yield
+        finally:
+            del self._watchers[key]
+
+    async def run(self) -> None:
+        """Scan on schedule until cancelled; a failed scan is logged and retried on schedule."""
+        signature: Hashable = None
+        taken_at = -math.inf
+        while True:
+            current = await asyncio.to_thread(self._signature)
+            since = time.monotonic() - taken_at
+            grown = current != signature and since >= self._growth_gap_s()
+            if self._changed.is_set() or grown or since >= self.interval_s:
+                self._changed.clear()  # an event during the scan sets it again: one more scan
+                signature, taken_at = current, time.monotonic()
+                await self.scan()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), self._growth_gap_s())
+
+    def _growth_gap_s(self) -> float:
+        gap = GROWTH_GAP_WATCHED_S if self._watchers else GROWTH_GAP_IDLE_S
+        return min(gap, self.interval_s)
+
+    async def scan(self) -> None:
+        """Take one snapshot and hand it out."""
+        self._started += 1
+        number = self._started
+        try:
+            snapshot = await self._take()
+            data = await asyncio.to_thread(encode, Event("snapshot", snapshot))
+        except Exception:
+            log.exception("taking a snapshot failed; the next is due in %g s", self.interval_s)
+            return
+        self.scans += 1
+        self.latest = data
+        for watcher in list(self._watchers.values()):
+            if watcher.joined_after_scan < number:
+                watcher.deliver(data)
+        for listener in list(self.listeners):
+            await _heard(listener, snapshot)
+
+
+async def _heard(listener: Listener, snapshot: Snapshot) -> Any:
+    try:
+        await listener(snapshot)
+    except Exception:
+        log.exception("a snapshot listener failed; it hears the next snapshot again")

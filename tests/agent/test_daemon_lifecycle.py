@@ -1,0 +1,96 @@
+"""The daemon's own life: `python -m agent stop` leaves jobs running; a lost state folder ends it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agent.procfs import process_info
+from agent.protocol import JobInfo, JobsList, JobsParams, JobSpec, LaunchParams, PipelineConfig
+from agent.state import read_json
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from tests.support.simulator_process import agent_env
+
+LEAVE_WITHIN_S = 60.0
+SLEEPER = JobSpec((sys.executable, "-c", "import time; time.sleep(300)"), grace_s=1)
+
+
+def alive(pid: int) -> bool:
+    info = process_info(pid)
+    return info is not None and info.alive
+
+
+async def gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.2)
+    return True
+
+
+async def job_now(link: AgentLink, job_id: str) -> JobInfo:
+    listed: JobsList = await link.request("jobs.list", JobsParams())
+    return next(job for job in listed.jobs if job.id == job_id)
+
+
+async def started_daemon(state_dir: Path, config: PipelineConfig) -> int:
+    """Start the daemon through a console that then goes away; returns the daemon's pid."""
+    link = await open_local_link(state_dir, config)
+    await link.close()
+    return int(read_json(state_dir / "daemon.json")["pid"])
+
+
+async def test_agent_stop_ends_the_daemon_and_leaves_its_jobs_running(state_dir: Path) -> None:
+    config = PipelineConfig(jobs={"sleeper": SLEEPER})
+    link = await open_local_link(state_dir, config)
+    try:
+        launched: JobInfo = await link.request(
+            "jobs.launch", LaunchParams("sleeper"), idempotency_key="s1"
+        )
+        deadline = time.monotonic() + 20
+        while (job := await job_now(link, launched.id)).pid is None or job.state != "running":
+            assert time.monotonic() < deadline, job
+            await asyncio.sleep(0.1)
+    finally:
+        await link.close()
+    daemon = int(read_json(state_dir / "daemon.json")["pid"])
+    stopped = subprocess.run(
+        [sys.executable, "-m", "agent", "stop", "--state-dir", str(state_dir)],
+        env=agent_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert stopped.returncode == 0, stopped.stderr
+    assert await gone_within(daemon, 10)
+    assert job.pid is not None
+    assert alive(job.pid), "the job outlives the daemon"
+    link = await open_local_link(state_dir, config)
+    try:
+        listed: JobsList = await link.request("jobs.list", JobsParams())
+    finally:
+        await link.close()
+    assert [(j.id, j.state) for j in listed.jobs] == [(job.id, "running")]
+
+
+async def test_a_daemon_whose_state_folder_is_deleted_leaves_by_itself(state_dir: Path) -> None:
+    daemon = await started_daemon(state_dir, PipelineConfig())
+    shutil.rmtree(state_dir)
+    assert await gone_within(daemon, LEAVE_WITHIN_S)
+
+
+async def test_a_daemon_whose_state_folder_is_replaced_leaves_the_new_one_alone(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    daemon = await started_daemon(state_dir, PipelineConfig())
+    os.rename(state_dir, tmp_path / "old-state")
+    state_dir.mkdir(mode=0o700)
+    others = [state_dir / "agent.sock", state_dir / "daemon.json"]
+    for path in others:
+        path.write_text("another daemon's")
+    assert await gone_within(daemon, LEAVE_WITHIN_S)
+    assert all(path.read_text() == "another daemon's" for path in others)
