@@ -12,7 +12,6 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
 
 from agent.core import AgentCore, AgentError, Handler
 from agent.handlers import handler_table
@@ -21,7 +20,9 @@ from agent.limits import LimitError, check_request
 from agent.logs import NamedLog, read_chunk
 from agent.outbox import LOW_WATER_BYTES, Outbox
 from agent.protocol import (
+    HELLO,
     METHODS,
+    SNAPSHOT,
     ByteReader,
     ByteWriter,
     Done,
@@ -29,9 +30,11 @@ from agent.protocol import (
     ErrorInfo,
     ErrorResponse,
     Event,
+    HelloParams,
     LineFramer,
     LogLagged,
     LogSubscribeParams,
+    LogUnsubscribeParams,
     Message,
     OversizedLine,
     ProtocolError,
@@ -92,9 +95,9 @@ class Session:
         """An encoded event for this console, if it keeps up (else it is cut off)."""
         self.outbox.offer(data)
 
-    async def subscribe_log(self, request: Request) -> Done:
+    async def subscribe_log(self, request: Request[LogSubscribeParams]) -> Done:
         """Push new lines of a log to this console (logs.subscribe)."""
-        params: LogSubscribeParams = request.params
+        params = request.params
         log = await asyncio.to_thread(self.core.named_log, params.name)
         self._stop_task(params.name)
         self._follows[params.name] = self.tasks.spawn(
@@ -102,9 +105,9 @@ class Session:
         )
         return Done()
 
-    async def watch_snapshots(self, request: Request) -> Done:
+    async def watch_snapshots(self, request: Request[WatchParams]) -> Done:
         """Push snapshots to this console (snapshot.watch)."""
-        params: WatchParams = request.params
+        params = request.params
         self._stop_task("#snapshot")
         self._follows["#snapshot"] = self.tasks.spawn(
             self._push_snapshots(params.interval_s), "snapshot push"
@@ -123,7 +126,7 @@ class Session:
         reading costs nothing but one pending snapshot. A failure to take one is logged and
         retried at the next interval; it never ends the push.
         """
-        request = Request(0, "snapshot", SnapshotParams())
+        request = Request(0, SNAPSHOT.name, SnapshotParams())
         signature, pushed_at, job_changed = None, -math.inf, False
         while True:
             now = time.monotonic()
@@ -145,7 +148,7 @@ class Session:
             except asyncio.TimeoutError:
                 pass
 
-    async def unsubscribe_log(self, request: Request) -> Done:
+    async def unsubscribe_log(self, request: Request[LogUnsubscribeParams]) -> Done:
         """Stop pushing a log to this console (logs.unsubscribe)."""
         self._stop_task(request.params.name)
         return Done()
@@ -204,11 +207,11 @@ class Session:
             return
         await self._answer(message)
 
-    async def _answer(self, request: Request) -> None:
-        if not self.greeted and request.method != "hello":
+    async def _answer(self, request: Request[object]) -> None:
+        if not self.greeted and request.method != HELLO.name:
             await self._send_error(request.id, ErrorCode.HELLO_REQUIRED, "send hello first")
             return
-        handler = self.handlers.get(request.method)
+        handler = self.handlers.get(METHODS[request.method])
         if handler is None:
             message = f"this agent does not implement {request.method}"
             await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)
@@ -224,13 +227,13 @@ class Session:
             self._audit(request, f"error: {message}")
             await self._send_error(request.id, code, message)
             return
-        if request.method == "hello":
+        if isinstance(request.params, HelloParams):
             self.greeted = True
             self.client = request.params.client_version
         self._audit(request, "ok")
         await self.send(Response(request.id, to_wire(result)))
 
-    async def _run(self, request: Request, handler: Handler) -> Any:
+    async def _run(self, request: Request[object], handler: Handler) -> object:
         """Bounds first; then mutating requests run once per idempotency key."""
         try:
             check_request(request)
@@ -243,7 +246,7 @@ class Session:
         except KeyReusedError as exc:
             raise AgentError(ErrorCode.KEY_REUSED, str(exc)) from None
 
-    def _audit(self, request: Request, outcome: str) -> None:
+    def _audit(self, request: Request[object], outcome: str) -> None:
         """Record a mutation; a full state folder loses the line, never the answer or the link."""
         if not METHODS[request.method].mutating:
             return

@@ -50,7 +50,7 @@ from agent.protocol import (
     LogSubscribeParams,
     LogUnsubscribeParams,
     Message,
-    MethodSpec,
+    Method,
     OversizedLine,
     PingParams,
     PingResult,
@@ -84,7 +84,7 @@ SNAPSHOT = Snapshot(
 )
 HELLO_RESULT = HelloResult(1, "0.1.0", "ab" * 32, ("datasets",), 42, "gpu-0", 1700000000.0)
 
-GOLDEN_REQUESTS: list[tuple[Request, str]] = [
+GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
     (
         Request(
             1,
@@ -314,7 +314,9 @@ GOLDEN_OTHERS: list[tuple[Message, str]] = [
 @pytest.mark.parametrize(
     ("request_", "golden"), GOLDEN_REQUESTS, ids=lambda v: getattr(v, "method", "")
 )
-def test_every_request_round_trips_through_its_golden_line(request_: Request, golden: str) -> None:
+def test_every_request_round_trips_through_its_golden_line(
+    request_: Request[object], golden: str
+) -> None:
     assert encode(request_) == golden.encode() + b"\n"
     assert decode(golden) == request_
 
@@ -328,7 +330,7 @@ def test_every_result_round_trips_through_its_golden_line(
     decoded = decode(golden)
     assert decoded == response
     assert isinstance(decoded, Response)
-    assert parse_result(method, decoded) == result
+    assert parse_result(METHODS[method], decoded) == result
 
 
 @pytest.mark.parametrize(("message", "golden"), GOLDEN_OTHERS, ids=lambda v: type(v).__name__)
@@ -432,7 +434,8 @@ def test_bundle_digest_depends_on_paths_and_contents_not_order() -> None:
 
 
 def test_mutating_requests_need_an_idempotency_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(METHODS, "jobs.poke", MethodSpec(PingParams, PingResult, mutating=True))
+    poke = Method("jobs.poke", PingParams, PingResult, mutating=True)
+    monkeypatch.setitem(METHODS, "jobs.poke", poke)
     with pytest.raises(ProtocolError) as caught:
         decode(b'{"id": 4, "method": "jobs.poke", "params": {}}')
     assert caught.value.code == ErrorCode.INVALID_PARAMS
