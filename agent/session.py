@@ -31,19 +31,17 @@ from agent.protocol import (
     ErrorResponse,
     Event,
     HelloParams,
-    LineFramer,
     LogLagged,
     LogSubscribeParams,
     LogUnsubscribeParams,
     Message,
-    OversizedLine,
     ProtocolError,
     Request,
     Response,
     SnapshotParams,
     WatchParams,
-    decode,
     encode,
+    receive_messages,
     to_wire,
 )
 from agent.state_health import WRITE_ERRNOS
@@ -51,7 +49,6 @@ from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
-READ_SIZE = 256 * 1024
 FOLLOW_POLL_S = 0.25
 FOLLOW_RETRY_S = 2.0
 """How often a log that cannot be read (a FIFO in its place, say) is looked at again."""
@@ -80,14 +77,11 @@ class Session:
 
     async def run(self) -> None:
         """Answer every line until end of input (or until the console is cut off)."""
-        framer = LineFramer()
         _ = self.tasks.spawn(self.outbox.run(), "outbox")
         try:
-            while chunk := await self.reader.read(READ_SIZE):
-                for line in framer.feed(chunk):
-                    await self._take(line)
-                if self.outbox.closed:
-                    break
+            await receive_messages(
+                self.reader, self._take, self._refuse, stop=lambda: self.outbox.closed
+            )
         finally:
             await self.tasks.close()
 
@@ -190,18 +184,11 @@ class Session:
         """Queue one response (waits while this console's queue is full)."""
         await self.outbox.put(encode(message))
 
-    async def _take(self, line: bytes | OversizedLine) -> None:
-        if isinstance(line, OversizedLine):
-            error = ProtocolError(ErrorCode.OVERSIZED, f"line of {line.size_bytes} bytes dropped")
-            await self._send_error(error.request_id, error.code, error.message)
-            return
-        if not line.strip():
-            return
-        try:
-            message = decode(line)
-        except ProtocolError as exc:
-            await self._send_error(exc.request_id, exc.code, exc.message)
-            return
+    async def _refuse(self, error: ProtocolError) -> None:
+        """A line too long or not a valid request is answered with why; the session goes on."""
+        await self._send_error(error.request_id, error.code, error.message)
+
+    async def _take(self, message: Message) -> None:
         if not isinstance(message, Request):
             await self._send_error(None, ErrorCode.MALFORMED, "the agent accepts requests only")
             return

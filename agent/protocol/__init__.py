@@ -5,7 +5,8 @@ responses and events agent → console. Every message body is a frozen dataclass
 carry their units (`tokens_per_s`, `eta_s`, `taken_at` in epoch seconds).
 
 This module is the only part of `agent` the console may import, so it must stay standard-library
-only and free of I/O: it turns lines into values and values into lines, nothing else.
+only and free of I/O of its own: it turns lines into values and values into lines, and its one
+receive loop reads from whatever reader each side hands it.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ from agent.protocol.methods import (
     EventData,
     Method,
 )
+from agent.protocol.receiver import receive_messages
 from agent.protocol.server import GpuSample, ServerPart, ServerStats
 from agent.protocol.snapshot import (
     Alert,
@@ -205,5 +207,6 @@ __all__ = [
     "from_wire",
     "generation_done",
     "parse_result",
+    "receive_messages",
     "to_wire",
 ]

@@ -25,22 +25,20 @@ from agent.protocol import (
     Event,
     HelloParams,
     HelloResult,
-    LineFramer,
+    Message,
     Method,
-    OversizedLine,
     PipelineConfig,
     ProtocolError,
     Request,
     Response,
-    decode,
     encode,
     parse_result,
+    receive_messages,
 )
 from agent.protocol import ByteWriter as ProtocolByteWriter
 
 log = logging.getLogger(__name__)
 
-READ_SIZE = 256 * 1024
 REQUEST_TIMEOUT_S = 30.0
 
 P = TypeVar("P")
@@ -174,28 +172,17 @@ class AgentLink:
         await self._close()
 
     async def _receive(self) -> None:
-        framer = LineFramer()
         try:
-            while chunk := await self._reader.read(READ_SIZE):
-                for line in framer.feed(chunk):
-                    self._take(line)
+            await receive_messages(self._reader, self._take, self._ignore)
             self._fail_all("the agent closed the connection")
         except Exception as exc:  # the transport's own errors too (asyncssh.ConnectionLost...)
             self._fail_all(f"connection lost: {exc}")
 
-    def _take(self, line: bytes | OversizedLine) -> None:
-        if isinstance(line, OversizedLine):
-            log.warning(
-                "%s: dropped an oversized line of %d bytes", self.description, line.size_bytes
-            )
-            return
-        if not line.strip():
-            return
-        try:
-            message = decode(line)
-        except ProtocolError as exc:
-            log.warning("%s: ignored a bad line from the agent: %s", self.description, exc)
-            return
+    async def _ignore(self, error: ProtocolError) -> None:
+        """A line from the agent that is too long or not a message is logged and skipped."""
+        log.warning("%s: ignored a bad line from the agent: %s", self.description, error)
+
+    async def _take(self, message: Message) -> None:
         if isinstance(message, Event):
             self.events.put_nowait(message)
         elif isinstance(message, (Response, ErrorResponse)):
