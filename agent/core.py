@@ -76,8 +76,6 @@ from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state_health import StateHealth
 from agent.tasks import TaskOwner
 
-CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes", "tokenizer")
-
 
 class AgentError(Exception):
     """A request the agent understood but cannot carry out; the console shows the message."""
@@ -142,7 +140,6 @@ class AgentCore:
             protocol_version=PROTOCOL_VERSION,
             agent_version=AGENT_VERSION,
             bundle_sha256=running_bundle_sha256(),
-            capabilities=CAPABILITIES,
             pid=os.getpid(),
             host_name=socket.gethostname(),
             started_at=self.started_at,

@@ -47,7 +47,7 @@ from agent.protocol.logs import (
     LogSubscribeParams,
     LogUnsubscribeParams,
 )
-from agent.protocol.snapshot import Alert, Snapshot, SnapshotParams
+from agent.protocol.snapshot import Snapshot, SnapshotParams
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -110,12 +110,12 @@ METHODS: dict[str, AnyMethod] = {
 """Every method the protocol knows, by wire name; an agent may implement a subset."""
 
 
-EventData = Snapshot | Alert | JobEvent | LogChunk | LogLagged
-"""What an event can carry; a receiver tells them apart with isinstance."""
+EventData = Snapshot | JobEvent | LogChunk | LogLagged
+"""What an event can carry; a receiver tells them apart with isinstance. Alerts travel inside
+snapshots, so an agent that restarts or a console that attaches late still sees them."""
 
 EVENTS: dict[str, type[EventData]] = {
     "snapshot": Snapshot,
-    "alert": Alert,
     "job": JobEvent,
     "log": LogChunk,
     "log_lagged": LogLagged,

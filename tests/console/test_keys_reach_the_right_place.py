@@ -17,7 +17,7 @@ JOB = JOBS[0]
 
 
 def scripted(name: str) -> ScriptedAgent:
-    hello = HelloResult(1, "0.1.0", "", (), 1, name, NOW)
+    hello = HelloResult(1, "0.1.0", "", 1, name, NOW)
     return ScriptedAgent(hello, {"jobs.stop": StopResult(JOB, "stopped")}, file_content=b"")
 
 
