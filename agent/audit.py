@@ -10,7 +10,6 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from agent.protocol import AuditEntry, from_wire, to_wire
 
@@ -25,7 +24,9 @@ class AuditLog:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def record(self, client: str, method: str, params: Any, key: str | None, outcome: str) -> None:
+    def record(
+        self, client: str, method: str, params: object, key: str | None, outcome: str
+    ) -> None:
         """Append one entry; the line is written in one call so entries never interleave."""
         line = json.dumps(
             {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from agent.protocol.errors import ErrorInfo
 from agent.protocol.methods import EventData
@@ -32,7 +32,7 @@ class Response:
     """
 
     id: int
-    result: Mapping[str, Any]
+    result: Mapping[str, object]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_type
 
 import pytest
 
@@ -153,7 +153,8 @@ async def test_launch_runs_under_a_shim_in_its_own_session(
 async def test_a_retried_launch_starts_nothing_new(link: AgentLink) -> None:
     first = await launch(link, "sleeper", "same-key")
     again = await launch(link, "sleeper", "same-key")
-    listing: JobsList = await link.call(JOBS_LIST, JobsParams())
+    listing = await link.call(JOBS_LIST, JobsParams())
+    assert_type(listing, JobsList)  # mypy knows the result from the method constant alone
     assert again.id == first.id
     assert [job.id for job in listing.jobs] == [first.id]
     await link.call(JOBS_STOP, StopParams(first.id), idempotency_key="stop")
