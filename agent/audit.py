@@ -11,7 +11,6 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from agent.protocol import AuditEntry, from_wire, to_wire
 
@@ -25,10 +24,12 @@ class AuditLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.listeners: list[Callable[[str, str, Any, str | None, str], None]] = []
+        self.listeners: list[Callable[[str, str, object, str | None, str], None]] = []
         """Told of every entry once it is written (the history records deploys and stops)."""
 
-    def record(self, client: str, method: str, params: Any, key: str | None, outcome: str) -> None:
+    def record(
+        self, client: str, method: str, params: object, key: str | None, outcome: str
+    ) -> None:
         """Append one entry; the line is written in one call so entries never interleave."""
         line = json.dumps(
             {

@@ -40,6 +40,7 @@ from agent.protocol import (
     AGENT_VERSION,
     LIVE_JOB_STATES,
     PROTOCOL_VERSION,
+    AuditParams,
     AuditResult,
     DatasetDetail,
     DetailParams,
@@ -57,14 +58,18 @@ from agent.protocol import (
     JobEvent,
     JobInfo,
     JobsList,
+    JobsParams,
     LaunchParams,
     LogChunk,
     LogInfo,
     LogReadParams,
     LogsList,
+    LogsParams,
+    PingParams,
     PingResult,
     PipelineConfig,
     Request,
+    RollbackParams,
     Snapshot,
     SnapshotParams,
     StopParams,
@@ -80,8 +85,6 @@ from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state_health import StateHealth
 from agent.tasks import TaskOwner
 
-CAPABILITIES = ("datasets", "jobs", "logs", "files", "probes", "tokenizer")
-
 
 class AgentError(Exception):
     """A request the agent understood but cannot carry out; the console shows the message."""
@@ -92,7 +95,8 @@ class AgentError(Exception):
         self.message = message
 
 
-Handler = Callable[[Request], Awaitable[Any]]
+Handler = Callable[[Request[Any]], Awaitable[object]]
+"""A handler whose params type is not known statically: what a table of mixed methods holds."""
 Broadcast = Callable[[Event], Awaitable[None]]
 
 
@@ -135,9 +139,9 @@ class AgentCore:
         self.notifier = Notifier(lambda: self.pipeline, self.tasks)
         self.observer.listeners.append(self.notifier.heard)
 
-    async def hello(self, request: Request) -> HelloResult:
+    async def hello(self, request: Request[HelloParams]) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
-        params: HelloParams = request.params
+        params = request.params
         if params.protocol_version != PROTOCOL_VERSION:
             raise AgentError(
                 ErrorCode.UNSUPPORTED_VERSION,
@@ -158,13 +162,12 @@ class AgentCore:
             protocol_version=PROTOCOL_VERSION,
             agent_version=AGENT_VERSION,
             bundle_sha256=running_bundle_sha256(),
-            capabilities=CAPABILITIES,
             pid=os.getpid(),
             host_name=socket.gethostname(),
             started_at=self.started_at,
         )
 
-    async def ping(self, request: Request) -> PingResult:
+    async def ping(self, request: Request[PingParams]) -> PingResult:
         """The agent's clock."""
         return PingResult(agent_time=time.time())
 
@@ -188,16 +191,16 @@ class AgentCore:
         own_groups = {job.pgid for job in own if job.pgid is not None}
         return own + find_external(self.pipeline.external, own_groups)
 
-    async def jobs_list(self, request: Request) -> JobsList:
+    async def jobs_list(self, request: Request[JobsParams]) -> JobsList:
         """Every job: the agent's own and external ones."""
         return JobsList(await asyncio.to_thread(self.all_jobs))
 
-    async def jobs_launch(self, request: Request) -> JobInfo:
+    async def jobs_launch(self, request: Request[LaunchParams]) -> JobInfo:
         """Start a configured job (a retried request returns the job it started).
 
         An inference job is refused while its dataset has a writer (one writer per dataset).
         """
-        params: LaunchParams = request.params
+        params = request.params
         key = request.idempotency_key or ""
         async with self._launching:
             if not self.supervisor.launched(key):
@@ -235,9 +238,9 @@ class AgentCore:
         if writers:
             raise AgentError(ErrorCode.DATASET_BUSY, second_writer_refusal(params.dataset, writers))
 
-    async def jobs_stop(self, request: Request) -> StopResult:
+    async def jobs_stop(self, request: Request[StopParams]) -> StopResult:
         """Stop a job: its stop signal, grace, SIGTERM, SIGKILL, with pid checks before each."""
-        params: StopParams = request.params
+        params = request.params
         target = external_target(params.job_id)
         if target is not None:
             jobs = await asyncio.to_thread(self.all_jobs)
@@ -266,7 +269,7 @@ class AgentCore:
             )
         return logs[name]
 
-    async def logs_list(self, request: Request) -> LogsList:
+    async def logs_list(self, request: Request[LogsParams]) -> LogsList:
         """Every named log with its size."""
         return LogsList(await asyncio.to_thread(self._log_list))
 
@@ -276,9 +279,9 @@ class AgentCore:
             for log in self.named_logs().values()
         )
 
-    async def logs_read(self, request: Request) -> LogChunk:
+    async def logs_read(self, request: Request[LogReadParams]) -> LogChunk:
         """Whole lines of one log after an offset."""
-        params: LogReadParams = request.params
+        params = request.params
         log = await asyncio.to_thread(self.named_log, params.name)
         try:
             return await asyncio.to_thread(
@@ -293,18 +296,18 @@ class AgentCore:
         except FileError as exc:
             raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
-    async def files_hash(self, request: Request) -> FilesHashResult:
+    async def files_hash(self, request: Request[FilesHashParams]) -> FilesHashResult:
         """sha256, size and mode of each file (None for a missing one)."""
-        params: FilesHashParams = request.params
+        params = request.params
         targets = [self._confine(path) for path in params.paths]
         try:
             return FilesHashResult(tuple(await asyncio.to_thread(_file_states, targets)))
         except FileError as exc:
             raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
 
-    async def files_install(self, request: Request) -> InstallResult:
+    async def files_install(self, request: Request[InstallParams]) -> InstallResult:
         """Verify an uploaded file and swap it in atomically, keeping a backup."""
-        params: InstallParams = request.params
+        params = request.params
         target, staged = self._confine(params.target), self._confine(params.staged)
         try:
             previous, backup = await asyncio.to_thread(
@@ -315,7 +318,7 @@ class AgentCore:
         removed = await asyncio.to_thread(remove_stale_uploads, target.parent)
         return InstallResult(str(target), params.sha256, previous, backup, tuple(map(str, removed)))
 
-    async def files_rollback(self, request: Request) -> InstallResult:
+    async def files_rollback(self, request: Request[RollbackParams]) -> InstallResult:
         """Restore the version the last install replaced."""
         target = self._confine(request.params.target)
         try:
@@ -324,9 +327,9 @@ class AgentCore:
             raise AgentError(ErrorCode.NOT_FOUND, str(exc)) from None
         return InstallResult(str(target), restored, None, None)
 
-    async def datasets_detail(self, request: Request) -> DatasetDetail:
+    async def datasets_detail(self, request: Request[DetailParams]) -> DatasetDetail:
         """Latest responses, finish reasons, length histogram and errors of one dataset."""
-        params: DetailParams = request.params
+        params = request.params
         datasets = self.pipeline.datasets
         if datasets is None or params.name not in self._dataset_names():
             raise AgentError(
@@ -340,18 +343,18 @@ class AgentCore:
         except OSError as exc:
             raise AgentError(ErrorCode.UNREADABLE, f"dataset {params.name}: {exc}") from None
 
-    async def tokenizer_check(self, request: Request) -> TokenizerCheck:
+    async def tokenizer_check(self, request: Request[TokenizerCheckParams]) -> TokenizerCheck:
         """Load the configured tokenizer with the configured trust setting, bounded in time."""
-        params: TokenizerCheckParams = request.params
+        params = request.params
         return await check_tokenizer(self.pipeline, params.timeout_s)
 
-    async def audit_read(self, request: Request) -> AuditResult:
+    async def audit_read(self, request: Request[AuditParams]) -> AuditResult:
         """The newest audit entries."""
         return AuditResult(tuple(await asyncio.to_thread(self.audit.last, request.params.limit)))
 
-    async def events_list(self, request: Request) -> EventsList:
+    async def events_list(self, request: Request[EventsParams]) -> EventsList:
         """The timeline of the last `since_s` seconds, from the history."""
-        params: EventsParams = request.params
+        params = request.params
         since = time.time() - params.since_s
         return await asyncio.to_thread(self.history.timeline, since, params.limit)
 
@@ -363,7 +366,7 @@ class AgentCore:
         await self.broadcast(Event("job", event))
         self.changed.set()
 
-    async def snapshot(self, request: Request) -> Snapshot:
+    async def snapshot(self, request: Request[SnapshotParams]) -> Snapshot:
         """Everything the dashboard shows, now."""
         jobs = await asyncio.to_thread(self.all_jobs)
         taken = self.guard.with_alerts(await self.assembly.take(jobs, self._tracker, self.pipeline))

@@ -1,37 +1,86 @@
 """The agent's one handler table: every protocol method, and the code that serves it.
 
 Most methods are the daemon's (`AgentCore`); the subscriptions belong to one console's session.
+Each entry goes through `route`, so mypy checks that a handler takes its method's params and
+returns its method's result; the table itself forgets those types, as any table of mixed
+methods must, and the decoder has already checked the params against the same method.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from agent.core import AgentCore, Handler
+from agent.protocol import (
+    AUDIT_READ,
+    DATASETS_DETAIL,
+    EVENTS_LIST,
+    FILES_HASH,
+    FILES_INSTALL,
+    FILES_ROLLBACK,
+    HELLO,
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
+    LOGS_LIST,
+    LOGS_READ,
+    LOGS_SUBSCRIBE,
+    LOGS_UNSUBSCRIBE,
+    PING,
+    SNAPSHOT,
+    SNAPSHOT_WATCH,
+    TOKENIZER_CHECK,
+    AnyMethod,
+    Method,
+    Request,
+)
 
 if TYPE_CHECKING:
     from agent.session import Session
 
+P = TypeVar("P")
+R = TypeVar("R")
 
-def handler_table(core: AgentCore, session: Session) -> dict[str, Handler]:
-    """The handler of each method, for one session."""
-    return {
-        "hello": core.hello,
-        "ping": core.ping,
-        "snapshot": core.snapshot,
-        "snapshot.watch": session.watch_snapshots,
-        "jobs.list": core.jobs_list,
-        "jobs.launch": core.jobs_launch,
-        "jobs.stop": core.jobs_stop,
-        "logs.list": core.logs_list,
-        "logs.read": core.logs_read,
-        "logs.subscribe": session.subscribe_log,
-        "logs.unsubscribe": session.unsubscribe_log,
-        "files.hash": core.files_hash,
-        "files.install": core.files_install,
-        "files.rollback": core.files_rollback,
-        "audit.read": core.audit_read,
-        "datasets.detail": core.datasets_detail,
-        "tokenizer.check": core.tokenizer_check,
-        "events.list": core.events_list,
-    }
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One method and the handler that serves it."""
+
+    method: AnyMethod
+    handler: Handler
+
+
+def route(method: Method[P, R], handler: Callable[[Request[P]], Awaitable[R]]) -> Route:
+    """Pair `method` with `handler`, checked by mypy to take its params and return its result."""
+    return Route(method, handler)
+
+
+def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
+    """Every method the agent serves, with its handler, for one session."""
+    return (
+        route(HELLO, core.hello),
+        route(PING, core.ping),
+        route(SNAPSHOT, core.snapshot),
+        route(SNAPSHOT_WATCH, session.watch_snapshots),
+        route(JOBS_LIST, core.jobs_list),
+        route(JOBS_LAUNCH, core.jobs_launch),
+        route(JOBS_STOP, core.jobs_stop),
+        route(LOGS_LIST, core.logs_list),
+        route(LOGS_READ, core.logs_read),
+        route(LOGS_SUBSCRIBE, session.subscribe_log),
+        route(LOGS_UNSUBSCRIBE, session.unsubscribe_log),
+        route(FILES_HASH, core.files_hash),
+        route(FILES_INSTALL, core.files_install),
+        route(FILES_ROLLBACK, core.files_rollback),
+        route(AUDIT_READ, core.audit_read),
+        route(DATASETS_DETAIL, core.datasets_detail),
+        route(TOKENIZER_CHECK, core.tokenizer_check),
+        route(EVENTS_LIST, core.events_list),
+    )
+
+
+def handler_table(core: AgentCore, session: Session) -> dict[AnyMethod, Handler]:
+    """The handler of each method, for one session, keyed by the method constant."""
+    return {each.method: each.handler for each in routes(core, session)}

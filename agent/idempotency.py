@@ -26,6 +26,7 @@ class KeyReusedError(Exception):
 
 
 ErrorFactory = Callable[[str, str], Exception]
+RequestHandler = Callable[[Request[Any]], Awaitable[object]]
 
 
 class IdempotentRequests:
@@ -50,11 +51,11 @@ class IdempotentRequests:
         """Answers of requests finished before this daemon started (and since)."""
         self.error_of = error_of
         """Builds the error a stored refusal is raised as again (code, message)."""
-        self._runs: OrderedDict[str, tuple[str, asyncio.Task[Any]]] = OrderedDict()
+        self._runs: OrderedDict[str, tuple[str, asyncio.Task[object]]] = OrderedDict()
         self._tasks = tasks or TaskOwner("idempotent runs")
         """Owns each run: it goes on when its console leaves, and stops when the daemon does."""
 
-    async def run(self, request: Request, handler: Callable[[Request], Awaitable[Any]]) -> Any:
+    async def run(self, request: Request[object], handler: RequestHandler) -> object:
         """The result of `handler(request)`, run once per idempotency key."""
         key = request.idempotency_key
         if key is None:
@@ -81,12 +82,12 @@ class IdempotentRequests:
             self._runs.popitem(last=False)
         return await asyncio.shield(task)
 
-    def _replay(self, stored: StoredAnswer) -> Any:
+    def _replay(self, stored: StoredAnswer) -> object:
         if stored.error is not None:
             raise self.error_of(*stored.error)
         return stored.result
 
-    def _settled(self, key: str, digest: str, method: str, task: asyncio.Task[Any]) -> None:
+    def _settled(self, key: str, digest: str, method: str, task: asyncio.Task[object]) -> None:
         """An internal failure may be retried for real; a result or a refusal stays the answer."""
         if task.cancelled():
             self._runs.pop(key, None)
@@ -102,11 +103,11 @@ class IdempotentRequests:
             )
 
 
-async def _run(handler: Callable[[Request], Awaitable[Any]], request: Request) -> Any:
+async def _run(handler: RequestHandler, request: Request[object]) -> object:
     return await handler(request)
 
 
-def _same_request(key: str, first: str, digest: str, request: Request) -> None:
+def _same_request(key: str, first: str, digest: str, request: Request[object]) -> None:
     if first != digest:
         raise KeyReusedError(
             f"idempotency key {key!r} was used for another request; send a new key for a new "

@@ -30,7 +30,7 @@ MAX_ANSWER_BYTES = 64 * 1024
 """A longer answer is kept as its digest only: a repeat then runs the request again."""
 
 
-def request_digest(request: Request) -> str:
+def request_digest(request: Request[object]) -> str:
     """sha256 of a request's method and params, whatever order its fields came in."""
     canonical = json.dumps(
         {"method": request.method, "params": to_wire(request.params)},

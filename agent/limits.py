@@ -62,7 +62,7 @@ class LimitError(ValueError):
     """A request outside its bounds; the message names the field."""
 
 
-def check_request(request: Request) -> None:
+def check_request(request: Request[object]) -> None:
     """Raise LimitError if the key or any field of the params is out of bounds."""
     key = request.idempotency_key
     if key is not None and len(key) > MAX_IDEMPOTENCY_KEY_CHARS:

@@ -36,7 +36,7 @@ def read_chunk(
     try:
         info = log.path.stat()
     except FileNotFoundError:
-        return LogChunk(log.name, offset, offset, "", size_bytes=0, inode=None, missing=True)
+        return LogChunk(log.name, offset, offset, "", size_bytes=0, inode=None)
     check_regular(log.path, info.st_mode)
     reset = (inode is not None and info.st_ino != inode) or offset > info.st_size
     start = 0 if reset else max(offset, 0)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from agent.core import AgentCore, AgentError, Handler
 from agent.handlers import handler_table
@@ -19,6 +18,7 @@ from agent.limits import LimitError, check_request
 from agent.logs import NamedLog, read_chunk
 from agent.outbox import LOW_WATER_BYTES, Outbox
 from agent.protocol import (
+    HELLO,
     METHODS,
     ByteReader,
     ByteWriter,
@@ -27,17 +27,17 @@ from agent.protocol import (
     ErrorInfo,
     ErrorResponse,
     Event,
-    LineFramer,
+    HelloParams,
     LogLagged,
     LogSubscribeParams,
+    LogUnsubscribeParams,
     Message,
-    OversizedLine,
     ProtocolError,
     Request,
     Response,
     WatchParams,
-    decode,
     encode,
+    receive_messages,
     to_wire,
 )
 from agent.state_health import WRITE_ERRNOS
@@ -45,7 +45,6 @@ from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
-READ_SIZE = 256 * 1024
 FOLLOW_POLL_S = 0.25
 FOLLOW_RETRY_S = 2.0
 """How often a log that cannot be read (a FIFO in its place, say) is looked at again."""
@@ -72,14 +71,11 @@ class Session:
 
     async def run(self) -> None:
         """Answer every line until end of input (or until the console is cut off)."""
-        framer = LineFramer()
         _ = self.tasks.spawn(self.outbox.run(), "outbox")
         try:
-            while chunk := await self.reader.read(READ_SIZE):
-                for line in framer.feed(chunk):
-                    await self._take(line)
-                if self.outbox.closed:
-                    break
+            await receive_messages(
+                self.reader, self._take, self._refuse, stop=lambda: self.outbox.closed
+            )
         finally:
             await self.tasks.close()
 
@@ -87,9 +83,9 @@ class Session:
         """An encoded event for this console, if it keeps up (else it is cut off)."""
         self.outbox.offer(data)
 
-    async def subscribe_log(self, request: Request) -> Done:
+    async def subscribe_log(self, request: Request[LogSubscribeParams]) -> Done:
         """Push new lines of a log to this console (logs.subscribe)."""
-        params: LogSubscribeParams = request.params
+        params = request.params
         log = await asyncio.to_thread(self.core.named_log, params.name)
         self._stop_task(params.name)
         self._follows[params.name] = self.tasks.spawn(
@@ -97,9 +93,9 @@ class Session:
         )
         return Done()
 
-    async def watch_snapshots(self, request: Request) -> Done:
+    async def watch_snapshots(self, request: Request[WatchParams]) -> Done:
         """Push snapshots to this console (snapshot.watch)."""
-        params: WatchParams = request.params
+        params = request.params
         self._stop_task("#snapshot")
         self._follows["#snapshot"] = self.tasks.spawn(
             self._push_snapshots(params.interval_s), "snapshot push"
@@ -121,7 +117,7 @@ class Session:
         with self.core.observer.watching(interval_s, self.outbox.put_snapshot):
             await asyncio.Event().wait()
 
-    async def unsubscribe_log(self, request: Request) -> Done:
+    async def unsubscribe_log(self, request: Request[LogUnsubscribeParams]) -> Done:
         """Stop pushing a log to this console (logs.unsubscribe)."""
         self._stop_task(request.params.name)
         return Done()
@@ -163,28 +159,21 @@ class Session:
         """Queue one response (waits while this console's queue is full)."""
         await self.outbox.put(encode(message))
 
-    async def _take(self, line: bytes | OversizedLine) -> None:
-        if isinstance(line, OversizedLine):
-            error = ProtocolError(ErrorCode.OVERSIZED, f"line of {line.size_bytes} bytes dropped")
-            await self._send_error(error.request_id, error.code, error.message)
-            return
-        if not line.strip():
-            return
-        try:
-            message = decode(line)
-        except ProtocolError as exc:
-            await self._send_error(exc.request_id, exc.code, exc.message)
-            return
+    async def _refuse(self, error: ProtocolError) -> None:
+        """A line too long or not a valid request is answered with why; the session goes on."""
+        await self._send_error(error.request_id, error.code, error.message)
+
+    async def _take(self, message: Message) -> None:
         if not isinstance(message, Request):
             await self._send_error(None, ErrorCode.MALFORMED, "the agent accepts requests only")
             return
         await self._answer(message)
 
-    async def _answer(self, request: Request) -> None:
-        if not self.greeted and request.method != "hello":
+    async def _answer(self, request: Request[object]) -> None:
+        if not self.greeted and request.method != HELLO.name:
             await self._send_error(request.id, ErrorCode.HELLO_REQUIRED, "send hello first")
             return
-        handler = self.handlers.get(request.method)
+        handler = self.handlers.get(METHODS[request.method])
         if handler is None:
             message = f"this agent does not implement {request.method}"
             await self._send_error(request.id, ErrorCode.UNKNOWN_METHOD, message)
@@ -200,13 +189,13 @@ class Session:
             self._audit(request, f"error: {message}")
             await self._send_error(request.id, code, message)
             return
-        if request.method == "hello":
+        if isinstance(request.params, HelloParams):
             self.greeted = True
             self.client = request.params.client_version
         self._audit(request, "ok")
         await self.send(Response(request.id, to_wire(result)))
 
-    async def _run(self, request: Request, handler: Handler) -> Any:
+    async def _run(self, request: Request[object], handler: Handler) -> object:
         """Bounds first; then mutating requests run once per idempotency key."""
         try:
             check_request(request)
@@ -219,7 +208,7 @@ class Session:
         except KeyReusedError as exc:
             raise AgentError(ErrorCode.KEY_REUSED, str(exc)) from None
 
-    def _audit(self, request: Request, outcome: str) -> None:
+    def _audit(self, request: Request[object], outcome: str) -> None:
         """Record a mutation; a full state folder loses the line, never the answer or the link."""
         if not METHODS[request.method].mutating:
             return

@@ -12,7 +12,14 @@ import time
 from pathlib import Path
 
 from agent.attach import stop_daemon
-from agent.protocol import DatasetsConfig, LogSubscribeParams, PipelineConfig, WatchParams
+from agent.protocol import (
+    LOGS_SUBSCRIBE,
+    SNAPSHOT_WATCH,
+    DatasetsConfig,
+    LogSubscribeParams,
+    PipelineConfig,
+    WatchParams,
+)
 from agent.state import StatePaths, read_json
 from console.link.local_link import open_local_link
 from tests.support.runner_files import write_id_prompts
@@ -46,9 +53,9 @@ async def measure(folder: Path) -> None:
     state = folder / "state"
     link = await open_local_link(state, config)
     try:
-        await link.request("snapshot.watch", WatchParams(1.0))
-        await link.request("logs.subscribe", LogSubscribeParams("sglang", 0))
-        await link.request("logs.subscribe", LogSubscribeParams("agent", 0))
+        await link.call(SNAPSHOT_WATCH, WatchParams(1.0))
+        await link.call(LOGS_SUBSCRIBE, LogSubscribeParams("sglang", 0))
+        await link.call(LOGS_SUBSCRIBE, LogSubscribeParams("agent", 0))
         pid = int(read_json(state / "daemon.json")["pid"])
         await asyncio.sleep(3)
         before, started = cpu_seconds(pid), time.monotonic()

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from agent.attach import stop_daemon
-from agent.protocol import PingParams, SnapshotParams
+from agent.protocol import PING, SNAPSHOT, PingParams, SnapshotParams
 from agent.state import StatePaths
 from console.link.local_link import open_local_link
 
@@ -24,7 +24,7 @@ async def measure(state_dir: Path) -> None:
         latencies = []
         for _ in range(PINGS):
             sent = time.perf_counter()
-            await link.request("ping", PingParams())
+            await link.call(PING, PingParams())
             latencies.append((time.perf_counter() - sent) * 1000)
         quantiles = statistics.quantiles(latencies, n=20)
         print(
@@ -32,7 +32,7 @@ async def measure(state_dir: Path) -> None:
         )
         start = time.perf_counter()
         for _ in range(PINGS):
-            await link.request("snapshot", SnapshotParams())
+            await link.call(SNAPSHOT, SnapshotParams())
         print(f"snapshot requests: {PINGS / (time.perf_counter() - start):,.0f}/s")
     finally:
         await link.close()

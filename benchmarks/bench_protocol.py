@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from agent.protocol import (
+    SNAPSHOT,
     DatasetProgress,
     Response,
     Snapshot,
@@ -34,7 +35,7 @@ def run() -> None:
     for _ in range(ROUNDS):
         message = decode(line)
         assert isinstance(message, Response)
-        parse_result("snapshot", message)
+        parse_result(SNAPSHOT, message)
     decode_s = time.perf_counter() - start
     print(f"snapshot line: {len(line)} bytes")
     print(f"encode: {ROUNDS / encode_s:,.0f} snapshots/s")

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from agent.attach import stop_daemon
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
     DatasetsConfig,
     JobSpec,
     LaunchParams,
@@ -61,22 +64,22 @@ async def measure(folder: Path) -> None:
             host = host_for(folder, server.endpoint, sim.url)
             link = await open_ssh_link(host)
             try:
-                await link.request(
-                    "jobs.launch", LaunchParams("inference", "B1_sharegpt"), idempotency_key="first"
+                await link.call(
+                    JOBS_LAUNCH, LaunchParams("inference", "B1_sharegpt"), idempotency_key="first"
                 )
                 took = []
                 for _ in range(ROUNDS):
                     outcome = await redeploy(link, host, "inference")
                     took.append(outcome.took_s)
                 for job in (
-                    await link.request(
-                        "jobs.list",
+                    await link.call(
+                        JOBS_LIST,
                         __import__("agent.protocol", fromlist=["JobsParams"]).JobsParams(),
                     )
                 ).jobs:
                     if job.state == "running":
-                        await link.request(
-                            "jobs.stop",
+                        await link.call(
+                            JOBS_STOP,
                             StopParams(job.id),
                             idempotency_key=f"end-{job.id}",
                             timeout_s=60,

@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncssh
 
 import console
-from agent.protocol import PingParams
+from agent.protocol import PING, PingParams
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.ssh_link import connect_options, open_ssh_link
@@ -73,7 +73,7 @@ async def attempt_link(attempt: Attempt, result: ScenarioResult) -> str:
     except LinkError as exc:
         return _judge_refusal(attempt, str(exc), before, result)
     try:
-        await link.request("ping", PingParams())
+        await link.call(PING, PingParams())
     finally:
         await link.close()
     return await _judge_connection(attempt, before, result)

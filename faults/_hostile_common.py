@@ -21,6 +21,8 @@ from pathlib import Path
 from agent.attach import stop_daemon
 from agent.procfs import is_same_process
 from agent.protocol import (
+    JOBS_LIST,
+    JOBS_STOP,
     JobInfo,
     JobsList,
     JobsParams,
@@ -62,9 +64,7 @@ async def request_stop(
     """`jobs.stop`, counted as attempted and, if answered, acknowledged; a failure is a violation."""
     result.attempted += 1
     try:
-        stopped: StopResult = await link.request(
-            "jobs.stop", StopParams(job_id), idempotency_key=key
-        )
+        stopped: StopResult = await link.call(JOBS_STOP, StopParams(job_id), idempotency_key=key)
     except LinkError as exc:
         result.violate(f"{name}: jobs.stop failed: {exc}")
         return None
@@ -74,7 +74,7 @@ async def request_stop(
 
 async def job_states(link: AgentLink) -> dict[str, JobInfo]:
     """Every job the agent lists, by id."""
-    listing: JobsList = await link.request("jobs.list", JobsParams())
+    listing: JobsList = await link.call(JOBS_LIST, JobsParams())
     return {job.id: job for job in listing.jobs}
 
 

@@ -12,15 +12,24 @@ import asyncio
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from agent.protocol import (
+    DATASETS_DETAIL,
+    FILES_HASH,
+    FILES_INSTALL,
+    FILES_ROLLBACK,
+    JOBS_STOP,
+    LOGS_READ,
+    LOGS_SUBSCRIBE,
+    LOGS_UNSUBSCRIBE,
     DetailParams,
     FilesHashParams,
     InstallParams,
     LogReadParams,
     LogSubscribeParams,
     LogUnsubscribeParams,
+    Method,
     RollbackParams,
     StopParams,
 )
@@ -28,6 +37,9 @@ from console.config import DeployMapping
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.deploy import deploy, plan_deploy
 from faults.result import ScenarioResult
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 CLEAR_CODES = ("invalid_params", "not_found")
 FILE_REFUSALS = ("outside the deploy roots", "without '..'", "give an absolute path")
@@ -122,7 +134,7 @@ class Prober:
         self._keys += 1
         return f"traversal-{self.layout.nonce}-{what}-{self._keys}"
 
-    async def must_refuse(self, label: str, method: str, params: Any, *, mutating: bool) -> bool:
+    async def must_refuse(self, label: str, method: Method[P, R], params: P) -> bool:
         """One hostile request: it must fail with a clear error and change nothing outside.
 
         Returns True when the agent refused it.
@@ -130,14 +142,14 @@ class Prober:
         before = tree_state(self.layout.sentinel)
         self.result.faults += 1
         self.result.attempted += 1
-        key = self.key(method) if mutating else None
+        key = self.key(method.name) if method.mutating else None
         try:
-            answer = await self.link.request(method, params, idempotency_key=key)
+            answer = await self.link.call(method, params, idempotency_key=key)
         except AgentRequestError as exc:
             self.judge_error(label, exc.code, exc.detail)
             refused = True
         else:
-            self.result.violate(f"{label}: {method} was not refused: {str(answer)[:200]}")
+            self.result.violate(f"{label}: {method.name} was not refused: {str(answer)[:200]}")
             self.check_no_leak(label, answer)
             refused = False
         self.check_sentinel(label, before)
@@ -223,12 +235,12 @@ async def _hostile_target(prober: Prober, label: str, target: str) -> None:
     staged.write_bytes(payload)
     digest = hashlib.sha256(payload).hexdigest()
     install = InstallParams(target, str(staged), digest)
-    await prober.must_refuse(f"install {label}", "files.install", install, mutating=True)
+    await prober.must_refuse(f"install {label}", FILES_INSTALL, install)
     staged.unlink(missing_ok=True)
     rollback = RollbackParams(target)
-    await prober.must_refuse(f"rollback {label}", "files.rollback", rollback, mutating=True)
+    await prober.must_refuse(f"rollback {label}", FILES_ROLLBACK, rollback)
     hashed = FilesHashParams((target,))
-    await prober.must_refuse(f"hash {label}", "files.hash", hashed, mutating=False)
+    await prober.must_refuse(f"hash {label}", FILES_HASH, hashed)
     await _deploy_must_fail(prober, f"console deploy {label}", target)
 
 
@@ -255,9 +267,7 @@ async def _staged_outside(prober: Prober) -> None:
     planted = prober.layout.sentinel / ".ok.py.eagle-upload-planted"
     digest = hashlib.sha256(planted.read_bytes()).hexdigest()
     params = InstallParams(str(prober.layout.deploy_root / "ok.py"), str(planted), digest)
-    await prober.must_refuse(
-        "install from an upload outside", "files.install", params, mutating=True
-    )
+    await prober.must_refuse("install from an upload outside", FILES_INSTALL, params)
 
 
 async def _parent_swapped_after_plan(prober: Prober) -> None:
@@ -292,23 +302,23 @@ async def _hostile_names(prober: Prober) -> None:
     names = (*HOSTILE_LOG_NAMES, str(sentinel / "secret.txt"), f"job:{sentinel}/secret.txt")
     for name in names:
         read = LogReadParams(name, 0)
-        await prober.must_refuse(f"logs.read {name!r}", "logs.read", read, mutating=False)
+        await prober.must_refuse(f"logs.read {name!r}", LOGS_READ, read)
         await _subscribe_must_fail(prober, name)
     for job_id in HOSTILE_IDS:
         stop = StopParams(job_id)
-        await prober.must_refuse(f"jobs.stop {job_id!r}", "jobs.stop", stop, mutating=True)
+        await prober.must_refuse(f"jobs.stop {job_id!r}", JOBS_STOP, stop)
     for dataset in ("../sentinel", "..", str(sentinel), "sentinel/../.."):
         detail = DetailParams(dataset)
-        await prober.must_refuse(f"detail {dataset!r}", "datasets.detail", detail, mutating=False)
+        await prober.must_refuse(f"detail {dataset!r}", DATASETS_DETAIL, detail)
 
 
 async def _subscribe_must_fail(prober: Prober, name: str) -> None:
     label = f"logs.subscribe {name!r}"
     params = LogSubscribeParams(name)
-    if await prober.must_refuse(label, "logs.subscribe", params, mutating=False):
+    if await prober.must_refuse(label, LOGS_SUBSCRIBE, params):
         return
     prober.check_no_leak(label, await _events_for(prober.link, SUBSCRIBE_WATCH_S))
-    await prober.link.request("logs.unsubscribe", LogUnsubscribeParams(name))
+    await prober.link.call(LOGS_UNSUBSCRIBE, LogUnsubscribeParams(name))
 
 
 async def _events_for(link: AgentLink, seconds: float) -> list[object]:

@@ -20,11 +20,20 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from agent.attach import stop_daemon
 from agent.procfs import is_same_process, start_ticks
-from agent.protocol import Event, JobInfo, JobsParams, JobSpec, LogChunk, PipelineConfig
+from agent.protocol import (
+    JOBS_LIST,
+    Event,
+    JobInfo,
+    JobsParams,
+    JobSpec,
+    LogChunk,
+    Method,
+    PipelineConfig,
+)
 from agent.state import StatePaths
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
@@ -34,6 +43,9 @@ from console.link.ssh_link import open_ssh_link
 from faults.result import ScenarioResult
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.simulator_process import agent_env
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 POLL_S = 0.02
 SERVER_READY_S = 20.0
@@ -265,25 +277,25 @@ def is_up(session: HostConnection) -> bool:
 
 async def request_when_up(
     session: HostConnection,
-    method: str,
-    params: Any,
+    method: Method[P, R],
+    params: P,
     *,
     key: str | None = None,
     timeout_s: float = 60,
-) -> Any:
+) -> R:
     """Send a request on the session's link, waiting out drops; agent errors are raised."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         link = session.link
         if link is not None and session.state.status == "up":
             try:
-                return await link.request(method, params, idempotency_key=key, timeout_s=15)
+                return await link.call(method, params, idempotency_key=key, timeout_s=15)
             except AgentRequestError:
                 raise
             except LinkError:
                 pass
         await asyncio.sleep(POLL_S)
-    raise LinkError(f"no answer to {method} within {timeout_s:g} s")
+    raise LinkError(f"no answer to {method.name} within {timeout_s:g} s")
 
 
 # ---------------------------------------------------------------- the job and its log
@@ -310,7 +322,7 @@ class Ticker:
 
 async def own_jobs(session: HostConnection) -> tuple[JobInfo, ...]:
     """The agent's own jobs (external processes left out)."""
-    listed = await request_when_up(session, "jobs.list", JobsParams())
+    listed = await request_when_up(session, JOBS_LIST, JobsParams())
     return tuple(job for job in listed.jobs if not job.external)
 
 

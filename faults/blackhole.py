@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from agent.protocol import JobInfo, LaunchParams, StopParams
+from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopParams
 from console.link import host_connection, ssh_link
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
@@ -152,7 +152,7 @@ class _Blackholes:
     async def _start_ticker(self) -> Ticker:
         key = f"faults-blackhole-{secrets.token_hex(6)}"
         info: JobInfo = await request_when_up(
-            self.session, "jobs.launch", LaunchParams(TICKER), key=key
+            self.session, JOBS_LAUNCH, LaunchParams(TICKER), key=key
         )
         ticker = await running_ticker(self.session, info.id)
         with contextlib.suppress(LinkError):  # a drop now is fine: the reconnect subscribes
@@ -219,7 +219,7 @@ class _Blackholes:
 
     async def _finish(self, ticker: Ticker) -> None:
         key = f"faults-blackhole-stop-{secrets.token_hex(6)}"
-        await request_when_up(self.session, "jobs.stop", StopParams(ticker.job_id), key=key)
+        await request_when_up(self.session, JOBS_STOP, StopParams(ticker.job_id), key=key)
         if not await caught_up(self.watch, ticker):
             self.result.violate("the log received never caught up with the job's log file")
         check_log(self.result, self.watch, ticker)

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent.protocol import DatasetsConfig, PipelineConfig, Snapshot, WatchParams
+from agent.protocol import SNAPSHOT_WATCH, DatasetsConfig, PipelineConfig, Snapshot, WatchParams
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -85,7 +85,7 @@ def _start(offset: Path, log: Path, module: str, *args: str) -> subprocess.Popen
 async def _play(
     link: AgentLink, offset: Path, folder: Path, scale: Scale, result: ScenarioResult
 ) -> None:
-    await link.request("snapshot.watch", WatchParams(0.5))
+    await link.call(SNAPSHOT_WATCH, WatchParams(0.5))
     seen: list[tuple[float, int]] = []
     await _hold(link, WARM_UP_S, seen, folder, None, result)
     total = 0.0

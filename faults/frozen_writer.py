@@ -25,6 +25,8 @@ from pathlib import Path
 from agent.datasets.runner_status import FRESH_S
 from agent.procfs import process_info
 from agent.protocol import (
+    JOBS_LAUNCH,
+    SNAPSHOT,
     DatasetProgress,
     DatasetsConfig,
     JobInfo,
@@ -87,8 +89,8 @@ def _folder(root: Path, name: str) -> Path:
 
 
 async def _start_job(link: AgentLink, result: ScenarioResult) -> JobInfo | None:
-    job: JobInfo = await link.request(
-        "jobs.launch", LaunchParams("inference", "B2"), idempotency_key="frozen-b2"
+    job: JobInfo = await link.call(
+        JOBS_LAUNCH, LaunchParams("inference", "B2"), idempotency_key="frozen-b2"
     )
 
     async def running() -> bool:
@@ -149,8 +151,8 @@ async def _launch_is_refused(
 ) -> None:
     result.attempted += 1
     try:
-        job = await link.request(
-            "jobs.launch", LaunchParams("inference", name), idempotency_key=f"{trial}-{name}"
+        job = await link.call(
+            JOBS_LAUNCH, LaunchParams("inference", name), idempotency_key=f"{trial}-{name}"
         )
     except AgentRequestError as refused:
         if f"pid {pid} (" in refused.detail and "stopped (SIGSTOP)" in refused.detail:
@@ -169,7 +171,7 @@ async def _see(link: AgentLink, name: str, check: object) -> bool:
 
 
 async def _progress(link: AgentLink, name: str) -> DatasetProgress:
-    snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     return next(d for d in snapshot.datasets if d.name == name)
 
 

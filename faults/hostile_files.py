@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from agent.datasets.file_lines import WINDOW_BYTES
-from agent.protocol import DatasetProgress, DatasetsConfig, PipelineConfig, Snapshot, WatchParams
+from agent.protocol import (
+    SNAPSHOT_WATCH,
+    DatasetProgress,
+    DatasetsConfig,
+    PipelineConfig,
+    Snapshot,
+    WatchParams,
+)
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from faults._bad_input_wire import alive, daemon_pid, log_tracebacks
@@ -82,7 +89,7 @@ def _python(workdir: Path) -> str:
 
 
 async def _watch(link: AgentLink, root: HostileRoot, scale: Scale, result: ScenarioResult) -> None:
-    await link.request("snapshot.watch", WatchParams(0.2))
+    await link.call(SNAPSHOT_WATCH, WatchParams(0.2))
     rounds = scale.pick(4, 1)
     snapshots: list[Snapshot] = []
     for number in range(rounds):

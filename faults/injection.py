@@ -27,7 +27,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from agent.protocol import (
+    JOBS_LAUNCH,
+    DatasetsConfig,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+)
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.ssh_link import open_ssh_link
@@ -176,8 +183,8 @@ async def _launch(
     result.attempted += 1
     key = f"injection-{layout.nonce}-{case.index}"
     try:
-        job: JobInfo = await link.request(
-            "jobs.launch", _launch_params(case, layout), idempotency_key=key
+        job: JobInfo = await link.call(
+            JOBS_LAUNCH, _launch_params(case, layout), idempotency_key=key
         )
     except AgentRequestError as exc:
         _judge_refusal(case, exc, result, tally)

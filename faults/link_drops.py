@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent.protocol import JobInfo, LaunchParams
+from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
 from faults._link_harness import (
@@ -129,7 +129,7 @@ class _Drill:
         link = self.session.link
         assert link is not None
         first = asyncio.create_task(
-            link.request("jobs.launch", LaunchParams(TICKER), idempotency_key=self.key)
+            link.call(JOBS_LAUNCH, LaunchParams(TICKER), idempotency_key=self.key)
         )
         self.launches += 1
         created = lambda: any(self.state_dir.glob("jobs/*/job.json")) or first.done()  # noqa: E731
@@ -155,7 +155,7 @@ class _Drill:
     async def _launch(self) -> JobInfo:
         self.launches += 1
         info: JobInfo = await request_when_up(
-            self.session, "jobs.launch", LaunchParams(TICKER), key=self.key
+            self.session, JOBS_LAUNCH, LaunchParams(TICKER), key=self.key
         )
         return info
 

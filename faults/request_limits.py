@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.attach import stop_daemon
-from agent.protocol import InstallParams, InstallResult, PipelineConfig
+from agent.protocol import FILES_INSTALL, InstallParams, InstallResult, PipelineConfig
 from agent.state import StatePaths
 from console.link.agent_link import AgentRequestError, LinkError
 from console.link.local_link import open_local_link
@@ -117,7 +117,7 @@ async def _keys_across_restart(
     link = await open_local_link(state_dir, pipeline)
     try:
         first = [
-            await link.request("files.install", p, idempotency_key=f"key-{n}")
+            await link.call(FILES_INSTALL, p, idempotency_key=f"key-{n}")
             for n, p in enumerate(installs)
         ]
     finally:
@@ -152,7 +152,7 @@ async def _replay(
 ) -> None:
     result.attempted += 2
     try:
-        again = await link.request("files.install", params, idempotency_key=f"key-{number}")
+        again = await link.call(FILES_INSTALL, params, idempotency_key=f"key-{number}")
     except LinkError as exc:
         result.duplicated += 1
         result.violate(f"install {number} after the restart ran again: {exc}")
@@ -163,7 +163,7 @@ async def _replay(
             result.violate(f"install {number}: {again} after the restart, {first} before")
     other = InstallParams(params.target, params.staged, params.sha256, 0o600)
     try:
-        await link.request("files.install", other, idempotency_key=f"key-{number}")
+        await link.call(FILES_INSTALL, other, idempotency_key=f"key-{number}")
         result.violate(f"key-{number} reused for another request was accepted")
     except AgentRequestError as exc:
         result.acknowledged += exc.code == "key_reused"

@@ -20,13 +20,17 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    PING,
     PROTOCOL_VERSION,
     JobInfo,
     JobSpec,
     LaunchParams,
+    Method,
     PingParams,
     PipelineConfig,
     StopParams,
@@ -37,6 +41,9 @@ from console.link.local_link import open_local_link
 from faults._bad_input_wire import daemon_pid
 from faults._hostile_common import resident_mb, shut_down_agent
 from faults.result import Scale, ScenarioResult
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 TITLE = "Slow client: a console that stops reading its socket"
 LOG_LINES = 200_000
@@ -85,10 +92,10 @@ async def _requests(link: AgentLink, seconds: float, result: ScenarioResult) -> 
         began = time.monotonic()
         try:
             job: JobInfo = await _timed(
-                link, "jobs.launch", LaunchParams("sleeper"), f"l{began}", result, took
+                link, JOBS_LAUNCH, LaunchParams("sleeper"), f"l{began}", result, took
             )
-            await _timed(link, "ping", PingParams(), None, result, took)
-            await _timed(link, "jobs.stop", StopParams(job.id), f"s{began}", result, took)
+            await _timed(link, PING, PingParams(), None, result, took)
+            await _timed(link, JOBS_STOP, StopParams(job.id), f"s{began}", result, took)
         except (asyncio.TimeoutError, LinkError) as exc:
             result.violate(f"B's request failed or took over {ANSWER_LIMIT_S} s: {exc!r}")
             return took
@@ -97,17 +104,15 @@ async def _requests(link: AgentLink, seconds: float, result: ScenarioResult) -> 
 
 async def _timed(
     link: AgentLink,
-    method: str,
-    params: Any,
+    method: Method[P, R],
+    params: P,
     key: str | None,
     result: ScenarioResult,
     took: list[float],
-) -> Any:
+) -> R:
     result.attempted += 1
     began = time.monotonic()
-    answer = await asyncio.wait_for(
-        link.request(method, params, idempotency_key=key), ANSWER_LIMIT_S
-    )
+    answer = await asyncio.wait_for(link.call(method, params, idempotency_key=key), ANSWER_LIMIT_S)
     took.append(time.monotonic() - began)
     result.acknowledged += 1
     return answer

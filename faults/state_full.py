@@ -21,15 +21,21 @@ import stat
 import sys
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from agent.procfs import all_pids, command_line, process_info
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
+    PING,
+    SNAPSHOT,
     ErrorCode,
     JobInfo,
     JobsParams,
     JobSpec,
     LaunchParams,
+    Method,
     PingParams,
     PipelineConfig,
     Snapshot,
@@ -40,6 +46,9 @@ from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from faults._hostile_common import job_states, local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.small_fs import SmallFs, tmpfs_or_none
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 TITLE = "Agent's state folder full while consoles keep asking"
 
@@ -87,23 +96,23 @@ async def _trial(
     pages = rng.randint(0, 3)
     with _full(fs, state, pages):
         result.faults += 1
-        launched = await _answered(link, "jobs.launch", LaunchParams("marked"), f"t{trial}", result)
-        await _answered(link, "ping", PingParams(), None, result)
-        snapshot = await _answered(link, "snapshot", SnapshotParams(), None, result)
-        await _answered(link, "jobs.list", JobsParams(), None, result)
+        launched = await _answered(link, JOBS_LAUNCH, LaunchParams("marked"), f"t{trial}", result)
+        await _answered(link, PING, PingParams(), None, result)
+        snapshot = await _answered(link, SNAPSHOT, SnapshotParams(), None, result)
+        await _answered(link, JOBS_LIST, JobsParams(), None, result)
         _check_launch(launched, snapshot, str(state), f"trial {trial} ({pages} pages free)", result)
         outcome = _outcome(launched)
         if isinstance(launched, JobInfo):
             stopped = await _answered(
-                link, "jobs.stop", StopParams(launched.id), f"t{trial}-stop", result
+                link, JOBS_STOP, StopParams(launched.id), f"t{trial}-stop", result
             )
             outcome = f"started, then {getattr(getattr(stopped, 'job', None), 'state', stopped)}"
         await _no_unmanaged(link, marker, f"trial {trial}", result)
-    again = await _answered(link, "jobs.launch", LaunchParams("marked"), f"t{trial}-again", result)
+    again = await _answered(link, JOBS_LAUNCH, LaunchParams("marked"), f"t{trial}-again", result)
     if not isinstance(again, JobInfo):
         result.violate(f"trial {trial}: with space back, a launch still fails: {again}")
         return outcome
-    await _answered(link, "jobs.stop", StopParams(again.id), f"t{trial}-again-stop", result)
+    await _answered(link, JOBS_STOP, StopParams(again.id), f"t{trial}-again-stop", result)
     return outcome
 
 
@@ -133,17 +142,19 @@ def _full(fs: SmallFs | None, state: Path, pages: int) -> Iterator[None]:
 
 
 async def _answered(
-    link: AgentLink, method: str, params: object, key: str | None, result: ScenarioResult
-) -> Any:
+    link: AgentLink, method: Method[P, R], params: P, key: str | None, result: ScenarioResult
+) -> R | LinkError:
     """The result, or the AgentRequestError; a lost link or a timeout is a violation."""
     result.attempted += 1
     try:
-        answer = await link.request(method, params, idempotency_key=key, timeout_s=ANSWER_TIMEOUT_S)
+        answer: R | LinkError = await link.call(
+            method, params, idempotency_key=key, timeout_s=ANSWER_TIMEOUT_S
+        )
     except AgentRequestError as refused:
         answer = refused
     except LinkError as exc:
         result.lost += 1
-        result.violate(f"{method}: no answer: {exc}")
+        result.violate(f"{method.name}: no answer: {exc}")
         return exc
     result.acknowledged += 1
     return answer

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.procfs import all_pids, group_members, is_same_process, process_info, start_ticks
-from agent.protocol import JobInfo, JobSpec, LaunchParams, PipelineConfig, StopResult
+from agent.protocol import JOBS_LAUNCH, JobInfo, JobSpec, LaunchParams, PipelineConfig, StopResult
 from console.link.agent_link import AgentLink
 from faults._hostile_common import (
     job_states,
@@ -212,8 +212,8 @@ async def _start(
 ) -> Started | None:
     ready = workdir / trial.job
     ready.mkdir(parents=True)
-    job: JobInfo = await link.request(
-        "jobs.launch", LaunchParams(trial.job), idempotency_key=f"launch-{trial.job}"
+    job: JobInfo = await link.call(
+        JOBS_LAUNCH, LaunchParams(trial.job), idempotency_key=f"launch-{trial.job}"
     )
     announced = await wait_until(
         lambda: len(list(ready.iterdir())) >= trial.expected_marks, READY_TIMEOUT_S
@@ -331,8 +331,8 @@ async def stop_finished_job_with_recycled_pid(
     link: AgentLink, index: int, workdir: Path, result: ScenarioResult, tally: Tally
 ) -> None:
     """A job that ended, whose pid (as its records say) now belongs to a canary."""
-    job: JobInfo = await link.request(
-        "jobs.launch", LaunchParams("finished"), idempotency_key=f"finished-{index}"
+    job: JobInfo = await link.call(
+        JOBS_LAUNCH, LaunchParams("finished"), idempotency_key=f"finished-{index}"
     )
 
     async def ended() -> bool:

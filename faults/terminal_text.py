@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.protocol import JobInfo, LaunchParams
+from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.config import load_config
 from console.link.ssh_link import open_ssh_link
 from faults._hostile_common import private_home, shut_down_agent
@@ -119,8 +119,8 @@ async def launch_job(config: Path, box: HostileBox) -> str:
     """Start the hostile job (its name, argv and output are hostile); returns its id."""
     link = await open_ssh_link(load_config(config).host("gpu"))
     try:
-        job: JobInfo = await link.request(
-            "jobs.launch", LaunchParams(box.job_name), idempotency_key="hostile"
+        job: JobInfo = await link.call(
+            JOBS_LAUNCH, LaunchParams(box.job_name), idempotency_key="hostile"
         )
     finally:
         await link.close()

@@ -24,7 +24,15 @@ from pathlib import Path
 
 from agent.datasets.writer_lock import LOCK_NAME
 from agent.pipeline.inference.options import EXIT_LOCKED, EXIT_SIGNAL
-from agent.protocol import DatasetsConfig, ErrorCode, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from agent.protocol import (
+    JOBS_LAUNCH,
+    DatasetsConfig,
+    ErrorCode,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+)
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from faults._hostile_common import job_states, local_agent, request_stop, wait_until_async
@@ -189,8 +197,8 @@ async def _race(
 
 
 async def _launch(link: AgentLink, key: str) -> JobInfo:
-    info: JobInfo = await link.request(
-        "jobs.launch", LaunchParams("inference", "B2"), idempotency_key=key
+    info: JobInfo = await link.call(
+        JOBS_LAUNCH, LaunchParams("inference", "B2"), idempotency_key=key
     )
     return info
 

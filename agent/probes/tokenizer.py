@@ -58,7 +58,7 @@ def _result(path: str, trust: bool, out: bytes, err: bytes, elapsed_s: float) ->
         return TokenizerCheck(path, trust, False, f"the tokenizer check failed: {detail}")
     facts = {
         key: record[key]
-        for key in ("class_name", "vocab_size", "has_chat_template", "think_marker", "load_s")
+        for key in ("class_name", "vocab_size", "has_chat_template", "think_marker")
         if key in record
     }
     try:

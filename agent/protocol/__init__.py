@@ -5,7 +5,8 @@ responses and events agent → console. Every message body is a frozen dataclass
 carry their units (`tokens_per_s`, `eta_s`, `taken_at` in epoch seconds).
 
 This module is the only part of `agent` the console may import, so it must stay standard-library
-only and free of I/O: it turns lines into values and values into lines, nothing else.
+only and free of I/O of its own: it turns lines into values and values into lines, and its one
+receive loop reads from whatever reader each side hands it.
 """
 
 from __future__ import annotations
@@ -67,7 +68,32 @@ from agent.protocol.logs import (
     LogSubscribeParams,
     LogUnsubscribeParams,
 )
-from agent.protocol.methods import EVENTS, METHODS, MethodSpec
+from agent.protocol.methods import (
+    AUDIT_READ,
+    DATASETS_DETAIL,
+    EVENTS,
+    EVENTS_LIST,
+    FILES_HASH,
+    FILES_INSTALL,
+    FILES_ROLLBACK,
+    HELLO,
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
+    LOGS_LIST,
+    LOGS_READ,
+    LOGS_SUBSCRIBE,
+    LOGS_UNSUBSCRIBE,
+    METHODS,
+    PING,
+    SNAPSHOT,
+    SNAPSHOT_WATCH,
+    TOKENIZER_CHECK,
+    AnyMethod,
+    EventData,
+    Method,
+)
+from agent.protocol.receiver import receive_messages
 from agent.protocol.server import GpuSample, ServerPart, ServerStats
 from agent.protocol.snapshot import (
     Alert,
@@ -83,9 +109,27 @@ from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 
 __all__ = [
+    "EVENTS_LIST",
     "EventsList",
     "EventsParams",
     "TimelineEvent",
+    "AUDIT_READ",
+    "DATASETS_DETAIL",
+    "FILES_HASH",
+    "FILES_INSTALL",
+    "FILES_ROLLBACK",
+    "HELLO",
+    "JOBS_LAUNCH",
+    "JOBS_LIST",
+    "JOBS_STOP",
+    "LOGS_LIST",
+    "LOGS_READ",
+    "LOGS_SUBSCRIBE",
+    "LOGS_UNSUBSCRIBE",
+    "PING",
+    "SNAPSHOT",
+    "SNAPSHOT_WATCH",
+    "TOKENIZER_CHECK",
     "LIVE_JOB_STATES",
     "JobState",
     "StopOutcome",
@@ -141,7 +185,9 @@ __all__ = [
     "MAX_LINE_BYTES",
     "METHODS",
     "Message",
-    "MethodSpec",
+    "Method",
+    "AnyMethod",
+    "EventData",
     "OversizedLine",
     "PROTOCOL_VERSION",
     "PingParams",
@@ -171,5 +217,6 @@ __all__ = [
     "from_wire",
     "generation_done",
     "parse_result",
+    "receive_messages",
     "to_wire",
 ]

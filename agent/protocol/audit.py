@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +19,8 @@ class AuditEntry:
     ts: float
     client: str
     method: str
-    params: dict[str, Any]
+    params: dict[str, object]
+    """The request's params as they went on the wire (their type depends on `method`)."""
     idempotency_key: str | None
     outcome: str
 

@@ -22,7 +22,10 @@ from typing import Any, Literal, TypeVar, Union
 from agent.protocol.envelopes import ErrorResponse, Event, Message, Request, Response
 from agent.protocol.errors import ErrorCode, ErrorInfo, ProtocolError
 from agent.protocol.framing import MAX_LINE_BYTES
-from agent.protocol.methods import EVENTS, METHODS
+from agent.protocol.methods import EVENTS, METHODS, Method
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def encode(message: Message) -> bytes:
@@ -89,7 +92,7 @@ def _parse_object(line: bytes | str) -> dict[str, Any]:
     return obj
 
 
-def _decode_request(obj: dict[str, Any]) -> Request:
+def _decode_request(obj: dict[str, Any]) -> Request[object]:
     request_id = obj.get("id")
     if not isinstance(request_id, int) or isinstance(request_id, bool):
         raise ProtocolError(ErrorCode.MALFORMED, "request has no integer id")
@@ -128,19 +131,16 @@ def _decode_event(obj: dict[str, Any]) -> Event:
     return Event(name, _from_wire_or_error(data_type, obj.get("data"), None))
 
 
-def parse_result(method: str, response: Response) -> Any:
+def parse_result(method: Method[Any, R], response: Response) -> R:
     """The typed result of `method` from its response; raises ProtocolError if it does not fit."""
-    return _from_wire_or_error(METHODS[method].result, response.result, response.id)
+    return _from_wire_or_error(method.result, response.result, response.id)
 
 
-def _from_wire_or_error(cls: type, data: Any, request_id: int | None) -> Any:
+def _from_wire_or_error(cls: type[T], data: Any, request_id: int | None) -> T:
     try:
         return from_wire(cls, data)
     except WireTypeError as exc:
         raise ProtocolError(ErrorCode.INVALID_PARAMS, str(exc), request_id) from None
-
-
-T = TypeVar("T")
 
 
 class WireTypeError(ValueError):

@@ -114,4 +114,3 @@ class TokenizerCheck:
     has_chat_template: bool = False
     think_marker: str | None = None
     """The marker the chat template opens the assistant turn with (<think>), if any."""
-    load_s: float | None = None

@@ -4,28 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic, TypeVar
 
 from agent.protocol.errors import ErrorInfo
+from agent.protocol.methods import EventData
+
+P_co = TypeVar("P_co", covariant=True)
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
-    """Console → agent: call `method` with `params`."""
+class Request(Generic[P_co]):
+    """Console → agent: call `method` with `params` (the params type of that method)."""
 
     id: int
     method: str
-    params: Any
+    params: P_co
     idempotency_key: str | None = None
     """Required on mutating methods, so a retry after a reconnect is not done twice."""
 
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """Agent → console: the result of request `id` (decode it with `parse_result`)."""
+    """Agent → console: the result of request `id` (decode it with `parse_result`).
+
+    The result stays plain JSON here: which type it has depends on the method of the request,
+    which only the side that sent it knows.
+    """
 
     id: int
-    result: Mapping[str, Any]
+    result: Mapping[str, object]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +48,7 @@ class Event:
     """Agent → console, unprompted: a snapshot, a log chunk, an alert or a job change."""
 
     event: str
-    data: Any
+    data: EventData
 
 
-Message = Request | Response | ErrorResponse | Event
+Message = Request[object] | Response | ErrorResponse | Event

@@ -16,7 +16,6 @@ class ErrorCode:
     HELLO_REQUIRED = "hello_required"
     NOT_FOUND = "not_found"
     UNREADABLE = "unreadable"
-    READ_ONLY = "read_only"
     GPU_BUSY = "gpu_busy"
     DATASET_BUSY = "dataset_busy"
     """The dataset already has a writer; the message names it."""

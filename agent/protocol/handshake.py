@@ -23,7 +23,6 @@ class HelloResult:
     protocol_version: int
     agent_version: str
     bundle_sha256: str
-    capabilities: tuple[str, ...]
     pid: int
     host_name: str
     started_at: float

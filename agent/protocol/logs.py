@@ -66,7 +66,6 @@ class LogChunk:
     inode: int | None
     reset: bool = False
     """The file was cut shorter or replaced since the offset asked for: read from its start."""
-    missing: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,15 @@
-"""Every method and event the protocol knows, with the types of their bodies."""
+"""Every method and event the protocol knows, each method paired with its params and result types.
+
+As lsprotocol does, a method is a typed constant (`JOBS_STOP: Method[StopParams, StopResult]`),
+so a caller writes `link.call(JOBS_STOP, StopParams(job_id))` and mypy knows it gets a
+`StopResult`; nobody names a method by string or casts its answer. `METHODS` is built from the
+constants, so the two cannot disagree.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from agent.protocol.audit import AuditParams, AuditResult
 from agent.protocol.config import TokenizerCheck, TokenizerCheckParams
@@ -40,45 +47,78 @@ from agent.protocol.logs import (
     LogSubscribeParams,
     LogUnsubscribeParams,
 )
-from agent.protocol.snapshot import Alert, Snapshot, SnapshotParams
+from agent.protocol.snapshot import Snapshot, SnapshotParams
 from agent.protocol.timeline import EventsList, EventsParams
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
-class MethodSpec:
-    """What one method takes and returns, and whether it changes anything."""
+class Method(Generic[P, R]):
+    """One method: its wire name, what it takes and returns, and whether it changes anything."""
 
-    params: type
-    result: type
+    name: str
+    params: type[P]
+    result: type[R]
     mutating: bool = False
+    """Mutating requests need an idempotency key and are written to the audit log."""
 
 
-METHODS: dict[str, MethodSpec] = {
-    "hello": MethodSpec(HelloParams, HelloResult),
-    "ping": MethodSpec(PingParams, PingResult),
-    "snapshot": MethodSpec(SnapshotParams, Snapshot),
-    "snapshot.watch": MethodSpec(WatchParams, Done),
-    "jobs.list": MethodSpec(JobsParams, JobsList),
-    "jobs.launch": MethodSpec(LaunchParams, JobInfo, mutating=True),
-    "jobs.stop": MethodSpec(StopParams, StopResult, mutating=True),
-    "logs.list": MethodSpec(LogsParams, LogsList),
-    "logs.read": MethodSpec(LogReadParams, LogChunk),
-    "logs.subscribe": MethodSpec(LogSubscribeParams, Done),
-    "logs.unsubscribe": MethodSpec(LogUnsubscribeParams, Done),
-    "files.hash": MethodSpec(FilesHashParams, FilesHashResult),
-    "files.install": MethodSpec(InstallParams, InstallResult, mutating=True),
-    "files.rollback": MethodSpec(RollbackParams, InstallResult, mutating=True),
-    "audit.read": MethodSpec(AuditParams, AuditResult),
-    "datasets.detail": MethodSpec(DetailParams, DatasetDetail),
-    "tokenizer.check": MethodSpec(TokenizerCheckParams, TokenizerCheck),
-    "events.list": MethodSpec(EventsParams, EventsList),
+HELLO = Method("hello", HelloParams, HelloResult)
+PING = Method("ping", PingParams, PingResult)
+SNAPSHOT = Method("snapshot", SnapshotParams, Snapshot)
+SNAPSHOT_WATCH = Method("snapshot.watch", WatchParams, Done)
+JOBS_LIST = Method("jobs.list", JobsParams, JobsList)
+JOBS_LAUNCH = Method("jobs.launch", LaunchParams, JobInfo, mutating=True)
+JOBS_STOP = Method("jobs.stop", StopParams, StopResult, mutating=True)
+LOGS_LIST = Method("logs.list", LogsParams, LogsList)
+LOGS_READ = Method("logs.read", LogReadParams, LogChunk)
+LOGS_SUBSCRIBE = Method("logs.subscribe", LogSubscribeParams, Done)
+LOGS_UNSUBSCRIBE = Method("logs.unsubscribe", LogUnsubscribeParams, Done)
+FILES_HASH = Method("files.hash", FilesHashParams, FilesHashResult)
+FILES_INSTALL = Method("files.install", InstallParams, InstallResult, mutating=True)
+FILES_ROLLBACK = Method("files.rollback", RollbackParams, InstallResult, mutating=True)
+AUDIT_READ = Method("audit.read", AuditParams, AuditResult)
+DATASETS_DETAIL = Method("datasets.detail", DetailParams, DatasetDetail)
+TOKENIZER_CHECK = Method("tokenizer.check", TokenizerCheckParams, TokenizerCheck)
+EVENTS_LIST = Method("events.list", EventsParams, EventsList)
+
+AnyMethod = Method[Any, Any]
+"""A method whose types are not known statically: what the decoder finds by a name on the wire."""
+
+METHODS: dict[str, AnyMethod] = {
+    method.name: method
+    for method in (
+        HELLO,
+        PING,
+        SNAPSHOT,
+        SNAPSHOT_WATCH,
+        JOBS_LIST,
+        JOBS_LAUNCH,
+        JOBS_STOP,
+        LOGS_LIST,
+        LOGS_READ,
+        LOGS_SUBSCRIBE,
+        LOGS_UNSUBSCRIBE,
+        FILES_HASH,
+        FILES_INSTALL,
+        FILES_ROLLBACK,
+        AUDIT_READ,
+        DATASETS_DETAIL,
+        TOKENIZER_CHECK,
+        EVENTS_LIST,
+    )
 }
-"""Every method the protocol knows; an agent may implement a subset (see its capabilities)."""
+"""Every method the protocol knows, by wire name; an agent may implement a subset."""
 
 
-EVENTS: dict[str, type] = {
+EventData = Snapshot | JobEvent | LogChunk | LogLagged
+"""What an event can carry; a receiver tells them apart with isinstance. Alerts travel inside
+snapshots, so an agent that restarts or a console that attaches late still sees them."""
+
+EVENTS: dict[str, type[EventData]] = {
     "snapshot": Snapshot,
-    "alert": Alert,
     "job": JobEvent,
     "log": LogChunk,
     "log_lagged": LogLagged,

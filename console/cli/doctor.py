@@ -12,7 +12,7 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from agent.protocol import Snapshot, SnapshotParams
+from agent.protocol import SNAPSHOT, Snapshot, SnapshotParams
 from console.cli.doctor_tokenizer import tokenizer_line
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
@@ -109,7 +109,7 @@ async def _agent_checks(link: AgentLink) -> list[Check]:
 async def _snapshot_with_probes(link: AgentLink) -> Snapshot:
     deadline = time.monotonic() + PROBE_WAIT_S
     while True:
-        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         if snapshot.server is not None or time.monotonic() > deadline:
             return snapshot
         await asyncio.sleep(0.2)

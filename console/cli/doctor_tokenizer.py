@@ -7,7 +7,7 @@ one line doctor prints. Pure except for the one request; never imports Textual.
 
 from __future__ import annotations
 
-from agent.protocol import PipelineConfig, TokenizerCheck, TokenizerCheckParams
+from agent.protocol import TOKENIZER_CHECK, PipelineConfig, TokenizerCheck, TokenizerCheckParams
 from console.link.agent_link import AgentLink, LinkError
 
 LOAD_LIMIT_S = 60.0
@@ -27,8 +27,8 @@ async def tokenizer_line(
                            f"under [hosts.{host_name}.tokenizer]")  # fmt: skip
         return True, "none configured: only input_ids prompts can run (set [tokenizer] path)"
     try:
-        check: TokenizerCheck = await link.request(
-            "tokenizer.check", TokenizerCheckParams(LOAD_LIMIT_S),
+        check: TokenizerCheck = await link.call(
+            TOKENIZER_CHECK, TokenizerCheckParams(LOAD_LIMIT_S),
             timeout_s=LOAD_LIMIT_S + ANSWER_SLACK_S,
         )  # fmt: skip
     except LinkError as exc:

@@ -12,7 +12,7 @@ import re
 
 from rich.console import Console
 
-from agent.protocol import EventsList, EventsParams, TimelineEvent, to_wire
+from agent.protocol import EVENTS_LIST, EventsList, EventsParams, TimelineEvent, to_wire
 from console.config import HostConfig
 from console.link.ssh_link import open_ssh_link
 from console.model.safe_text import literal
@@ -34,7 +34,7 @@ async def fetch_events(host: HostConfig, since_s: float) -> EventsList:
     """The host's events of the last `since_s` seconds."""
     link = await open_ssh_link(host)
     try:
-        found: EventsList = await link.request("events.list", EventsParams(since_s=since_s))
+        found: EventsList = await link.call(EVENTS_LIST, EventsParams(since_s=since_s))
         return found
     finally:
         await link.close()

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent.protocol import Snapshot, SnapshotParams, to_wire
+from agent.protocol import SNAPSHOT, Snapshot, SnapshotParams, to_wire
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.ssh_link import open_ssh_link
@@ -54,7 +54,7 @@ async def fetch_status(host: HostConfig) -> HostStatus:
     except LinkError as exc:
         return HostStatus(host.name, None, error=str(exc))
     try:
-        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         version = link.hello_result.agent_version if link.hello_result else None
         return HostStatus(host.name, snapshot, agent_version=version)
     except LinkError as exc:

@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.protocol import LaunchParams
+from agent.protocol import JOBS_LAUNCH, LaunchParams
 from console.demo.config_file import SshAccess
 from console.demo.workspace import DATASETS, OLD_RUN, Workspace, bundle_env
 from console.link.agent_link import AgentLink, LinkError
@@ -76,9 +76,7 @@ async def launch_server(link: AgentLink, nonce: str) -> None:
 
     `nonce` keeps the idempotency keys of a demo rerun in the same --dir from meeting the last's.
     """
-    await link.request(
-        "jobs.launch", LaunchParams("sglang"), idempotency_key=f"demo-{nonce}-sglang"
-    )
+    await link.call(JOBS_LAUNCH, LaunchParams("sglang"), idempotency_key=f"demo-{nonce}-sglang")
 
 
 async def launch_runs(link: AgentLink, nonce: str) -> None:
@@ -86,7 +84,7 @@ async def launch_runs(link: AgentLink, nonce: str) -> None:
     for name in DATASETS:
         job = "inference-old" if name == OLD_RUN else "inference"
         key = f"demo-{nonce}-{name}"
-        await link.request("jobs.launch", LaunchParams(job, name), idempotency_key=key)
+        await link.call(JOBS_LAUNCH, LaunchParams(job, name), idempotency_key=key)
 
 
 def _wait_until(done: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:

@@ -12,32 +12,37 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from agent.protocol import (
     AGENT_VERSION,
+    HELLO,
+    METHODS,
     PROTOCOL_VERSION,
+    AnyMethod,
     ByteReader,
     ErrorResponse,
     Event,
     HelloParams,
     HelloResult,
-    LineFramer,
-    OversizedLine,
+    Message,
+    Method,
     PipelineConfig,
     ProtocolError,
     Request,
     Response,
-    decode,
     encode,
     parse_result,
+    receive_messages,
 )
 from agent.protocol import ByteWriter as ProtocolByteWriter
 
 log = logging.getLogger(__name__)
 
-READ_SIZE = 256 * 1024
 REQUEST_TIMEOUT_S = 30.0
+
+P = TypeVar("P")
+R = TypeVar("R")
 
 
 class LinkError(Exception):
@@ -76,7 +81,7 @@ class AgentLink:
         self._writer = writer
         self._close = close
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        self._pending: dict[int, tuple[AnyMethod, asyncio.Future[Any]]] = {}
         self.files: Any = None
         """A FileChannel to the same host (SFTP or local disk), set by whoever opened the link."""
         self.closed_reason: str | None = None
@@ -87,7 +92,7 @@ class AgentLink:
     async def hello(self, pipeline: PipelineConfig | None, bundle_sha256: str) -> HelloResult:
         """The first exchange; fails with both versions named unless the agent runs our bundle."""
         params = HelloParams(PROTOCOL_VERSION, f"eagle-console {AGENT_VERSION}", pipeline)
-        result: HelloResult = await self.request("hello", params)
+        result = await self.call(HELLO, params)
         if result.bundle_sha256 != bundle_sha256:
             raise LinkError(
                 f"{self.description}: the agent runs version {result.agent_version} "
@@ -97,6 +102,37 @@ class AgentLink:
         self.hello_result = result
         return result
 
+    async def call(
+        self,
+        method: Method[P, R],
+        params: P,
+        *,
+        idempotency_key: str | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> R:
+        """Send one request and wait for its result, of the type `method` declares."""
+        if self.closed_reason is not None:
+            raise LinkError(f"{self.description}: link closed: {self.closed_reason}")
+        request_id = next(self._ids)
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (method, future)
+        try:
+            self._writer.write(encode(Request(request_id, method.name, params, idempotency_key)))
+            await self._writer.drain()
+            return await asyncio.wait_for(future, timeout_s)
+        except (ConnectionError, BrokenPipeError) as exc:
+            raise LinkError(
+                f"{self.description}: link lost while sending {method.name}: {exc}"
+            ) from None
+        except TimeoutError:
+            raise LinkError(
+                f"{self.description}: no answer to {method.name} in {timeout_s:g} s"
+            ) from None
+        finally:
+            self._pending.pop(request_id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # failed by the reader while we were still sending: seen here
+
     async def request(
         self,
         method: str,
@@ -105,28 +141,10 @@ class AgentLink:
         idempotency_key: str | None = None,
         timeout_s: float = REQUEST_TIMEOUT_S,
     ) -> Any:
-        """Send one request and wait for its typed result."""
-        if self.closed_reason is not None:
-            raise LinkError(f"{self.description}: link closed: {self.closed_reason}")
-        request_id = next(self._ids)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (method, future)
-        try:
-            self._writer.write(encode(Request(request_id, method, params, idempotency_key)))
-            await self._writer.drain()
-            return await asyncio.wait_for(future, timeout_s)
-        except (ConnectionError, BrokenPipeError) as exc:
-            raise LinkError(
-                f"{self.description}: link lost while sending {method}: {exc}"
-            ) from None
-        except TimeoutError:
-            raise LinkError(
-                f"{self.description}: no answer to {method} in {timeout_s:g} s"
-            ) from None
-        finally:
-            self._pending.pop(request_id, None)
-            if future.done() and not future.cancelled():
-                future.exception()  # failed by the reader while we were still sending: seen here
+        """`call` by wire name, for the call sites not yet converted (console/ui/); then it goes."""
+        return await self.call(
+            METHODS[method], params, idempotency_key=idempotency_key, timeout_s=timeout_s
+        )
 
     async def next_event(self) -> Event | None:
         """The next event, or None once the link is closed."""
@@ -154,28 +172,17 @@ class AgentLink:
         await self._close()
 
     async def _receive(self) -> None:
-        framer = LineFramer()
         try:
-            while chunk := await self._reader.read(READ_SIZE):
-                for line in framer.feed(chunk):
-                    self._take(line)
+            await receive_messages(self._reader, self._take, self._ignore)
             self._fail_all("the agent closed the connection")
         except Exception as exc:  # the transport's own errors too (asyncssh.ConnectionLost...)
             self._fail_all(f"connection lost: {exc}")
 
-    def _take(self, line: bytes | OversizedLine) -> None:
-        if isinstance(line, OversizedLine):
-            log.warning(
-                "%s: dropped an oversized line of %d bytes", self.description, line.size_bytes
-            )
-            return
-        if not line.strip():
-            return
-        try:
-            message = decode(line)
-        except ProtocolError as exc:
-            log.warning("%s: ignored a bad line from the agent: %s", self.description, exc)
-            return
+    async def _ignore(self, error: ProtocolError) -> None:
+        """A line from the agent that is too long or not a message is logged and skipped."""
+        log.warning("%s: ignored a bad line from the agent: %s", self.description, error)
+
+    async def _take(self, message: Message) -> None:
         if isinstance(message, Event):
             self.events.put_nowait(message)
         elif isinstance(message, (Response, ErrorResponse)):
@@ -192,17 +199,19 @@ class AgentLink:
             return
         if isinstance(message, ErrorResponse):
             future.set_exception(
-                AgentRequestError(method, message.error.code, message.error.message)
+                AgentRequestError(method.name, message.error.code, message.error.message)
             )
             return
         try:
             future.set_result(parse_result(method, message))
         except ProtocolError as exc:
-            future.set_exception(LinkError(f"{method}: the agent's answer does not fit: {exc}"))
+            future.set_exception(
+                LinkError(f"{method.name}: the agent's answer does not fit: {exc}")
+            )
 
     def _fail_all(self, reason: str) -> None:
         self.closed_reason = reason
         self.closed.set()
         for method, future in self._pending.values():
             if not future.done():
-                future.set_exception(LinkError(f"{self.description}: {method}: {reason}"))
+                future.set_exception(LinkError(f"{self.description}: {method.name}: {reason}"))

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.protocol import (
+    FILES_HASH,
+    FILES_INSTALL,
+    FILES_ROLLBACK,
     FilesHashParams,
     FilesHashResult,
     InstallParams,
@@ -81,8 +84,8 @@ async def plan_deploy(link: AgentLink, mappings: Iterable[DeployMapping]) -> lis
     pairs = mapped_files(mappings)
     if not pairs:
         return []
-    hashes: FilesHashResult = await link.request(
-        "files.hash", FilesHashParams(tuple(r for _, r in pairs))
+    hashes: FilesHashResult = await link.call(
+        FILES_HASH, FilesHashParams(tuple(r for _, r in pairs))
     )
     remote = {state.path: state.sha256 for state in hashes.files}
     return [
@@ -125,7 +128,7 @@ async def deploy(link: AgentLink, plans: Iterable[FilePlan]) -> list[InstallResu
         staged = posixpath.join(folder, f".{name}.eagle-upload-{secrets.token_hex(6)}")
         try:
             # The agent confines the staging path to the deploy roots before a byte is written.
-            await link.request("files.hash", FilesHashParams((staged,)))
+            await link.call(FILES_HASH, FilesHashParams((staged,)))
             await link.files.stage(staged, content, plan.mode)
             result = await _install(link, plan, staged, digest)
         except (LinkError, OSError) as exc:
@@ -139,8 +142,8 @@ async def deploy(link: AgentLink, plans: Iterable[FilePlan]) -> list[InstallResu
 
 async def rollback(link: AgentLink, remote: str) -> InstallResult:
     """Put back the version of `remote` the last deploy replaced."""
-    result: InstallResult = await link.request(
-        "files.rollback", RollbackParams(remote), idempotency_key=f"rollback-{secrets.token_hex(6)}"
+    result: InstallResult = await link.call(
+        FILES_ROLLBACK, RollbackParams(remote), idempotency_key=f"rollback-{secrets.token_hex(6)}"
     )
     return result
 
@@ -148,8 +151,8 @@ async def rollback(link: AgentLink, remote: str) -> InstallResult:
 async def _install(link: AgentLink, plan: FilePlan, staged: str, digest: str) -> InstallResult:
     """Swap the staged file in; a refused one is removed, so nothing of it stays behind."""
     try:
-        result: InstallResult = await link.request(
-            "files.install", InstallParams(plan.remote, staged, digest, plan.mode),
+        result: InstallResult = await link.call(
+            FILES_INSTALL, InstallParams(plan.remote, staged, digest, plan.mode),
             idempotency_key=f"install-{digest[:16]}-{secrets.token_hex(4)}",
         )  # fmt: skip
     except AgentRequestError:

@@ -16,7 +16,17 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from agent.protocol import Event, LogChunk, LogLagged, LogSubscribeParams, PingParams, WatchParams
+from agent.protocol import (
+    LOGS_SUBSCRIBE,
+    PING,
+    SNAPSHOT_WATCH,
+    Event,
+    LogChunk,
+    LogLagged,
+    LogSubscribeParams,
+    PingParams,
+    WatchParams,
+)
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_keys import OfferedKey, UntrustedHostKeyError
 
@@ -104,15 +114,15 @@ class HostConnection:
         """Follow a log from `offset`; renewed from where it got to after every reconnect."""
         self.log_offsets[name] = (offset, inode)
         if self.link is not None:
-            await self.link.request("logs.subscribe", LogSubscribeParams(name, offset, inode))
+            await self.link.call(LOGS_SUBSCRIBE, LogSubscribeParams(name, offset, inode))
 
     async def _serve(self, link: AgentLink) -> str:
         hello = link.hello_result
         self._set("up", agent_version=hello.agent_version if hello else None)
         try:
-            await link.request("snapshot.watch", WatchParams(SNAPSHOT_INTERVAL_S))
+            await link.call(SNAPSHOT_WATCH, WatchParams(SNAPSHOT_INTERVAL_S))
             for name, (offset, inode) in self.log_offsets.items():
-                await link.request("logs.subscribe", LogSubscribeParams(name, offset, inode))
+                await link.call(LOGS_SUBSCRIBE, LogSubscribeParams(name, offset, inode))
         except LinkError as exc:
             await link.close()
             return str(exc)
@@ -146,7 +156,7 @@ class HostConnection:
         while True:
             sent = time.monotonic()
             try:
-                await link.request("ping", PingParams(), timeout_s=PING_TIMEOUT_S)
+                await link.call(PING, PingParams(), timeout_s=PING_TIMEOUT_S)
             except LinkError:
                 await link.close()  # a silent link: end it, the loop reconnects
                 return

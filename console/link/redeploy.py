@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    SNAPSHOT,
     DatasetProgress,
     JobInfo,
     LaunchParams,
@@ -82,16 +85,16 @@ async def redeploy(
     started = time.monotonic()
     job = find_job(await _snapshot(link), job_ref)
     report(f"stopping {job.name} (pid {job.pid})")
-    stop: StopResult = await _step("stop", link.request(
-        "jobs.stop", StopParams(job.id), idempotency_key=_key("stop"), timeout_s=STOP_TIMEOUT_S))  # fmt: skip
+    stop: StopResult = await _step("stop", link.call(
+        JOBS_STOP, StopParams(job.id), idempotency_key=_key("stop"), timeout_s=STOP_TIMEOUT_S))  # fmt: skip
     if stop.outcome not in ("stopped", "already_exited"):
         raise RedeployError("stop", f"the job is {stop.outcome}; nothing was deployed or started")
     report(f"stopped ({' → '.join(s.action for s in stop.steps) or 'it had exited'}); deploying")
     plans = await _step("deploy", plan_deploy(link, host.deploy)) if host.deploy else []
     installed = await _step("deploy", deploy(link, plans))
     report(f"deployed {len(installed)} file(s); starting {job.name} again")
-    new_job: JobInfo = await _step("start", link.request(
-        "jobs.launch", LaunchParams(job.name, job.dataset, argv), idempotency_key=_key("launch")))  # fmt: skip
+    new_job: JobInfo = await _step("start", link.call(
+        JOBS_LAUNCH, LaunchParams(job.name, job.dataset, argv), idempotency_key=_key("launch")))  # fmt: skip
     resumed = await _step("watch", watch_new_code(link, job, new_job))
     return RedeployOutcome(
         job, new_job, tuple(r.target for r in installed), time.monotonic() - started, resumed
@@ -151,7 +154,7 @@ async def watch_new_code(link: AgentLink, old: JobInfo, new: JobInfo) -> Dataset
 
 
 async def _snapshot(link: AgentLink) -> Snapshot:
-    snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     return snapshot
 
 

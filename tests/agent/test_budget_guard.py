@@ -15,6 +15,7 @@ from agent.guard import BudgetGuard, WriterToStop, stall_alerts, writer_to_stop
 from agent.history import FILE_NAME, History
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.protocol import (
+    SNAPSHOT,
     DatasetProgress,
     DatasetsConfig,
     JobInfo,
@@ -69,7 +70,7 @@ async def test_a_hand_started_runner_capped_only_by_samples_is_stopped_at_its_bu
         code = await asyncio.to_thread(wait_for_exit, runner)
         link = await open_local_link(state_dir, guarded(tmp_path / "datasets"))
         try:
-            snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+            snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         finally:
             await link.close()
     tokens = response_tokens(folder)

@@ -11,7 +11,15 @@ import time
 from pathlib import Path
 
 from agent.procfs import process_info
-from agent.protocol import JobInfo, JobsList, JobsParams, JobSpec, LaunchParams, PipelineConfig
+from agent.protocol import (
+    JOBS_LIST,
+    JobInfo,
+    JobsList,
+    JobsParams,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+)
 from agent.state import read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -36,7 +44,7 @@ async def gone_within(pid: int, seconds: float) -> bool:
 
 
 async def job_now(link: AgentLink, job_id: str) -> JobInfo:
-    listed: JobsList = await link.request("jobs.list", JobsParams())
+    listed: JobsList = await link.call(JOBS_LIST, JobsParams())
     return next(job for job in listed.jobs if job.id == job_id)
 
 
@@ -71,7 +79,7 @@ async def test_agent_stop_ends_the_daemon_and_leaves_its_jobs_running(state_dir:
     assert alive(job.pid), "the job outlives the daemon"
     link = await open_local_link(state_dir, config)
     try:
-        listed: JobsList = await link.request("jobs.list", JobsParams())
+        listed: JobsList = await link.call(JOBS_LIST, JobsParams())
     finally:
         await link.close()
     assert [(j.id, j.state) for j in listed.jobs] == [(job.id, "running")]

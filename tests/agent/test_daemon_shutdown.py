@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from agent.attach import stop_daemon
-from agent.protocol import LogSubscribeParams, PipelineConfig
+from agent.protocol import LOGS_SUBSCRIBE, LogSubscribeParams, PipelineConfig
 from agent.state import StatePaths
 from console.link.local_link import open_local_link
 
@@ -25,7 +25,7 @@ async def test_sigterm_closes_sessions_then_tasks_then_the_socket(
     log = tmp_path / "sglang.log"
     log.write_text("a line\n")
     link = await open_local_link(state_dir, PipelineConfig(sglang_log=str(log)))
-    await link.request("logs.subscribe", LogSubscribeParams("sglang", 0))
+    await link.call(LOGS_SUBSCRIBE, LogSubscribeParams("sglang", 0))
     paths = StatePaths(state_dir)
     try:
         assert await asyncio.to_thread(stop_daemon, paths)

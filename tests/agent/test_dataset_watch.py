@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 from agent.protocol import (
+    JOBS_LAUNCH,
+    SNAPSHOT,
     DatasetProgress,
     DatasetsConfig,
     JobInfo,
@@ -43,14 +45,14 @@ async def test_a_sample_capped_run_raises_a_projected_overrun_alert(
         )  # fmt: skip
         link = await open_local_link(state_dir, config)
         try:
-            job: JobInfo = await link.request(
-                "jobs.launch", LaunchParams("old-runner", "B3_math"), idempotency_key="run-1"
+            job: JobInfo = await link.call(
+                JOBS_LAUNCH, LaunchParams("old-runner", "B3_math"), idempotency_key="run-1"
             )
             seen: list[DatasetProgress] = []
             alert_kinds: set[str] = set()
             deadline = time.monotonic() + 60
             while "projected_overrun" not in alert_kinds and time.monotonic() < deadline:
-                snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+                snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
                 seen.append(snapshot.datasets[0])
                 alert_kinds = {alert.kind for alert in snapshot.alerts}
                 await asyncio.sleep(0.2)

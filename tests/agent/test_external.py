@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
     JobsList,
     JobsParams,
     JobSpec,
@@ -30,14 +33,14 @@ async def test_an_external_process_is_listed_and_stopped(state_dir: Path) -> Non
     )
     link = await open_local_link(state_dir, config)
     try:
-        own = await link.request("jobs.launch", LaunchParams("own"), idempotency_key="own-1")
+        own = await link.call(JOBS_LAUNCH, LaunchParams("own"), idempotency_key="own-1")
         await wait_for_job(link, own.id, {"running"})
-        listing: JobsList = await link.request("jobs.list", JobsParams())
+        listing: JobsList = await link.call(JOBS_LIST, JobsParams())
         [external] = [job for job in listing.jobs if job.external]
-        result: StopResult = await link.request(
-            "jobs.stop", StopParams(external.id), idempotency_key="x"
+        result: StopResult = await link.call(
+            JOBS_STOP, StopParams(external.id), idempotency_key="x"
         )
-        await link.request("jobs.stop", StopParams(own.id), idempotency_key="y")
+        await link.call(JOBS_STOP, StopParams(own.id), idempotency_key="y")
     finally:
         await link.close()
         if by_hand.poll() is None:

@@ -23,6 +23,9 @@ from agent.files import (
     sha256_of,
 )
 from agent.protocol import (
+    FILES_HASH,
+    FILES_INSTALL,
+    FILES_ROLLBACK,
     FilesHashParams,
     FilesHashResult,
     InstallParams,
@@ -169,18 +172,18 @@ async def test_installs_through_the_daemon(root: Path, state_dir: Path, tmp_path
     link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(root),)))
     try:
         staged, digest = stage(target, b"print('new')\n")
-        result: InstallResult = await link.request(
-            "files.install",
+        result: InstallResult = await link.call(
+            FILES_INSTALL,
             InstallParams(str(target), str(staged), digest, 0o644),
             idempotency_key="i1",
         )
-        hashes: FilesHashResult = await link.request(
-            "files.hash", FilesHashParams((str(target), str(root / "none")))
+        hashes: FilesHashResult = await link.call(
+            FILES_HASH, FilesHashParams((str(target), str(root / "none")))
         )
         with pytest.raises(AgentRequestError, match="outside the deploy roots"):
-            await link.request("files.hash", FilesHashParams((str(tmp_path / "secret"),)))
-        back: InstallResult = await link.request(
-            "files.rollback", RollbackParams(str(target)), idempotency_key="r1"
+            await link.call(FILES_HASH, FilesHashParams((str(tmp_path / "secret"),)))
+        back: InstallResult = await link.call(
+            FILES_ROLLBACK, RollbackParams(str(target)), idempotency_key="r1"
         )
     finally:
         await link.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agent.attach import stop_daemon
 from agent.history import FILE_NAME, History, Point, Retention, connect, prune, used_bytes
-from agent.protocol import DatasetsConfig, PipelineConfig, Snapshot, SnapshotParams
+from agent.protocol import SNAPSHOT, DatasetsConfig, PipelineConfig, Snapshot, SnapshotParams
 from agent.state import StatePaths, read_json
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
@@ -81,7 +81,7 @@ async def test_with_no_console_attached_history_keeps_points_and_events_and_seed
     stop_daemon(StatePaths(state_dir))
     link = await open_local_link(state_dir, config)
     try:
-        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     finally:
         await link.close()
     rate = snapshot.datasets[0].tokens_per_s

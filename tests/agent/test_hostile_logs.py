@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 
 from agent.protocol import (
+    FILES_HASH,
+    LOGS_READ,
+    LOGS_SUBSCRIBE,
+    PING,
+    SNAPSHOT,
     FilesHashParams,
     LogReadParams,
     LogSubscribeParams,
@@ -34,22 +39,20 @@ async def test_a_fifo_log_and_a_fifo_deploy_target_are_refused_and_the_agent_ser
     link = await open_local_link(state_dir, pipeline)
     try:
         with pytest.raises(AgentRequestError) as unreadable:
-            await asyncio.wait_for(link.request("logs.read", LogReadParams("sglang")), ANSWER_S)
+            await asyncio.wait_for(link.call(LOGS_READ, LogReadParams("sglang")), ANSWER_S)
         assert unreadable.value.code == "unreadable"
         assert "is a FIFO (named pipe), not a regular file" in unreadable.value.detail
-        await asyncio.wait_for(
-            link.request("logs.subscribe", LogSubscribeParams("sglang")), ANSWER_S
-        )
+        await asyncio.wait_for(link.call(LOGS_SUBSCRIBE, LogSubscribeParams("sglang")), ANSWER_S)
         for path in (target, sock):
             with pytest.raises(AgentRequestError) as refused:
                 await asyncio.wait_for(
-                    link.request("files.hash", FilesHashParams((str(path),))), ANSWER_S
+                    link.call(FILES_HASH, FilesHashParams((str(path),))), ANSWER_S
                 )
             assert refused.value.code == "invalid_params"
             assert "not a regular file" in refused.value.detail
         for _ in range(3):
-            await asyncio.wait_for(link.request("snapshot", SnapshotParams()), ANSWER_S)
-            await asyncio.wait_for(link.request("ping", PingParams()), ANSWER_S)
+            await asyncio.wait_for(link.call(SNAPSHOT, SnapshotParams()), ANSWER_S)
+            await asyncio.wait_for(link.call(PING, PingParams()), ANSWER_S)
     finally:
         await link.close()
 

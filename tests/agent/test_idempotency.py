@@ -13,6 +13,9 @@ import pytest
 
 from agent.attach import stop_daemon
 from agent.protocol import (
+    FILES_INSTALL,
+    JOBS_LAUNCH,
+    JOBS_STOP,
     InstallParams,
     InstallResult,
     JobInfo,
@@ -45,11 +48,11 @@ async def test_a_retried_install_gets_the_first_answer_and_a_reused_key_is_refus
     params = InstallParams(str(target), str(staged), hashlib.sha256(b"new\n").hexdigest(), 0o644)
     link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(root),)))
     try:
-        first: InstallResult = await link.request("files.install", params, idempotency_key="k")
-        again: InstallResult = await link.request("files.install", params, idempotency_key="k")
+        first: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
+        again: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
         other = InstallParams(str(target), str(staged), "0" * 64, 0o644)
         with pytest.raises(AgentRequestError, match="was used for another request"):
-            await link.request("files.install", other, idempotency_key="k")
+            await link.call(FILES_INSTALL, other, idempotency_key="k")
     finally:
         await link.close()
     assert again == first  # the staged file is gone: doing it again would have failed
@@ -64,16 +67,12 @@ async def test_a_stop_retried_while_it_runs_waits_for_the_same_stop(
     jobs = {"stubborn": JobSpec(argv, grace_s=1.0, term_grace_s=1.0)}
     link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
     try:
-        job: JobInfo = await link.request(
-            "jobs.launch", LaunchParams("stubborn"), idempotency_key="l"
-        )
+        job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="l")
         deadline = time.monotonic() + 20
         while not ready.exists():  # SIGTERM is ignored from here on
             assert time.monotonic() < deadline, "the job never started"
             await asyncio.sleep(0.02)
-        stops = [
-            link.request("jobs.stop", StopParams(job.id), idempotency_key="s") for _ in range(3)
-        ]
+        stops = [link.call(JOBS_STOP, StopParams(job.id), idempotency_key="s") for _ in range(3)]
         results: list[StopResult] = await asyncio.gather(*stops)
     finally:
         await link.close()
@@ -88,17 +87,17 @@ async def test_a_retried_launch_returns_the_job_as_it_is_now(
     jobs = {"stubborn": JobSpec((sys.executable, "-c", STUBBORN, str(ready)), grace_s=0.5)}
     link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
     try:
-        first: JobInfo = await link.request(
-            "jobs.launch", LaunchParams("stubborn"), idempotency_key="once"
+        first: JobInfo = await link.call(
+            JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="once"
         )
         deadline = time.monotonic() + 20
         while not ready.exists():
             assert time.monotonic() < deadline, "the job never started"
             await asyncio.sleep(0.02)
-        again: JobInfo = await link.request(
-            "jobs.launch", LaunchParams("stubborn"), idempotency_key="once"
+        again: JobInfo = await link.call(
+            JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="once"
         )
-        await link.request("jobs.stop", StopParams(first.id), idempotency_key="end")
+        await link.call(JOBS_STOP, StopParams(first.id), idempotency_key="end")
     finally:
         await link.close()
     assert (again.id, again.state) == (first.id, "running")
@@ -117,19 +116,19 @@ async def test_keys_and_their_answers_survive_a_daemon_restart(
     pipeline = PipelineConfig(deploy_roots=(str(root),))
     link = await open_local_link(state_dir, pipeline)
     try:
-        first: InstallResult = await link.request("files.install", params, idempotency_key="k")
+        first: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
         with pytest.raises(AgentRequestError) as refused:
-            await link.request("jobs.stop", StopParams("no-such-job"), idempotency_key="r")
+            await link.call(JOBS_STOP, StopParams("no-such-job"), idempotency_key="r")
     finally:
         await link.close()
     assert stop_daemon(StatePaths(state_dir))
     link = await open_local_link(state_dir, pipeline)
     try:
-        again: InstallResult = await link.request("files.install", params, idempotency_key="k")
+        again: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
         with pytest.raises(AgentRequestError) as reused:
-            await link.request("files.install", replace(params, mode=0o600), idempotency_key="k")
+            await link.call(FILES_INSTALL, replace(params, mode=0o600), idempotency_key="k")
         with pytest.raises(AgentRequestError) as refused_again:
-            await link.request("jobs.stop", StopParams("no-such-job"), idempotency_key="r")
+            await link.call(JOBS_STOP, StopParams("no-such-job"), idempotency_key="r")
     finally:
         await link.close()
     assert again == first  # the staged file is gone: installing again would have failed

@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from agent.jobs.spec import SpecError, render
-from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from agent.protocol import (
+    JOBS_LAUNCH,
+    DatasetsConfig,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+)
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.agent.test_jobs import ARGV_ECHO, wait_for_job
@@ -93,7 +100,7 @@ async def test_launched_jobs_get_the_hosts_tokenizer_and_trust_setting(
     link = await open_local_link(state_dir, pipeline(tmp_path, trust=trust))
     try:
         params = LaunchParams("echo", "B1")
-        info: JobInfo = await link.request("jobs.launch", params, idempotency_key=f"t{trust}")
+        info: JobInfo = await link.call(JOBS_LAUNCH, params, idempotency_key=f"t{trust}")
         await wait_for_job(link, info.id, {"exited"})
     finally:
         await link.close()
@@ -104,14 +111,14 @@ async def test_launched_jobs_get_the_hosts_tokenizer_and_trust_setting(
 async def test_an_edited_argv_gets_the_same_expansion(trusting: AgentLink, tmp_path: Path) -> None:
     out = tmp_path / "edited.json"
     edited = (sys.executable, "-c", ARGV_ECHO, str(out), "{trust_remote_code}", "--x")
-    info: JobInfo = await trusting.request(
-        "jobs.launch", LaunchParams("echo", "B1", edited), idempotency_key="edited"
+    info: JobInfo = await trusting.call(
+        JOBS_LAUNCH, LaunchParams("echo", "B1", edited), idempotency_key="edited"
     )
     await wait_for_job(trusting, info.id, {"exited"})
     assert json.loads(out.read_text())["argv"][1:] == ["--trust-remote-code", "--x"]
     with pytest.raises(AgentRequestError) as caught:
-        await trusting.request(
-            "jobs.launch", LaunchParams("echo", "B1", ("run", "-t{trust_remote_code}")),
+        await trusting.call(
+            JOBS_LAUNCH, LaunchParams("echo", "B1", ("run", "-t{trust_remote_code}")),
             idempotency_key="inside",
         )  # fmt: skip
     assert caught.value.code == "invalid_params"

@@ -11,12 +11,17 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_type
 
 import pytest
 
 from agent.procfs import group_members, process_info, start_ticks
 from agent.protocol import (
+    AUDIT_READ,
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
+    SNAPSHOT,
     AuditParams,
     AuditResult,
     DatasetsConfig,
@@ -104,7 +109,7 @@ async def launch(
     argv: tuple[str, ...] | None = None,
 ) -> JobInfo:
     params = LaunchParams(job, dataset, argv)
-    info: JobInfo = await link.request("jobs.launch", params, idempotency_key=key)
+    info: JobInfo = await link.call(JOBS_LAUNCH, params, idempotency_key=key)
     return info
 
 
@@ -113,7 +118,7 @@ async def wait_for_job(
 ) -> JobInfo:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        listing: JobsList = await link.request("jobs.list", JobsParams())
+        listing: JobsList = await link.call(JOBS_LIST, JobsParams())
         [job] = [j for j in listing.jobs if j.id == job_id]
         if job.state in states:
             return job
@@ -138,7 +143,7 @@ async def test_launch_runs_under_a_shim_in_its_own_session(
     assert Path(f"/proc/{running.pid}/fd/0").resolve() == Path("/dev/null")
     event = await asyncio.wait_for(link.events.get(), 5)
     assert event.event == "job"
-    result: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s1")
+    result: StopResult = await link.call(JOBS_STOP, StopParams(info.id), idempotency_key="s1")
     assert result.outcome == "stopped"
     assert [step.action for step in result.steps] == ["SIGTERM"]
     assert result.job.state == "stopped"
@@ -148,10 +153,11 @@ async def test_launch_runs_under_a_shim_in_its_own_session(
 async def test_a_retried_launch_starts_nothing_new(link: AgentLink) -> None:
     first = await launch(link, "sleeper", "same-key")
     again = await launch(link, "sleeper", "same-key")
-    listing: JobsList = await link.request("jobs.list", JobsParams())
+    listing = await link.call(JOBS_LIST, JobsParams())
+    assert_type(listing, JobsList)  # mypy knows the result from the method constant alone
     assert again.id == first.id
     assert [job.id for job in listing.jobs] == [first.id]
-    await link.request("jobs.stop", StopParams(first.id), idempotency_key="stop")
+    await link.call(JOBS_STOP, StopParams(first.id), idempotency_key="stop")
 
 
 async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: AgentLink) -> None:
@@ -163,7 +169,7 @@ async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: Age
         await asyncio.sleep(0.05)
     started = time.monotonic()
 
-    result: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s2")
+    result: StopResult = await link.call(JOBS_STOP, StopParams(info.id), idempotency_key="s2")
 
     took = time.monotonic() - started
     assert [step.action for step in result.steps] == ["SIGINT", "SIGTERM", "SIGKILL"]
@@ -173,7 +179,7 @@ async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: Age
     assert group_members(running.pgid) == []
     assert result.job.state == "stopped"
     assert took < 10
-    again: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s2b")
+    again: StopResult = await link.call(JOBS_STOP, StopParams(info.id), idempotency_key="s2b")
     assert (again.outcome, again.steps, again.job.state) == ("stopped", (), "stopped")
 
 
@@ -190,7 +196,7 @@ async def test_a_worker_that_left_the_group_and_was_orphaned_is_stopped_too(
     escaped = int(pid_file.read_text())
     assert process_info(escaped) is not None
 
-    result: StopResult = await link.request("jobs.stop", StopParams(info.id), idempotency_key="s-e")
+    result: StopResult = await link.call(JOBS_STOP, StopParams(info.id), idempotency_key="s-e")
 
     assert result.outcome == "stopped"
     assert result.job.state == "stopped"
@@ -211,9 +217,7 @@ async def test_a_recycled_pid_is_never_signalled(link: AgentLink, state_dir: Pat
         for name in ("shim.json", "child.json"):  # as if the job's pid now belonged to the canary
             (job_dir / name).write_text(json.dumps({"pid": canary.pid, "start_ticks": ticks - 1}))
 
-        result: StopResult = await link.request(
-            "jobs.stop", StopParams(info.id), idempotency_key="s3"
-        )
+        result: StopResult = await link.call(JOBS_STOP, StopParams(info.id), idempotency_key="s3")
 
         assert result.outcome == "lost"
         assert result.steps == ()
@@ -307,7 +311,7 @@ async def test_mutations_are_audited(link: AgentLink, state_dir: Path) -> None:
     ]
     assert entries[0]["client"].startswith("eagle-console")
     assert entries[0]["params"]["job"] == "quick"
-    read: AuditResult = await link.request("audit.read", AuditParams(limit=1))
+    read: AuditResult = await link.call(AUDIT_READ, AuditParams(limit=1))
     assert [entry.idempotency_key for entry in read.entries] == ["audit-me-too"]
     await wait_for_job(link, info.id, {"failed"})
 
@@ -322,10 +326,10 @@ async def test_a_job_whose_script_changed_on_disk_is_flagged_stale(
     try:
         info = await launch(agent, "script", "stale-1")
         await wait_for_job(agent, info.id, {"running"})
-        before: Snapshot = await agent.request("snapshot", SnapshotParams())
+        before: Snapshot = await agent.call(SNAPSHOT, SnapshotParams())
         script.write_text("import time\ntime.sleep(301)  # fixed\n")
-        after: Snapshot = await agent.request("snapshot", SnapshotParams())
-        await agent.request("jobs.stop", StopParams(info.id), idempotency_key="stale-stop")
+        after: Snapshot = await agent.call(SNAPSHOT, SnapshotParams())
+        await agent.call(JOBS_STOP, StopParams(info.id), idempotency_key="stale-stop")
     finally:
         await agent.close()
     assert [a.kind for a in before.alerts] == []

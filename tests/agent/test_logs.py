@@ -9,6 +9,9 @@ from pathlib import Path
 
 from agent.logs import MAX_LINE_CHARS, NamedLog, read_chunk
 from agent.protocol import (
+    LOGS_LIST,
+    LOGS_READ,
+    LOGS_SUBSCRIBE,
     LogChunk,
     LogReadParams,
     LogsList,
@@ -74,7 +77,7 @@ async def collect_until(link: AgentLink, size: int, timeout_s: float = 15) -> li
     deadline = time.monotonic() + timeout_s
     while (not chunks or chunks[-1].end_offset < size) and time.monotonic() < deadline:
         event = await asyncio.wait_for(link.events.get(), timeout_s)
-        if event.event == "log":
+        if isinstance(event.data, LogChunk):
             chunks.append(event.data)
     return chunks
 
@@ -90,9 +93,9 @@ async def test_a_subscription_resumes_after_a_reconnect_without_gap_or_duplicate
     )
     config = PipelineConfig(sglang_log=str(path))
     link = await open_local_link(state_dir, config)
-    listing: LogsList = await link.request("logs.list", LogsParams())
+    listing: LogsList = await link.call(LOGS_LIST, LogsParams())
     assert {log.name for log in listing.logs} >= {"agent", "sglang"}
-    await link.request("logs.subscribe", LogSubscribeParams("sglang", 0))
+    await link.call(LOGS_SUBSCRIBE, LogSubscribeParams("sglang", 0))
     received = await collect_until(link, path.stat().st_size)
     await link.close()
     with path.open("a") as handle:  # while no console is connected
@@ -101,14 +104,14 @@ async def test_a_subscription_resumes_after_a_reconnect_without_gap_or_duplicate
 
     again = await open_local_link(state_dir, config)
     try:
-        await again.request(
-            "logs.subscribe",
+        await again.call(
+            LOGS_SUBSCRIBE,
             LogSubscribeParams("sglang", received[-1].end_offset, received[-1].inode),
         )
         with path.open("a") as handle:
             handle.write(" completed\nlast line\n")
         received += await collect_until(again, path.stat().st_size)
-        window: LogChunk = await again.request("logs.read", LogReadParams("sglang", -10))
+        window: LogChunk = await again.call(LOGS_READ, LogReadParams("sglang", -10))
     finally:
         await again.close()
 

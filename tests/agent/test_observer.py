@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.observer import Observer
-from agent.protocol import Event, PipelineConfig, Snapshot, WatchParams
+from agent.protocol import SNAPSHOT_WATCH, Event, PipelineConfig, Snapshot, WatchParams
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 
@@ -90,7 +90,7 @@ def watching_all(
 async def snapshots_of(link: AgentLink, seen: set[float]) -> None:
     while True:
         event: Event = await link.events.get()
-        if event.event == "snapshot":
+        if isinstance(event.data, Snapshot):
             seen.add(event.data.taken_at)
 
 
@@ -102,7 +102,7 @@ async def test_consoles_of_one_daemon_receive_the_same_scans(state_dir: Path) ->
     ]
     try:
         for link in links:
-            await link.request("snapshot.watch", WatchParams(interval_s=0.2))
+            await link.call(SNAPSHOT_WATCH, WatchParams(interval_s=0.2))
         await until(lambda: bool(set.intersection(*seen)), "a snapshot every console received")
     finally:
         for reader in readers:

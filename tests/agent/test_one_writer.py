@@ -21,6 +21,9 @@ import pytest
 from agent.datasets.writer_lock import LOCK_NAME
 from agent.procfs import process_info
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    SNAPSHOT,
     DatasetProgress,
     DatasetsConfig,
     ErrorCode,
@@ -63,9 +66,7 @@ async def link(root: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
     for job in (await dataset_snapshot(agent)).jobs:
         if job.state == "running":
             with contextlib.suppress(AgentRequestError):
-                await agent.request(
-                    "jobs.stop", StopParams(job.id), idempotency_key=f"end-{job.id}"
-                )
+                await agent.call(JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}")
     await agent.close()
 
 
@@ -95,7 +96,7 @@ def stop_process(pid: int) -> None:
 
 
 async def dataset_snapshot(link: AgentLink) -> Snapshot:
-    snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     return snapshot
 
 
@@ -104,8 +105,8 @@ async def progress_of(link: AgentLink, name: str) -> DatasetProgress:
 
 
 async def launch(link: AgentLink, dataset: str, key: str) -> JobInfo:
-    info: JobInfo = await link.request(
-        "jobs.launch", LaunchParams("inference", dataset), idempotency_key=key
+    info: JobInfo = await link.call(
+        JOBS_LAUNCH, LaunchParams("inference", dataset), idempotency_key=key
     )
     return info
 

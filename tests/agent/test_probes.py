@@ -12,7 +12,7 @@ from agent.probes.cache import ProbeCache
 from agent.probes.gpus import read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
-from agent.protocol import JobInfo, PipelineConfig, ServerStats, Snapshot, SnapshotParams
+from agent.protocol import SNAPSHOT, JobInfo, PipelineConfig, ServerStats, Snapshot, SnapshotParams
 from console.link.local_link import open_local_link
 from tests.support.simulator_process import running_simulator
 
@@ -110,10 +110,10 @@ async def test_a_dead_server_is_a_reading_and_an_alert(tmp_path: Path, state_dir
     link = await open_local_link(state_dir, PipelineConfig(sglang_url="http://127.0.0.1:1"))
     try:
         deadline = time.monotonic() + 20
-        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         while snapshot.server is None and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-            snapshot = await link.request("snapshot", SnapshotParams())
+            snapshot = await link.call(SNAPSHOT, SnapshotParams())
     finally:
         await link.close()
     assert snapshot.server is not None

@@ -21,6 +21,9 @@ from typing import Any
 
 from agent.outbox import Outbox
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    PING,
     PROTOCOL_VERSION,
     JobInfo,
     JobSpec,
@@ -92,11 +95,11 @@ async def test_a_console_that_stops_reading_delays_no_one_and_resumes_without_a_
         started, slowest = time.monotonic(), 0.0
         while time.monotonic() - started < LAG_CUTOFF_S + 2:  # across the cut-off too
             began = time.monotonic()
-            job: JobInfo = await asyncio.wait_for(console_b.request(
-                "jobs.launch", LaunchParams("sleeper"), idempotency_key=f"l{began}"), NORMAL_S)  # fmt: skip
-            await asyncio.wait_for(console_b.request("ping", PingParams()), NORMAL_S)
-            await asyncio.wait_for(console_b.request(
-                "jobs.stop", StopParams(job.id), idempotency_key=f"s{began}"), NORMAL_S)  # fmt: skip
+            job: JobInfo = await asyncio.wait_for(console_b.call(
+                JOBS_LAUNCH, LaunchParams("sleeper"), idempotency_key=f"l{began}"), NORMAL_S)  # fmt: skip
+            await asyncio.wait_for(console_b.call(PING, PingParams()), NORMAL_S)
+            await asyncio.wait_for(console_b.call(
+                JOBS_STOP, StopParams(job.id), idempotency_key=f"s{began}"), NORMAL_S)  # fmt: skip
             slowest = max(slowest, time.monotonic() - began)
         assert slowest < NORMAL_S
         sock.setblocking(False)

@@ -19,6 +19,11 @@ from agent.attach import stop_daemon
 from agent.jobs.shim import EXIT_UNRECORDED
 from agent.procfs import all_pids, command_line, process_info
 from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
+    PING,
+    SNAPSHOT,
     ErrorCode,
     JobInfo,
     JobsList,
@@ -50,12 +55,12 @@ def pipeline(tmp_path: Path) -> PipelineConfig:
 
 
 async def launch(link: AgentLink, key: str) -> JobInfo:
-    info: JobInfo = await link.request("jobs.launch", LaunchParams("sleeper"), idempotency_key=key)
+    info: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("sleeper"), idempotency_key=key)
     return info
 
 
 async def alerts_of(link: AgentLink) -> dict[str, str]:
-    snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     return {alert.kind: alert.message for alert in snapshot.alerts}
 
 
@@ -68,11 +73,11 @@ async def test_an_audit_log_that_cannot_be_written_loses_lines_not_answers(
         (state_dir / "audit.jsonl").mkdir()  # every append now fails, for any user
 
         job = await launch(link, "k1")
-        stopped = await link.request("jobs.stop", StopParams(job.id), idempotency_key="k2")
+        stopped = await link.call(JOBS_STOP, StopParams(job.id), idempotency_key="k2")
 
         assert stopped.outcome == "stopped"
         assert "audit.jsonl" in (await alerts_of(link))["state_full"]
-        await link.request("ping", PingParams())
+        await link.call(PING, PingParams())
     finally:
         await link.close()
 
@@ -83,7 +88,7 @@ async def full_state(tmp_path: Path, state_dir: Path) -> AsyncIterator[tuple[Age
     with small_tmpfs(state_dir, size_kib=32 * 1024) as mount:
         link = await open_local_link(state_dir, pipeline(tmp_path))
         try:
-            await link.request("ping", PingParams())
+            await link.call(PING, PingParams())
             yield link, mount
         finally:
             await link.close()
@@ -103,14 +108,14 @@ async def test_a_full_state_folder_refuses_a_launch_naming_the_path_and_stays_up
     assert str(state_dir) in refused.value.detail
     assert "nothing was started" in refused.value.detail
     assert not (tmp_path / "job.pid").exists()
-    listing: JobsList = await link.request("jobs.list", JobsParams())
+    listing: JobsList = await link.call(JOBS_LIST, JobsParams())
     assert listing.jobs == ()
     assert "state_full" in await alerts_of(link)
     filler.unlink()
     job = await launch(link, "k2")
     assert job.state in ("starting", "running")
     assert "state_full" not in await alerts_of(link)
-    await link.request("jobs.stop", StopParams(job.id), idempotency_key="k3")
+    await link.call(JOBS_STOP, StopParams(job.id), idempotency_key="k3")
 
 
 async def test_a_shim_whose_record_does_not_fit_is_killed_with_its_job(
@@ -124,7 +129,7 @@ async def test_a_shim_whose_record_does_not_fit_is_killed_with_its_job(
 
     assert refused.value.code == ErrorCode.STORAGE
     assert "shim.json" in refused.value.detail
-    listing: JobsList = await link.request("jobs.list", JobsParams())
+    listing: JobsList = await link.call(JOBS_LIST, JobsParams())
     assert listing.jobs == (), "a job the agent cannot stop later was left behind"
     assert_no_job_alive(tmp_path / "job.pid")
 

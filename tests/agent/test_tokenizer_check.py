@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.protocol import PipelineConfig, TokenizerCheck, TokenizerCheckParams
+from agent.protocol import TOKENIZER_CHECK, PipelineConfig, TokenizerCheck, TokenizerCheckParams
 from console.link.local_link import open_local_link
 from tests.support.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 
@@ -35,8 +35,8 @@ async def run_check(
 ) -> TokenizerCheck:
     link = await open_local_link(state_dir, PipelineConfig(tokenizer=path, trust_remote_code=trust))
     try:
-        result: TokenizerCheck = await link.request(
-            "tokenizer.check", TokenizerCheckParams(timeout_s), timeout_s=timeout_s + 30
+        result: TokenizerCheck = await link.call(
+            TOKENIZER_CHECK, TokenizerCheckParams(timeout_s), timeout_s=timeout_s + 30
         )
         return result
     finally:

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from agent.probes.training_log import TrainingLogParser
-from agent.protocol import JobSpec, LaunchParams, PipelineConfig, Snapshot, SnapshotParams
+from agent.protocol import (
+    JOBS_LAUNCH,
+    SNAPSHOT,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    Snapshot,
+    SnapshotParams,
+)
 from console.link.local_link import open_local_link
 
 SPECFORGE_OLD = (
@@ -86,10 +94,10 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
     )  # fmt: skip
     link = await open_local_link(state_dir, PipelineConfig(jobs={"train": trainer}))
     try:
-        job = await link.request("jobs.launch", LaunchParams("train"), idempotency_key="train-1")
+        job = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="train-1")
         deadline = time.monotonic() + 30
         while True:
-            snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+            snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
             progress = next((t for t in snapshot.training if t.job_id == job.id), None)
             if progress is not None and progress.step == 60 and progress.best_eval_step is not None:
                 break

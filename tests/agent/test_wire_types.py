@@ -8,8 +8,10 @@ from dataclasses import dataclass
 import pytest
 
 from agent.protocol import (
+    JOBS_STOP,
     ErrorCode,
     Event,
+    JobEvent,
     ProtocolError,
     Response,
     StopResult,
@@ -39,13 +41,14 @@ def test_a_value_outside_a_fixed_set_is_refused_naming_the_field_and_the_choices
 def test_a_value_inside_the_fixed_set_is_kept() -> None:
     event = decode(event_line({"job": JOB, "message": "m"}))
     assert isinstance(event, Event)
+    assert isinstance(event.data, JobEvent)
     assert event.data.job.state == "running"
 
 
 def test_a_result_with_an_unknown_outcome_is_refused() -> None:
     response = Response(3, {"job": JOB, "outcome": "vanished", "steps": []})
     with pytest.raises(ProtocolError, match=r"StopResult.outcome: expected one of 'stopped'"):
-        parse_result("jobs.stop", response)
+        parse_result(JOBS_STOP, response)
 
 
 def test_a_fixed_set_refuses_a_value_of_another_type() -> None:
@@ -69,4 +72,4 @@ def test_unknown_fields_are_refused_at_any_depth_not_ignored() -> None:
     with pytest.raises(ProtocolError, match=r"JobEvent.job: unknown field 'colour'"):
         decode(event_line({"job": JOB | {"colour": "red"}, "message": "m"}))
     with pytest.raises(ProtocolError, match=r"StopResult: unknown field 'extra'"):
-        parse_result("jobs.stop", Response(3, {"job": JOB, "outcome": "stopped", "extra": 1}))
+        parse_result(JOBS_STOP, Response(3, {"job": JOB, "outcome": "stopped", "extra": 1}))

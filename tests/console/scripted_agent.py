@@ -83,7 +83,7 @@ class ScriptedAgent:
         self.hello = dataclasses.replace(hello, bundle_sha256=local_bundle().sha256)
         self.results = ALWAYS | results
         self.file_content = file_content
-        self.requests: list[Request] = []
+        self.requests: list[Request[object]] = []
         self._wires: list[_Wire] = []
 
     async def open(self) -> AgentLink:
@@ -95,7 +95,7 @@ class ScriptedAgent:
         await link.hello(None, local_bundle().sha256)
         return link
 
-    def answer(self, request: Request) -> Response | ErrorResponse:
+    def answer(self, request: Request[object]) -> Response | ErrorResponse:
         """The scripted answer to one request."""
         if request.method == "hello":
             return Response(request.id, to_wire(self.hello))

@@ -14,7 +14,14 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
-from agent.protocol import DatasetsConfig, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from agent.protocol import (
+    JOBS_LAUNCH,
+    DatasetsConfig,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+)
 from agent.state import read_json
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, LinkError
@@ -176,7 +183,7 @@ async def test_stopping_a_job_asks_first_with_cancel_focused(
         jobs={"nap": JobSpec((sys.executable, "-c", "import time; time.sleep(120)"))}
     )
     launcher = await open_local_link(state_dir, config)
-    job: JobInfo = await launcher.request("jobs.launch", LaunchParams("nap"), idempotency_key="nap")
+    job: JobInfo = await launcher.call(JOBS_LAUNCH, LaunchParams("nap"), idempotency_key="nap")
     await launcher.close()
     app = make_app(state_dir, config)
     async with app.run_test(size=SIZE) as pilot:

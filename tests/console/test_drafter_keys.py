@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent.protocol import JobSpec, PipelineConfig, StopParams
+from agent.protocol import JOBS_STOP, JobSpec, PipelineConfig, StopParams
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -61,7 +61,7 @@ async def stop_all(app: ConsoleApp) -> None:
     assert link is not None
     for job in snapshot.jobs if snapshot else ():
         if job.state in ("starting", "running"):
-            await link.request("jobs.stop", StopParams(job.id), idempotency_key=f"end-{job.id}",
+            await link.call(JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}",
                                timeout_s=60)  # fmt: skip
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agent.protocol import DatasetsConfig, JobInfo, JobSpec, PipelineConfig, StopParams
+from agent.protocol import JOBS_STOP, DatasetsConfig, JobInfo, JobSpec, PipelineConfig, StopParams
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -29,8 +29,8 @@ async def stop_all(app: ConsoleApp) -> None:
     link = app.connections["gpu"].link
     assert link is not None
     for job in live_jobs(app):
-        await link.request(
-            "jobs.stop", StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
+        await link.call(
+            JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
         )
 
 

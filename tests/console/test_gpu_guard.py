@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from agent.protocol import JobInfo, JobSpec, LaunchParams, PipelineConfig, StopParams
+from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopParams,
+)
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
@@ -28,25 +36,17 @@ JOBS = {
 async def test_a_gpu_job_is_refused_while_another_holds_the_gpus(state_dir: Path) -> None:
     link = await open_local_link(state_dir, PipelineConfig(jobs=JOBS))
     try:
-        server: JobInfo = await link.request(
-            "jobs.launch", LaunchParams("sglang"), idempotency_key="s1"
-        )
-        vocab: JobInfo = await link.request(
-            "jobs.launch", LaunchParams("vocab"), idempotency_key="v1"
-        )
+        server: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("sglang"), idempotency_key="s1")
+        vocab: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("vocab"), idempotency_key="v1")
         with pytest.raises(AgentRequestError) as caught:
-            await link.request("jobs.launch", LaunchParams("train"), idempotency_key="t1")
+            await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="t1")
         assert caught.value.code == "gpu_busy"
         assert f"sglang ({server.id})" in caught.value.detail
-        await link.request(
-            "jobs.stop", StopParams(server.id), idempotency_key="stop-s1", timeout_s=60
-        )
-        train: JobInfo = await link.request(
-            "jobs.launch", LaunchParams("train"), idempotency_key="t2"
-        )
+        await link.call(JOBS_STOP, StopParams(server.id), idempotency_key="stop-s1", timeout_s=60)
+        train: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="t2")
         for job in (vocab, train):
-            await link.request(
-                "jobs.stop", StopParams(job.id), idempotency_key=f"stop-{job.id}", timeout_s=60
+            await link.call(
+                JOBS_STOP, StopParams(job.id), idempotency_key=f"stop-{job.id}", timeout_s=60
             )
     finally:
         await link.close()
@@ -60,9 +60,7 @@ async def test_t_offers_to_stop_the_server_first(state_dir: Path) -> None:
         return await open_local_link(state_dir, pipeline)
 
     launcher = await opener()
-    server: JobInfo = await launcher.request(
-        "jobs.launch", LaunchParams("sglang"), idempotency_key="s"
-    )
+    server: JobInfo = await launcher.call(JOBS_LAUNCH, LaunchParams("sglang"), idempotency_key="s")
     await launcher.close()
     host = HostConfig("gpu", SshTarget("local"), pipeline=pipeline)
     app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
@@ -80,8 +78,8 @@ async def test_t_offers_to_stop_the_server_first(state_dir: Path) -> None:
         link = app.connections["gpu"].link
         assert link is not None
         for job in running_jobs(app):
-            await link.request(
-                "jobs.stop", StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
+            await link.call(
+                JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
             )
 
 

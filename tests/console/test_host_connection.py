@@ -36,9 +36,9 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
     chunks: list[LogChunk] = []
 
     def on_event(host: str, event: Event) -> None:
-        if event.event == "snapshot":
+        if isinstance(event.data, Snapshot):
             snapshots.append(event.data)
-        elif event.event == "log":
+        elif isinstance(event.data, LogChunk):
             chunks.append(event.data)
 
     async def opener() -> AgentLink:

@@ -91,7 +91,7 @@ async def test_deploy_drift_and_diff_show_host_text_literally(tmp_path: Path) ->
     local = tmp_path / "run.py"
     local.write_text("print('new')\n")
     agent = ScriptedAgent(
-        HelloResult(1, "0.1.0", "", (), 1, "box", 0.0),
+        HelloResult(1, "0.1.0", "", 1, "box", 0.0),
         {"files.hash": FilesHashResult((FileState("/srv/run.py", hostile("sha")),))},
         file_content=(hostile("host line") + "\n").encode(errors="surrogateescape"),
     )

@@ -85,7 +85,7 @@ def hostile_detail(name: str) -> DatasetDetail:
 
 def hostile_agent(snapshot: Snapshot) -> ScriptedAgent:
     job = snapshot.jobs[0]
-    hello = plant(HelloResult(1, "0.1.0", "", ("caps",), 1, "box", NOW), "hello")
+    hello = plant(HelloResult(1, "0.1.0", "", 1, "box", NOW), "hello")
     return ScriptedAgent(
         hello,
         {

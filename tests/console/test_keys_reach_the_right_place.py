@@ -28,7 +28,7 @@ JOB = JOBS[0]
 
 
 def scripted(name: str) -> ScriptedAgent:
-    hello = HelloResult(1, "0.1.0", "", (), 1, name, NOW)
+    hello = HelloResult(1, "0.1.0", "", 1, name, NOW)
     return ScriptedAgent(hello, {"jobs.stop": StopResult(JOB, "stopped")}, file_content=b"")
 
 
@@ -51,7 +51,7 @@ def palette_highlights(app: ConsoleApp, text: str) -> bool:
 
 
 def with_a_deployed_file(name: str, remote: str) -> ScriptedAgent:
-    hello = HelloResult(1, "0.1.0", "", (), 1, name, NOW)
+    hello = HelloResult(1, "0.1.0", "", 1, name, NOW)
     results = {
         "files.hash": FilesHashResult((FileState(remote, "0" * 64),)),
         "files.rollback": InstallResult(remote, "1" * 64, "0" * 64, None),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent.protocol import Event, LogLagged, LogSubscribeParams
+from agent.protocol import AnyMethod, Event, LogLagged, LogSubscribeParams
 from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection
 
@@ -14,11 +14,11 @@ class RecordingLink:
     """Stands in for an AgentLink: records the requests made through it."""
 
     def __init__(self) -> None:
-        self.requests: list[tuple[str, Any]] = []
+        self.requests: list[tuple[str, object]] = []
         self.asked = asyncio.Event()
 
-    async def request(self, method: str, params: Any, **_: Any) -> Any:
-        self.requests.append((method, params))
+    async def call(self, method: AnyMethod, params: object, **_: object) -> Any:
+        self.requests.append((method.name, params))
         self.asked.set()
         return None
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agent.protocol import DatasetsConfig, JobSpec, LaunchParams, PipelineConfig, StopParams
+from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    DatasetsConfig,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopParams,
+)
 from console.config import DeployMapping, HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -52,8 +60,8 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
             return await open_local_link(state_dir, pipeline)
 
         launcher = await opener()
-        job = await launcher.request(
-            "jobs.launch", LaunchParams("inference", "B1_sharegpt"), idempotency_key="old"
+        job = await launcher.call(
+            JOBS_LAUNCH, LaunchParams("inference", "B1_sharegpt"), idempotency_key="old"
         )
         await launcher.close()
         app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
@@ -104,8 +112,8 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
             assert dataset.responses <= app.views["gpu"].snapshot.datasets[0].responses  # type: ignore[union-attr]
             for live in app.views["gpu"].snapshot.jobs:  # type: ignore[union-attr]
                 if live.state == "running":
-                    await app.connections["gpu"].link.request(  # type: ignore[union-attr]
-                        "jobs.stop",
+                    await app.connections["gpu"].link.call(  # type: ignore[union-attr]
+                        JOBS_STOP,
                         StopParams(live.id),
                         idempotency_key=f"cleanup-{live.id}",
                         timeout_s=60,

@@ -18,7 +18,7 @@ from tests.console.test_snapshots import JOBS, NOW, SIZE, SNAPSHOT
 
 
 def scripted() -> ScriptedAgent:
-    hello = HelloResult(1, "0.1.0", "", (), 1, "gpu", NOW)
+    hello = HelloResult(1, "0.1.0", "", 1, "gpu", NOW)
     return ScriptedAgent(hello, {"jobs.stop": StopResult(JOBS[0], "stopped")}, file_content=b"")
 
 

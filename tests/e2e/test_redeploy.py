@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent.protocol import LaunchParams, Snapshot, SnapshotParams
+from agent.protocol import JOBS_LAUNCH, SNAPSHOT, LaunchParams, Snapshot, SnapshotParams
 from console.config import load_config
 from console.link.local_link import open_local_link
 from tests.e2e.test_status_over_ssh import run_cli
@@ -51,7 +51,7 @@ def write_config(
 async def dataset_state(state_dir: Path, config: Path) -> Snapshot:
     link = await open_local_link(state_dir, load_config(config).host("gpu").pipeline)
     try:
-        snapshot: Snapshot = await link.request("snapshot", SnapshotParams())
+        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         return snapshot
     finally:
         await link.close()
@@ -71,8 +71,8 @@ async def test_redeploy_moves_a_stale_runner_to_the_new_code_without_loss(
         )
         pipeline = load_config(config).host("gpu").pipeline
         link = await open_local_link(state_dir, pipeline)
-        await link.request(
-            "jobs.launch", LaunchParams("inference", "B1_sharegpt"), idempotency_key="old"
+        await link.call(
+            JOBS_LAUNCH, LaunchParams("inference", "B1_sharegpt"), idempotency_key="old"
         )
         await link.close()
 
