@@ -23,6 +23,7 @@ from agent.protocol import (
     JobSpec,
     NotifyConfig,
     PipelineConfig,
+    ServerApi,
     Severity,
 )
 
@@ -176,7 +177,7 @@ _HOST_KEYS = {
 
 def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineConfig:
     sglang = reader.table(host, "sglang", where, required=False)
-    reader.only(sglang, f"{where}.sglang", {"url", "log", "api_key_file"})
+    reader.only(sglang, f"{where}.sglang", {"url", "log", "api_key_file", "api", "model"})
     jobs = reader.table(host, "jobs", where, required=False)
     external = reader.table(host, "external", where, required=False)
     tokenizer_path, trust_remote_code = _tokenizer(reader, host, where)
@@ -185,6 +186,8 @@ def _pipeline(reader: _Reader, host: Mapping[str, Any], where: str) -> PipelineC
         sglang_url=reader.optional(sglang, "url", f"{where}.sglang", str, "an http:// URL"),
         sglang_log=reader.optional(sglang, "log", f"{where}.sglang", str, "a file path"),
         sglang_api_key_file=_host_path(reader, sglang, "api_key_file", f"{where}.sglang"),
+        sglang_api=_server_api(reader, sglang, f"{where}.sglang"),
+        sglang_model=reader.optional(sglang, "model", f"{where}.sglang", str, "a model name"),
         jobs={name: _job(reader, jobs, name, f"{where}.jobs") for name in jobs},
         external={name: _regex(reader, external, name, f"{where}.external") for name in external},
         deploy_roots=_paths(reader, host, "deploy_roots", where),
@@ -209,6 +212,19 @@ def _notify(reader: _Reader, host: Mapping[str, Any], where: str) -> NotifyConfi
 
 
 _SEVERITIES: dict[str, Severity] = {"info": "info", "warning": "warning", "error": "error"}
+_SERVER_APIS: dict[str, ServerApi] = {
+    "sglang": "sglang", "openai-completions": "openai-completions", "openai-chat": "openai-chat",
+}  # fmt: skip
+
+
+def _server_api(reader: _Reader, sglang: Mapping[str, Any], where: str) -> ServerApi | None:
+    """`api`: how the server is spoken to, one of the runner's --api values (unset: guessed)."""
+    api = reader.optional(sglang, "api", where, str, "sglang, openai-completions or openai-chat")
+    if api is not None and api not in _SERVER_APIS:
+        raise reader.error(
+            f"{where}.api", f"got {api!r}", "sglang, openai-completions or openai-chat"
+        )
+    return _SERVER_APIS[api] if api is not None else None
 
 
 def _tokenizer(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[str | None, bool]:

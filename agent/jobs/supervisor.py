@@ -150,6 +150,8 @@ class Supervisor:
             "bundle": str(AGENT_PACKAGE.parent),
             "state_dir": str(self.state_dir),
             "sglang_url": pipeline.sglang_url,
+            "api": pipeline.sglang_api or "sglang",
+            "model": pipeline.sglang_model,
             "tokenizer": pipeline.tokenizer,
             "trust_remote_code": TRUST_FLAG if pipeline.trust_remote_code else "",
             "dataset": None, "dataset_dir": None, "budget": None,

@@ -10,7 +10,7 @@ from pathlib import Path
 from agent.probes.gpus import GpuReading, read_gpus
 from agent.probes.sglang_http import WARMING_DETAIL, probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
-from agent.protocol import Alert, JobInfo, PipelineConfig, ServerStats
+from agent.protocol import Alert, JobInfo, PipelineConfig, ServerApi, ServerStats
 from agent.sglang_auth import ApiKeyError, read_api_key
 from agent.tasks import TaskOwner
 
@@ -30,6 +30,8 @@ class ProbeCache:
         self._probed_for: tuple[str | None, ...] = ()
         self._config_changes = 0
         """Bumped when the server config changes: a refresh begun before it is discarded."""
+        self._server_name = "SGLang"
+        """What the alerts call the server: the config's `api` says which kind it is."""
 
     def refresh_if_stale(self, pipeline: PipelineConfig) -> None:
         """Start a refresh in the background when the readings are older than REFRESH_S.
@@ -38,6 +40,7 @@ class ProbeCache:
         brings the config) are dropped at once, so no snapshot shows them as this one's.
         """
         probed_for = _probed_for(pipeline)
+        self._server_name = server_name(pipeline.sglang_api)
         if probed_for != self._probed_for:
             self._probed_for, self.server, self._refreshed_at = probed_for, None, 0.0
             self._config_changes += 1
@@ -52,7 +55,9 @@ class ProbeCache:
         config_changes = self._config_changes
         if pipeline.sglang_url:
             api_key, key_note = await asyncio.to_thread(_api_key, pipeline.sglang_api_key_file)
-            server = await probe_sglang(pipeline.sglang_url, api_key, key_note)
+            server = await probe_sglang(
+                pipeline.sglang_url, api_key, key_note, pipeline.sglang_api, pipeline.sglang_model
+            )
         else:
             server = ServerStats(url=None, healthy=None, detail="no [sglang] url configured")
         log_stats = (
@@ -80,18 +85,24 @@ class ProbeCache:
             return []
         servers = sorted((j for j in jobs if j.kind == "server"), key=lambda j: j.started_at or 0)
         if servers and servers[-1].state == "stopped":
-            message = (
-                f"SGLang at {server.url} is down: job {servers[-1].name} was stopped on request"
-            )
+            message = f"{self._server_name} at {server.url} is down: job {servers[-1].name} was stopped on request"
             return [Alert("server_down", "info", message, server.url, now)]
-        message = f"SGLang at {server.url}: {server.detail}"
+        message = f"{self._server_name} at {server.url}: {server.detail}"
         warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
         return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
 
 
+def server_name(api: ServerApi | None) -> str:
+    """SGLang unless the config says the server speaks OpenAI's API (vLLM, or a hosted one)."""
+    return "SGLang" if api in (None, "sglang") else "the OpenAI-compatible server"
+
+
 def _probed_for(pipeline: PipelineConfig) -> tuple[str | None, ...]:
     """What the probe readings depend on in the config."""
-    return (pipeline.sglang_url, pipeline.sglang_log, pipeline.sglang_api_key_file)
+    return (
+        pipeline.sglang_url, pipeline.sglang_log, pipeline.sglang_api_key_file,
+        pipeline.sglang_api, pipeline.sglang_model,
+    )  # fmt: skip
 
 
 def _api_key(key_file: str | None) -> tuple[str | None, str]:

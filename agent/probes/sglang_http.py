@@ -5,7 +5,9 @@ WARNING in the server's log on every call (srt/entrypoints/http_server.py:802-80
 they are asked only when the current path answers 404. A 404 on /server_info that
 `/get_server_info` answers with `router_manager` means the URL is an sglang-router, which is
 probed as one (router_probe.py); a 404 on both forms with a `/v1/models` answer means a vLLM
-server (vllm_probe.py). With `--api-key` the key goes with every request.
+server (vllm_probe.py). A configured `api` ends the guessing: `sglang` is probed as SGLang only,
+`openai-*` as an OpenAI-compatible server (openai_probe.py: vLLM, or a hosted API). With
+`--api-key` the key goes with every request.
 
 aiohttp is imported here, lazily: it is present wherever SGLang is, but the agent core must not
 need it. Every failure is a reading that says what failed, never an exception to the daemon.
@@ -17,23 +19,33 @@ import asyncio
 from typing import Any
 
 from agent.probes import prometheus
+from agent.probes.openai_probe import probe_openai
 from agent.probes.router_probe import probe_router
 from agent.probes.vllm_probe import probe_vllm
-from agent.protocol import ServerPart, ServerStats
+from agent.protocol import ServerApi, ServerPart, ServerStats
 from agent.sglang_auth import bearer_headers
 
 TIMEOUT_S = 5.0
 WARMING_DETAIL = "/health answered HTTP 503"
 
 
-async def probe_sglang(url: str, api_key: str | None = None, key_note: str = "") -> ServerStats:
-    """One reading of the server (or router) at `url`; `key_note` explains a key problem."""
+async def probe_sglang(
+    url: str, api_key: str | None = None, key_note: str = "", api: ServerApi | None = None,
+    model: str | None = None,
+) -> ServerStats:  # fmt: skip
+    """One reading of the server (or router) at `url`; `key_note` explains a key problem.
+
+    `api` and `model` are the host's config: an `openai-*` api is read as an OpenAI-compatible
+    server that serves `model`; None leaves the probe to tell SGLang from vLLM by their answers.
+    """
     try:
         import aiohttp
     except ImportError:
         return ServerStats(url=url, healthy=None, detail="aiohttp is not installed for this python")
     timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
     async with aiohttp.ClientSession(timeout=timeout, headers=bearer_headers(api_key)) as session:
+        if api is not None and api != "sglang":
+            return await probe_openai(session, url, model)
         try:
             healthy, detail = await _health(session, url)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
@@ -43,13 +55,17 @@ async def probe_sglang(url: str, api_key: str | None = None, key_note: str = "")
         status, info = await _current_or_deprecated(session, url, "server_info")
         if info.get("router_manager"):
             return await probe_router(session, url)
-        if status == 404 and (vllm := await probe_vllm(session, url, healthy, detail)):
+        if (
+            api is None
+            and status == 404
+            and (vllm := await probe_vllm(session, url, healthy, detail))
+        ):
             return vllm  # no /server_info at all: a vLLM server (or another /v1 one)
-        _, model = await _current_or_deprecated(session, url, "model_info")
+        _, model_info = await _current_or_deprecated(session, url, "model_info")
         samples = prometheus.parse(await _text(session, f"{url}/metrics"))
     if status in (401, 403):
         detail = _join(detail, f"/server_info answered HTTP {status}: {key_note or _KEY_HINT}")
-    return _stats(url, healthy, detail, info, model, samples)
+    return _stats(url, healthy, detail, info, model_info, samples)
 
 
 _KEY_HINT = "set api_key_file under [hosts.NAME.sglang] (or SGLANG_API_KEY for the agent)"

@@ -20,6 +20,7 @@ from agent.protocol.config import (
     JobSpec,
     NotifyConfig,
     PipelineConfig,
+    ServerApi,
     TokenizerCheck,
     TokenizerCheckParams,
 )
@@ -147,6 +148,7 @@ __all__ = [
     "DatasetProgress",
     "DatasetsConfig",
     "GuardMode",
+    "ServerApi",
     "DetailParams",
     "Done",
     "DrafterEvaluation",

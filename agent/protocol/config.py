@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+ServerApi = Literal["sglang", "openai-completions", "openai-chat"]
+"""How the host's model server is spoken to: SGLang's native /generate, or OpenAI's /v1 routes."""
+
 GuardMode = Literal["alert", "stop"]
 """What the agent does when a dataset reaches its budget: raise an alert, or stop its writer too."""
 
@@ -43,7 +46,7 @@ class JobSpec:
     """A configured job: an argv list (never a shell string), where it runs and how it stops.
 
     argv, cwd and env values may use {python}, {bundle}, {state_dir}, {dataset}, {dataset_dir},
-    {budget}, {sglang_url} and {tokenizer}; the agent fills them in per launch. An argv element
+    {budget}, {sglang_url}, {api}, {model} and {tokenizer}; the agent fills them in per launch. An argv element
     that is exactly {trust_remote_code} becomes --trust-remote-code, or disappears when the host
     does not trust its tokenizer's code.
     """
@@ -80,6 +83,10 @@ class PipelineConfig:
     sglang_log: str | None = None
     sglang_api_key_file: str | None = None
     """A file on the host holding the server's --api-key, for the probes (else SGLANG_API_KEY)."""
+    sglang_api: ServerApi | None = None
+    """How the server is spoken to; None leaves the probe to tell SGLang from vLLM by its answers."""
+    sglang_model: str | None = None
+    """The model name an OpenAI-compatible API is sent ({model}); a hosted API's is checked for."""
     jobs: dict[str, JobSpec] = field(default_factory=dict)
     external: dict[str, str] = field(default_factory=dict)
     """Processes the agent did not start, found by a regex over their command line, by name."""

@@ -49,6 +49,9 @@ class ServerStats:
     healthy_workers: int | None = None
     total_workers: int | None = None
     parts: tuple[ServerPart, ...] = ()
+    hosted: bool = False
+    """A hosted API (the config's `api` is openai-* and it has no vLLM metrics): no load figures;
+    the console shows its rate limits and spend from the datasets instead."""
 
 
 @dataclass(frozen=True, slots=True)

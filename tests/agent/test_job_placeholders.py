@@ -1,4 +1,4 @@
-"""{tokenizer} and {trust_remote_code} in job argv: the host's tokenizer setting reaches every job.
+"""{tokenizer}, {trust_remote_code}, {api} and {model} in job argv: the host's settings reach every job.
 
 {trust_remote_code} is a whole argv element that becomes --trust-remote-code, or disappears (an
 empty argument would be a different command line) when the host does not trust the code.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from agent.protocol import (
     JobSpec,
     LaunchParams,
     PipelineConfig,
+    ServerApi,
 )
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
@@ -122,3 +124,34 @@ async def test_an_edited_argv_gets_the_same_expansion(trusting: AgentLink, tmp_p
             idempotency_key="inside",
         )  # fmt: skip
     assert caught.value.code == "invalid_params"
+
+
+def test_a_model_placeholder_without_a_configured_model_says_where_to_set_it() -> None:
+    with pytest.raises(SpecError) as caught:
+        render("inference", JobSpec(("run", "--model", "{model}")), {"model": None})
+    assert "needs {model}" in str(caught.value)
+    assert "model under [hosts.NAME.sglang]" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("api", "model", "expected"),
+    [
+        ("openai-chat", "moonshotai/kimi-k2", ["openai-chat", "moonshotai/kimi-k2"]),
+        (None, "m", ["sglang", "m"]),
+    ],
+)
+async def test_launched_jobs_get_the_hosts_api_and_model(
+    tmp_path: Path, state_dir: Path, api: ServerApi | None, model: str, expected: list[str]
+) -> None:
+    echo = (sys.executable, "-c", ARGV_ECHO, str(tmp_path / "argv.json"), "{api}", "{model}")
+    config = replace(
+        pipeline(tmp_path, trust=False), jobs={"echo": JobSpec(echo)}, sglang_api=api,
+        sglang_model=model,
+    )  # fmt: skip
+    link = await open_local_link(state_dir, config)
+    try:
+        info: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("echo"), idempotency_key="api")
+        await wait_for_job(link, info.id, {"exited"})
+    finally:
+        await link.close()
+    assert json.loads((tmp_path / "argv.json").read_text())["argv"][1:] == expected

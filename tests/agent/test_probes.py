@@ -152,3 +152,19 @@ async def test_readings_taken_for_another_server_config_are_dropped_at_once() ->
 def reading(cache: ProbeCache) -> ServerStats | None:
     """The cache's server reading now (a call, so a type checker does not carry it over)."""
     return cache.server
+
+
+async def test_a_server_down_is_named_by_the_configured_api() -> None:
+    cache = ProbeCache()
+    cache.refresh_if_stale(
+        PipelineConfig(sglang_url="http://127.0.0.1:1", sglang_api="openai-chat")
+    )
+    deadline = time.monotonic() + 20
+    while reading(cache) is None:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    [alert] = cache.alerts(time.time())
+    assert alert.message.startswith(
+        "the OpenAI-compatible server at http://127.0.0.1:1: unreachable"
+    )
+    assert "SGLang" not in alert.message

@@ -107,7 +107,7 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
         '"stall_after_s":600.0,"overrun_alert_share":0.02,"low_disk_floor_bytes":1073741824,'
         '"guard":"alert","guards":{},"stall_guard_s":null},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"sglang_api_key_file":null,'
-        '"jobs":{},"external":{},'
+        '"sglang_api":null,"sglang_model":null,"jobs":{},"external":{},'
         '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false,"notify":null}}}',
     ),
     (

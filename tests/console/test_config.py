@@ -25,6 +25,8 @@ stall_guard_s = 900
 url = "http://127.0.0.1:30000"
 log = "/root/sglang.log"
 api_key_file = "~/.sglang-key"
+api = "openai-completions"
+model = "moonshotai/Kimi-K2-Instruct"
 
 [hosts.kimi.jobs.inference]
 argv = ["{python}", "-m", "agent.pipeline.inference", "--dataset-dir", "{dataset_dir}"]
@@ -71,6 +73,9 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
     )
     assert kimi.pipeline.sglang_url == "http://127.0.0.1:30000"
     assert kimi.pipeline.sglang_api_key_file == "~/.sglang-key"
+    assert kimi.pipeline.sglang_api == "openai-completions"
+    assert kimi.pipeline.sglang_model == "moonshotai/Kimi-K2-Instruct"
+    assert config.host("alias").pipeline.sglang_api is None
     job = kimi.pipeline.jobs["inference"]
     assert job.argv[:3] == ("{python}", "-m", "agent.pipeline.inference")
     assert (job.kind, job.per_dataset, job.stop_signal, job.grace_s, job.term_grace_s) == (
@@ -140,6 +145,11 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
             '[hosts.a]\nssh = "b"\n[hosts.a.sglang]\napi_key_file = "key.txt"\n',
             "hosts.a.sglang.api_key_file",
             "a path on the host",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\n[hosts.a.sglang]\napi = "openai"\n',
+            "hosts.a.sglang.api",
+            "sglang, openai-completions or openai-chat",
         ),
         (
             '[hosts.a]\nssh = "b"\n[hosts.a.sglang]\napi_key = "s3cret"\n',

@@ -96,7 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The runner's flags (DESIGN §9; more are welcome, these names are fixed)."""
     parser = argparse.ArgumentParser(
         prog="python -m agent.pipeline.inference",
-        description="Generate a dataset's responses through SGLang, stopping at a token budget.",
+        description=(
+            "Generate a dataset's responses through SGLang or an OpenAI-compatible server "
+            "(--api), stopping at a token budget."
+        ),
     )
     add = parser.add_argument
     add(
@@ -106,7 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
         dest="servers",
         type=_server_url,
         metavar="URL",
-        help="SGLang (or sglang router) base URL; repeat to spread requests over servers",
+        help=(
+            "the server's base URL: SGLang, an sglang router, vLLM or a hosted API (--api); "
+            "repeat to spread requests over servers"
+        ),
     )
     add("--dataset-dir", type=Path, required=True)
     add("--tokenizer", help="local tokenizer path; needed for messages and prompt lines")
