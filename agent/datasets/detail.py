@@ -14,6 +14,7 @@ from typing import Any
 
 from agent.datasets.glued_lines import read_line
 from agent.datasets.response_lines import response_tokens
+from agent.datasets.runner_status import read_runner_status
 from agent.protocol import DatasetDetail, ErrorSummary, ResponseSummary
 from agent.regular_files import open_regular
 
@@ -52,6 +53,7 @@ def dataset_detail(name: str, folder: Path, responses_file: str, recent: int) ->
             ErrorSummary(_text(e.get("id")), _text(e.get("reason", "")), e.get("permanent") is True)
             for e in errors[-recent:]
         ),
+        api_usage=run.api_usage if (run := read_runner_status(folder)) else None,
     )
 
 

@@ -139,7 +139,7 @@ def dataset_progress(
         in_flight=run.in_flight if run and run.active else 0,
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
         last_response_age_s=live.idle_for_s, writer_active=live.active,
-        failed_prompts=counts.failed_prompts,
+        failed_prompts=counts.failed_prompts, api_usage=run.api_usage if run else None,
     )  # fmt: skip
 
 

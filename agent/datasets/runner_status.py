@@ -10,10 +10,11 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from agent.protocol import ApiUsage
 from agent.state import read_json
 
 MAX_TEXT_CHARS = 256
@@ -39,6 +40,8 @@ class RunView:
     write_error: str | None = None
     """Why the run stopped when a file could not be written (runner.json's write_error)."""
     write_disk_full: bool = False
+    api_usage: ApiUsage | None = None
+    """The backend's whole-dataset tallies (re-encoding, cost, rate limits), run over or not."""
 
 
 def read_runner_status(
@@ -69,7 +72,28 @@ def read_runner_status(
         runner_sha256=_str(record.get("runner_sha256")),
         pid=_int(record.get("pid")),
         **_write_error(record.get("write_error")),
+        api_usage=api_usage(record, float(updated_at) if active and _number(updated_at) else None),
     )
+
+
+def api_usage(record: dict[str, Any], live_at: float | None) -> ApiUsage | None:
+    """runner.json's dataset tallies; None when there is nothing to tell (a native SGLang run).
+
+    `live_at` is the `updated_at` of a live run: its `rate_limited_until_s` (seconds still to
+    wait when it wrote) becomes an epoch time; a run that is over is paused for nobody.
+    """
+    cost = record.get("dataset_cost")
+    wait_s = record.get("rate_limited_until_s")
+    usage = ApiUsage(
+        reencoded_responses=_int(record.get("dataset_reencoded")) or 0,
+        reencode_mismatches=_int(record.get("dataset_reencode_mismatches")) or 0,
+        cost_credits=float(cost) if _number(cost) and cost >= 0 else 0.0,
+        rate_limited=_int(record.get("rate_limited")) or 0,
+        paused_until=live_at + wait_s if live_at is not None and _number(wait_s) and wait_s > 0
+        else None,
+        responses=_int(record.get("responses")) or 0,
+    )  # fmt: skip
+    return None if replace(usage, responses=0) == ApiUsage() else usage
 
 
 def _write_error(value: object) -> dict[str, Any]:

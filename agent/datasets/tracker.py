@@ -450,5 +450,5 @@ def _run_view(
         return view
     for job in jobs:
         if job.dataset == follower.name and job.state in LIVE_JOB_STATES:
-            return view_from_argv(job.argv)
+            return replace(view_from_argv(job.argv), api_usage=view.api_usage if view else None)
     return view

@@ -98,6 +98,7 @@ from agent.protocol.receiver import receive_messages
 from agent.protocol.server import GpuSample, ServerPart, ServerStats
 from agent.protocol.snapshot import (
     Alert,
+    ApiUsage,
     DatasetProgress,
     DatasetStatus,
     Severity,
@@ -145,6 +146,7 @@ __all__ = [
     "ByteReader",
     "ByteWriter",
     "DatasetDetail",
+    "ApiUsage",
     "DatasetProgress",
     "DatasetsConfig",
     "GuardMode",

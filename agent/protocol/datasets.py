@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agent.protocol.snapshot import ApiUsage
+
 
 @dataclass(frozen=True, slots=True)
 class DetailParams:
@@ -44,3 +46,5 @@ class DatasetDetail:
     length_edges: tuple[int, ...]
     length_counts: tuple[int, ...]
     errors: tuple[ErrorSummary, ...]
+    api_usage: ApiUsage | None = None
+    """runner.json's tallies of an OpenAI-compatible backend: re-encoding, cost, rate limits."""

@@ -34,6 +34,27 @@ class SnapshotParams:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiUsage:
+    """What an OpenAI-compatible backend's runner reports (runner.json): whole-dataset tallies.
+
+    Re-encoded records hold a text answer turned back into ids with the target's tokenizer, and
+    can differ from what the model sampled; the rest hold the server's exact ids.
+    """
+
+    reencoded_responses: int = 0
+    reencode_mismatches: int = 0
+    """Re-encoded records whose length differs from the server's completion_tokens."""
+    cost_credits: float = 0.0
+    """Summed `usage.cost`, in the API's unit (OpenRouter's credits are USD)."""
+    rate_limited: int = 0
+    """Times a 429 paused the run's dispatch (this run)."""
+    paused_until: float | None = None
+    """Epoch seconds the live run's dispatch is paused to after a 429; None when not paused."""
+    responses: int = 0
+    """Records in the dataset when the runner wrote these tallies: the base of the shares."""
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetProgress:
     """One dataset's state, as the agent sees it on disk."""
 
@@ -71,6 +92,8 @@ class DatasetProgress:
     writer_pid: int | None = None
     writer_stopped: bool = False
     """Its writer is stopped (SIGSTOP): the dataset is stalled, and nobody else may write it."""
+    api_usage: ApiUsage | None = None
+    """None unless its runner re-encoded records, paid for answers or met a rate limit."""
 
     @property
     def prompts_left(self) -> int:

@@ -15,6 +15,7 @@ from agent.protocol import (
     MAX_LINE_BYTES,
     METHODS,
     Alert,
+    ApiUsage,
     AuditEntry,
     AuditParams,
     AuditResult,
@@ -77,7 +78,10 @@ from agent.protocol import (
     parse_result,
 )
 
-DATASET = DatasetProgress("B1_sharegpt", 10, 4, 4000, 10_000, tokens_per_s=12.5, status="idle")
+DATASET = DatasetProgress(
+    "B1_sharegpt", 10, 4, 4000, 10_000, tokens_per_s=12.5, status="idle",
+    api_usage=ApiUsage(3, 1, 0.25, rate_limited=2),
+)  # fmt: skip
 SNAPSHOT = Snapshot(
     taken_at=1700000000.5,
     host_name="gpu-0",
@@ -229,11 +233,14 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
             (0, 10, 20),
             (1, 1),
             (ErrorSummary("p9", "HTTP 400: too long", True),),
+            ApiUsage(1, 0, 0.002, responses=2),
         ),  # fmt: skip
         '{"id":1,"result":{"name":"B1","window_responses":2,"recent":[{"id":"p1","completion_tokens":30,'
         '"finish_reason":"length","latency_s":2.5}],"finish_reasons":{"length":1,"stop":1},'
         '"length_edges":[0,10,20],"length_counts":[1,1],"errors":[{"id":"p9","reason":'
-        '"HTTP 400: too long","permanent":true}]}}',
+        '"HTTP 400: too long","permanent":true}],"api_usage":{"reencoded_responses":1,'
+        '"reencode_mismatches":0,"cost_credits":0.002,"rate_limited":0,"paused_until":null,'
+        '"responses":2}}}',
     ),
     (
         "audit.read",
@@ -287,7 +294,9 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"mean_tokens_per_response":null,"stop_condition":"all_prompts","target_responses":null,'
         '"target_tokens":null,"eta_low_s":null,"eta_high_s":null,"projected_overrun_hours":null,'
         '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
-        '"last_response_age_s":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false}],"alerts":[{'
+        '"last_response_age_s":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false,'
+        '"api_usage":{"reencoded_responses":3,"reencode_mismatches":1,"cost_credits":0.25,'
+        '"rate_limited":2,"paused_until":null,"responses":0}}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
         '"training":[],"export":null,"evaluation":null}}',
