@@ -124,7 +124,7 @@ def server_text(server: ServerStats | None) -> str:
     if server is None:
         return "SGLang: not probed yet"
     detail = sanitise(server.detail) if not server.healthy else ""
-    what = "sglang-router" if server.is_router else "SGLang"
+    what = "sglang-router" if server.is_router else "hosted API" if server.hosted else "SGLang"
     lines = [f"{what} {sanitise(server.url or '')}: {HEALTH[server.healthy]} {detail}".rstrip()]
     if server.model_path:
         lines.append(f"model {sanitise(server.model_path)}")

@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent.datasets.detail import dataset_detail
+from agent.protocol import DatasetProgress
+from console.model.api_usage_view import hosted_lines
 from tests.support.export_data import DROPS_THINK, KEEPS_THINK, build_think_tokenizer, write_jsonl
 from tests.support.runner_files import response_tokens, run_runner, runner_command, status
 from tests.support.simulator_process import agent_env, running_simulator
@@ -239,6 +243,11 @@ def test_a_429_storm_pauses_dispatch_fails_no_prompt_and_keeps_the_budget(
     kept = records(folder).values()
     assert final["cost"] == pytest.approx(sum(r["usage"]["cost"] for r in kept))
     assert "rate limited: dispatch paused" in result.stderr
+    usage = dataset_detail("d", folder, "raw_responses.jsonl", 1).api_usage
+    assert usage is not None, "the agent reads the hosted run's tallies"
+    assert usage.cost_credits == pytest.approx(final["dataset_cost"])
+    shown = hosted_lines([DatasetProgress("d", 200, 0, 0, None, api_usage=usage)], time.time())
+    assert shown[0] == f"rate limit: {final['rate_limited']:,} × 429 this run · not paused"
 
 
 def test_an_error_inside_a_stream_is_retried_not_kept(

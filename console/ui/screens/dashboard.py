@@ -95,7 +95,9 @@ class DashboardScreen(Screen[None]):
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
-        self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
+        self.query_one(ServerPanel).show(
+            snapshot.server, list(view.throughput), snapshot.datasets, snapshot.taken_at
+        )
         training = training_text(
             snapshot.training, snapshot.jobs, measured_accept_length(snapshot.evaluation)
         )

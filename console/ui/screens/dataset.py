@@ -9,6 +9,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from agent.protocol import DatasetDetail
+from console.model.api_usage_view import record_shares_line
 from console.model.formatting import bar
 from console.model.safe_text import literal, literal_lines, sanitise
 
@@ -48,6 +49,8 @@ class DatasetScreen(Screen[None]):
             ),
         )
         yield Static(title, id="dataset-title")
+        if shares := record_shares_line(detail.api_usage):
+            yield Static(literal(shares), id="dataset-api-usage")
         yield Static(histogram_text(detail), id="dataset-histogram")
         recent: DataTable[Text | str] = DataTable(id="dataset-recent", cursor_type="row")
         recent.add_columns("id", "tokens", "finish", "latency")

@@ -1,13 +1,19 @@
-"""The SGLang server: health, model, load and a sparkline of generation throughput."""
+"""The model server: health, model, load and a sparkline of generation throughput.
+
+A hosted API has no load to show: its rate-limit state and spend, from the datasets, instead.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from agent.protocol import ServerStats
+from agent.protocol import DatasetProgress, ServerStats
+from console.model.api_usage_view import hosted_lines
 from console.model.formatting import HEALTH, server_text
 from console.model.safe_text import literal_lines
 
@@ -22,9 +28,15 @@ class ServerPanel(Vertical):
         yield Static(id="server-text")
         yield Sparkline([], id="server-throughput")
 
-    def show(self, server: ServerStats | None, throughput: list[float]) -> None:
-        """Render the latest reading."""
-        self.query_one("#server-text", Static).update(_with_health(server))
+    def show(
+        self, server: ServerStats | None, throughput: list[float],
+        datasets: Sequence[DatasetProgress] = (), now: float = 0.0,
+    ) -> None:  # fmt: skip
+        """Render the latest reading (a hosted API's with its datasets' 429s and spend at `now`)."""
+        text = _with_health(server)
+        if server is not None and server.hosted:
+            text.append("\n" + "\n".join(hosted_lines(datasets, now)))
+        self.query_one("#server-text", Static).update(text)
         self.query_one("#server-throughput", Sparkline).data = throughput or [0.0]
 
 
