@@ -31,6 +31,14 @@ class FlavorSettings:
     usd_per_prompt_token: float = 0.5e-6
     usd_per_completion_token: float = 2e-6
 
+    def __post_init__(self) -> None:
+        """A hosted API's faults on a vLLM or SGLang stand-in would be silently ignored: refused."""
+        if self.flavor != "hosted" and (self.rate_limit_rate or self.stream_error_rate):
+            raise ValueError(
+                "--rate-limit-rate and --stream-error-rate are a hosted API's faults: "
+                "use them with --flavor hosted"
+            )
+
     @property
     def openai(self) -> bool:
         """Whether the /v1 routes are served (every flavour but sglang)."""

@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from agent.simulator.__main__ import build_parser, config_from
 from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 FAST = ("--speed", "20", "--mean-tokens", "60", "--sd-tokens", "20", "--seed", "3")
@@ -191,3 +192,13 @@ async def test_hosted_can_fail_inside_a_stream(tmp_path: Path, http: aiohttp.Cli
     assert "[DONE]" not in stream
     assert stream[-1]["error"]["code"] == 502
     assert stream[-1]["choices"][0]["finish_reason"] == "error"
+
+
+@pytest.mark.parametrize("flavor", ["vllm", "sglang"])
+@pytest.mark.parametrize("fault", ["--rate-limit-rate", "--stream-error-rate"])
+def test_a_hosted_fault_on_another_flavor_is_refused_not_ignored(flavor: str, fault: str) -> None:
+    args = build_parser().parse_args(["--flavor", flavor, fault, "0.5"])
+    with pytest.raises(ValueError, match="use them with --flavor hosted"):
+        config_from(args)
+    hosted = config_from(build_parser().parse_args(["--flavor", "hosted", fault, "0.5"]))
+    assert hosted.flavor.flavor == "hosted"
