@@ -5,8 +5,9 @@ WARNING in the server's log on every call (srt/entrypoints/http_server.py:802-80
 they are asked only when the current path answers 404. A 404 on /server_info that
 `/get_server_info` answers with `router_manager` means the URL is an sglang-router, which is
 probed as one (router_probe.py); a 404 on both forms with a `/v1/models` answer means a vLLM
-server (vllm_probe.py). A configured `api` ends the guessing: `sglang` is probed as SGLang only,
-`openai-*` as an OpenAI-compatible server (openai_probe.py: vLLM, or a hosted API). With
+server (vllm_probe.py). A configured `api` ends the guessing: `sglang` is probed as SGLang only;
+under `openai-*` SGLang (its /v1 routes) is still SGLang, and a server without /server_info is
+an OpenAI-compatible one (openai_probe.py: vLLM, or a hosted API). With
 `--api-key` the key goes with every request.
 
 aiohttp is imported here, lazily: it is present wherever SGLang is, but the agent core must not
@@ -35,8 +36,9 @@ async def probe_sglang(
 ) -> ServerStats:  # fmt: skip
     """One reading of the server (or router) at `url`; `key_note` explains a key problem.
 
-    `api` and `model` are the host's config: an `openai-*` api is read as an OpenAI-compatible
-    server that serves `model`; None leaves the probe to tell SGLang from vLLM by their answers.
+    `api` and `model` are the host's config: under an `openai-*` api a server with no
+    /server_info is read as an OpenAI-compatible one that serves `model` (vLLM, or a hosted
+    API); None leaves the probe to tell SGLang from vLLM by their answers.
     """
     try:
         import aiohttp
@@ -44,8 +46,6 @@ async def probe_sglang(
         return ServerStats(url=url, healthy=None, detail="aiohttp is not installed for this python")
     timeout = aiohttp.ClientTimeout(total=TIMEOUT_S)
     async with aiohttp.ClientSession(timeout=timeout, headers=bearer_headers(api_key)) as session:
-        if api is not None and api != "sglang":
-            return await probe_openai(session, url, model)
         try:
             healthy, detail = await _health(session, url)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
@@ -55,17 +55,30 @@ async def probe_sglang(
         status, info = await _current_or_deprecated(session, url, "server_info")
         if info.get("router_manager"):
             return await probe_router(session, url)
-        if (
-            api is None
-            and status == 404
-            and (vllm := await probe_vllm(session, url, healthy, detail))
-        ):
-            return vllm  # no /server_info at all: a vLLM server (or another /v1 one)
+        if other := await _not_sglang(session, url, status, api, model, (healthy, detail)):
+            return other
         _, model_info = await _current_or_deprecated(session, url, "model_info")
         samples = prometheus.parse(await _text(session, f"{url}/metrics"))
     if status in (401, 403):
         detail = _join(detail, f"/server_info answered HTTP {status}: {key_note or _KEY_HINT}")
     return _stats(url, healthy, detail, info, model_info, samples)
+
+
+async def _not_sglang(
+    session: Any, url: str, status: int, api: ServerApi | None, model: str | None,
+    health: tuple[bool, str],
+) -> ServerStats | None:  # fmt: skip
+    """The reading of a server with no /server_info of its own; None when it is SGLang.
+
+    SGLang answers /server_info under every api (its /v1 routes included), so only a server
+    that does not is read as the config's openai-* api says, or, with no api, as vLLM if its
+    /v1/models answers.
+    """
+    if status in (200, 401, 403) or api == "sglang":
+        return None  # SGLang, or a server that wants a key before it says what it is
+    if api is not None:
+        return await probe_openai(session, url, model)
+    return await probe_vllm(session, url, *health) if status == 404 else None
 
 
 _KEY_HINT = "set api_key_file under [hosts.NAME.sglang] (or SGLANG_API_KEY for the agent)"

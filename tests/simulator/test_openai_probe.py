@@ -47,3 +47,10 @@ def test_an_sglang_api_is_not_guessed_into_vllm(tmp_path: Path) -> None:
     assert "vLLM" in guessed.detail
     assert "vLLM" not in told.detail
     assert told.model_path is None
+
+
+def test_sglangs_own_v1_routes_under_an_openai_api_still_read_as_sglang(tmp_path: Path) -> None:
+    with running_simulator(tmp_path, "--model-path", MODEL) as sim:
+        stats = asyncio.run(probe_sglang(sim.url, api="openai-completions", model=MODEL))
+    assert (stats.hosted, stats.healthy, stats.model_path) == (False, True, MODEL)
+    assert stats.max_running_requests is not None, "read from /server_info"
