@@ -23,7 +23,13 @@ from agent.protocol.config import (
     TokenizerCheck,
     TokenizerCheckParams,
 )
-from agent.protocol.datasets import DatasetDetail, DetailParams, ErrorSummary, ResponseSummary
+from agent.protocol.datasets import (
+    DatasetDetail,
+    DetailParams,
+    ErrorSummary,
+    ResponseSummary,
+    TokensAt,
+)
 from agent.protocol.drafter import DrafterEvaluation, EvalLevel, ExportDatasetQuality, ExportSummary
 from agent.protocol.envelopes import ErrorResponse, Event, Message, Request, Response
 from agent.protocol.errors import ErrorCode, ErrorInfo, ProtocolError
@@ -85,6 +91,7 @@ from agent.protocol.methods import (
     LOGS_SUBSCRIBE,
     LOGS_UNSUBSCRIBE,
     METHODS,
+    NOTIFY_STATUS,
     PING,
     SNAPSHOT,
     SNAPSHOT_WATCH,
@@ -107,9 +114,13 @@ from agent.protocol.snapshot import (
 )
 from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
+from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
 __all__ = [
     "EVENTS_LIST",
+    "NOTIFY_STATUS",
+    "NotifyStatus",
+    "NotifyStatusParams",
     "EventsList",
     "EventsParams",
     "TimelineEvent",
@@ -144,6 +155,7 @@ __all__ = [
     "ByteReader",
     "ByteWriter",
     "DatasetDetail",
+    "TokensAt",
     "DatasetProgress",
     "DatasetsConfig",
     "GuardMode",

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Footer, Static
 from agent.protocol import DatasetDetail
 from console.model.formatting import bar
 from console.model.safe_text import literal, literal_lines, sanitise
+from console.ui.widgets.tokens_over_time import TokensOverTime
 
 
 def histogram_text(detail: DatasetDetail) -> str:
@@ -49,6 +50,7 @@ class DatasetScreen(Screen[None]):
         )
         yield Static(title, id="dataset-title")
         yield Static(histogram_text(detail), id="dataset-histogram")
+        yield TokensOverTime(detail)
         recent: DataTable[Text | str] = DataTable(id="dataset-recent", cursor_type="row")
         recent.add_columns("id", "tokens", "finish", "latency")
         for item in reversed(detail.recent):
