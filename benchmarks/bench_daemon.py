@@ -104,13 +104,18 @@ def write_datasets(root: Path, count: int, prompts: int) -> None:
 
 
 async def watching(links: list[AgentLink], pid: int, seconds: float) -> tuple[int, float]:
-    """(scans any console saw, % of one core) over `seconds`: a scan is one distinct `taken_at`."""
+    """(scans any console saw, % of one core) over `seconds`: a scan is one distinct `taken_at`.
+
+    Snapshots queued on a link before the window (the scans each new watcher asks for, among
+    them) are drained but not counted: same machine, so the agent's clock is this one.
+    """
     taken: set[float] = set()
+    since = time.time()
 
     async def drain(link: AgentLink) -> None:
         while True:
             event = await link.events.get()
-            if isinstance(event.data, Snapshot):
+            if isinstance(event.data, Snapshot) and event.data.taken_at >= since:
                 taken.add(event.data.taken_at)
 
     before, started = cpu_seconds(pid), time.monotonic()
