@@ -65,6 +65,8 @@ from agent.protocol import (
     LogReadParams,
     LogsList,
     LogsParams,
+    NotifyStatus,
+    NotifyStatusParams,
     PingParams,
     PingResult,
     PipelineConfig,
@@ -98,6 +100,9 @@ class AgentError(Exception):
 Handler = Callable[[Request[Any]], Awaitable[object]]
 """A handler whose params type is not known statically: what a table of mixed methods holds."""
 Broadcast = Callable[[Event], Awaitable[None]]
+TOKEN_CURVE_SPAN_S = 24 * 3600.0
+"""The dataset detail's tokens-over-time curve covers this much of the history."""
+TOKEN_CURVE_POINTS = 240
 
 
 class AgentCore:
@@ -337,11 +342,17 @@ class AgentCore:
             )
         folder = Path(datasets.root) / params.name
         try:
-            return await asyncio.to_thread(
+            detail = await asyncio.to_thread(
                 dataset_detail, params.name, folder, datasets.responses_file, params.recent
             )
         except OSError as exc:
             raise AgentError(ErrorCode.UNREADABLE, f"dataset {params.name}: {exc}") from None
+        since = time.time() - TOKEN_CURVE_SPAN_S
+        curve = await asyncio.to_thread(
+            self.history.token_curve, params.name, since, TOKEN_CURVE_POINTS
+        )
+        budget = datasets.budgets.get(params.name, datasets.budget)
+        return replace(detail, tokens_over_time=curve, budget=budget)
 
     async def tokenizer_check(self, request: Request[TokenizerCheckParams]) -> TokenizerCheck:
         """Load the configured tokenizer with the configured trust setting, bounded in time."""
@@ -357,6 +368,10 @@ class AgentCore:
         params = request.params
         since = time.time() - params.since_s
         return await asyncio.to_thread(self.history.timeline, since, params.limit)
+
+    async def notify_status(self, request: Request[NotifyStatusParams]) -> NotifyStatus:
+        """How the webhook has fared since the daemon started (for `doctor`)."""
+        return self.notifier.status()
 
     def files_signature(self) -> tuple[tuple[int, int], ...]:
         """(size, mtime) of every responses file followed: changes when any dataset grows."""

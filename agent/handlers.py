@@ -28,6 +28,7 @@ from agent.protocol import (
     LOGS_READ,
     LOGS_SUBSCRIBE,
     LOGS_UNSUBSCRIBE,
+    NOTIFY_STATUS,
     PING,
     SNAPSHOT,
     SNAPSHOT_WATCH,
@@ -78,6 +79,7 @@ def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
         route(DATASETS_DETAIL, core.datasets_detail),
         route(TOKENIZER_CHECK, core.tokenizer_check),
         route(EVENTS_LIST, core.events_list),
+        route(NOTIFY_STATUS, core.notify_status),
     )
 
 

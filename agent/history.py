@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agent.protocol import EventsList, TimelineEvent
+from agent.protocol import EventsList, TimelineEvent, TokensAt
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +141,15 @@ class History:
             "ORDER BY ts", (dataset, since),
         )  # fmt: skip
         return [Point(*row) for row in rows]
+
+    def token_curve(self, dataset: str, since: float, most: int) -> tuple[TokensAt, ...]:
+        """A dataset's tokens from `since` on, thinned to at most `most` points, the last kept."""
+        points = self.points(dataset, since)
+        step = max(1, -(-len(points) // most))
+        kept = points[::step]
+        if points and kept[-1] is not points[-1]:
+            kept = [*kept[: most - 1], points[-1]]
+        return tuple(TokensAt(p.ts, p.tokens) for p in kept)
 
     def rate_points(self, dataset: str, since: float) -> list[tuple[float, int, int]]:
         """(ts, tokens, responses) of a dataset from `since` on: what seeds its rates."""

@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from agent.protocol import Alert, NotifyConfig, PipelineConfig, Snapshot
+from agent.protocol import Alert, NotifyConfig, NotifyStatus, PipelineConfig, Snapshot
 from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,8 @@ class Notifier:
         self.sent = 0
         self.dead_letters = 0
         """Notifications dropped: queue full, rate limit, or every try failed."""
+        self.last_failure: tuple[str, float] | None = None
+        """Why the last notification was lost, and when: never the URL."""
 
     async def heard(self, snapshot: Snapshot) -> None:
         """Queue the alerts raised since the last snapshot (an observer listener; never waits)."""
@@ -105,9 +107,20 @@ class Notifier:
         )
         return [Alert("notify_failing", "warning", message, "notify", now)]
 
+    def status(self) -> NotifyStatus:
+        """What `doctor` shows: the webhook's site, what went out, what was lost and why."""
+        config = self._pipeline().notify
+        failure, failed_at = self.last_failure or (None, None)
+        site = redacted(config.url) if config is not None else None
+        return NotifyStatus(site, self.sent, self.dead_letters, failure, failed_at)
+
+    def _lost(self, reason: str) -> None:
+        self.dead_letters += 1
+        self.last_failure = (reason, time.time())
+
     def _enqueue(self, config: NotifyConfig, body: bytes) -> None:
         if len(self._queue) >= QUEUE_LIMIT:
-            self.dead_letters += 1
+            self._lost("queue full")
             return
         self._queue.append((config, body))
         self._wake.set()
@@ -119,7 +132,7 @@ class Notifier:
             while self._queue:
                 config, body = self._queue.popleft()
                 if self._over_rate():
-                    self.dead_letters += 1
+                    self._lost("over the rate limit")
                     continue
                 await self._send(config, body)
             self._wake.clear()
@@ -135,20 +148,22 @@ class Notifier:
         return False
 
     async def _send(self, config: NotifyConfig, body: bytes) -> None:
+        reason = "not sent"
         for attempt in range(TRIES):
             try:
                 await asyncio.to_thread(self._post, config.url, body, TIMEOUT_S)
             except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+                reason = _reason(exc)
                 log.warning(
                     "webhook %s: try %d of %d failed: %s", redacted(config.url), attempt + 1,
-                    TRIES, _reason(exc),
+                    TRIES, reason,
                 )  # fmt: skip
                 if attempt + 1 < TRIES:
                     await asyncio.sleep(BACKOFF_S * 2**attempt)
                 continue
             self.sent += 1
             return
-        self.dead_letters += 1
+        self._lost(reason)
 
 
 def _reason(exc: Exception) -> str:

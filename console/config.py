@@ -77,11 +77,22 @@ class HostConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsoleSettings:
+    """`[console]`: how the console itself behaves, whichever host it shows."""
+
+    bell: bool = True
+    """Ring the terminal bell on each new critical alert."""
+    desktop_notify: bool = True
+    """Send a desktop notification escape (OSC 777 and OSC 9) on each new critical alert."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsoleConfig:
     """Every host in one config file."""
 
     path: Path
     hosts: dict[str, HostConfig]
+    settings: ConsoleSettings = field(default_factory=ConsoleSettings)
 
     def host(self, name: str) -> HostConfig:
         """The host called `name`, or a ConfigError listing the ones there are."""
@@ -97,10 +108,15 @@ def config_search_path() -> list[Path]:
     return [Path.cwd() / CONFIG_NAME, user_dir / "eagle-console" / "config.toml"]
 
 
+def console_state_dir() -> Path:
+    """The console's own state folder: `$XDG_STATE_HOME/eagle-console` (its log, what it saw)."""
+    state_dir = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return state_dir / "eagle-console"
+
+
 def console_log_path() -> Path:
     """The console's own log file, under the user's state dir (`doctor` shows where)."""
-    state_dir = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    return state_dir / "eagle-console" / "console.log"
+    return console_state_dir() / "console.log"
 
 
 def load_config(path: Path | None = None) -> ConsoleConfig:
@@ -127,9 +143,21 @@ def load_config(path: Path | None = None) -> ConsoleConfig:
 def parse_config(document: Mapping[str, Any], path: Path) -> ConsoleConfig:
     """Check a parsed TOML document and build the config from it."""
     reader = _Reader(path)
-    reader.only(document, "", {"hosts"})
+    reader.only(document, "", {"hosts", "console"})
     hosts = reader.table(document, "hosts", "", required=False)
-    return ConsoleConfig(path, {name: _host(reader, name, hosts) for name in hosts})
+    return ConsoleConfig(
+        path, {name: _host(reader, name, hosts) for name in hosts}, _settings(reader, document)
+    )
+
+
+def _settings(reader: _Reader, document: Mapping[str, Any]) -> ConsoleSettings:
+    """`[console]`: `bell` and `desktop_notify`, both true unless turned off."""
+    table = reader.table(document, "console", "", required=False)
+    reader.only(table, "console", {"bell", "desktop_notify"})
+    flag = "true or false"
+    bell = reader.optional(table, "bell", "console", bool, flag)
+    desktop = reader.optional(table, "desktop_notify", "console", bool, flag)
+    return ConsoleSettings(bell is not False, desktop is not False)
 
 
 def _host(reader: _Reader, name: str, hosts: Mapping[str, Any]) -> HostConfig:

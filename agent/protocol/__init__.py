@@ -24,7 +24,13 @@ from agent.protocol.config import (
     TokenizerCheck,
     TokenizerCheckParams,
 )
-from agent.protocol.datasets import DatasetDetail, DetailParams, ErrorSummary, ResponseSummary
+from agent.protocol.datasets import (
+    DatasetDetail,
+    DetailParams,
+    ErrorSummary,
+    ResponseSummary,
+    TokensAt,
+)
 from agent.protocol.drafter import DrafterEvaluation, EvalLevel, ExportDatasetQuality, ExportSummary
 from agent.protocol.envelopes import ErrorResponse, Event, Message, Request, Response
 from agent.protocol.errors import ErrorCode, ErrorInfo, ProtocolError
@@ -86,6 +92,7 @@ from agent.protocol.methods import (
     LOGS_SUBSCRIBE,
     LOGS_UNSUBSCRIBE,
     METHODS,
+    NOTIFY_STATUS,
     PING,
     SNAPSHOT,
     SNAPSHOT_WATCH,
@@ -109,9 +116,13 @@ from agent.protocol.snapshot import (
 )
 from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
+from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
 __all__ = [
     "EVENTS_LIST",
+    "NOTIFY_STATUS",
+    "NotifyStatus",
+    "NotifyStatusParams",
     "EventsList",
     "EventsParams",
     "TimelineEvent",
@@ -147,6 +158,7 @@ __all__ = [
     "ByteWriter",
     "DatasetDetail",
     "ApiUsage",
+    "TokensAt",
     "DatasetProgress",
     "DatasetsConfig",
     "GuardMode",

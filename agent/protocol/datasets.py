@@ -35,6 +35,14 @@ class ErrorSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class TokensAt:
+    """A dataset's total tokens at one moment (the agent's clock), from its history."""
+
+    ts: float
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetDetail:
     """The latest responses of a dataset, their finish reasons and lengths, and its errors."""
 
@@ -48,3 +56,7 @@ class DatasetDetail:
     errors: tuple[ErrorSummary, ...]
     api_usage: ApiUsage | None = None
     """runner.json's tallies of an OpenAI-compatible backend: re-encoding, cost, rate limits."""
+    tokens_over_time: tuple[TokensAt, ...] = ()
+    """Total tokens over the last hours, oldest first, thinned to at most a few hundred points."""
+    budget: int | None = None
+    """The configured token budget, for the line the curve is drawn against."""

@@ -49,6 +49,7 @@ from agent.protocol.logs import (
 )
 from agent.protocol.snapshot import Snapshot, SnapshotParams
 from agent.protocol.timeline import EventsList, EventsParams
+from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -83,6 +84,7 @@ AUDIT_READ = Method("audit.read", AuditParams, AuditResult)
 DATASETS_DETAIL = Method("datasets.detail", DetailParams, DatasetDetail)
 TOKENIZER_CHECK = Method("tokenizer.check", TokenizerCheckParams, TokenizerCheck)
 EVENTS_LIST = Method("events.list", EventsParams, EventsList)
+NOTIFY_STATUS = Method("notify.status", NotifyStatusParams, NotifyStatus)
 
 AnyMethod = Method[Any, Any]
 """A method whose types are not known statically: what the decoder finds by a name on the wire."""
@@ -108,6 +110,7 @@ METHODS: dict[str, AnyMethod] = {
         DATASETS_DETAIL,
         TOKENIZER_CHECK,
         EVENTS_LIST,
+        NOTIFY_STATUS,
     )
 }
 """Every method the protocol knows, by wire name; an agent may implement a subset."""

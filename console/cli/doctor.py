@@ -1,8 +1,9 @@
 """`eagle-console doctor HOST`: every precondition of a working link, checked and explained.
 
 SSH and the host key, the remote Python and its version, aiohttp (for SGLang probes), the agent
-bundle and daemon, the datasets root, SGLang, nvidia-smi, and the target's tokenizer (loaded on
-the host with the configured trust setting): one line each, with what to do.
+bundle and daemon, the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on
+the host with the configured trust setting) and the webhook's lost notifications: one line
+each, with what to do.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from agent.protocol import SNAPSHOT, Snapshot, SnapshotParams
 from console.cli.doctor_tokenizer import tokenizer_line
+from console.cli.doctor_webhook import webhook_line
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.ssh_link import connect, open_ssh_link, probe_python
@@ -58,7 +60,11 @@ async def run_doctor(host: HostConfig) -> list[Check]:
     try:
         checks += await _agent_checks(link)
         ok, detail = await tokenizer_line(link, host.name, host.pipeline)
-        return [*checks, Check("tokenizer", ok, detail)]
+        return [
+            *checks,
+            Check("tokenizer", ok, detail),
+            Check("webhook", *await webhook_line(link)),
+        ]
     finally:
         await link.close()
 

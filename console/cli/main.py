@@ -19,7 +19,14 @@ from rich.console import Console
 
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
-from console.config import ConfigError, ConsoleConfig, HostConfig, console_log_path, load_config
+from console.config import (
+    ConfigError,
+    ConsoleConfig,
+    HostConfig,
+    console_log_path,
+    console_state_dir,
+    load_config,
+)
 from console.link.agent_link import LinkError
 from console.model.safe_text import literal, sanitise_lines
 
@@ -178,6 +185,7 @@ def _tui(config: ConsoleConfig, host: str | None) -> int:
     ConsoleApp(
         openers, frozenset(h.name for h in hosts if h.read_only), pinners,
         host_configs={h.name: h for h in hosts}, log_path=console_log_path(),
+        settings=config.settings, state_dir=console_state_dir(),
     ).run()  # fmt: skip
     return EXIT_OK
 

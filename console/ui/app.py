@@ -26,17 +26,20 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from agent.protocol import Event, JobEvent, LogChunk, Snapshot
-from console.config import HostConfig
+from console.config import ConsoleSettings, HostConfig
 from console.link.host_connection import BACKOFF_S, HostConnection, LinkState, Opener
 from console.link.host_keys import OfferedKey
+from console.link.last_seen import LastSeen
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.safe_text import sanitise
+from console.ui.actions.away import AwayActions
 from console.ui.actions.base import Hosts
 from console.ui.actions.deploy import DeployActions
 from console.ui.actions.evaluate import EvaluateActions
 from console.ui.actions.generate import GenerateActions
 from console.ui.actions.jobs import JobActions
 from console.ui.actions.views import ViewActions
+from console.ui.alarm import Alarm, terminal_writer
 from console.ui.commands import COMMANDS
 from console.ui.intents import (
     DatasetDetailRequested,
@@ -95,6 +98,8 @@ class ConsoleApp(App[None]):
         monotonic: Callable[[], float] = time.monotonic,
         host_configs: Mapping[str, HostConfig] | None = None,
         log_path: Path | None = None,
+        settings: ConsoleSettings | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         super().__init__()
         self.log_path = log_path
@@ -119,6 +124,8 @@ class ConsoleApp(App[None]):
         self.deploy_actions = DeployActions(self, hosts, self.signals.deploy_finished)
         self.evaluate_actions = EvaluateActions(self, hosts)
         self.view_actions = ViewActions(self, hosts)
+        self.away_actions = AwayActions(self, hosts, LastSeen(state_dir) if state_dir else None)
+        self.alarm = Alarm(settings or ConsoleSettings(), terminal_writer(self))
 
     async def on_mount(self) -> None:
         """Start every link, show the dashboard, refresh ages once a second."""
@@ -224,6 +231,8 @@ class ConsoleApp(App[None]):
                 timeout=10,
             )
             self.evaluate_actions.offer_evaluation(message.host, alert, message.snapshot.jobs)
+        self.alarm.heard(message.host, message.snapshot)
+        self.away_actions.snapshot_seen(message.host, message.snapshot)
         view.record_snapshot(message.snapshot)
         if message.host == self.current:
             self._publish_host_shown()
@@ -232,6 +241,7 @@ class ConsoleApp(App[None]):
         """Keep the state, and say so when a link is lost, refused or restored."""
         view = self.views[message.state.host]
         before, view.state = view.state.status, message.state
+        self.away_actions.link_changed(message.state)
         after = message.state.status
         if after == "up":
             self._link_failures.pop(view.name, None)

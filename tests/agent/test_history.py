@@ -125,6 +125,22 @@ async def test_points_are_read_back_oldest_first(tmp_path: Path) -> None:
     assert [(e.kind, e.detail) for e in events] == [("deploy", {"asked_by": "me"})]
 
 
+async def test_the_token_curve_is_thinned_to_its_limit_and_keeps_the_latest_point(
+    tmp_path: Path,
+) -> None:
+    history = History(tmp_path)
+    try:
+        await history.add_points([Point("B1", float(ts), ts * 10, ts) for ts in range(1, 101)])
+        curve = await asyncio.to_thread(history.token_curve, "B1", 0.0, 7)
+        short = await asyncio.to_thread(history.token_curve, "B1", 95.0, 7)
+    finally:
+        history.close()
+    assert len(curve) <= 7
+    assert (curve[0].ts, curve[-1].ts, curve[-1].tokens) == (1.0, 100.0, 1000)
+    assert [p.ts for p in curve] == sorted(p.ts for p in curve)
+    assert [p.tokens for p in short] == [950, 960, 970, 980, 990, 1000]
+
+
 def test_retention_thins_old_points_to_one_a_minute_and_drops_what_is_too_old(
     tmp_path: Path,
 ) -> None:

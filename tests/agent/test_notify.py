@@ -132,3 +132,7 @@ async def test_a_failing_webhook_counts_dead_letters_and_says_so_without_its_sec
     assert alert.kind == "notify_failing"
     assert "https://hooks.example/" in alert.message
     assert SECRET not in alert.message
+    status = notifier.status()
+    assert (status.site, status.dead_letters) == ("https://hooks.example/…", 1)
+    assert status.last_failure == "ConnectionRefusedError"
+    assert SECRET not in repr(status)

@@ -54,6 +54,8 @@ from agent.protocol import (
     LogUnsubscribeParams,
     Message,
     Method,
+    NotifyStatus,
+    NotifyStatusParams,
     OversizedLine,
     PingParams,
     PingResult,
@@ -71,6 +73,7 @@ from agent.protocol import (
     TimelineEvent,
     TokenizerCheck,
     TokenizerCheckParams,
+    TokensAt,
     WatchParams,
     bundle_digest,
     decode,
@@ -124,6 +127,10 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
     (
         Request(18, "events.list", EventsParams(3600.0, 50)),
         '{"id":18,"method":"events.list","params":{"since_s":3600.0,"limit":50}}',
+    ),
+    (
+        Request(19, "notify.status", NotifyStatusParams()),
+        '{"id":19,"method":"notify.status","params":{}}',
     ),
     (
         Request(15, "audit.read", AuditParams(20)),
@@ -234,13 +241,15 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
             (1, 1),
             (ErrorSummary("p9", "HTTP 400: too long", True),),
             ApiUsage(1, 0, 0.002, responses=2),
+            (TokensAt(5.0, 300),),
+            1000,
         ),  # fmt: skip
         '{"id":1,"result":{"name":"B1","window_responses":2,"recent":[{"id":"p1","completion_tokens":30,'
         '"finish_reason":"length","latency_s":2.5}],"finish_reasons":{"length":1,"stop":1},'
         '"length_edges":[0,10,20],"length_counts":[1,1],"errors":[{"id":"p9","reason":'
         '"HTTP 400: too long","permanent":true}],"api_usage":{"reencoded_responses":1,'
         '"reencode_mismatches":0,"cost_credits":0.002,"rate_limited":0,"paused_until":null,'
-        '"responses":2}}}',
+        '"responses":2},"tokens_over_time":[{"ts":5.0,"tokens":300}],"budget":1000}}',
     ),
     (
         "audit.read",
@@ -258,6 +267,12 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         ),
         '{"id":1,"result":{"events":[{"ts":5.0,"kind":"job_stopped","subject":"j1","severity":'
         '"info","message":"job j1 ended","asked_by":"budget guard"}]}}',
+    ),
+    (
+        "notify.status",
+        NotifyStatus("https://hooks.example/…", 3, 2, "HTTP 503", 7.0),
+        '{"id":1,"result":{"site":"https://hooks.example/\\u2026","sent":3,"dead_letters":2,'
+        '"last_failure":"HTTP 503","last_failure_at":7.0}}',
     ),
     (
         "tokenizer.check",

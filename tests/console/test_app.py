@@ -150,6 +150,9 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
         assert "B1_sharegpt" in title
         assert "last 3 responses" in title
         assert "stop 3" in title
+        chart = str(app.screen.query_one("#dataset-tokens-over-time").render())
+        assert ": 60 of 1,000 (6%)" in chart
+        assert "budget 1,000" in chart
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
 

@@ -186,7 +186,7 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
             "hosts.a.jobs.j.term_grace_s",
             "seconds",
         ),
-        ('[host.a]\nssh = "b"\n', "host", "one of hosts"),
+        ('[host.a]\nssh = "b"\n', "host", "one of console, hosts"),
     ],
 )
 def test_mistakes_name_file_key_and_expectation(

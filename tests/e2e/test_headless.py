@@ -36,6 +36,8 @@ async def test_doctor_checks_every_precondition(
     assert "3 dataset(s)" in lines["datasets"]
     assert "model org/target" in lines["sglang"]
     assert lines["gpus"].startswith("FAIL")  # no nvidia-smi on this machine
+    assert lines["webhook"].startswith("ok"), result.stdout
+    assert "none configured" in lines["webhook"]
     assert result.code == 1
 
 

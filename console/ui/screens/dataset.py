@@ -12,6 +12,7 @@ from agent.protocol import DatasetDetail
 from console.model.api_usage_view import record_shares_line
 from console.model.formatting import bar
 from console.model.safe_text import literal, literal_lines, sanitise
+from console.ui.widgets.tokens_over_time import TokensOverTime
 
 
 def histogram_text(detail: DatasetDetail) -> str:
@@ -52,6 +53,7 @@ class DatasetScreen(Screen[None]):
         if shares := record_shares_line(detail.api_usage):
             yield Static(literal(shares), id="dataset-api-usage")
         yield Static(histogram_text(detail), id="dataset-histogram")
+        yield TokensOverTime(detail)
         recent: DataTable[Text | str] = DataTable(id="dataset-recent", cursor_type="row")
         recent.add_columns("id", "tokens", "finish", "latency")
         for item in reversed(detail.recent):
