@@ -37,7 +37,7 @@ from console.ui.actions.evaluate import EvaluateActions
 from console.ui.actions.generate import GenerateActions
 from console.ui.actions.jobs import JobActions
 from console.ui.actions.views import ViewActions
-from console.ui.commands import COMMANDS
+from console.ui.commands import APP_COMMANDS, bindings, key_label, keys_of
 from console.ui.intents import (
     DatasetDetailRequested,
     DeployAllRequested,
@@ -76,7 +76,7 @@ class ConsoleApp(App[None]):
     CSS_PATH = [themes_dir() / "base.tcss", themes_dir() / "dashboard.tcss"]
     TITLE = "eagle-console"
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(c.key, c.binding_action, c.description, show=c.show) for c in COMMANDS),
+        *bindings(APP_COMMANDS),
         Binding("colon", "command_palette", "Palette", show=False),
         # Any binding to command_palette stops Textual adding its own ctrl+p one: keep it here.
         Binding(
@@ -174,14 +174,15 @@ class ConsoleApp(App[None]):
         )  # fmt: skip
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """The command table in the palette, with every host to jump to."""
+        """The keys of the screen the palette was opened over, with every host to jump to."""
         yield from super().get_system_commands(screen)
-        for command in COMMANDS:
-            key = command.key.replace("question_mark", "?")
-            runner = self if command.app_wide else screen  # as the key would, on that screen
+        for command in keys_of(screen):
+            if not command.bound:
+                continue  # a widget's own key (a table's enter): it acts only where it has focus
+            runner = self if command in APP_COMMANDS else screen  # as the key would, on that screen
             yield SystemCommand(
                 command.description,
-                f"key {key}",
+                f"key {key_label(command.key)}",
                 functools.partial(self.run_action, command.action, runner),
             )
         for name in self.views:
@@ -279,8 +280,8 @@ class ConsoleApp(App[None]):
         self.show_host(names[(names.index(self.current) + 1) % len(names)])
 
     def action_help(self) -> None:
-        """Every key."""
-        _ = self.push_screen(HelpScreen())
+        """Every key of the screen on display."""
+        _ = self.push_screen(HelpScreen(keys_of(self.screen)))
 
     def action_toggle_theme(self) -> None:
         """Dark or light."""
