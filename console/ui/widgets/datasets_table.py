@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 from agent.protocol import DatasetProgress
 from console.model.formatting import dataset_row
 from console.model.safe_text import literal
+from console.ui.widgets.kept_position import refill
 
 COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun", "status")
 STATUS_STYLE = {
@@ -64,10 +65,9 @@ class DatasetsTable(DataTable[Text | str]):
 
     def show(self, datasets: tuple[DatasetProgress, ...]) -> None:
         """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset."""
-        selected = self.cursor_row if self.row_count else 0
-        selected_name = self.selected_name
-        ordered = sorted(datasets, key=SORTS[self.sort_by])
-        self.clear()
+        refill(self, lambda: self._fill(sorted(datasets, key=SORTS[self.sort_by])))
+
+    def _fill(self, ordered: list[DatasetProgress]) -> None:
         for progress in ordered:
             row = dataset_row(progress)
             overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
@@ -77,8 +77,3 @@ class DatasetsTable(DataTable[Text | str]):
                 literal(row.status, STATUS_STYLE.get(row.status, "")),
                 key=progress.name,
             )  # fmt: skip
-        names = [d.name for d in ordered]
-        if selected_name in names:
-            self.move_cursor(row=names.index(selected_name))
-        elif self.row_count:
-            self.move_cursor(row=min(selected, self.row_count - 1))

@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 from agent.protocol import JobInfo
 from console.model.formatting import job_uptime
 from console.model.safe_text import literal
+from console.ui.widgets.kept_position import refill
 
 COLUMNS = ("job", "kind", "dataset", "pid", "state", "uptime", "exit", "gpu", "origin")
 STATE_STYLE = {
@@ -33,8 +34,9 @@ class JobsTable(DataTable[Text | str]):
         self, jobs: tuple[JobInfo, ...], now: float, stale: frozenset[str] = frozenset()
     ) -> None:
         """Put `jobs` on screen as of `now`; jobs (or their datasets) in `stale` run old code."""
-        selected = self.selected_job_id
-        self.clear()
+        refill(self, lambda: self._fill(jobs, now, stale))
+
+    def _fill(self, jobs: tuple[JobInfo, ...], now: float, stale: frozenset[str]) -> None:
         for job in jobs:
             exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
             self.add_row(
@@ -43,8 +45,6 @@ class JobsTable(DataTable[Text | str]):
                 literal(exit_text), "gpu" if job.gpu else "", "external" if job.external else "own",
                 key=job.id,
             )  # fmt: skip
-        if selected is not None and selected in [row.value for row in self.rows]:
-            self.move_cursor(row=self.get_row_index(selected))
 
     @property
     def selected_job_id(self) -> str | None:
