@@ -217,7 +217,7 @@ class ConsoleApp(App[None]):
     def on_snapshot_received(self, message: SnapshotReceived) -> None:
         """Keep the snapshot, toast alerts that are new, render it if its host is on screen."""
         view = self.views[message.host]
-        for alert in new_alerts(view.snapshot, message.snapshot):
+        for alert in new_alerts(view.snapshot, message.snapshot, view.stops_asked):
             self.notify(
                 f"{message.host}: {alert.message}",
                 severity="error" if alert.severity == "error" else "warning",

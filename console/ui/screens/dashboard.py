@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Static
 from agent.protocol import DatasetProgress, JobInfo, Snapshot
 from console.model.drafter_view import measured_accept_length
 from console.model.formatting import STALE_AFTER_S, age, gpu_text, training_text
-from console.model.host_view import HostView
+from console.model.host_view import HostView, as_asked
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal_lines
 from console.ui.commands import DASHBOARD_COMMANDS, bindings
@@ -101,7 +101,8 @@ class DashboardScreen(Screen[None]):
         self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
-        self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
+        jobs = as_asked(snapshot.jobs, view.stops_asked)
+        self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)
         self.query_one(ServerPanel).show(snapshot.server, list(view.throughput))
         training = training_text(
             snapshot.training, snapshot.jobs, measured_accept_length(snapshot.evaluation)
