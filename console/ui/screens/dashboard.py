@@ -49,6 +49,11 @@ class DashboardScreen(Screen[None]):
     """Everything about one host at a glance."""
 
     KEYS = DASHBOARD_COMMANDS
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
+        (0, "-narrow"),
+        (110, "-wide"),
+    ]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (30, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     shown: Snapshot | None = None
