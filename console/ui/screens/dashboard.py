@@ -49,11 +49,10 @@ class DashboardScreen(Screen[None]):
     """Everything about one host at a glance."""
 
     KEYS = DASHBOARD_COMMANDS
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [
-        (0, "-narrow"),
-        (110, "-wide"),
-    ]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (30, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    """Narrow: the GPU/training and drafter panels fold away (themes/dashboard.tcss)."""
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+    """Short: the alerts take fewer lines."""
     BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     shown: Snapshot | None = None
