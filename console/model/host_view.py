@@ -6,11 +6,12 @@ No Textual: the app keeps one per host and hands it to the screens.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 
-from agent.protocol import Alert, Snapshot
+from agent.protocol import Alert, JobInfo, JobState, Snapshot
 from console.link.host_connection import LinkState
 from console.model.safe_text import sanitise
 
@@ -35,6 +36,8 @@ class HostView:
         default_factory=lambda: collections.deque(maxlen=THROUGHPUT_POINTS)
     )
     monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
+    stops_asked: set[str] = field(default_factory=set)
+    """Ids of the jobs the user asked to stop: their end is a stop, not a failure."""
 
     def record_snapshot(self, snapshot: Snapshot, now: float | None = None) -> None:
         """Keep a new snapshot (received at monotonic time `now`) and extend the throughput."""
@@ -60,10 +63,34 @@ class HostView:
         )
 
 
-def new_alerts(before: Snapshot | None, after: Snapshot) -> list[Alert]:
-    """Alerts in `after` that `before` did not have (by kind and subject): the ones to toast."""
+def new_alerts(
+    before: Snapshot | None, after: Snapshot, stops_asked: Set[str] = frozenset()
+) -> list[Alert]:
+    """Alerts in `after` that `before` did not have (by kind and subject): the ones to toast.
+
+    A job the user asked to stop that exits with a code on its signal has not failed: no toast.
+    """
     seen = {(a.kind, a.subject) for a in before.alerts} if before is not None else set()
-    return [a for a in after.alerts if (a.kind, a.subject) not in seen]
+    return [
+        a
+        for a in after.alerts
+        if (a.kind, a.subject) not in seen
+        and not (a.kind == "job_failed" and a.subject in stops_asked)
+    ]
+
+
+def as_asked(jobs: tuple[JobInfo, ...], stops_asked: Set[str]) -> tuple[JobInfo, ...]:
+    """`jobs` with the ones the user asked to stop shown as stopping, then stopped."""
+    return tuple(
+        dataclasses.replace(job, state=_asked_state(job.state)) if job.id in stops_asked else job
+        for job in jobs
+    )
+
+
+def _asked_state(state: JobState) -> JobState:
+    if state in ("starting", "running", "stopping"):
+        return "stopping"
+    return "stopped" if state in ("failed", "exited", "killed") else state
 
 
 def headline(view: HostView) -> str:

@@ -40,7 +40,7 @@ from console.ui.actions.generate import GenerateActions
 from console.ui.actions.jobs import JobActions
 from console.ui.actions.views import ViewActions
 from console.ui.alarm import Alarm, terminal_writer
-from console.ui.commands import COMMANDS
+from console.ui.commands import APP_COMMANDS, bindings, key_label, keys_of
 from console.ui.intents import (
     DatasetDetailRequested,
     DeployAllRequested,
@@ -80,7 +80,7 @@ class ConsoleApp(App[None]):
     CSS_PATH = [themes_dir() / "base.tcss", themes_dir() / "dashboard.tcss"]
     TITLE = "eagle-console"
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(c.key, c.binding_action, c.description, show=c.show) for c in COMMANDS),
+        *bindings(APP_COMMANDS),
         Binding("colon", "command_palette", "Palette", show=False),
         # Any binding to command_palette stops Textual adding its own ctrl+p one: keep it here.
         Binding(
@@ -182,14 +182,15 @@ class ConsoleApp(App[None]):
         )  # fmt: skip
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """The command table in the palette, with every host to jump to."""
+        """The keys of the screen the palette was opened over, with every host to jump to."""
         yield from super().get_system_commands(screen)
-        for command in COMMANDS:
-            key = command.key.replace("question_mark", "?")
-            runner = self if command.app_wide else screen  # as the key would, on that screen
+        for command in keys_of(screen):
+            if not command.bound:
+                continue  # a widget's own key (a table's enter): it acts only where it has focus
+            runner = self if command in APP_COMMANDS else screen  # as the key would, on that screen
             yield SystemCommand(
                 command.description,
-                f"key {key}",
+                f"key {key_label(command.key)}",
                 functools.partial(self.run_action, command.action, runner),
             )
         for name in self.views:
@@ -224,7 +225,7 @@ class ConsoleApp(App[None]):
     def on_snapshot_received(self, message: SnapshotReceived) -> None:
         """Keep the snapshot, toast alerts that are new, render it if its host is on screen."""
         view = self.views[message.host]
-        for alert in new_alerts(view.snapshot, message.snapshot):
+        for alert in new_alerts(view.snapshot, message.snapshot, view.stops_asked):
             self.notify(
                 f"{message.host}: {alert.message}",
                 severity="error" if alert.severity == "error" else "warning",
@@ -294,8 +295,8 @@ class ConsoleApp(App[None]):
         _ = self.push_screen(EventsScreen(self.current, self.connections[self.current].link))
 
     def action_help(self) -> None:
-        """Every key."""
-        _ = self.push_screen(HelpScreen())
+        """Every key of the screen on display."""
+        _ = self.push_screen(HelpScreen(keys_of(self.screen)))
 
     def action_toggle_theme(self) -> None:
         """Dark or light."""

@@ -22,6 +22,7 @@ from agent.protocol import (
     Event,
     GpuSample,
     JobInfo,
+    JobSpec,
     LogChunk,
     ServerStats,
     Snapshot,
@@ -156,12 +157,14 @@ def test_help(snap_compare: Any, theme: str) -> None:
 
 @pytest.mark.parametrize("theme", ["textual-dark", "textual-light"])
 def test_confirm_stop(snap_compare: Any, theme: str) -> None:
-    """The stop modal for the B3 runner: pid 4242, group 4240, the dataset's numbers and what is
-    drained or lost, Cancel focused, Stop in red."""
+    """The stop modal for the B3 runner: running, pid 4242, group 4240, "SIGINT, then SIGTERM
+    after 60 s, then SIGKILL after 10 s", the dataset's numbers and what is drained or lost,
+    Cancel focused, Stop in red."""
 
     async def run_before(pilot: Pilot[Any]) -> None:
         await show_fixed(pilot)
-        consequences = stop_consequences("gpu", SNAPSHOT, "inference-B3_math-1")
+        spec = JobSpec(("python",), stop_signal="SIGINT", grace_s=60)
+        consequences = stop_consequences("gpu", SNAPSHOT, "inference-B3_math-1", spec)
         await pilot.app.push_screen(ConfirmScreen("Stop inference?", consequences, "Stop"))
 
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)

@@ -71,7 +71,10 @@ class HostActions:
         """What stopping `job_id` on `host` does, in words."""
         snapshot = self.snapshot(host)
         assert snapshot is not None
-        return stop_consequences(host, snapshot, job_id)
+        job = next(job for job in snapshot.jobs if job.id == job_id)
+        config = self.hosts.configs.get(host)
+        spec = config.pipeline.jobs.get(job.name) if config else None
+        return stop_consequences(host, snapshot, job_id, spec)
 
     def in_worker(self, work: Coroutine[Any, Any, None], name: str) -> None:
         """Run `work` as an action worker: a failure is heard by the app's one worker handler."""

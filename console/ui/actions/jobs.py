@@ -8,6 +8,7 @@ import time
 
 from agent.protocol import JobInfo, LaunchParams, StopParams, StopResult
 from console.link.agent_link import AgentRequestError, LinkError
+from console.model.consequences import nothing_to_stop
 from console.ui.actions.base import STOP_TIMEOUT_S, HostActions
 from console.ui.intents import LaunchRequested, StopRequested
 from console.ui.screens.confirm import ConfirmScreen
@@ -31,9 +32,14 @@ class JobActions(HostActions):
 
     def offer_stop(self, host: str, job: JobInfo) -> None:
         """Ask, then stop `job` on `host`: the host asked about, whatever is on screen by then."""
+        ended = nothing_to_stop(job)
+        if ended is not None:
+            self.app.notify(ended)
+            return
 
         def confirmed(answer: bool | None) -> None:
             if answer:
+                self.hosts.views[host].stops_asked.add(job.id)
                 self.in_worker(self._stop(host, job.id, job.name), f"the stop of {job.name}")
 
         consequences = self.stop_consequences(host, job.id)
@@ -54,6 +60,9 @@ class JobActions(HostActions):
             )  # fmt: skip
         except LinkError as exc:
             self.app.notify(f"stop of {name} failed: {exc}", severity="error")
+            return
+        if result.outcome == "already_exited":
+            self.app.notify(nothing_to_stop(result.job) or f"{name}: it had already exited")
             return
         steps = " → ".join(step.action for step in result.steps) or "nothing to signal"
         self.app.notify(f"{name}: {result.outcome} ({steps}) in {time.monotonic() - started:.1f} s")

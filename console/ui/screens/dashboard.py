@@ -1,14 +1,17 @@
 """The default screen: datasets, jobs, server, GPUs and alerts of the host in focus.
 
-Its keys (the dashboard's commands in the command table, bound on the app as `screen.` actions so
-every footer lists them) post intents: the host on display and the row under the cursor, as they
+Its keys (the dashboard's table in the command table, bound on this screen so only its footer
+lists them) post intents: the host on display and the row under the cursor, as they
 are when the key is pressed. The app acts on them; this screen never touches a link.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -16,9 +19,10 @@ from textual.widgets import DataTable, Footer, Static
 from agent.protocol import DatasetProgress, JobInfo, Snapshot
 from console.model.drafter_view import measured_accept_length
 from console.model.formatting import STALE_AFTER_S, age, gpu_text, training_text
-from console.model.host_view import HostView
+from console.model.host_view import HostView, as_asked
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal_lines
+from console.ui.commands import DASHBOARD_COMMANDS, bindings
 from console.ui.intents import (
     DatasetDetailRequested,
     DeployRequested,
@@ -43,6 +47,13 @@ from console.ui.widgets.server_panel import ServerPanel
 
 class DashboardScreen(Screen[None]):
     """Everything about one host at a glance."""
+
+    KEYS = DASHBOARD_COMMANDS
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    """Narrow: the GPU/training and drafter panels fold away (themes/dashboard.tcss)."""
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
+    """Short: the alerts take fewer lines."""
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     shown: Snapshot | None = None
     """The snapshot last shown: what the rows under the cursor stand for."""
@@ -94,7 +105,8 @@ class DashboardScreen(Screen[None]):
         self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
         self.query_one(DatasetsTable).show(snapshot.datasets)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
-        self.query_one(JobsTable).show(snapshot.jobs, view.agent_now() or now, stale_subjects)
+        jobs = as_asked(snapshot.jobs, view.stops_asked)
+        self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)
         self.query_one(ServerPanel).show(
             snapshot.server, list(view.throughput), snapshot.datasets, snapshot.taken_at
         )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -12,6 +14,7 @@ from agent.protocol import DatasetDetail
 from console.model.api_usage_view import record_shares_line
 from console.model.formatting import bar
 from console.model.safe_text import literal, literal_lines, sanitise
+from console.ui.commands import DATASET_COMMANDS, bindings
 from console.ui.widgets.tokens_over_time import TokensOverTime
 
 
@@ -30,7 +33,8 @@ def histogram_text(detail: DatasetDetail) -> str:
 class DatasetScreen(Screen[None]):
     """The detail the agent sent for one dataset."""
 
-    BINDINGS = [Binding("escape,q", "back", "Back")]
+    KEYS = DATASET_COMMANDS
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     def __init__(self, host: str, detail: DatasetDetail) -> None:
         super().__init__()

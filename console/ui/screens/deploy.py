@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Static
 
 from console.link.deploy import FilePlan
 from console.model.safe_text import literal, sanitise_lines
+from console.ui.commands import DEPLOY_COMMANDS, bindings
 from console.ui.intents import DeployAllRequested, DiffRequested, RollbackRequested
 from console.ui.signals import signals_of
 
@@ -47,12 +50,8 @@ class DiffScreen(ModalScreen[None]):
 class DeployScreen(Screen[None]):
     """The drift table; the app does the deploying (it owns the link) and says when it is done."""
 
-    BINDINGS = [
-        Binding("enter", "diff", "Diff"),
-        Binding("D", "deploy", "Deploy changed"),
-        Binding("b", "rollback", "Roll back file"),
-        Binding("escape,q", "back", "Back"),
-    ]
+    KEYS = DEPLOY_COMMANDS
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     def __init__(self, host: str, plans: list[FilePlan], bundle_line: str = "") -> None:
         super().__init__()

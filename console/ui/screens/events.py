@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -13,6 +15,7 @@ from agent.protocol import EventsList, EventsParams
 from console.link.agent_link import AgentLink, LinkError
 from console.model.safe_text import literal
 from console.model.timeline import COLUMNS, event_cells
+from console.ui.commands import EVENTS_COMMANDS, bindings
 
 SINCE_S = 24 * 3600.0
 
@@ -20,7 +23,8 @@ SINCE_S = 24 * 3600.0
 class EventsScreen(Screen[None]):
     """The host's events of the last day, newest last; loaded when the screen opens."""
 
-    BINDINGS = [Binding("escape,q,e", "back", "Back")]
+    KEYS = EVENTS_COMMANDS
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     def __init__(self, host: str, link: AgentLink | None) -> None:
         super().__init__()

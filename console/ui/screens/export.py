@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from agent.protocol import ExportSummary
 from console.model.drafter_view import EXPORT_COLUMNS, export_line, export_notes, export_row
 from console.model.safe_text import literal, literal_lines
+from console.ui.commands import EXPORT_COMMANDS, bindings
 
 
 class ExportScreen(Screen[None]):
     """The quality report the agent read from the export's folder."""
 
-    BINDINGS = [Binding("escape,q,X", "back", "Back")]
+    KEYS = EXPORT_COMMANDS
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     def __init__(self, host: str, export: ExportSummary) -> None:
         super().__init__()

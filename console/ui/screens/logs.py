@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import collections
 import re
+from typing import ClassVar
 
 from rich.highlighter import Highlighter
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Log, Static
 
 from agent.protocol import LogChunk
 from console.model.safe_text import literal, sanitise
+from console.ui.commands import LOG_COMMANDS, bindings
 from console.ui.signals import LogChunkReceived, signals_of
 
 MAX_LINES = 50_000
@@ -53,15 +55,8 @@ class LogHighlighter(Highlighter):
 class LogScreen(Screen[None]):
     """One named log of one host."""
 
-    BINDINGS = [
-        Binding("space", "toggle_follow", "Follow/pause"),
-        Binding("slash", "search", "Search"),
-        Binding("n", "next_match", "Next"),
-        Binding("N", "previous_match", "Previous"),
-        Binding("f", "filter", "Filter"),
-        Binding("c", "copy_line", "Copy line"),
-        Binding("escape,q", "back", "Back"),
-    ]
+    KEYS = LOG_COMMANDS
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     def __init__(self, host: str, log_name: str) -> None:
         super().__init__()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from agent.protocol import Snapshot
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal
+from console.ui.commands import PIPELINE_COMMANDS, bindings
 
 STYLE = {
     "done": "green",
@@ -24,7 +27,8 @@ STYLE = {
 class PipelineScreen(Screen[None]):
     """Stages and their states, from one snapshot."""
 
-    BINDINGS = [Binding("escape,q,p", "back", "Back")]
+    KEYS = PIPELINE_COMMANDS
+    BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     def __init__(self, host: str, snapshot: Snapshot) -> None:
         super().__init__()

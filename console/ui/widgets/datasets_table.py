@@ -9,6 +9,7 @@ from textual.widgets import DataTable
 from agent.protocol import DatasetProgress
 from console.model.formatting import dataset_row
 from console.model.safe_text import literal
+from console.ui.widgets.fitted_table import FittedTable, Row
 
 COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun", "status")
 STATUS_STYLE = {
@@ -30,10 +31,13 @@ SORTS = {
 }
 
 
-class DatasetsTable(DataTable[Text | str]):
+class DatasetsTable(FittedTable):
     """One row per dataset, updated in place; sortable by a column (o, or click its header)."""
 
     BINDINGS = [Binding("o", "cycle_sort", "Sort")]
+    COLUMNS = COLUMNS
+    FOLD_ORDER = ("responses", "budget", "rate", "overrun")
+    """Name, tokens of the budget, ETA and status stay at any width."""
     sort_by = "dataset"
     """The column the rows are ordered by."""
 
@@ -49,12 +53,6 @@ class DatasetsTable(DataTable[Text | str]):
         if column in SORTS:
             self.sort_by = column
 
-    def on_mount(self) -> None:
-        """Columns, and whole-row selection."""
-        self.cursor_type = "row"
-        for column in COLUMNS:
-            self.add_column(column, key=column)
-
     @property
     def selected_name(self) -> str | None:
         """The dataset under the cursor."""
@@ -64,21 +62,13 @@ class DatasetsTable(DataTable[Text | str]):
 
     def show(self, datasets: tuple[DatasetProgress, ...]) -> None:
         """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset."""
-        selected = self.cursor_row if self.row_count else 0
-        selected_name = self.selected_name
-        ordered = sorted(datasets, key=SORTS[self.sort_by])
-        self.clear()
-        for progress in ordered:
-            row = dataset_row(progress)
-            overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
-            self.add_row(
-                literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
-                Text(row.overrun, style=overrun_style),
-                literal(row.status, STATUS_STYLE.get(row.status, "")),
-                key=progress.name,
-            )  # fmt: skip
-        names = [d.name for d in ordered]
-        if selected_name in names:
-            self.move_cursor(row=names.index(selected_name))
-        elif self.row_count:
-            self.move_cursor(row=min(selected, self.row_count - 1))
+        self.fill_rows([_row(p) for p in sorted(datasets, key=SORTS[self.sort_by])])
+
+
+def _row(progress: DatasetProgress) -> Row:
+    row = dataset_row(progress)
+    overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
+    return Row(progress.name, (
+        literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
+        Text(row.overrun, style=overrun_style), literal(row.status, STATUS_STYLE.get(row.status, "")),
+    ))  # fmt: skip

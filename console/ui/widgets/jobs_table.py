@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from agent.protocol import JobInfo
 from console.model.formatting import job_uptime
 from console.model.safe_text import literal
+from console.ui.widgets.fitted_table import FittedTable, Row
 
 COLUMNS = ("job", "kind", "dataset", "pid", "state", "uptime", "exit", "gpu", "origin")
 STATE_STYLE = {
@@ -20,31 +20,18 @@ STATE_STYLE = {
 }
 
 
-class JobsTable(DataTable[Text | str]):
+class JobsTable(FittedTable):
     """One row per job."""
 
-    def on_mount(self) -> None:
-        """Columns, and whole-row selection."""
-        self.cursor_type = "row"
-        for column in COLUMNS:
-            self.add_column(column, key=column)
+    COLUMNS = COLUMNS
+    FOLD_ORDER = ("origin", "gpu", "kind", "exit", "uptime", "pid", "dataset")
+    """The job's name and state stay at any width."""
 
     def show(
         self, jobs: tuple[JobInfo, ...], now: float, stale: frozenset[str] = frozenset()
     ) -> None:
         """Put `jobs` on screen as of `now`; jobs (or their datasets) in `stale` run old code."""
-        selected = self.selected_job_id
-        self.clear()
-        for job in jobs:
-            exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
-            self.add_row(
-                literal(job.name), literal(job.kind), literal(job.dataset or ""),
-                str(job.pid or ""), _state_text(job, stale), job_uptime(job, now),
-                literal(exit_text), "gpu" if job.gpu else "", "external" if job.external else "own",
-                key=job.id,
-            )  # fmt: skip
-        if selected is not None and selected in [row.value for row in self.rows]:
-            self.move_cursor(row=self.get_row_index(selected))
+        self.fill_rows([_row(job, now, stale) for job in jobs])
 
     @property
     def selected_job_id(self) -> str | None:
@@ -61,3 +48,12 @@ def _state_text(job: JobInfo, stale: frozenset[str]) -> Text:
     ):
         return Text("running · stale code", style="bold yellow")
     return literal(job.state, STATE_STYLE.get(job.state, ""))
+
+
+def _row(job: JobInfo, now: float, stale: frozenset[str]) -> Row:
+    exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
+    return Row(job.id, (
+        literal(job.name), literal(job.kind), literal(job.dataset or ""), str(job.pid or ""),
+        _state_text(job, stale), job_uptime(job, now), literal(exit_text),
+        "gpu" if job.gpu else "", "external" if job.external else "own",
+    ))  # fmt: skip

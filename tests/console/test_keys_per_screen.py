@@ -1,0 +1,121 @@
+"""Each screen's footer and `?` help list exactly the keys that act on that screen.
+
+The dashboard's keys once stayed in every footer after the restructure (bound on the app as
+`screen.` actions), yet did nothing on the log, deploy, dataset, pipeline and export screens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.actions import parse
+from textual.dom import DOMNode
+from textual.screen import Screen
+from textual.widgets import DataTable
+
+from agent.protocol import DatasetDetail, ExportSummary, ResponseSummary
+from console.link.deploy import FilePlan
+from console.ui.app import ConsoleApp
+from console.ui.commands import APP_COMMANDS, DASHBOARD_COMMANDS, LOG_COMMANDS, key_label
+from console.ui.screens.dataset import DatasetScreen
+from console.ui.screens.deploy import DeployScreen
+from console.ui.screens.export import ExportScreen
+from console.ui.screens.help import HelpScreen
+from console.ui.screens.logs import LogScreen
+from console.ui.screens.pipeline import PipelineScreen
+from tests.console.test_hostile_text import wait_for
+from tests.console.test_snapshots import SIZE, SNAPSHOT, fixed_app, show_fixed
+
+DETAIL = DatasetDetail("B1", 3, (ResponseSummary("r1", 12, "stop", 0.5),), {"stop": 3},
+                       (0, 64, 128), (2, 1), ())  # fmt: skip
+EXPORT = ExportSummary("x-1", "/out", 4.0, 0.5, 0.99, False, 50_000, 6e6)
+SCREENS: dict[str, Callable[[], Screen[None]]] = {
+    "log": lambda: LogScreen("gpu", "sglang"),
+    "dataset": lambda: DatasetScreen("gpu", DETAIL),
+    "pipeline": lambda: PipelineScreen("gpu", SNAPSHOT),
+    "export": lambda: ExportScreen("gpu", EXPORT),
+    "deploy": lambda: DeployScreen("gpu", [FilePlan(Path("/l/run.py"), "/r/run.py", "a", "b")]),
+}
+
+
+def acting_node(app: ConsoleApp, node: DOMNode, action: str) -> tuple[DOMNode, str]:
+    """The node a binding's action runs on, and the action's bare name."""
+    namespace, bare, _ = parse(action)
+    target = {"app": app, "screen": app.screen}.get(namespace, node)
+    return target, bare
+
+
+def dead_footer_keys(app: ConsoleApp) -> list[str]:
+    """Keys the footer shows whose action the node they run on does not have."""
+    dead = []
+    for key, active in app.screen.active_bindings.items():
+        target, name = acting_node(app, active.node, active.binding.action)
+        if active.binding.show and not hasattr(target, f"action_{name}"):
+            dead.append(f"{key} ({active.binding.description})")
+    return dead
+
+
+def help_keys(app: ConsoleApp) -> set[str]:
+    """The keys the help table on top lists."""
+    table = app.screen.query_one("#help-table", DataTable)
+    return {str(table.get_row_at(index)[0]) for index in range(table.row_count)}
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+async def test_every_key_a_screen_footer_lists_acts_on_that_screen(screen: str) -> None:
+    app = fixed_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await show_fixed(pilot)
+        await app.push_screen(SCREENS[screen]())
+        await pilot.pause()
+        assert dead_footer_keys(app) == []
+
+
+async def test_every_key_the_dashboard_footer_lists_acts_on_the_dashboard() -> None:
+    app = fixed_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await show_fixed(pilot)
+        for table in ("#datasets", "#jobs"):
+            app.screen.query_one(table).focus()
+            await pilot.pause()
+            assert dead_footer_keys(app) == []
+
+
+async def test_l_inside_a_log_view_opens_no_second_log_view() -> None:
+    app = fixed_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await show_fixed(pilot)
+        await app.push_screen(LogScreen("gpu", "sglang"))
+        depth = len(app.screen_stack)
+        await pilot.press("l")
+        await pilot.pause(0.2)
+        assert len(app.screen_stack) == depth
+        assert isinstance(app.screen, LogScreen)
+
+
+async def test_help_on_the_dashboard_lists_its_keys_enter_o_and_tab_included() -> None:
+    app = fixed_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await show_fixed(pilot)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        listed = help_keys(app)
+        assert {"enter", "o", "tab"} <= listed
+        assert {key_label(c.key) for c in DASHBOARD_COMMANDS} <= listed
+
+
+async def test_help_on_the_log_view_lists_the_log_keys_and_none_of_the_dashboard() -> None:
+    app = fixed_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await show_fixed(pilot)
+        await app.push_screen(LogScreen("gpu", "sglang"))
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        listed = help_keys(app)
+        assert {key_label(c.key) for c in LOG_COMMANDS} <= listed
+        dashboard_only = {key_label(c.key) for c in DASHBOARD_COMMANDS} - {
+            key_label(c.key) for c in (*LOG_COMMANDS, *APP_COMMANDS)
+        }
+        assert listed.isdisjoint(dashboard_only)

@@ -1,0 +1,79 @@
+"""The dashboard at 80x24, 120x40 and 200x60: usable when small, and extra room goes to content.
+
+At 80x24 the datasets table once showed no rows at all; at 240x70 the extra height went to empty
+dataset rows while the training panel kept two lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from agent.protocol import DatasetProgress, Snapshot, TrainingProgress
+from console.ui.messages import SnapshotReceived
+from tests.console.test_hostile_text import wait_for
+from tests.console.test_snapshots import DATASETS, SNAPSHOT, fixed_app, show_fixed
+
+MORE = tuple(
+    DatasetProgress(f"B{i}_extra", 10_000, 100 * i, 50_000 * i, 5_000_000, tokens_per_s=900.0,
+                    eta_s=3_600.0 * i, status="running", writer_active=True)
+    for i in range(5, 9)
+)  # fmt: skip
+TRAINING = TrainingProgress(
+    "sglang-1", 600, 900, 1, 1.234, None, None, 2.8, 3.0, 500, 1_800.0,
+    (3.0, 2.5, 2.0, 1.6, 1.3, 1.2), (1.5, 2.0, 2.4, 2.6, 2.8, 2.8),
+)  # fmt: skip
+CROWDED: Snapshot = dataclasses.replace(SNAPSHOT, datasets=DATASETS + MORE, training=(TRAINING,))
+SIZES = [(80, 24), (120, 40), (200, 60)]
+MUST_SHOW = {"dataset", "tokens", "ETA", "status"}
+
+
+async def show_crowded(pilot: Pilot[Any]) -> None:
+    """The sample host with eight datasets and a training run."""
+    await show_fixed(pilot)
+    pilot.app.post_message(SnapshotReceived("gpu", CROWDED))
+    await pilot.pause(0.3)
+    pilot.app.clear_notifications()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dashboard_at_size(snap_compare: Any, size: tuple[int, int]) -> None:
+    """Eight datasets with name, tokens, ETA and status in view at every size (80x24: the rest
+    scroll, lower-priority columns and the GPU/training panel folded away); at 200x60 the
+    datasets take their eight rows and the training panel gets the room below."""
+    assert snap_compare(fixed_app(), terminal_size=size, run_before=show_crowded)
+
+
+async def test_at_80x24_every_dataset_is_reachable_with_its_key_columns() -> None:
+    app = fixed_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show_crowded(pilot)
+        table = app.screen.query_one("#datasets", DataTable)
+        await wait_for(pilot, lambda: table.row_count == len(CROWDED.datasets))
+        assert {str(key.value) for key in table.columns} >= MUST_SHOW
+        assert table.scrollable_content_region.height >= 3
+        shown = sum(column.get_render_width(table) for column in table.columns.values())
+        assert shown <= table.scrollable_content_region.width
+        table.focus()
+        for _ in CROWDED.datasets:
+            await pilot.press("down")
+        await pilot.pause()
+        last = table.cursor_row
+        assert last == len(CROWDED.datasets) - 1
+        assert table.scroll_y <= last < table.scroll_y + table.scrollable_content_region.height
+
+
+async def test_at_200x60_the_room_goes_to_the_training_panel_not_empty_dataset_rows() -> None:
+    app = fixed_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await show_crowded(pilot)
+        table = app.screen.query_one("#datasets", DataTable)
+        await wait_for(pilot, lambda: table.row_count == len(CROWDED.datasets))
+        empty_rows = table.scrollable_content_region.height - 1 - table.row_count  # 1: header
+        assert empty_rows <= 1
+        assert app.screen.query_one("#gpus").size.height >= 10
