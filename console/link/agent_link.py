@@ -17,7 +17,6 @@ from typing import Any, Protocol, TypeVar
 from agent.protocol import (
     AGENT_VERSION,
     HELLO,
-    METHODS,
     PROTOCOL_VERSION,
     AnyMethod,
     ByteReader,
@@ -132,19 +131,6 @@ class AgentLink:
             self._pending.pop(request_id, None)
             if future.done() and not future.cancelled():
                 future.exception()  # failed by the reader while we were still sending: seen here
-
-    async def request(
-        self,
-        method: str,
-        params: Any,
-        *,
-        idempotency_key: str | None = None,
-        timeout_s: float = REQUEST_TIMEOUT_S,
-    ) -> Any:
-        """`call` by wire name, for the call sites not yet converted (console/ui/); then it goes."""
-        return await self.call(
-            METHODS[method], params, idempotency_key=idempotency_key, timeout_s=timeout_s
-        )
 
     async def next_event(self) -> Event | None:
         """The next event, or None once the link is closed."""

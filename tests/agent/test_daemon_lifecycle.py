@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agent.procfs import process_info
 from agent.protocol import (
+    JOBS_LAUNCH,
     JOBS_LIST,
     JobInfo,
     JobsList,
@@ -59,8 +60,8 @@ async def test_agent_stop_ends_the_daemon_and_leaves_its_jobs_running(state_dir:
     config = PipelineConfig(jobs={"sleeper": SLEEPER})
     link = await open_local_link(state_dir, config)
     try:
-        launched: JobInfo = await link.request(
-            "jobs.launch", LaunchParams("sleeper"), idempotency_key="s1"
+        launched: JobInfo = await link.call(
+            JOBS_LAUNCH, LaunchParams("sleeper"), idempotency_key="s1"
         )
         deadline = time.monotonic() + 20
         while (job := await job_now(link, launched.id)).pid is None or job.state != "running":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 
-from agent.protocol import LIVE_JOB_STATES, Alert, JobInfo, LaunchParams
+from agent.protocol import JOBS_LAUNCH, LIVE_JOB_STATES, Alert, JobInfo, LaunchParams
 from console.link.agent_link import AgentRequestError, LinkError
 from console.ui.actions.base import HostActions
 from console.ui.intents import EvaluateRequested, ExportReportRequested
@@ -40,12 +40,12 @@ class EvaluateActions(HostActions):
             return
         try:
             for server in self._servers_for(host, names[0]):
-                started: JobInfo = await link.request(
-                    "jobs.launch", LaunchParams(server), idempotency_key=f"B-{secrets.token_hex(6)}"
+                started: JobInfo = await link.call(
+                    JOBS_LAUNCH, LaunchParams(server), idempotency_key=f"B-{secrets.token_hex(6)}"
                 )
                 self.app.notify(f"started {started.name} for the evaluation")
-            job: JobInfo = await link.request(
-                "jobs.launch", LaunchParams(names[0]), idempotency_key=f"B-{secrets.token_hex(6)}"
+            job: JobInfo = await link.call(
+                JOBS_LAUNCH, LaunchParams(names[0]), idempotency_key=f"B-{secrets.token_hex(6)}"
             )
         except AgentRequestError as exc:
             self.app.notify(f"evaluation not started: {exc}", severity="error", timeout=20)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 
-from agent.protocol import DatasetProgress, JobInfo, LaunchParams
+from agent.protocol import JOBS_LAUNCH, DatasetProgress, JobInfo, LaunchParams
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.model.pipeline_view import ACTIVE
 from console.ui.actions.base import HostActions
@@ -90,9 +90,7 @@ class GenerateActions(HostActions):
             try:
                 key = f"generate-{name}-{secrets.token_hex(6)}"
                 started.append(
-                    await link.request(
-                        "jobs.launch", LaunchParams(job_name, name), idempotency_key=key
-                    )
+                    await link.call(JOBS_LAUNCH, LaunchParams(job_name, name), idempotency_key=key)
                 )
             except (AgentRequestError, LinkError) as exc:
                 self.app.notify(f"{job_name} on {name}: {exc}", severity="error")

@@ -6,7 +6,7 @@ import asyncio
 import secrets
 import time
 
-from agent.protocol import JobInfo, LaunchParams, StopParams, StopResult
+from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopParams, StopResult
 from console.link.agent_link import AgentRequestError, LinkError
 from console.model.consequences import nothing_to_stop
 from console.ui.actions.base import STOP_TIMEOUT_S, HostActions
@@ -54,8 +54,8 @@ class JobActions(HostActions):
             return
         started = time.monotonic()
         try:
-            result: StopResult = await link.request(
-                "jobs.stop", StopParams(job_id), idempotency_key=f"stop-{secrets.token_hex(6)}",
+            result: StopResult = await link.call(
+                JOBS_STOP, StopParams(job_id), idempotency_key=f"stop-{secrets.token_hex(6)}",
                 timeout_s=STOP_TIMEOUT_S,
             )  # fmt: skip
         except LinkError as exc:
@@ -94,8 +94,8 @@ class JobActions(HostActions):
             self.offer_stop(host, running[0])
             return
         try:
-            job: JobInfo = await link.request(
-                "jobs.launch",
+            job: JobInfo = await link.call(
+                JOBS_LAUNCH,
                 LaunchParams(names[0]),
                 idempotency_key=f"{kind}-{secrets.token_hex(6)}",
             )
@@ -155,15 +155,15 @@ class JobActions(HostActions):
         before = self._gpu_used_gib(host)
         try:
             for holder in holders:
-                await link.request(
-                    "jobs.stop",
+                await link.call(
+                    JOBS_STOP,
                     StopParams(holder.id),
                     idempotency_key=f"handover-{holder.id}",
                     timeout_s=STOP_TIMEOUT_S,
                 )
             freed = await self._gpu_freed(host, before)
-            job: JobInfo = await link.request(
-                "jobs.launch",
+            job: JobInfo = await link.call(
+                JOBS_LAUNCH,
                 LaunchParams(job_name),
                 idempotency_key=f"handover-{secrets.token_hex(6)}",
             )

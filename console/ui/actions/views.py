@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.protocol import DatasetDetail, DetailParams
+from agent.protocol import DATASETS_DETAIL, DatasetDetail, DetailParams
 from console.link.agent_link import LinkError
 from console.ui.actions.base import HostActions
 from console.ui.intents import DatasetDetailRequested, LogsRequested, PipelineRequested
@@ -50,9 +50,7 @@ class ViewActions(HostActions):
             self.app.notify("no link to the host right now", severity="warning")
             return
         try:
-            detail: DatasetDetail = await link.request(
-                "datasets.detail", DetailParams(intent.dataset)
-            )
+            detail: DatasetDetail = await link.call(DATASETS_DETAIL, DetailParams(intent.dataset))
         except LinkError as exc:
             self.app.notify(str(exc), severity="error")
             return

@@ -11,7 +11,7 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from agent.protocol import EventsList, EventsParams
+from agent.protocol import EVENTS_LIST, EventsList, EventsParams
 from console.link.agent_link import AgentLink, LinkError
 from console.model.safe_text import literal
 from console.model.timeline import COLUMNS, event_cells
@@ -50,7 +50,7 @@ class EventsScreen(Screen[None]):
             self._say("no link to the host right now")
             return
         try:
-            found: EventsList = await self.link.request("events.list", EventsParams(SINCE_S))
+            found: EventsList = await self.link.call(EVENTS_LIST, EventsParams(SINCE_S))
         except LinkError as exc:
             self._say(f"the events could not be read: {exc}")
             return
