@@ -45,7 +45,7 @@ async def test_an_action_that_raises_shows_a_toast_and_logs_its_traceback(
         async def broken(*args: object, **kwargs: object) -> object:
             raise UnexpectedError("the stop's code has a bug")
 
-        monkeypatch.setattr(link, "request", broken)
+        monkeypatch.setattr(link, "call", broken)
         app.screen.query_one("#jobs").focus()
         await pilot.press("k")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
