@@ -1,7 +1,8 @@
 """Which server the simulator pretends to be: SGLang (native), vLLM, or a text-only hosted API.
 
-The flavour decides the routes and the answers' shape: `sglang` keeps the native /generate API
-and nothing else changes; `vllm` answers /v1/completions and /v1/chat/completions with token ids
+The flavour decides the routes and the answers' shape: `sglang` serves the native /generate API
+and, beside it, SGLang's own /v1 (ids per SGLang's rules, its flat errors, `reasoning_content`:
+openai-compat-wire.md §3); `vllm` answers /v1/completions and /v1/chat/completions with token ids
 (openai-compat-wire.md §1-2); `hosted` answers them with text only, rate-limits with 429 and
 `Retry-After`, reports `usage.cost` and can fail inside a stream, as OpenRouter documents (§4).
 """
@@ -40,21 +41,30 @@ class FlavorSettings:
             )
 
     @property
-    def openai(self) -> bool:
-        """Whether the /v1 routes are served (every flavour but sglang)."""
-        return self.flavor != "sglang"
+    def native(self) -> bool:
+        """Whether SGLang's native routes (/generate, /server_info, ...) are served."""
+        return self.flavor == "sglang"
 
     @property
     def with_ids(self) -> bool:
-        """Whether answers carry token ids when asked (vLLM does; a hosted API never)."""
-        return self.flavor == "vllm"
+        """Whether answers carry token ids when asked (vLLM and SGLang do; a hosted API never)."""
+        return self.flavor != "hosted"
 
     @property
     def reasoning_fields(self) -> tuple[str, ...]:
-        """Where chat reasoning goes: vLLM 0.33 `reasoning`; OpenRouter also `reasoning_details`."""
+        """Where chat reasoning goes, by server.
+
+        vLLM 0.33 `reasoning`; SGLang `reasoning_content` (protocol.py:1018,1296,1357);
+        OpenRouter `reasoning` and `reasoning_details`.
+        """
         if not self.reasoning:
             return ()
-        return ("reasoning",) if self.flavor == "vllm" else ("reasoning", "reasoning_details")
+        by_flavor: dict[Flavor, tuple[str, ...]] = {
+            "vllm": ("reasoning",),
+            "sglang": ("reasoning_content",),
+            "hosted": ("reasoning", "reasoning_details"),
+        }
+        return by_flavor[self.flavor]
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """What a hosted API bills for one answer (usage.cost, in credits = USD)."""

@@ -34,6 +34,8 @@ class OpenAIPrompt:
     stream: bool
     return_token_ids: bool
     include_usage: bool
+    output_ids_in_sglext: bool = False
+    """SGLang's `return_output_ids_in_sglext` (serving_chat.py:1283; its header is not simulated)."""
 
 
 def completion_prompt(body: Any, served_model: str, context_length: int) -> OpenAIPrompt:
@@ -94,6 +96,7 @@ def _checked(body: dict[str, Any], ids: list[int], context_length: int) -> OpenA
         stream=bool(body.get("stream")),
         return_token_ids=bool(body.get("return_token_ids")),
         include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
+        output_ids_in_sglext=bool(body.get("return_output_ids_in_sglext")),
     )
 
 

@@ -1,10 +1,13 @@
-"""The /v1 routes of the vLLM and hosted flavours, answered from the same simulated engine.
+"""The /v1 routes of every flavour (vLLM, SGLang's own /v1, hosted), from the same engine.
 
 A token-id prompt is planned with the same key as /generate's `input_ids`, so the same seed and
 prompt ids give the same output ids through either API: the runner's backends can be compared
 token for token. Shapes are in `openai_wire`, request checks in `openai_requests`, both with their
 sources; the hosted API's extras (429 with Retry-After, usage.cost, an error inside a stream)
-follow OpenRouter's documentation (openai-compat-wire.md §4).
+follow OpenRouter's documentation (openai-compat-wire.md §4). The sglang flavour answers chat
+as SGLang 0.5.23 does (§3): `return_token_ids` only without a stream (a stream with it is a 400,
+serving_chat.py:1310-1320), the stream's ids in a trailing `sglext` chunk when asked with
+`return_output_ids_in_sglext` (serving_chat.py:1283,2716-2760), errors in its flat shape.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ if TYPE_CHECKING:
     from agent.simulator.server import Simulator
 
 RATE_LIMIT_MESSAGE = "Rate limit exceeded: free-models-per-min. "
+SGLANG_STREAM_IDS_MESSAGE = (  # paraphrased: serving_chat.py:1310-1320 refuses the combination
+    "return_token_ids is not supported for streaming chat completions; "
+    "use return_output_ids_in_sglext"
+)
 
 
 class OpenAIRoutes:
@@ -71,13 +78,18 @@ class OpenAIRoutes:
         checked = await self._checked(request, chat_prompt)
         if isinstance(checked, web.Response):
             return checked
+        sglang = self.settings.flavor == "sglang"
+        if checked.stream and sglang and checked.return_token_ids:
+            return self._error(400, SGLANG_STREAM_IDS_MESSAGE)
         if checked.stream:
             return await self._chat_stream(request, checked)
         sim = await self._generated(checked)
         answer = self._answer(sim, reasoning=self.settings.reasoning)
         message = wire.chat_message(answer, self.settings.reasoning_fields)
         ids = self._ids(checked)
-        body = wire.chat_body(self.model, message, answer, checked.prompt_ids, ids)
+        body = wire.chat_body(self.model, message, answer, checked.prompt_ids, ids and not sglang)
+        if ids and sglang:
+            wire.sglang_chat_ids(body["choices"][0], answer, checked.prompt_ids)
         return web.json_response(self._billed(body))
 
     async def models(self, request: web.Request) -> web.Response:
@@ -113,8 +125,8 @@ class OpenAIRoutes:
         return response
 
     def _error(self, status: int, message: str) -> web.Response:
-        hosted = self.settings.flavor == "hosted"
-        body = wire.hosted_error(status, message) if hosted else wire.vllm_error(status, message)
+        shapes = {"hosted": wire.hosted_error, "sglang": wire.sglang_error}
+        body = shapes.get(self.settings.flavor, wire.vllm_error)(status, message)
         return web.json_response(body, status=status)
 
     async def _generated(self, checked: OpenAIPrompt) -> SimRequest:
@@ -242,6 +254,9 @@ class ChatStream:
             final = wire.chat_chunk(self.chunk_id, self.routes.model, {}, None)
             final["choices"] = []
             await self.out.write(f"data: {json.dumps(final | tail)}\n\n".encode())
+        if self.checked.output_ids_in_sglext and self.routes.settings.flavor == "sglang":
+            ids = wire.sglext_chunk(self.chunk_id, self.routes.model, list(sim.produced_ids))
+            await self.out.write(f"data: {json.dumps(ids)}\n\n".encode())
         await self.out.write(b"data: [DONE]\n\n")
 
 

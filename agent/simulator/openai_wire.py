@@ -9,6 +9,11 @@ Pure functions, no I/O: the routes fill them in. Sources (openai-compat-wire.md,
 - errors `{"error": {message, type, param, code}}` (entrypoints/serve/engine/protocol.py:79);
   a hosted API's `{"error": {code, message, metadata}}` (OpenRouter's documentation);
 - `/v1/models` entries with `max_model_len` (entrypoints/serve/engine/protocol.py:105).
+
+SGLang 0.5.23 (openai-compat-wire.md §3, under `sglang/srt/entrypoints/openai/`): chat ids as
+`response_token_ids` + `prompt_token_ids` per choice (protocol.py:963,1319), the stream's ids in
+a trailing `sglext.output_ids` chunk (serving_chat.py:2716-2760), flat errors
+`{"object": "error", message, type, param, code}` (protocol.py:106; serving_base.py:205).
 """
 
 from __future__ import annotations
@@ -107,6 +112,18 @@ def chat_body(
     return body | {"usage": usage(len(prompt_ids or ()), len(answer.token_ids))}
 
 
+def sglang_chat_ids(choice: dict[str, Any], answer: Answer, prompt_ids: list[int] | None) -> None:
+    """SGLang's non-stream chat ids, both on the choice (protocol.py:963,1319)."""
+    choice["response_token_ids"] = answer.token_ids
+    choice["prompt_token_ids"] = prompt_ids
+
+
+def sglext_chunk(chunk_id: str, model: str, output_ids: list[int]) -> dict[str, Any]:
+    """SGLang's trailing stream chunk: no choices, one id list per choice (serving_chat.py:2716-2760)."""
+    return {"id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "choices": [], "sglext": {"output_ids": [output_ids]}}  # fmt: skip
+
+
 def chat_chunk(
     chunk_id: str, model: str, delta: dict[str, Any], finish: str | None
 ) -> dict[str, Any]:
@@ -128,6 +145,12 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
 def vllm_error(status: int, message: str, kind: str = "BadRequestError") -> dict[str, Any]:
     """VLLM's ErrorResponse (entrypoints/serve/engine/protocol.py:79)."""
     return {"error": {"message": message, "type": kind, "param": None, "code": status}}
+
+
+def sglang_error(status: int, message: str) -> dict[str, Any]:
+    """SGLang's flat ErrorResponse (protocol.py:106; serving_base.py:205)."""
+    return {"object": "error", "message": message, "type": "BadRequestError", "param": None,
+            "code": status}  # fmt: skip
 
 
 def hosted_error(status: int, message: str) -> dict[str, Any]:

@@ -86,8 +86,8 @@ class Simulator:
         middlewares = [api_key_middleware(self.config.api_key)] if self.config.api_key else []
         app = web.Application(client_max_size=256 * 1024 * 1024, middlewares=middlewares)
         app.router.add_route("*", "/admin/faults", self.admin_faults)
-        if self.config.flavor.openai:
-            OpenAIRoutes(self, self.config.flavor).add_to(app)
+        OpenAIRoutes(self, self.config.flavor).add_to(app)
+        if not self.config.flavor.native:
             app.router.add_get("/health", self.health)
             return app
         app.router.add_route("POST", "/generate", self.generate)

@@ -14,6 +14,7 @@ import pytest
 
 from agent.datasets.detail import dataset_detail
 from agent.protocol import DatasetProgress
+from agent.simulator.openai_requests import text_ids
 from console.model.api_usage_view import hosted_lines
 from tests.support.export_data import DROPS_THINK, KEEPS_THINK, build_think_tokenizer, write_jsonl
 from tests.support.runner_files import response_tokens, run_runner, runner_command, status
@@ -156,6 +157,34 @@ def test_chat_with_ids_records_them_exactly(
         assert record["usage"]["completion_tokens"] == len(record["output_ids"])
         assert record["prompt_ids"]
     assert status(folder)["reencoded"] == 0
+
+
+def test_chat_against_sglang_records_the_ids_native_generate_gives_for_the_same_seed(
+    tmp_path: Path, think_tokenizer: tuple[Path, Any]
+) -> None:
+    """SGLang refuses return_token_ids in a chat stream: the ids come from its sglext chunk."""
+    chat, native = tmp_path / "chat", tmp_path / "native"
+    conversations = write_chat_prompts(chat, 12)
+    write_jsonl(native / "prompts.jsonl", [
+        {"id": f"c{i}", "input_ids": text_ids(json.dumps(messages, sort_keys=True))}
+        for i, messages in enumerate(conversations)
+    ])  # fmt: skip  # the simulated chat template: the same prompt ids as the chat sends
+    with running_simulator(tmp_path / "sg", *FAST, *WORDY, "--reasoning") as sim:
+        assert run_runner(native, sim.url, "--max-new-tokens", "120").returncode == 0
+        result = run_runner(
+            chat, sim.url, "--api", "openai-chat", "--tokenizer", str(think_tokenizer[0]),
+            "--max-new-tokens", "120",
+        )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    by_chat, by_native = records(chat), records(native)
+    assert set(by_chat) == set(by_native)
+    for prompt_id, record in by_chat.items():
+        assert record["tokens"] == "exact", record
+        assert record["output_ids"] == by_native[prompt_id]["output_ids"], prompt_id
+        assert record["finish_reason"] == by_native[prompt_id]["finish_reason"]
+        assert record["usage"]["completion_tokens"] == len(record["output_ids"])
+    assert status(chat)["reencoded"] == 0
 
 
 def test_a_text_only_answer_is_the_tokenizers_own_encoding_of_the_turn(

@@ -202,3 +202,44 @@ def test_a_hosted_fault_on_another_flavor_is_refused_not_ignored(flavor: str, fa
         config_from(args)
     hosted = config_from(build_parser().parse_args(["--flavor", "hosted", fault, "0.5"]))
     assert hosted.flavor.flavor == "hosted"
+
+
+async def test_sglang_refuses_token_ids_in_a_chat_stream_with_its_flat_error(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    with running_simulator(tmp_path, *FAST, "--reasoning") as sim:
+        status, body = await post(http, f"{sim.url}/v1/chat/completions", {
+            "messages": MESSAGES, "max_tokens": 50, "stream": True,
+            "return_token_ids": True})  # fmt: skip
+
+    assert status == 400
+    assert body["object"] == "error"
+    assert body["code"] == 400
+    assert "return_token_ids" in body["message"]
+
+
+async def test_sglang_streams_the_ids_in_a_trailing_sglext_chunk(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    with running_simulator(tmp_path, *FAST, "--reasoning") as sim:
+        stream = await events(http, f"{sim.url}/v1/chat/completions", {
+            "messages": MESSAGES, "max_tokens": 300, "stream": True,
+            "stream_options": {"include_usage": True},
+            "return_output_ids_in_sglext": True})  # fmt: skip
+        _, whole = await post(http, f"{sim.url}/v1/chat/completions", {
+            "messages": MESSAGES, "max_tokens": 300, "return_token_ids": True})  # fmt: skip
+
+    assert stream[-1] == "[DONE]"
+    trailer = stream[-2]
+    assert trailer["choices"] == []
+    [output_ids] = trailer["sglext"]["output_ids"]
+    choice = whole["choices"][0]
+    assert output_ids == choice["response_token_ids"]
+    assert choice["prompt_token_ids"]
+    assert "token_ids" not in choice
+    deltas = [e["choices"][0]["delta"] for e in stream[:-2] if e["choices"]]
+    streamed = "".join(d.get("reasoning_content") or "" for d in deltas)
+    assert streamed == choice["message"]["reasoning_content"]
+    assert streamed
+    usage = next(e["usage"] for e in stream[:-1] if e.get("usage"))
+    assert usage["completion_tokens"] == len(output_ids)

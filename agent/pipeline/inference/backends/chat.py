@@ -2,16 +2,21 @@
 
 vLLM returns `token_ids` per choice (per chunk in a stream) and `prompt_token_ids` when asked
 with `return_token_ids` (chat_completion/protocol.py:128,155; serving.py:608-620): those are
-recorded exactly. A hosted API returns text only: the reasoning (`reasoning`, `reasoning_content`
-or `reasoning_details`, by server: openai-compat-wire.md §2-4) and the content are re-encoded with
+recorded exactly. SGLang refuses `return_token_ids` in a chat stream (400, serving_chat.py:
+1310-1320) but, asked with `return_output_ids_in_sglext`, ends the stream with a chunk whose
+`sglext.output_ids` holds each choice's ids (serving_chat.py:1283,2716-2760): recorded exactly
+too, without prompt ids unless the chunk carries `sglext.input_ids`. Which of the two to ask for
+is decided once per server: SGLang answers `GET /server_info`, vLLM and hosted APIs do not.
+A hosted API returns text only: the reasoning (`reasoning`, `reasoning_content` or
+`reasoning_details`, by server: openai-compat-wire.md §2-4) and the content are re-encoded with
 the target's tokenizer (reencode.py), and the record says so (`"tokens": "reencoded"`) with the
 server's completion_tokens beside the re-encoded length. Streaming keeps long answers from
-idling out at a proxy; an error inside the stream is an error (openai_http.py). SGLang refuses
-return_token_ids in a chat stream (serving_chat.py:1310-1320): use openai-completions there.
+idling out at a proxy; an error inside the stream is an error (openai_http.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +56,20 @@ class ChatAnswer:
             self.prompt_ids = event["prompt_token_ids"]
         if isinstance(event.get("usage"), dict):
             self.usage = event["usage"]
+        if isinstance(event.get("sglext"), dict):
+            self._add_sglext(event["sglext"])
         for choice in event.get("choices") or ():
             self._add_choice(choice)
+
+    def _add_sglext(self, extension: dict[str, Any]) -> None:
+        """SGLang's ids: `output_ids` one list per choice (the only one here), `input_ids` flat."""
+        output = extension.get("output_ids")
+        if isinstance(output, list) and output and isinstance(output[0], list):
+            output = output[0]
+        if isinstance(output, list):
+            self.token_ids = output
+        if isinstance(extension.get("input_ids"), list):
+            self.prompt_ids = extension["input_ids"]
 
     def _add_choice(self, choice: dict[str, Any]) -> None:
         delta = choice.get("delta") or choice.get("message") or {}
@@ -94,6 +111,9 @@ class ChatBackend:
         self.client = OpenAIClient(session, timeout_s, api_key)
         self.sampling = sampling
         self.reencoder = reencoder
+        self.sglang: dict[str, bool] = {}
+        """Per server URL: whether it is SGLang (ids through sglext), probed once."""
+        self._probing = asyncio.Lock()
 
     async def generate(
         self, server: Server, request: PromptRequest, timeout_s: float | None = None
@@ -101,23 +121,29 @@ class ChatBackend:
         """One chat answer, streamed and accumulated."""
         messages = messages_of(request)
         answer = ChatAnswer()
-        for event in await self.client.stream(
-            server, "chat/completions", self.payload(messages), timeout_s
-        ):
+        payload = self.payload(messages, sglext=await self._is_sglang(server))
+        for event in await self.client.stream(server, "chat/completions", payload, timeout_s):
             answer.add(event)
         if answer.token_ids is not None:
             return self._exact(answer)
         return self._reencoded(answer, messages)
 
-    def payload(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The request body: ids asked for where the server has them, usage in the stream."""
+    async def _is_sglang(self, server: Server) -> bool:
+        async with self._probing:  # one probe per server, not one per prompt in flight
+            if server.url not in self.sglang:
+                self.sglang[server.url] = await self.client.serves_sglang(server)
+        return self.sglang[server.url]
+
+    def payload(self, messages: list[dict[str, Any]], sglext: bool = False) -> dict[str, Any]:
+        """The request body: ids asked for the way the server gives them, usage in the stream."""
         sampling = self.sampling
+        ids = {"return_output_ids_in_sglext": True} if sglext else {"return_token_ids": True}
         payload: dict[str, Any] = {
             "messages": messages,
             "max_tokens": sampling.max_new_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
-            "return_token_ids": True,
+            **ids,
             "stream": True,
             "stream_options": {"include_usage": True},
         }

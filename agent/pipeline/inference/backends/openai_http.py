@@ -32,6 +32,12 @@ from agent.sglang_auth import bearer_headers
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 
 
+def server_root(base_url: str) -> str:
+    """The server's own root: `base_url` without a trailing /v1."""
+    base = base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
 def endpoint(base_url: str, path: str) -> str:
     """`base_url` + /v1/`path`, whether or not the base already ends in /v1."""
     base = base_url.rstrip("/")
@@ -101,6 +107,22 @@ class OpenAIClient:
                 return False, f"/v1/models answered HTTP {response.status}: {error_message(text)}"
         except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
             return False, str(exc) or type(exc).__name__
+
+    async def serves_sglang(self, server: Server) -> bool:
+        """Whether `GET /server_info` answers 200, as SGLang's does and vLLM's and hosted APIs' don't.
+
+        A server that cannot be reached is down (TransientError), not a verdict either way.
+        """
+        url = f"{server_root(server.url)}/server_info"
+        try:
+            async with self.session.get(
+                url, headers=self.headers, timeout=aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
+            ) as response:
+                await response.read()
+                return response.status == 200
+        except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise TransientError(f"cannot reach {url}: {reason}", server_down=True) from None
 
     async def abort(self, server: Server, rid: str) -> AbortOutcome:
         """No abort endpoint: the runner closes the connection, which aborts the request."""
