@@ -29,6 +29,9 @@ from agent.protocol import (
 
 CONFIG_NAME = "eagle-console.toml"
 DEFAULT_STATE_DIR = "~/.eagle-agent"
+LOCAL = "local"
+"""`ssh = "local"`: the host is this machine; its agent runs as a subprocess, with no SSH."""
+_SSH_ONLY_KEYS = ("known_hosts", "identity", "ssh_config")
 
 
 class ConfigError(Exception):
@@ -74,6 +77,11 @@ class HostConfig:
     read_only: bool = False
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     deploy: tuple[DeployMapping, ...] = ()
+
+    @property
+    def is_local(self) -> bool:
+        """True for `ssh = "local"`: reached as a subprocess on this machine, not over SSH."""
+        return self.ssh == SshTarget(LOCAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +173,8 @@ def _host(reader: _Reader, name: str, hosts: Mapping[str, Any]) -> HostConfig:
     table = reader.table(hosts, name, "hosts")
     reader.only(table, where, _HOST_KEYS)
     text = reader.text
+    if text(table, "ssh", where) == LOCAL:
+        _refuse_ssh_keys(reader, table, where)
     return HostConfig(
         name=name,
         ssh=_ssh_target(reader, text(table, "ssh", where), f"{where}.ssh"),
@@ -177,6 +187,17 @@ def _host(reader: _Reader, name: str, hosts: Mapping[str, Any]) -> HostConfig:
         pipeline=_pipeline(reader, table, where),
         deploy=_deploy(reader, table, where),
     )
+
+
+def _refuse_ssh_keys(reader: _Reader, table: Mapping[str, Any], where: str) -> None:
+    """A local host has no SSH: a key that only SSH reads is a mistake worth naming."""
+    for key in _SSH_ONLY_KEYS:
+        if key in table:
+            raise reader.error(
+                f"{where}.{key}",
+                f'not used with ssh = "{LOCAL}"',
+                "the key removed (a local host needs no SSH settings)",
+            )
 
 
 def _deploy(reader: _Reader, host: Mapping[str, Any], where: str) -> tuple[DeployMapping, ...]:

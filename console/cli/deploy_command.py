@@ -10,25 +10,26 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from console.cli.output import stdout_console
 from console.config import ConfigError, HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
-from console.link.ssh_link import open_ssh_link
-from console.model.safe_text import literal, sanitise_lines
+from console.link.host_link import open_host_link
+from console.model.safe_text import literal, sanitise, sanitise_lines
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
 
 
 async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | None) -> int:
     """Show drift (and diffs), then deploy or roll back; returns the exit code."""
-    out = Console(highlight=False, soft_wrap=True)
+    out = stdout_console()
     if host.read_only and (rollback_path is not None or not dry_run):
         raise LinkError(
             f"{host.name} is read_only in the config: refusing to deploy or roll back (--dry-run works)"
         )
     if not host.deploy and rollback_path is None:
         raise ConfigError(f"hosts.{host.name}: no [[hosts.{host.name}.deploy]] mappings configured")
-    link = await open_ssh_link(host)
+    link = await open_host_link(host)
     try:
         if rollback_path is not None:
             result = await rollback(link, rollback_path)
@@ -51,7 +52,7 @@ async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | No
 
 def drift_table(host: str, plans: list[FilePlan]) -> Table:
     """Every mapped file and its state."""
-    table = Table(title=literal(f"{host}: deploy drift"))
+    table = Table(title=Text(sanitise(f"{host}: deploy drift")))  # a line of its own
     for column in ("status", "remote", "local", "host sha256", "local sha256"):
         table.add_column(column)
     for plan in plans:

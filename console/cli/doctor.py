@@ -1,6 +1,6 @@
 """`eagle-console doctor HOST`: every precondition of a working link, checked and explained.
 
-SSH and the host key, the remote Python and its version, aiohttp (for SGLang probes), the agent
+SSH and the host key (or, for `ssh = "local"`, nothing to connect to), the remote Python and its version, aiohttp (for SGLang probes), the agent
 bundle and daemon, the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on
 the host with the configured trust setting) and the webhook's lost notifications: one line
 each, with what to do.
@@ -18,9 +18,20 @@ from console.cli.doctor_tokenizer import tokenizer_line
 from console.cli.doctor_webhook import webhook_line
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
-from console.link.ssh_link import connect, open_ssh_link, probe_python
+from console.link.host_link import open_host_link
+from console.link.local_link import run_local_python
+from console.link.ssh_link import (
+    CONNECT_TIMEOUT_S,
+    PROBE_SCRIPT,
+    RemotePython,
+    connect,
+    probe_python,
+    read_probe,
+)
 
 PROBE_WAIT_S = 12.0
+AIOHTTP_WAIT_S = 30.0
+AIOHTTP_SCRIPT = "import aiohttp; print(aiohttp.__version__)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,27 +45,11 @@ class Check:
 
 async def run_doctor(host: HostConfig) -> list[Check]:
     """All checks, in order; later ones are skipped when an earlier one makes them moot."""
-    checks: list[Check] = []
-    try:
-        conn = await connect(host)
-    except LinkError as exc:
-        return [Check("ssh", False, str(exc))]
-    checks.append(
-        Check("ssh", True, f"connected to {host.ssh}, host key trusted, agent forwarding off")
-    )
-    try:
-        python = await probe_python(conn, host)
-        checks.append(
-            Check("python", True, f"{host.python} is Python {'.'.join(map(str, python.version))}")
-        )
-        checks.append(await _aiohttp(conn, host))
-    except LinkError as exc:
-        checks.append(Check("python", False, str(exc)))
+    checks, reachable = await (_local_reach(host) if host.is_local else _ssh_reach(host))
+    if not reachable:
         return checks
-    finally:
-        conn.close()
     try:
-        link = await open_ssh_link(host)
+        link = await open_host_link(host)
     except LinkError as exc:
         return [*checks, Check("agent", False, str(exc))]
     try:
@@ -69,11 +64,46 @@ async def run_doctor(host: HostConfig) -> list[Check]:
         await link.close()
 
 
-async def _aiohttp(conn: object, host: HostConfig) -> Check:
-    command = shlex.join([host.python, "-c", "import aiohttp; print(aiohttp.__version__)"])
-    result = await conn.run(command, check=False, timeout=30)  # type: ignore[attr-defined]
-    if result.exit_status == 0:
-        return Check("aiohttp", True, f"aiohttp {str(result.stdout).strip()} (SGLang probes work)")
+async def _ssh_reach(host: HostConfig) -> tuple[list[Check], bool]:
+    """SSH with the host key, then the host's Python and aiohttp; and whether to go on."""
+    try:
+        conn = await connect(host)
+    except LinkError as exc:
+        return [Check("ssh", False, str(exc))], False
+    checks = [
+        Check("ssh", True, f"connected to {host.ssh}, host key trusted, agent forwarding off")
+    ]
+    try:
+        checks.append(_python_line(host, await probe_python(conn, host)))
+        command = shlex.join([host.python, "-c", AIOHTTP_SCRIPT])
+        result = await conn.run(command, check=False, timeout=AIOHTTP_WAIT_S)
+        checks.append(_aiohttp_line(host, result.exit_status, str(result.stdout)))
+    except LinkError as exc:
+        return [*checks, Check("python", False, str(exc))], False
+    finally:
+        conn.close()
+    return checks, True
+
+
+async def _local_reach(host: HostConfig) -> tuple[list[Check], bool]:
+    """`ssh = "local"`: this machine's Python and aiohttp, run as subprocesses; and whether to go on."""
+    checks = [Check("local", True, 'ssh = "local": the agent runs on this machine, no SSH')]
+    status, out, err = await run_local_python(host.python, PROBE_SCRIPT, CONNECT_TIMEOUT_S)
+    try:
+        checks.append(_python_line(host, read_probe(host, status, out, err)))
+    except LinkError as exc:
+        return [*checks, Check("python", False, str(exc))], False
+    status, out, _ = await run_local_python(host.python, AIOHTTP_SCRIPT, AIOHTTP_WAIT_S)
+    return [*checks, _aiohttp_line(host, status, out)], True
+
+
+def _python_line(host: HostConfig, python: RemotePython) -> Check:
+    return Check("python", True, f"{host.python} is Python {'.'.join(map(str, python.version))}")
+
+
+def _aiohttp_line(host: HostConfig, status: int | None, stdout: str) -> Check:
+    if status == 0:
+        return Check("aiohttp", True, f"aiohttp {stdout.strip()} (SGLang probes work)")
     return Check("aiohttp", False, f"not importable by {host.python}: SGLang probes will say so; "
                  "`pip install aiohttp` in that environment")  # fmt: skip
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from agent.protocol import EVENTS_LIST, EventsList, EventsParams, TimelineEvent, to_wire
 from console.config import HostConfig
-from console.link.ssh_link import open_ssh_link
+from console.link.host_link import open_host_link
 from console.model.safe_text import literal
 from console.model.timeline import event_cells
 
@@ -32,7 +32,7 @@ def parse_span(text: str) -> float:
 
 async def fetch_events(host: HostConfig, since_s: float) -> EventsList:
     """The host's events of the last `since_s` seconds."""
-    link = await open_ssh_link(host)
+    link = await open_host_link(host)
     try:
         found: EventsList = await link.call(EVENTS_LIST, EventsParams(since_s=since_s))
         return found

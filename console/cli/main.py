@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from console.cli.output import stderr_console, stdout_console
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
 from console.config import (
@@ -40,18 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line of DESIGN §9."""
     parser = argparse.ArgumentParser(prog="eagle-console", description=__doc__)
     parser.add_argument("--config", type=Path, help="config file (default: ./eagle-console.toml)")
-    commands = parser.add_subparsers(dest="command")
+    commands = parser.add_subparsers(dest="command", help="what to do (default: tui)")
     status = commands.add_parser("status", help="print one snapshot of each host")
     status.add_argument("host", nargs="?", help="one host from the config (default: all)")
     status.add_argument("--json", action="store_true", help="one JSON object per host")
     doctor = commands.add_parser("doctor", help="check everything a host needs, one line each")
-    doctor.add_argument("host")
+    doctor.add_argument("host", help=HOST_HELP)
     report = commands.add_parser("report", help="a Markdown run report of one host")
-    report.add_argument("host")
+    report.add_argument("host", help=HOST_HELP)
     deploy = commands.add_parser(
         "deploy", help="deploy the mapped files (drift, diff, atomic swap)"
     )
-    deploy.add_argument("host")
+    deploy.add_argument("host", help=HOST_HELP)
     deploy.add_argument(
         "--dry-run", action="store_true", help="show drift and diffs, change nothing"
     )
@@ -59,30 +60,56 @@ def build_parser() -> argparse.ArgumentParser:
         "--rollback", metavar="REMOTE_PATH", help="restore the previous version of a file"
     )
     redeploy = commands.add_parser(
-        "redeploy", help="stop a job, deploy, start it again on the new code"
-    )
-    redeploy.add_argument("host")
+        "redeploy", help="stop a job, deploy, start it again on the new code",
+        usage="%(prog)s [-h] [--token-budget N] host job [--argv ARG ...]",
+    )  # fmt: skip
+    redeploy.add_argument("host", help=HOST_HELP)
     redeploy.add_argument(
         "job",
         help="a job id, a running job's name (NAME/DATASET for a per-dataset job), or a dataset",
     )
     redeploy.add_argument(
-        "--argv", nargs=argparse.REMAINDER, help="start it with this argv instead"
+        "--token-budget", type=_positive_int, metavar="N",
+        help="restart with --token-budget N (what R suggests for a run heading past its budget)",
+    )  # fmt: skip
+    redeploy.add_argument(
+        "--argv", nargs=argparse.REMAINDER, help="start it with this argv instead (comes last)"
     )
     events = commands.add_parser("events", help="what happened on a host, watched or not")
-    events.add_argument("host")
+    events.add_argument("host", help=HOST_HELP)
     events.add_argument("--since", default="2h", help="how far back: 90s, 30m, 2h, 1d (default 2h)")
     events.add_argument("--json", action="store_true", help="one JSON object per event")
     trust = commands.add_parser("trust", help="show a host's key and pin it on purpose")
-    trust.add_argument("host")
+    trust.add_argument("host", help=HOST_HELP)
     trust.add_argument("--yes", action="store_true", help="pin without asking (scripts)")
     demo = commands.add_parser("demo", help="run the console on an embedded demo pipeline")
-    demo.add_argument("--ssh", action="store_true")
-    demo.add_argument("--dir", type=Path)
-    demo.add_argument("--keep", action="store_true")
+    demo.add_argument(
+        "--ssh", action="store_true",
+        help="reach the demo's agent through a real SSH server on loopback, as a remote box",
+    )  # fmt: skip
+    demo.add_argument(
+        "--dir", type=Path, help="build the workspace in this folder (default: a new temp folder)"
+    )
+    demo.add_argument(
+        "--keep", action="store_true", help="keep the workspace after the demo ends (to look at)"
+    )
     tui = commands.add_parser("tui", help="the dashboard (the default command)")
-    tui.add_argument("host", nargs="?")
+    tui.add_argument("host", nargs="?", help="one host from the config (default: all)")
     return parser
+
+
+HOST_HELP = "a host from the config's [hosts]"
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number above zero, or a usage error that says so."""
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number of tokens")
+    return value
 
 
 class SanitisingFormatter(logging.Formatter):
@@ -98,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     if logging.lastResort is not None:  # the handler of warnings when no logging is configured
         logging.lastResort.setFormatter(SanitisingFormatter())
     args = build_parser().parse_args(_default_to_tui(sys.argv[1:] if argv is None else argv))
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = stderr_console()
     try:
         return _run(args)
     except ConfigError as exc:
@@ -155,9 +182,12 @@ def _run(args: argparse.Namespace) -> int:
             run_deploy(config.host(args.host), dry_run=args.dry_run, rollback_path=args.rollback)
         )
     if args.command == "redeploy":
-        return asyncio.run(
-            _redeploy(config.host(args.host), args.job, tuple(args.argv) if args.argv else None)
-        )
+        from console.cli.redeploy_command import run_redeploy
+
+        argv = tuple(args.argv) if args.argv else None
+        return asyncio.run(run_redeploy(
+            config.host(args.host), args.job, argv, args.token_budget, stdout_console()
+        ))  # fmt: skip
     if args.command == "doctor":
         return _doctor(config.host(args.host))
     if args.command == "report":
@@ -170,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
 def _tui(config: ConsoleConfig, host: str | None) -> int:
     from console.link.host_connection import Opener
     from console.link.host_keys import pin_host_key
-    from console.link.ssh_link import open_ssh_link
+    from console.link.host_link import open_host_link
     from console.ui.app import ConsoleApp
 
     hosts = [config.host(host)] if host else list(config.hosts.values())
@@ -178,7 +208,7 @@ def _tui(config: ConsoleConfig, host: str | None) -> int:
         raise ConfigError(f"{config.path}: no [hosts] configured")
 
     def opener(host_config: HostConfig) -> Opener:
-        return lambda: open_ssh_link(host_config)
+        return lambda: open_host_link(host_config)
 
     openers = {h.name: opener(h) for h in hosts}
     pinners = {h.name: functools.partial(pin_host_key, h) for h in hosts}
@@ -195,9 +225,9 @@ def _status(config: ConsoleConfig, host: str | None, *, as_json: bool) -> int:
     if not hosts:
         raise ConfigError(f"{config.path}: no [hosts] configured")
     statuses = asyncio.run(fetch_all(hosts))
-    out = Console(highlight=False, soft_wrap=True)
+    out = stdout_console()
     (print_json if as_json else print_tables)(statuses, out)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = stderr_console()
     for status in statuses:
         _report_failure(status, err)
     return EXIT_FAILURE if any(status.failed for status in statuses) else EXIT_OK
@@ -212,31 +242,11 @@ def _report_failure(status: HostStatus, err: Console) -> None:
                 err.print(literal(f"eagle-console: {status.host}: {alert.message}"))
 
 
-async def _redeploy(host: HostConfig, job: str, argv: tuple[str, ...] | None) -> int:
-    from console.link.redeploy import redeploy
-    from console.link.ssh_link import open_ssh_link
-
-    if host.read_only:
-        raise LinkError(
-            f"{host.name} is read_only in the config: refusing to stop or start anything"
-        )
-    out = Console(highlight=False, soft_wrap=True)
-    link = await open_ssh_link(host)
-    try:
-        outcome = await redeploy(
-            link, host, job, argv, report=lambda message: out.print(literal(message))
-        )
-    finally:
-        await link.close()
-    out.print(literal(outcome.summary()))
-    return EXIT_OK
-
-
 def _doctor(host: HostConfig) -> int:
     from console.cli.doctor import run_doctor
 
     checks = asyncio.run(run_doctor(host))
-    out = Console(highlight=False, soft_wrap=True)
+    out = stdout_console()
     print_checks(checks, out)
     out.print(
         literal(f"the console's own log (its failures, with tracebacks): {console_log_path()}")
@@ -267,10 +277,10 @@ def _events(host: HostConfig, since: str, *, as_json: bool) -> int:
     try:
         since_s = parse_span(since)
     except ValueError as exc:
-        Console(stderr=True).print(literal(f"eagle-console: --since: {exc}"))
+        stderr_console().print(literal(f"eagle-console: --since: {exc}"))
         return EXIT_USAGE
     found = asyncio.run(fetch_events(host, since_s))
-    print_events(found, Console(highlight=False, soft_wrap=True), as_json=as_json)
+    print_events(found, stdout_console(), as_json=as_json)
     return EXIT_OK
 
 

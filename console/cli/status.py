@@ -18,8 +18,8 @@ from rich.text import Text
 from agent.protocol import SNAPSHOT, Snapshot, SnapshotParams, to_wire
 from console.config import HostConfig
 from console.link.agent_link import LinkError
-from console.link.ssh_link import open_ssh_link
-from console.model.safe_text import literal
+from console.link.host_link import open_host_link
+from console.model.safe_text import literal, sanitise
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +50,7 @@ class HostStatus:
 async def fetch_status(host: HostConfig) -> HostStatus:
     """Connect to one host and take one snapshot."""
     try:
-        link = await open_ssh_link(host)
+        link = await open_host_link(host)
     except LinkError as exc:
         return HostStatus(host.name, None, error=str(exc))
     try:
@@ -94,7 +94,7 @@ def print_tables(statuses: list[HostStatus], console: Console) -> None:
 def datasets_table(host: str, snapshot: Snapshot) -> Table:
     """The datasets of one snapshot as a Rich table."""
     table = Table(
-        title=literal(f"{host} — {snapshot.datasets_root or 'no datasets root configured'}")
+        title=Text(sanitise(f"{host} — {snapshot.datasets_root or 'no datasets root configured'}"))
     )
     for column in ("dataset", "responses", "prompts", "tokens", "budget", "status"):
         table.add_column(column, justify="left" if column in ("dataset", "status") else "right")

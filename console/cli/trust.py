@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from console.config import HostConfig
+from console.config import LOCAL, ConfigError, HostConfig
 from console.link.agent_link import LinkError
 from console.link.host_keys import fetch_offered_key, pin_host_key
 from console.link.ssh_link import connect_options
@@ -14,6 +14,11 @@ from console.model.safe_text import sanitise
 
 def trust_host(host: HostConfig, *, assume_yes: bool) -> int:
     """Pin the host's key after showing its fingerprint; returns the exit code."""
+    if host.is_local:
+        raise ConfigError(
+            f'hosts.{host.name}: ssh = "{LOCAL}" runs the agent on this machine: '
+            "there is no host key to trust"
+        )
     offered = asyncio.run(fetch_offered_key(host, connect_options(host)))
     if offered is None:
         raise LinkError(f"{host.name}: cannot fetch the host key of {host.ssh}")

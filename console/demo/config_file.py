@@ -6,6 +6,7 @@ The demo runs from this file, so the example beside the workspace is never out o
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ def write_demo_config(
     """Write the config and load the demo host back from it (`drafter_port`: B's second server)."""
     lines = [
         "# The demo's host, written as the config for a real GPU box would be.",
-        "# Try: eagle-console --config THIS_FILE status demo    (while the demo runs)",
+        *headless_tip(space.config),
         "[hosts.demo]",
         *_connection(ssh),
         f"python = {_q(sys.executable)}",
@@ -66,9 +67,18 @@ def write_demo_config(
     return load_config(space.config).host("demo")
 
 
+def headless_tip(config: Path) -> list[str]:
+    """The headless commands to try beside the TUI, each as it runs against this config."""
+    command = f"eagle-console --config {shlex.quote(str(config))}"
+    tries = ["status demo", "report demo", "doctor demo", "events demo --since 1h",
+             "deploy demo --dry-run", f"redeploy demo {OLD_RUN} --token-budget {BUDGET // 2}"]  # fmt: skip
+    lines = ["# While the demo runs, try in another terminal:"]
+    return lines + [f"#   {command} {rest}" for rest in tries]
+
+
 def _connection(ssh: SshAccess | None) -> list[str]:
     if ssh is None:
-        return ['ssh = "localhost"  # not used: the plain demo talks to its agent directly']
+        return ['ssh = "local"  # this machine: the agent runs as a subprocess, no SSH']
     return [
         f'ssh = "{ssh.user}@127.0.0.1:{ssh.port}"',
         f"known_hosts = {_q(ssh.known_hosts)}  # the server's key, pinned before the first connect",

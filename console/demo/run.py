@@ -24,8 +24,7 @@ from console.demo.services import (
 from console.demo.workspace import Workspace, build_workspace
 from console.link.agent_link import AgentLink
 from console.link.host_connection import Opener
-from console.link.local_link import open_local_link
-from console.link.ssh_link import open_ssh_link
+from console.link.host_link import open_host_link
 
 
 def run_demo(folder: Path | None, keep: bool, ssh: bool) -> int:
@@ -58,22 +57,22 @@ def _start_and_run(
             f"a real SSH server listens on 127.0.0.1:{access.port}; its key is pinned in {access.known_hosts}"
         )
     host = write_demo_config(space, free_port(), access, drafter_port=free_port())
-    opener = _opener(space, host, ssh)
+    opener = _opener(host)
     say(
-        f"the config for this host is {space.config}; starting the agent, the server and 8 runs ..."
+        f"the config for this host is {space.config} (its first lines list headless commands "
+        "to try); starting the agent, the server and 8 runs ..."
     )
     asyncio.run(start_pipeline(opener, host, nonce=secrets.token_hex(4)))
     _run_console(opener, host, interrupts)
 
 
-def _opener(space: Workspace, host: HostConfig, ssh: bool) -> Opener:
-    async def local() -> AgentLink:
-        return await open_local_link(space.state, host.pipeline)
+def _opener(host: HostConfig) -> Opener:
+    """As any headless command opens it: over SSH with --ssh, else as a local subprocess."""
 
-    async def over_ssh() -> AgentLink:
-        return await open_ssh_link(host)
+    async def opener() -> AgentLink:
+        return await open_host_link(host)
 
-    return over_ssh if ssh else local
+    return opener
 
 
 async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:

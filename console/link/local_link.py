@@ -1,6 +1,8 @@
 """An agent on this machine, reached through `python -m agent attach` as a subprocess.
 
-The demo and many tests use it; it runs the very same attach and daemon code as the SSH path.
+A host configured with `ssh = "local"`, the plain demo and many tests use it; it runs the very
+same attach and daemon code as the SSH path. Files move on the local disk (LocalChannel); the
+agent's own files.install still confines them to the deploy roots and swaps them atomically.
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ async def open_local_link(
     state_dir: Path, pipeline: PipelineConfig | None, python: str = sys.executable
 ) -> AgentLink:
     """Start `attach` for `state_dir`, complete hello, and return the link."""
-    env = dict(os.environ, PYTHONPATH=str(local_bundle().source))
-    try:
+    source = local_bundle().source
+    try:  # run from the bundle's folder, as over SSH: no `agent` folder in the cwd shadows it
         process = await asyncio.create_subprocess_exec(
             python, "-m", "agent", "attach", "--state-dir", str(state_dir),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=env,
+            env=dict(os.environ, PYTHONPATH=str(source)),
+            cwd=source,
         )  # fmt: skip
     except OSError as exc:
         raise LinkError(f"cannot run {python}: {exc.strerror}") from None
@@ -55,3 +58,20 @@ async def open_local_link(
         )
         raise LinkError(f"{exc}{'; agent said: ' + stderr if stderr else ''}") from None
     return link
+
+
+async def run_local_python(python: str, code: str, timeout_s: float) -> tuple[int | None, str, str]:
+    """Run `python -c code` here: (exit status, stdout, stderr); None when it could not run."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            python, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+    except OSError as exc:
+        return None, "", exc.strerror or str(exc)
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout_s)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        return None, "", f"no answer in {timeout_s:g} s"
+    return process.returncode, out.decode(errors="replace"), err.decode(errors="replace")

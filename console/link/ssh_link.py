@@ -118,19 +118,25 @@ async def probe_python(conn: asyncssh.SSHClientConnection, host: HostConfig) -> 
     """Check the configured Python runs on the host and is new enough for the agent."""
     command = shlex.join([host.python, "-c", PROBE_SCRIPT])
     result = await conn.run(command, check=False, timeout=CONNECT_TIMEOUT_S)
+    return read_probe(host, result.exit_status, str(result.stdout), str(result.stderr or ""))
+
+
+def read_probe(host: HostConfig, status: int | None, stdout: str, stderr: str) -> RemotePython:
+    """What PROBE_SCRIPT printed, checked: a LinkError naming the fix when it is not usable."""
+    where = "this machine" if host.is_local else str(host.ssh)
     try:
-        found = json.loads(str(result.stdout))
+        found = json.loads(stdout)
         version = tuple(int(part) for part in found["version"])
     except (ValueError, KeyError, TypeError):
-        detail = str(result.stderr or "").strip().splitlines()
+        detail = stderr.strip().splitlines()
         raise LinkError(
-            f"{host.name}: cannot run Python {host.python!r} on {host.ssh} "
-            f"({detail[-1] if detail else f'exit {result.exit_status}'}); "
+            f"{host.name}: cannot run Python {host.python!r} on {where} "
+            f"({detail[-1] if detail else f'exit {status}'}); "
             f"set hosts.{host.name}.python to the container's interpreter"
         ) from None
     if version < MIN_PYTHON:
         raise LinkError(
-            f"{host.name}: {host.python} on {host.ssh} is Python "
+            f"{host.name}: {host.python} on {where} is Python "
             f"{'.'.join(map(str, version))}; the agent needs 3.10 or newer"
         )
     return RemotePython(version, str(found["home"]))

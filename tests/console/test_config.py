@@ -187,6 +187,7 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
             "seconds",
         ),
         ('[host.a]\nssh = "b"\n', "host", "one of console, hosts"),
+        ('[hosts.a]\nssh = "local"\nidentity = "~/.ssh/k"\n', "hosts.a.identity", "no SSH"),
     ],
 )
 def test_mistakes_name_file_key_and_expectation(
@@ -198,6 +199,13 @@ def test_mistakes_name_file_key_and_expectation(
     message = str(caught.value)
     assert message.startswith(f"{path}: {key}:")
     assert expected in message
+
+
+def test_ssh_local_means_this_machine_without_ssh(tmp_path: Path) -> None:
+    path = write(tmp_path, '[hosts.here]\nssh = "local"\n[hosts.box]\nssh = "local@box"\n')
+    config = load_config(path)
+    assert config.host("here").is_local
+    assert not config.host("box").is_local
 
 
 def test_toml_nested_too_deeply_is_a_config_error(tmp_path: Path) -> None:

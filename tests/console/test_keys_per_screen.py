@@ -119,3 +119,21 @@ async def test_help_on_the_log_view_lists_the_log_keys_and_none_of_the_dashboard
             key_label(c.key) for c in (*LOG_COMMANDS, *APP_COMMANDS)
         }
         assert listed.isdisjoint(dashboard_only)
+
+
+@pytest.mark.parametrize("screen", list(SCREENS))
+async def test_help_lists_every_key_the_footer_of_each_screen_shows(screen: str) -> None:
+    app = fixed_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await show_fixed(pilot)
+        await app.push_screen(SCREENS[screen]())
+        await pilot.pause()
+        shown = {
+            key_label(active.binding.key)
+            for active in app.screen.active_bindings.values()
+            if active.binding.show
+        }
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        listed = {part for label in help_keys(app) for part in label.split(" / ")}
+        assert shown <= listed

@@ -5,12 +5,13 @@ from __future__ import annotations
 from textual.app import App
 from textual.signal import Signal
 
-from agent.protocol import JobInfo, Snapshot
+from agent.protocol import JobInfo
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, LinkError
 from console.link.bundle import local_bundle
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.link.redeploy import redeploy
+from console.model.budget_advice import BudgetAdvice, budget_advice
 from console.ui.actions.base import HostActions, Hosts
 from console.ui.intents import (
     DeployAllRequested,
@@ -135,29 +136,29 @@ class DeployActions(HostActions):
             return
         if (plans := await self._plan(host, link)) is None:
             return
-        argv = suggested_argv(job, self.snapshot(host))
+        advice = budget_advice(job, self.snapshot(host))
+        argv = advice.argv if advice is not None else job.argv
 
         def confirmed(argv: tuple[str, ...] | None) -> None:
             if argv is not None:
                 edited = None if argv == job.argv else argv
                 self.in_worker(self._redeploy(host, job.id, edited), f"the redeploy of {job.name}")
 
-        text = self._redeploy_text(host, job, plans, argv)
+        text = self._redeploy_text(host, job, plans, advice)
         _ = self.app.push_screen(
             RedeployScreen(f"Kill, deploy and restart {job.name}?", text, argv), confirmed
         )
 
     def _redeploy_text(
-        self, host: str, job: JobInfo, plans: list[FilePlan], argv: tuple[str, ...]
+        self, host: str, job: JobInfo, plans: list[FilePlan], advice: BudgetAdvice | None
     ) -> str:
         files = (
             "\n".join(f"  {p.status}: {p.remote}" for p in plans if p.needs_deploy)
             or "  (no file differs)"
         )
         text = f"{self.stop_consequences(host, job.id)}\nFiles that will be deployed (ctrl+d: diff):\n{files}"
-        if argv != job.argv:
-            added = " ".join(argv[len(job.argv) :])
-            text += f"\nSuggested: it heads past its budget, so the command now ends with {added}."
+        if advice is not None:
+            text += f"\n{advice.projection()}\n{advice.suggestion()}"
         return text
 
     async def _redeploy(self, host: str, job_id: str, argv: tuple[str, ...] | None) -> None:
@@ -174,15 +175,3 @@ class DeployActions(HostActions):
             self.app.notify(str(exc), severity="error", timeout=30)
             return
         self.app.notify(outcome.summary(), timeout=20)
-
-
-def suggested_argv(job: JobInfo, snapshot: Snapshot | None) -> tuple[str, ...]:
-    """The job's argv, plus --token-budget when its dataset is projected past its budget."""
-    dataset = (
-        next((d for d in snapshot.datasets if d.name == job.dataset), None) if snapshot else None
-    )
-    if dataset is None or dataset.budget is None or "--token-budget" in job.argv:
-        return job.argv
-    if not dataset.projected_overrun_tokens:
-        return job.argv
-    return (*job.argv, "--token-budget", str(dataset.budget))

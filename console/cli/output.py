@@ -1,0 +1,28 @@
+"""The Rich consoles the headless commands print through.
+
+On a terminal, output fits the terminal. Piped or redirected, a line is never wrapped or cut:
+a script or a log keeps every path and digest whole (Rich would otherwise assume 80 columns,
+or $COLUMNS, and shorten table cells with an ellipsis).
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+UNBOUNDED_WIDTH = 100_000
+"""Wide enough for any path: a table is only as wide as its cells need, so nothing is padded."""
+
+
+def stdout_console() -> Console:
+    """Standard output for a command's results."""
+    return _console(stderr=False)
+
+
+def stderr_console() -> Console:
+    """Standard error for its one-line failures."""
+    return _console(stderr=True)
+
+
+def _console(*, stderr: bool) -> Console:
+    width = None if Console(stderr=stderr).is_terminal else UNBOUNDED_WIDTH
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)

@@ -1,0 +1,96 @@
+"""Headless `redeploy` gives the advice the TUI's `R` gives, and `--token-budget` applies it.
+
+A run heading past its budget was restarted headless with the same command and no word about
+it, while `R` showed the projection and suggested `--token-budget`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+from rich.console import Console
+
+from agent.protocol import Event, HelloResult, JobInfo, LaunchParams, StopResult
+from console.cli.redeploy_command import redeploy_with_advice
+from console.config import HostConfig, SshTarget
+from console.model.budget_advice import budget_advice, with_token_budget
+from console.ui.app import ConsoleApp
+from console.ui.screens.redeploy import RedeployScreen
+from tests.console.scripted_agent import ScriptedAgent
+from tests.console.test_hostile_text import wait_for
+from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
+
+OVER = JobInfo("inference-B2-1", "inference", "inference", "running", ("python", "-m", "runner"),
+               pid=5151, pgid=5150, dataset="B2_ultrachat", started_at=NOW - 100)  # fmt: skip
+RESTARTED = dataclasses.replace(OVER, id="inference-B2-2", pid=5252, pgid=5250)
+HOST = HostConfig("gpu", SshTarget("gpu-node-3"))
+
+
+def scripted_host() -> ScriptedAgent:
+    """A host whose B2_ultrachat run heads 700,000 tokens past its 10,000,000 budget."""
+    snapshot = dataclasses.replace(SNAPSHOT, jobs=(OVER, RESTARTED))
+    results = {"snapshot": snapshot, "jobs.stop": StopResult(OVER, "stopped"),
+               "jobs.launch": RESTARTED}  # fmt: skip
+    return ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), results, file_content=b"")
+
+
+def launched_argv(agent: ScriptedAgent) -> tuple[str, ...] | None:
+    [launch] = [r.params for r in agent.requests if r.method == "jobs.launch"]
+    assert isinstance(launch, LaunchParams)
+    return launch.argv
+
+
+async def redeploy_printing(agent: ScriptedAgent, token_budget: int | None) -> str:
+    out = io.StringIO()
+    link = await agent.open()
+    try:
+        await redeploy_with_advice(
+            link, HOST, OVER.id, None, token_budget, Console(file=out, width=400)
+        )
+    finally:
+        await link.close()
+    return out.getvalue()
+
+
+async def test_headless_redeploy_prints_the_projection_and_the_suggestion() -> None:
+    agent = scripted_host()
+    printed = await redeploy_printing(agent, None)
+    advice = budget_advice(OVER, dataclasses.replace(SNAPSHOT, jobs=(OVER,)))
+    assert advice is not None
+    assert advice.projection() in printed
+    assert "10,700,000 tokens, 700,000 past its budget of 10,000,000" in printed
+    assert advice.suggestion() in printed
+    assert f"redeploy gpu {OVER.id} --token-budget 10000000" in printed
+    assert launched_argv(agent) is None  # as asked: its own command
+
+
+async def test_headless_token_budget_applies_the_suggestion() -> None:
+    agent = scripted_host()
+    printed = await redeploy_printing(agent, 10_000_000)
+    assert launched_argv(agent) == (*OVER.argv, "--token-budget", "10000000")
+    assert "Restarting with its own command" not in printed
+
+
+async def test_r_shows_the_same_projection_and_suggestion() -> None:
+    agent = scripted_host()
+    app = ConsoleApp({"gpu": agent.open}, host_configs={"gpu": HOST}, clock=lambda: NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
+        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, jobs=(OVER,))))
+        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        app.screen.query_one("#jobs").focus()
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, RedeployScreen))
+        text = str(app.screen.query_one("#confirm-text").render())
+        snapshot = app.views["gpu"].snapshot
+        advice = budget_advice(OVER, snapshot)
+        assert advice is not None
+        assert advice.projection() in text
+        assert advice.suggestion() in text
+
+
+def test_a_token_budget_already_in_the_command_is_replaced() -> None:
+    assert with_token_budget(("r", "--token-budget", "5"), 9) == ("r", "--token-budget", "9")
+    assert with_token_budget(("r", "--token-budget=5"), 9) == ("r", "--token-budget=9")
+    assert with_token_budget(("r",), 9) == ("r", "--token-budget", "9")

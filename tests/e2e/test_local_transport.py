@@ -1,0 +1,107 @@
+"""`ssh = "local"`: the plain demo's config answers every headless command its tip prints.
+
+The tip said `eagle-console --config THIS_FILE status demo`, and every such command failed
+with "cannot reach localhost:22": the plain demo's host was only reachable from inside the demo.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.attach import stop_daemon
+from agent.state import StatePaths
+from console.config import load_config
+from console.demo.config_file import write_demo_config
+from console.demo.workspace import DATASETS, Workspace, prepare_scripts, write_datasets
+from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.ports import free_port
+
+
+@pytest.fixture
+def demo_space(tmp_path: Path) -> Iterator[Workspace]:
+    """The demo's datasets, scripts and config (no server: none of these commands needs one)."""
+    space = Workspace(tmp_path / "demo")
+    space.root.mkdir()
+    write_datasets(space)
+    prepare_scripts(space)
+    write_demo_config(space, free_port(), None)
+    yield space
+    if space.state.exists():
+        stop_daemon(StatePaths(space.state))
+        kill_leftover_jobs(space.state)
+
+
+def test_the_plain_demo_config_names_a_local_host(demo_space: Workspace) -> None:
+    host = load_config(demo_space.config).host("demo")
+    assert host.is_local
+    tip = demo_space.config.read_text()
+    for command in ("status demo", "report demo", "doctor demo", "events demo",
+                    "deploy demo --dry-run", "redeploy demo"):  # fmt: skip
+        assert f"{demo_space.config} {command}" in tip
+
+
+async def test_status_answers_from_the_local_agent(demo_space: Workspace) -> None:
+    result = await run_cli("status", "demo", "--json", config=demo_space.config)
+    assert result.code == 0, result.stderr
+    [report] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert report["link"] == "up"
+    assert {d["name"] for d in report["datasets"]} == set(DATASETS)
+
+
+async def test_doctor_checks_the_local_host_without_ssh(demo_space: Workspace) -> None:
+    result = await run_cli("doctor", "demo", config=demo_space.config)
+    lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.strip()}
+    for name in ("local", "python", "aiohttp", "agent", "datasets"):
+        assert lines[name].startswith("ok"), result.stdout
+    assert "ssh" not in lines
+    assert f"{len(DATASETS)} dataset(s)" in lines["datasets"]
+    assert "localhost:22" not in result.stdout + result.stderr
+
+
+async def test_events_and_report_answer_from_the_local_agent(demo_space: Workspace) -> None:
+    events = await run_cli("events", "demo", "--json", config=demo_space.config)
+    assert events.code == 0, events.stderr
+    kinds = [json.loads(line)["kind"] for line in events.stdout.splitlines()]
+    assert "agent_started" in kinds
+    report = await run_cli("report", "demo", config=demo_space.config)
+    assert report.code == 0, report.stderr
+    assert report.stdout.startswith("# Run report: demo")
+
+
+async def test_deploy_copies_locally_confined_to_the_roots(demo_space: Workspace) -> None:
+    dry = await run_cli("deploy", "demo", "--dry-run", config=demo_space.config)
+    assert dry.code == 0, dry.stderr
+    assert "changed" in dry.stdout
+    assert demo_space.remote_script.read_text().startswith('"""The old runner')
+    done = await run_cli("deploy", "demo", config=demo_space.config)
+    assert done.code == 0, done.stderr
+    assert demo_space.remote_script.read_bytes() == demo_space.local_script.read_bytes()
+    outside = demo_space.root / "outside.py"
+    text = demo_space.config.read_text()
+    demo_space.config.write_text(text.replace(str(demo_space.remote_script), str(outside)))
+    refused = await run_cli("deploy", "demo", config=demo_space.config)
+    assert refused.code == 1
+    assert not outside.exists()
+    assert "Traceback" not in refused.stderr
+
+
+async def test_trust_says_a_local_host_has_no_key(demo_space: Workspace) -> None:
+    result = await run_cli("trust", "demo", config=demo_space.config)
+    assert result.code == 2
+    assert "no host key to trust" in result.stderr
+
+
+async def test_a_piped_dry_run_prints_long_paths_whole(demo_space: Workspace) -> None:
+    deep = demo_space.remote_script.parent / ("a" * 90) / ("b" * 90) / ("c" * 90) / "run.py"
+    text = demo_space.config.read_text()
+    demo_space.config.write_text(text.replace(str(demo_space.remote_script), str(deep)))
+    result = await run_cli("deploy", "demo", "--dry-run", config=demo_space.config)
+    assert result.code == 0, result.stderr
+    assert len(str(deep)) > 300  # past $COLUMNS (run_cli sets 200) and Rich's default 80
+    assert str(deep) in result.stdout
+    assert "…" not in result.stdout
