@@ -1,9 +1,10 @@
 """The dashboard at narrow widths: the footer keeps `?` and `q`, columns fold by priority, and a
-re-sort keeps the selected dataset in view.
+re-sort keeps the selected dataset in view; `h` to a host with no data shows none of another's.
 
 At 80 columns the footer was cut after "v Voca…" (no Help, no Quit); the rate column folded
 away with room to spare because the wider overrun column folded after it; and after `o` the
-selected row could sort out of the view.
+selected row could sort out of the view. `h` to a host that was down kept the previous host's
+rows under the new host's header.
 """
 
 from __future__ import annotations
@@ -12,16 +13,18 @@ import pytest
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey
 
+from console.link.host_connection import LinkState
 from console.model.columns import columns_that_fit, content_widths
 from console.model.footer_fit import FooterEntry, footer_style, footer_width
 from console.model.formatting import dataset_row
+from console.ui.app import ConsoleApp
 from console.ui.commands import DASHBOARD_COMMANDS, keys_of
-from console.ui.messages import SnapshotReceived
+from console.ui.messages import LinkChanged, SnapshotReceived
 from console.ui.widgets.datasets_table import COLUMNS, DatasetsTable
 from console.ui.widgets.key_footer import KeyFooter
 from tests.console.test_hostile_text import wait_for
 from tests.console.test_layout import CROWDED, show_crowded
-from tests.console.test_snapshots import NOW, fixed_app, show_fixed
+from tests.console.test_snapshots import NOW, fixed_app, never, show_fixed
 from tests.console.test_tables_keep_position import ROWS, crowded
 
 TABLE_CHROME = 2
@@ -120,3 +123,20 @@ async def test_after_a_re_sort_the_selected_dataset_stays_selected_and_in_view()
         assert table.cursor_row == ROWS - 3
         in_view = table.scrollable_content_region.height - table.header_height
         assert table.scroll_y <= table.cursor_row < table.scroll_y + in_view
+
+
+async def test_h_to_a_host_without_data_shows_none_of_the_previous_hosts_rows() -> None:
+    app = ConsoleApp({"gpu": never, "spare": never}, clock=lambda: NOW, monotonic=lambda: NOW)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show_fixed(pilot)
+        app.post_message(LinkChanged(LinkState("spare", "down", since=NOW)))
+        datasets, jobs = (
+            app.screen.query_one("#datasets", DataTable),
+            app.screen.query_one("#jobs", DataTable),
+        )
+        await wait_for(pilot, lambda: datasets.row_count > 0)
+        await pilot.press("h")
+        await wait_for(pilot, lambda: app.current == "spare")
+        await pilot.pause(0.3)
+        assert (datasets.row_count, jobs.row_count) == (0, 0)
+        assert "no data from spare" in str(datasets.border_subtitle)

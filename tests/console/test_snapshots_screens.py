@@ -1,4 +1,5 @@
-"""The detail, deploy, redeploy, pipeline, events and trust screens, in both themes, at 100x30.
+"""The detail, deploy, redeploy, pipeline, events and trust screens, in both themes, at 100x30;
+the dashboard at 80x24, 120x40 and 200x60 in the light theme (test_layout.py has the dark).
 
 Each test's docstring says what a correct picture shows. As in test_snapshots.py, the app gets a
 fixed snapshot and clock, and each screen fixed content, so the pictures change only when the
@@ -34,7 +35,7 @@ from console.ui.screens.events import EventsScreen
 from console.ui.screens.pipeline import PipelineScreen
 from console.ui.screens.redeploy import RedeployScreen
 from console.ui.screens.trust import TrustScreen
-from tests.console.test_layout import CROWDED
+from tests.console.test_layout import CROWDED, SIZES, show_crowded
 from tests.console.test_snapshots import NOW, SNAPSHOT, fixed_app, show_fixed
 
 SIZE = (100, 30)
@@ -154,3 +155,11 @@ def test_trust(snap_compare: Any, theme: str) -> None:
     prompt to type yes, focused."""
     run_before = over_dashboard(trust_screen())
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_dashboard_light_at_size(snap_compare: Any, size: tuple[int, int]) -> None:
+    """As test_layout's test_dashboard_at_size, in the light theme: eight datasets with name,
+    tokens, ETA and status at every size, and a footer that keeps ? Help and q Quit."""
+    app = fixed_app("textual-light")
+    assert snap_compare(app, terminal_size=size, run_before=show_crowded)

@@ -98,6 +98,7 @@ class DashboardScreen(Screen[None]):
             panel.border_title = f"{panel.id} · {age(data_age)}"
         snapshot = view.snapshot
         if snapshot is None:
+            self._show_no_data(view)
             return
         upcoming = next_stage(stages(snapshot))
         pipeline = (
@@ -189,6 +190,18 @@ class DashboardScreen(Screen[None]):
     def action_export_report(self) -> None:
         """X: the export's report."""
         self.post_message(ExportReportRequested(self.host))
+
+    def _show_no_data(self, view: HostView) -> None:
+        """Nothing from this host yet: empty panels that say so, never another host's rows."""
+        self.query_one(
+            "#datasets"
+        ).border_subtitle = f"no data from {view.name} yet (link {view.state.status})"
+        self.query_one(DatasetsTable).show(())
+        self.query_one(JobsTable).show((), 0.0)
+        self.query_one(ServerPanel).show(None, [])
+        self.query_one("#gpus", Static).update("")
+        self.query_one(DrafterPanel).show(None, None)
+        self.query_one(AlertStrip).show(())
 
     def action_evaluate_drafter(self) -> None:
         """B: measure the drafter."""
