@@ -20,13 +20,25 @@ def content_widths(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> dic
 def columns_that_fit(
     widths: Mapping[str, int], available: int, fold_order: Sequence[str]
 ) -> list[str]:
-    """The columns to show, in table order: those in `fold_order` go first to last until they fit.
+    """The columns to show, in table order.
 
-    A width of 0 (not laid out yet) shows every column.
+    Those in `fold_order` fold away first to last until the rest fit; then the folded ones that
+    still fit in the room left come back, the last to fold first (a narrow rate is not lost to a
+    wide overrun that folded after it). A width of 0 (not laid out yet) shows every column.
     """
-    shown = list(widths)
+    if available <= 0:
+        return list(widths)
+    folded: list[str] = []
     for name in fold_order:
-        if available <= 0 or sum(widths[c] + CELL_PADDING for c in shown) <= available:
+        if _width(widths, [c for c in widths if c not in folded]) <= available:
             break
-        shown.remove(name)
-    return shown
+        folded.append(name)
+    for name in reversed(folded):
+        kept = [c for c in widths if c not in folded or c == name]
+        if _width(widths, kept) <= available:
+            folded.remove(name)
+    return [c for c in widths if c not in folded]
+
+
+def _width(widths: Mapping[str, int], columns: Sequence[str]) -> int:
+    return sum(widths[c] + CELL_PADDING for c in columns)

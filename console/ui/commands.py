@@ -25,24 +25,26 @@ class Command:
     """Shown in the footer (all commands are in help and the palette)."""
     bound: bool = True
     """Bound from this table; False when a widget binds it itself (a table's enter): listed only."""
+    short: str = ""
+    """Its word in a footer too narrow for every key; empty: it folds out of such a footer."""
 
 
 APP_COMMANDS: tuple[Command, ...] = (
     Command("tab", "focus_next", "Next panel", bound=False),
     Command("r", "reconnect", "Reconnect", show=False),
     Command("ctrl+t", "toggle_theme", "Dark/light", show=False),
-    Command("question_mark", "help", "Help"),
-    Command("q", "quit", "Quit"),
+    Command("question_mark", "help", "Help", short="Help"),
+    Command("q", "quit", "Quit", short="Quit"),
 )
 """Keys that act on every screen, bound on the app."""
 
 DASHBOARD_COMMANDS: tuple[Command, ...] = (
-    Command("g", "generate", "Generate"),
+    Command("g", "generate", "Generate", short="Generate"),
     Command("G", "generate_all", "Generate all", show=False),
-    Command("l", "logs", "Logs"),
-    Command("k", "stop_job", "Stop job"),
-    Command("R", "redeploy", "Kill+deploy+restart"),
-    Command("d", "deploy_screen", "Deploy"),
+    Command("l", "logs", "Logs", short="Logs"),
+    Command("k", "stop_job", "Stop job", short="Stop"),
+    Command("R", "redeploy", "Kill+deploy+restart", short="Redeploy"),
+    Command("d", "deploy_screen", "Deploy", short="Deploy"),
     Command("v", "launch_kind('vocab')", "Vocab map"),
     Command("t", "launch_kind('train')", "Train"),
     Command("s", "launch_kind('server')", "SGLang"),
@@ -51,9 +53,9 @@ DASHBOARD_COMMANDS: tuple[Command, ...] = (
     Command("B", "evaluate_drafter", "Bench drafter", show=False),
     Command("p", "pipeline", "Pipeline"),
     Command("e", "app.events", "Events", show=False),
-    Command("h", "app.next_host", "Next host"),
+    Command("h", "app.next_host", "Next host", short="Host"),
     Command("enter", "select_cursor", "Dataset detail (datasets table)", bound=False),
-    Command("o", "cycle_sort", "Sort datasets (datasets table)", bound=False),
+    Command("o", "cycle_sort", "Sort datasets (datasets table)", bound=False, short="Sort"),
 )
 
 LOG_COMMANDS: tuple[Command, ...] = (

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from agent.protocol import DatasetProgress, JobInfo, Snapshot
 from console.model.drafter_view import measured_accept_length
@@ -42,6 +42,7 @@ from console.ui.widgets.datasets_table import DatasetsTable
 from console.ui.widgets.drafter_panel import DrafterPanel
 from console.ui.widgets.host_header import HostHeader
 from console.ui.widgets.jobs_table import JobsTable
+from console.ui.widgets.key_footer import KeyFooter
 from console.ui.widgets.server_panel import ServerPanel
 
 
@@ -81,7 +82,7 @@ class DashboardScreen(Screen[None]):
                 yield Static(id="gpus")
             yield DrafterPanel(id="drafter")
         yield AlertStrip(id="alerts")
-        yield Footer(show_command_palette=False)  # the command table decides the footer
+        yield KeyFooter()
 
     def show(self, view: HostView, others: list[str], now: float) -> None:
         """Render `view` as of `now`; panels turn stale when its data is old."""
@@ -97,6 +98,7 @@ class DashboardScreen(Screen[None]):
             panel.border_title = f"{panel.id} · {age(data_age)}"
         snapshot = view.snapshot
         if snapshot is None:
+            self._show_no_data(view)
             return
         upcoming = next_stage(stages(snapshot))
         pipeline = (
@@ -188,6 +190,18 @@ class DashboardScreen(Screen[None]):
     def action_export_report(self) -> None:
         """X: the export's report."""
         self.post_message(ExportReportRequested(self.host))
+
+    def _show_no_data(self, view: HostView) -> None:
+        """Nothing from this host yet: empty panels that say so, never another host's rows."""
+        self.query_one(
+            "#datasets"
+        ).border_subtitle = f"no data from {view.name} yet (link {view.state.status})"
+        self.query_one(DatasetsTable).show(())
+        self.query_one(JobsTable).show((), 0.0)
+        self.query_one(ServerPanel).show(None, [])
+        self.query_one("#gpus", Static).update("")
+        self.query_one(DrafterPanel).show(None, None)
+        self.query_one(AlertStrip).show(())
 
     def action_evaluate_drafter(self) -> None:
         """B: measure the drafter."""
