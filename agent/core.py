@@ -21,7 +21,15 @@ from agent.datasets.detail import dataset_detail
 from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder, second_writer_refusal
-from agent.files import FileError, Roots, install, remove_stale_uploads, rollback, sha256_of
+from agent.files import (
+    FileError,
+    NothingToRollBackError,
+    Roots,
+    install,
+    remove_stale_uploads,
+    rollback,
+    sha256_of,
+)
 from agent.guard import BudgetGuard
 from agent.history import History
 from agent.idempotency import IdempotentRequests
@@ -328,6 +336,8 @@ class AgentCore:
         target = self._confine(request.params.target)
         try:
             restored = await asyncio.to_thread(rollback, target)
+        except NothingToRollBackError as exc:
+            raise AgentError(ErrorCode.NOTHING_TO_ROLL_BACK, str(exc)) from None
         except FileError as exc:
             raise AgentError(ErrorCode.NOT_FOUND, str(exc)) from None
         return InstallResult(str(target), restored, None, None)

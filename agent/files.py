@@ -27,6 +27,10 @@ class FileError(Exception):
     """A path or an install that is refused; the message says why."""
 
 
+class NothingToRollBackError(FileError):
+    """The file already has its previous version's bytes."""
+
+
 @dataclass(frozen=True, slots=True)
 class Roots:
     """The folders deploys may write under, resolved once."""
@@ -109,12 +113,23 @@ def rollback(target: Path) -> str:
     backup = backup_path(target)
     if not backup.is_file():
         raise FileError(f"{target}: no previous version to roll back to")
+    refuse_identical_rollback(target, backup)
     temp = target.with_name(f".{target.name}{STAGE_MARK}rollback-{os.getpid()}")
     temp.unlink(missing_ok=True)
     os.link(backup, temp)
     os.replace(temp, target)
     _fsync_dir(target.parent)
     return sha256_of(target) or ""
+
+
+def refuse_identical_rollback(target: Path, backup: Path) -> None:
+    """A rollback to the bytes the file already has would change nothing: say so instead."""
+    current = sha256_of(target)
+    if current is not None and current == sha256_of(backup):
+        raise NothingToRollBackError(
+            f"{target}: nothing to roll back: it already is the previous version "
+            f"(sha256 {current[:12]})"
+        )
 
 
 def remove_stale_uploads(folder: Path, now: float | None = None) -> list[Path]:

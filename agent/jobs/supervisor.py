@@ -276,6 +276,10 @@ def _state(
         state: JobState = "exited" if code == 0 else ("killed" if signal_name else "failed")
         if stopped is not None and stopped.get("outcome") == "stopped":
             state = "stopped"  # ended because the user stopped it, whatever its exit code says
+        elif stopping:
+            state = (
+                "stopping"  # it exited on the stop's signal; `stopped` once the stop is recorded
+            )
         return state, code, signal_name, ended.get("ended_at")
     if shim is None:
         return "starting", None, None, None

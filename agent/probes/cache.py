@@ -67,11 +67,12 @@ class ProbeCache:
         )
         if config_changes != self._config_changes:
             return  # the config changed while it ran: its readings are not this config's
-        self.server = replace(
+        probed = replace(
             server,
             probed_at=time.time(),
             log_stats={k: str(v) for k, v in (log_stats or {}).items()},
         )
+        self.server = with_down_since(self.server, probed)
         self.gpus = await read_gpus()
 
     def alerts(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> list[Alert]:
@@ -90,6 +91,18 @@ class ProbeCache:
         message = f"{self._server_name} at {server.url}: {server.detail}"
         warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
         return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
+
+
+def with_down_since(before: ServerStats | None, now: ServerStats) -> ServerStats:
+    """`now` with when the server went down, kept from `before` while it stays down.
+
+    The first probe that found it down dates it; a reading of another URL starts afresh; None
+    while it is up or unknown.
+    """
+    if now.healthy is not False:
+        return now
+    kept = before.down_since if before is not None and before.url == now.url else None
+    return replace(now, down_since=kept if kept is not None else now.probed_at)
 
 
 def server_name(api: ServerApi | None) -> str:

@@ -33,4 +33,5 @@ class TrainingWatch:
             job.id, state.step, state.total_steps, state.epoch, state.loss, state.learning_rate,
             state.acceptance_rate, state.acceptance_length, state.best_eval_acceptance,
             state.best_eval_step, state.eta_s, tuple(state.loss_history), tuple(state.acceptance_history),
+            state.epochs,
         )  # fmt: skip

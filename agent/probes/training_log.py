@@ -34,11 +34,22 @@ _POSITION_KEY = re.compile(
 
 @dataclass
 class TrainingState:
-    """What the log has said so far."""
+    """What the log has said so far.
+
+    `step` and `total_steps` count over the whole run, never within an epoch: a per-epoch
+    tqdm bar (`Training Epoch N: ... n/per_epoch`) gives `epoch_step` and `steps_per_epoch`,
+    from which the overall figures are made (`Eval - Step` lines say where the epoch began).
+    """
 
     step: int | None = None
     total_steps: int | None = None
     epoch: int | None = None
+    epochs: int | None = None
+    """How many epochs the run has, when a line says (`Eval - Step N [e/E]`)."""
+    epoch_step: int | None = None
+    steps_per_epoch: int | None = None
+    epoch_start_step: int | None = None
+    """Overall steps done before the epoch the bar counts."""
     loss: float | None = None
     learning_rate: float | None = None
     accuracy_by_position: dict[int, float] = field(default_factory=dict)
@@ -89,6 +100,10 @@ class TrainingLogParser:
     def _eval_line(self, match: re.Match[str]) -> None:
         state, value, position = self.state, float(match["value"]), int(match["pos"])
         state.step, state.epoch = int(match["step"]), int(match["epoch"])
+        state.epochs = int(match["epochs"])
+        if state.epoch_step is not None:
+            state.epoch_start_step = state.step - state.epoch_step
+        self._overall_total()
         if match["name"] == "Acc":
             state.accuracy_by_position[position] = value
             if position == max(state.accuracy_by_position):
@@ -141,10 +156,13 @@ class TrainingLogParser:
 
     def _tqdm(self, match: re.Match[str]) -> None:
         state = self.state
-        state.step, state.total_steps = int(match["n"]), int(match["total"])
+        n, total = int(match["n"]), int(match["total"])
         state.eta_s = _clock_seconds(match["remaining"])
-        if (epoch := _EPOCH.search(match["desc"] or "")) is not None:
-            state.epoch = int(epoch[1])
+        epoch = _EPOCH.search(match["desc"] or "")
+        if epoch is None:  # a bar over the whole run
+            state.step, state.total_steps = n, total
+        else:
+            self._epoch_bar(int(epoch[1]), n, total)
         postfix = {}
         for part in (match["rest"] or "").split(","):
             key, sep, value = part.strip().partition("=")
@@ -152,6 +170,25 @@ class TrainingLogParser:
                 postfix[key.strip()] = _number(value.strip().rstrip("s"))
         if postfix:
             self._metrics({k: v for k, v in postfix.items() if v is not None}, step=state.step)
+
+    def _epoch_bar(self, bar_epoch: int, n: int, per_epoch: int) -> None:
+        """A per-epoch bar: the overall step is where its epoch began plus its count."""
+        state = self.state
+        if state.epoch_step is not None and n < state.epoch_step:  # a new epoch's bar
+            state.epoch_start_step = (state.epoch_start_step or 0) + (state.steps_per_epoch or 0)
+        if state.epoch_start_step is None:
+            state.epoch_start_step = bar_epoch * per_epoch
+        state.epoch = bar_epoch + 1  # the bar counts epochs from 0; the eval lines, and we, from 1
+        state.epoch_step, state.steps_per_epoch = n, per_epoch
+        state.step = state.epoch_start_step + n
+        self._overall_total()
+        if state.eta_s is not None and state.total_steps is not None and n < per_epoch:
+            state.eta_s *= (state.total_steps - state.step) / (per_epoch - n)
+
+    def _overall_total(self) -> None:
+        state = self.state
+        if state.steps_per_epoch is not None and state.epochs is not None:
+            state.total_steps = state.steps_per_epoch * state.epochs
 
     def _record_acceptance(self, length: float | None, *, evaluated: bool) -> None:
         if length is None:

@@ -21,6 +21,8 @@ class ErrorCode:
     """The dataset already has a writer; the message names it."""
     STORAGE = "storage"
     """The agent could not write its own files (full disk...); the message names the path."""
+    NOTHING_TO_ROLL_BACK = "nothing_to_roll_back"
+    """The file already is its previous version: a rollback would change nothing."""
     KEY_REUSED = "key_reused"
     INTERNAL = "internal"
 

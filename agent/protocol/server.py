@@ -52,6 +52,8 @@ class ServerStats:
     hosted: bool = False
     """A hosted API (the config's `api` is openai-* and it has no vLLM metrics): no load figures;
     the console shows its rate limits and spend from the datasets instead."""
+    down_since: float | None = None
+    """Epoch seconds of the first probe that found it down, since it was last up; None while up."""
 
 
 @dataclass(frozen=True, slots=True)

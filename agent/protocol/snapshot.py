@@ -134,6 +134,8 @@ class TrainingProgress:
     eta_s: float | None
     loss_history: tuple[float, ...] = ()
     acceptance_history: tuple[float, ...] = ()
+    epochs: int | None = None
+    """How many epochs the run has, when its log says; `step` and `total_steps` are overall."""
 
 
 @dataclass(frozen=True, slots=True)

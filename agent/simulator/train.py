@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
         epoch = (step - 1) // per_epoch
         loss = 4.0 * math.exp(-step / args.steps * 2) + 0.5
         accept = 0.45 + 0.35 * math.sin(min(step / args.steps, 0.9) * math.pi / 1.6)
-        remaining = (args.steps - step) * args.step_s
         done = step - epoch * per_epoch
+        remaining = (per_epoch - done) * args.step_s  # tqdm's bar counts its own epoch only
         bar = "█" * (10 * done // per_epoch)
         sys.stdout.write(
             f"\rTraining Epoch {epoch}: {100 * done // per_epoch:3d}%|{bar:<10}| {done}/{per_epoch} "

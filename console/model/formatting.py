@@ -7,6 +7,7 @@ into these texts; none of them holds markup.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from agent.protocol import DatasetProgress, GpuSample, JobInfo, ServerStats, TrainingProgress
@@ -42,13 +43,50 @@ def duration(seconds: float | None) -> str:
     return f"{s}s"
 
 
-def eta(progress: DatasetProgress) -> str:
-    """ETA with its range: "3h 12m (2h 50m–3h 40m)"."""
+def clock(at: float) -> str:
+    """An epoch time as the user's local HH:MM."""
+    return time.strftime("%H:%M", time.localtime(at))
+
+
+def writing_live(progress: DatasetProgress) -> bool:
+    """A run writes the dataset and its responses still come: only then do its rate and ETA hold."""
+    return (
+        progress.writer_active
+        and not progress.writer_stopped
+        and progress.status not in ("stalled", "waiting_for_server")
+    )
+
+
+def live_rate(progress: DatasetProgress) -> float | None:
+    """Tokens per second while `writing_live`; None once its writer ended or stalled."""
+    return progress.tokens_per_s if writing_live(progress) else None
+
+
+def eta(progress: DatasetProgress, taken_at: float | None = None) -> str:
+    """ETA with its range: "3h 12m (2h 50m–3h 40m)"; once nothing writes it, when it ended.
+
+    `taken_at` is the snapshot's time: the last response's age before it dates the end.
+    """
+    if not writing_live(progress):
+        return ended(progress, taken_at)
     main = duration(progress.eta_s)
     if progress.eta_low_s is None or progress.eta_high_s is None or progress.eta_s is None:
         return main
     low, high = duration(progress.eta_low_s), duration(progress.eta_high_s)
     return main if low == high else f"{main} ({low}–{high})"
+
+
+def ended(progress: DatasetProgress, taken_at: float | None) -> str:
+    """What a dataset nobody is writing says in place of an ETA: when its last response came."""
+    if progress.writer_stopped:
+        return "writer stopped"
+    if progress.writer_active:
+        return "stalled"
+    last = progress.last_response_age_s
+    if taken_at is None or last is None:
+        return "done" if progress.generation_done else "no writer"
+    word = "done" if progress.generation_done else "ended"
+    return f"{word} {clock(taken_at - last)}"
 
 
 def share(done: int, total: int | None) -> float | None:
@@ -78,8 +116,8 @@ class DatasetRow:
     status: str
 
 
-def dataset_row(progress: DatasetProgress) -> DatasetRow:
-    """The cells of one dataset's row."""
+def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> DatasetRow:
+    """The cells of one dataset's row, in a snapshot taken at `taken_at`."""
     cap = (
         progress.target_responses if progress.stop_condition == "max_samples" else progress.prompts
     )
@@ -92,8 +130,8 @@ def dataset_row(progress: DatasetProgress) -> DatasetRow:
         responses=f"{progress.responses:,} / {cap or 0:,}",
         budget_bar=bar(fraction) + percent,
         tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
-        rate=f"{tokens(progress.tokens_per_s)}/s" if progress.tokens_per_s else "—",
-        eta=eta(progress),
+        rate=f"{tokens(rate)}/s" if (rate := live_rate(progress)) else "—",
+        eta=eta(progress, taken_at),
         overrun=f"+{tokens(overrun)}" + (f" ({duration(hours * 3600)})" if hours else "")
         if overrun
         else "—",
@@ -108,6 +146,13 @@ def job_uptime(job: JobInfo, now: float) -> str:
     return duration((job.ended_at or now) - job.started_at)
 
 
+def started_as(job: JobInfo) -> str:
+    """How a job just launched runs: "pid 1234", or that it is still starting (no pid yet)."""
+    if job.pid is not None:
+        return f"pid {job.pid}"
+    return "starting; its pid shows in the jobs table once it runs"
+
+
 def age(seconds: float | None) -> str:
     """How old data is: live, 12s old, 3m 05s old."""
     if seconds is None:
@@ -120,32 +165,67 @@ HEALTH = {True: "healthy", False: "down", None: "unknown"}
 
 
 def server_text(server: ServerStats | None) -> str:
-    """The server in a few lines of plain text (the first says its health in words: HEALTH)."""
+    """The server in a few lines of plain text (the first says its health in words: HEALTH).
+
+    Load and rate are shown only while it is up: a down server's last log line is history,
+    so it says since when it is down instead.
+    """
     if server is None:
         return "SGLang: not probed yet"
     detail = sanitise(server.detail) if not server.healthy else ""
     what = "sglang-router" if server.is_router else "hosted API" if server.hosted else "SGLang"
     lines = [f"{what} {sanitise(server.url or '')}: {HEALTH[server.healthy]} {detail}".rstrip()]
+    if server.healthy is False and server.down_since is not None:
+        lines.append(f"down since {clock(server.down_since)}")
     if server.model_path:
         lines.append(f"model {sanitise(server.model_path)}")
+    if server.healthy is not True:
+        return "\n".join(lines)
+    return "\n".join(lines + _load_lines(server) + server_part_lines(server))
+
+
+def _load_lines(server: ServerStats) -> list[str]:
+    """Running, queued, usage, generation rate and acceptance of a server that is up."""
     load = {key: sanitise(value) for key, value in server.log_stats.items()}
-    running = (
-        server.running_requests if server.running_requests is not None else load.get("#running-req")
-    )
-    queued = (
-        server.queued_requests if server.queued_requests is not None else load.get("#queue-req")
-    )
+    running, queued = _requests(server)
+    lines = []
     if running is not None:
-        lines.append(
-            f"running {running} · queued {queued} · token usage {server.token_usage or load.get('token usage', '—')}"
-        )
-    rate = server.gen_throughput_tokens_per_s or _float(load.get("gen throughput (token/s)"))
+        usage = server.token_usage or load.get("token usage", "—")
+        queue = f"{queued:g}" if queued is not None else "—"
+        lines.append(f"running {running:g} · queued {queue} · token usage {usage}")
+    rate = server_rate(server)
     if rate:
         lines.append(f"gen {tokens(rate)} tok/s")
     accept = server.accept_length or _float(load.get("accept len"))
     if accept:
         lines.append(f"accept length {accept:.2f}")
-    return "\n".join(lines + server_part_lines(server))
+    return lines
+
+
+def _requests(server: ServerStats) -> tuple[float | None, float | None]:
+    """Requests running and queued: the probe's figures, else the server log's last batch line."""
+    running: float | None = server.running_requests
+    queued: float | None = server.queued_requests
+    if running is None:
+        running = _float(server.log_stats.get("#running-req"))
+    if queued is None:
+        queued = _float(server.log_stats.get("#queue-req"))
+    return running, queued
+
+
+def server_rate(server: ServerStats | None) -> float | None:
+    """Generation tokens per second of a server that is up; 0 with no request running.
+
+    None when it is down, unknown or not probed: its last log line is no rate of now.
+    """
+    if server is None or server.healthy is not True:
+        return None
+    running, _ = _requests(server)
+    if running == 0:
+        return 0.0
+    return server.gen_throughput_tokens_per_s or _float(
+        server.log_stats.get("gen throughput (token/s)")
+    )
 
 
 def server_part_lines(server: ServerStats) -> list[str]:
@@ -192,6 +272,13 @@ def _float(value: str | None) -> float | None:
         return None
 
 
+def _epoch(training: TrainingProgress) -> str:
+    """The epoch, of how many when known: "epoch 2/3", "epoch 2" or "epoch —"."""
+    if training.epoch is None:
+        return "epoch —"
+    return f"epoch {training.epoch}" + (f"/{training.epochs}" if training.epochs else "")
+
+
 SPARK = "▁▂▃▄▅▆▇█"
 
 
@@ -231,7 +318,7 @@ def training_text(
             accept += f" · measured {measured_accept:.2f}"
         loss = f"loss {t.loss:.3f}" if t.loss is not None else "loss —"
         blocks.append(
-            f"{sanitise(names.get(t.job_id, t.job_id))}: {step} · epoch {t.epoch if t.epoch is not None else '—'} · "
+            f"{sanitise(names.get(t.job_id, t.job_id))}: {step} · {_epoch(t)} · "
             f"ETA {duration(t.eta_s)}\n  {loss} {spark(t.loss_history)}\n  {accept} {spark(t.acceptance_history)}"
         )
     return "\n".join(blocks)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from agent.protocol import Alert, JobInfo, JobState, Snapshot
 from console.link.host_connection import LinkState
+from console.model.formatting import live_rate, server_rate
+from console.model.link_text import link_text
 from console.model.safe_text import sanitise
 
 THROUGHPUT_POINTS = 120
@@ -38,16 +40,22 @@ class HostView:
     monotonic: Callable[[], float] = field(default=time.monotonic, repr=False)
     stops_asked: set[str] = field(default_factory=set)
     """Ids of the jobs the user asked to stop: their end is a stop, not a failure."""
+    last_failure: LinkState | None = None
+    """The link's last down or refused state since it was last up: why it is not up now."""
+
+    def link_changed(self, state: LinkState) -> None:
+        """Take the link's new state, keeping why it last failed until it is up again."""
+        self.state = state
+        if state.status in ("down", "refused"):
+            self.last_failure = state
+        elif state.status == "up":
+            self.last_failure = None
 
     def record_snapshot(self, snapshot: Snapshot, now: float | None = None) -> None:
         """Keep a new snapshot (received at monotonic time `now`) and extend the throughput."""
         self.snapshot = snapshot
         self.received_at = self.monotonic() if now is None else now
-        server = snapshot.server
-        rate = server.gen_throughput_tokens_per_s if server else None
-        if rate is None:
-            rate = sum(d.tokens_per_s or 0.0 for d in snapshot.datasets)
-        self.throughput.append(rate)
+        self.throughput.append(throughput_now(snapshot))
 
     def age_s(self) -> float | None:
         """Seconds since the last snapshot arrived."""
@@ -61,6 +69,17 @@ class HostView:
         return (
             self.snapshot.taken_at + age if self.snapshot is not None and age is not None else None
         )
+
+
+def throughput_now(snapshot: Snapshot) -> float:
+    """Tokens per second generated now: the live server's, else the live writers' sum.
+
+    0 when neither is alive: a finished run or a down server adds nothing to the sparkline.
+    """
+    rate = server_rate(snapshot.server)
+    if rate is None:
+        rate = sum(live_rate(d) or 0.0 for d in snapshot.datasets)
+    return rate
 
 
 def new_alerts(
@@ -93,11 +112,20 @@ def _asked_state(state: JobState) -> JobState:
     return "stopped" if state in ("failed", "exited", "killed") else state
 
 
-def headline(view: HostView) -> str:
-    """One line per host for the host strip: link, datasets running, alerts."""
+def headline(view: HostView, now: float) -> str:
+    """One line per host for the host strip: link (with why it is down), datasets running, alerts."""
     snapshot, name = view.snapshot, sanitise(view.name)
+    link = sanitise(link_text(view.state, view.last_failure, now))
     if snapshot is None:
-        return f"{name}: {view.state.status}"
+        return f"{name}: link {link}, no data yet"
     running = sum(1 for d in snapshot.datasets if d.status == "running")
     errors = sum(1 for a in snapshot.alerts if a.severity == "error")
-    return f"{name}: {view.state.status}, {running} running, {len(snapshot.alerts)} alerts ({errors} errors)"
+    return (
+        f"{name}: link {link}, {running} running, {len(snapshot.alerts)} alerts ({errors} errors)"
+    )
+
+
+def no_data_text(view: HostView, now: float) -> str:
+    """What every panel of a host with no snapshot yet says: whose data is missing, and why."""
+    link = link_text(view.state, view.last_failure, now)
+    return f"no data from {sanitise(view.name)} yet: link {sanitise(link)}"

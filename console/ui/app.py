@@ -32,6 +32,7 @@ from console.link.host_keys import OfferedKey
 from console.link.last_seen import LastSeen
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.safe_text import sanitise
+from console.model.toasts import alert_toasts
 from console.ui.actions.away import AwayActions
 from console.ui.actions.base import Hosts
 from console.ui.actions.deploy import DeployActions
@@ -121,7 +122,7 @@ class ConsoleApp(App[None]):
         hosts = Hosts(self.views, self.connections, dict(host_configs or {}), read_only)
         self.job_actions = JobActions(self, hosts)
         self.generate_actions = GenerateActions(self, hosts)
-        self.deploy_actions = DeployActions(self, hosts, self.signals.deploy_finished)
+        self.deploy_actions = DeployActions(self, hosts, self.signals.deploy_planned)
         self.evaluate_actions = EvaluateActions(self, hosts)
         self.view_actions = ViewActions(self, hosts)
         self.away_actions = AwayActions(self, hosts, LastSeen(state_dir) if state_dir else None)
@@ -225,12 +226,14 @@ class ConsoleApp(App[None]):
     def on_snapshot_received(self, message: SnapshotReceived) -> None:
         """Keep the snapshot, toast alerts that are new, render it if its host is on screen."""
         view = self.views[message.host]
-        for alert in new_alerts(view.snapshot, message.snapshot, view.stops_asked):
+        fresh = new_alerts(view.snapshot, message.snapshot, view.stops_asked)
+        for toast in alert_toasts(message.host, fresh):
             self.notify(
-                f"{message.host}: {alert.message}",
-                severity="error" if alert.severity == "error" else "warning",
+                toast.message,
+                severity="error" if toast.severity == "error" else "warning",
                 timeout=10,
             )
+        for alert in fresh:
             self.evaluate_actions.offer_evaluation(message.host, alert, message.snapshot.jobs)
         self.alarm.heard(message.host, message.snapshot)
         self.away_actions.snapshot_seen(message.host, message.snapshot)
@@ -241,7 +244,8 @@ class ConsoleApp(App[None]):
     def on_link_changed(self, message: LinkChanged) -> None:
         """Keep the state, and say so when a link is lost, refused or restored."""
         view = self.views[message.state.host]
-        before, view.state = view.state.status, message.state
+        before = view.state.status
+        view.link_changed(message.state)
         self.away_actions.link_changed(message.state)
         after = message.state.status
         if after == "up":
@@ -280,8 +284,9 @@ class ConsoleApp(App[None]):
 
     def _publish_host_shown(self) -> None:
         """The host in focus, for whichever dashboard is mounted to render."""
-        others = [headline(v) for name, v in self.views.items() if name != self.current]
-        self.signals.host_shown.publish(HostShown(self.views[self.current], others, self.clock()))
+        now = self.clock()
+        others = [headline(v, now) for name, v in self.views.items() if name != self.current]
+        self.signals.host_shown.publish(HostShown(self.views[self.current], others, now))
 
     # ------------------------------------------------------------ actions
 
@@ -304,8 +309,14 @@ class ConsoleApp(App[None]):
         self._publish_host_shown()  # tables re-measure their columns in the new theme
 
     def action_reconnect(self) -> None:
-        """Retry the link of the host on screen now."""
-        self.connections[self.current].retry_now()
+        """Retry the link of the host on screen now, and say so."""
+        host = self.current
+        status = self.views[host].state.status
+        if status in ("up", "connecting"):
+            self.notify(f"{host}: the link is {status}; nothing to reconnect")
+            return
+        self.connections[host].retry_now()
+        self.notify(f"{host}: reconnecting now")
 
     # ------------------------------------------------------------ intents, one handler each
 

@@ -14,6 +14,7 @@ from textual.dom import DOMNode
 from textual.signal import Signal
 
 from agent.protocol import LogChunk
+from console.link.deploy import FilePlan
 from console.model.host_view import HostView
 
 
@@ -34,14 +35,23 @@ class LogChunkReceived:
     chunk: LogChunk
 
 
+@dataclass(frozen=True, slots=True)
+class DeployPlanned:
+    """The mapped files of one host as they are now (after a deploy or a rollback changed them)."""
+
+    host: str
+    plans: list[FilePlan]
+    bundle_line: str
+
+
 class ConsoleSignals:
     """The facts the app publishes, one signal each."""
 
     def __init__(self, owner: DOMNode) -> None:
         self.host_shown: Signal[HostShown] = Signal(owner, "host_shown")
         self.log_chunk_received: Signal[LogChunkReceived] = Signal(owner, "log_chunk_received")
-        self.deploy_finished: Signal[str] = Signal(owner, "deploy_finished")
-        """The host whose changed files were just deployed."""
+        self.deploy_planned: Signal[DeployPlanned] = Signal(owner, "deploy_planned")
+        """A host's files planned afresh: a deploy screen of that host shows them."""
 
 
 @runtime_checkable

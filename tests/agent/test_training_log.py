@@ -47,13 +47,45 @@ def test_specforge_older_tqdm_and_eval_lines() -> None:
     parser = TrainingLogParser()
     parser.feed(SPECFORGE_OLD)
     state = parser.state
-    assert (state.step, state.total_steps, state.epoch) == (840, 2000, 2)
+    # The bar counts within its epoch (2000 a epoch); the eval line says epoch 2 of 10: overall.
+    assert (state.step, state.total_steps, state.epoch, state.epochs) == (840, 20000, 2, 10)
     assert state.eta_s == 14 * 60 + 30
     assert state.loss == pytest.approx(2.301)
     assert state.accuracy_by_position == {0: 0.74, 1: 0.60, 2: 0.50}
     assert state.acceptance_length == pytest.approx(1 + 0.74 + 0.74 * 0.60 + 0.74 * 0.60 * 0.50)
     assert state.acceptance_rate == pytest.approx(0.74)
     assert state.best_eval_step == 840
+
+
+def simulator_lines(steps: int, epochs: int) -> str:
+    """What `agent.simulator.train` prints: a bar per epoch (epochs from 0), evals after each."""
+    per_epoch, lines = steps // epochs, []
+    for step in range(1, steps + 1):
+        epoch, done = (step - 1) // per_epoch, (step - 1) % per_epoch + 1
+        lines.append(
+            f"\rTraining Epoch {epoch}: {100 * done // per_epoch:3d}%|##| {done}/{per_epoch} "
+            f"[00:00<00:{per_epoch - done:02d},  1.00it/s, loss=1.0]"
+        )
+        if done == per_epoch:
+            lines.append(f"\nEval - Step {step} [{epoch + 1}/{epochs}], position 0,  Acc: 0.70\n")
+    return "".join(lines)
+
+
+def test_steps_and_totals_count_over_the_whole_run_not_within_an_epoch() -> None:
+    """Once read as "step 600/300 · epoch 2": the overall step over one epoch's total."""
+    parser = TrainingLogParser()
+    parser.feed(simulator_lines(600, 2))
+    state = parser.state
+    assert (state.step, state.total_steps, state.epoch, state.epochs) == (600, 600, 2, 2)
+
+
+def test_within_the_second_epoch_the_step_counts_on_from_the_first() -> None:
+    parser = TrainingLogParser()
+    text = simulator_lines(600, 2)
+    second = text.index("Training Epoch 1: ")
+    parser.feed(text[: text.index("\r", text.index("| 150/300", second))])
+    state = parser.state
+    assert (state.step, state.total_steps, state.epoch, state.epochs) == (450, 600, 2, 2)
 
 
 def test_specforge_newer_step_dicts_keep_the_best_eval_acceptance_not_the_lowest_loss() -> None:
@@ -105,7 +137,8 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
             await asyncio.sleep(0.1)
     finally:
         await link.close()
-    assert progress.total_steps == 30  # per epoch
+    # Overall, like the step: once "step 60/30", the step overall and the total per epoch.
+    assert (progress.step, progress.total_steps, progress.epoch, progress.epochs) == (60, 60, 2, 2)
     assert progress.best_eval_step is not None
     assert progress.best_eval_step < 60, (
         "the stand-in's acceptance sags at the end: the best is earlier"

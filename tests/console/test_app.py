@@ -284,4 +284,4 @@ async def test_an_unreachable_host_never_blocks_the_others(tmp_path: Path, state
         assert "link down" in header(app)
         await pilot.press("h")
         await wait_for(pilot, lambda: cell(app, "datasets", "B1_sharegpt", "responses") == "3 / 5")
-        assert "box2: down" in header(app)
+        assert "box2: link down (unreachable)" in header(app)

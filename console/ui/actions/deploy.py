@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from textual.app import App
 from textual.signal import Signal
 
-from agent.protocol import JobInfo
+from agent.protocol import ErrorCode, JobInfo
 from console.config import HostConfig, SshTarget
-from console.link.agent_link import AgentLink, LinkError
+from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.bundle import local_bundle
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.link.redeploy import redeploy
@@ -23,15 +25,16 @@ from console.ui.intents import (
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.deploy import DeployScreen, DiffScreen
 from console.ui.screens.redeploy import RedeployScreen
+from console.ui.signals import DeployPlanned
 
 
 class DeployActions(HostActions):
     """d: drift, diff, deploy, rollback; R: kill, deploy, restart."""
 
-    def __init__(self, app: App[None], hosts: Hosts, finished: Signal[str]) -> None:
+    def __init__(self, app: App[None], hosts: Hosts, planned: Signal[DeployPlanned]) -> None:
         super().__init__(app, hosts)
-        self.finished = finished
-        """Published with the host's name when its changed files are deployed."""
+        self.planned = planned
+        """Published with a host's files planned afresh after a deploy or a rollback changed them."""
         self.plans: list[FilePlan] = []
         """The latest plan, of `plans_host`: the deploy screen and the redeploy modal act on it."""
         self.plans_host = ""
@@ -57,14 +60,13 @@ class DeployActions(HostActions):
         if not plans:
             self.app.notify(f"no [[hosts.{host}.deploy]] mappings configured", severity="warning")
             return
-        hello = link.hello_result
-        ships = local_bundle().sha256
-        bundle = (
-            f"agent bundle {ships[:12]} (the host runs it)"
-            if hello is not None and hello.bundle_sha256 == ships
-            else f"agent bundle: host runs {(hello.bundle_sha256 if hello else '?')[:12]}, console ships {ships[:12]}"
-        )
-        _ = self.app.push_screen(DeployScreen(host, plans, bundle))
+        _ = self.app.push_screen(DeployScreen(host, plans, _bundle_line(link)))
+
+    async def _replan(self, host: str) -> None:
+        """Plan the host's files again and hand them to its deploy screen: what it shows is now."""
+        link = self.hosts.connections[host].link
+        if link is not None and (plans := await self._plan(host, link)) is not None:
+            self.planned.publish(DeployPlanned(host, plans, _bundle_line(link)))
 
     async def show_diff(self, intent: DiffRequested) -> None:
         """One file's diff."""
@@ -109,7 +111,7 @@ class DeployActions(HostActions):
             self.app.notify(str(exc), severity="error", timeout=20)
             return
         self.app.notify(f"deployed {len(results)} file(s)")
-        self.finished.publish(host)
+        await self._replan(host)
 
     async def rollback(self, intent: RollbackRequested) -> None:
         """Put back the previous version of one file."""
@@ -119,9 +121,13 @@ class DeployActions(HostActions):
         try:
             result = await rollback(link, intent.remote)
         except LinkError as exc:
-            self.app.notify(str(exc), severity="error")
-            return
-        self.app.notify(f"rolled back {result.target}")
+            if not _nothing_to_roll_back(exc):
+                self.app.notify(str(exc), severity="error")
+                return
+            self.app.notify(exc.detail)
+        else:
+            self.app.notify(f"rolled back {result.target} (sha256 {result.sha256[:12]})")
+        await self._replan(intent.host)
 
     async def redeploy(self, intent: RedeployRequested) -> None:
         """Kill, deploy and restart the selected job (or the job writing the selected dataset)."""
@@ -175,3 +181,16 @@ class DeployActions(HostActions):
             self.app.notify(str(exc), severity="error", timeout=30)
             return
         self.app.notify(outcome.summary(), timeout=20)
+
+
+def _nothing_to_roll_back(exc: LinkError) -> TypeGuard[AgentRequestError]:
+    """The agent found the file already is its previous version."""
+    return isinstance(exc, AgentRequestError) and exc.code == ErrorCode.NOTHING_TO_ROLL_BACK
+
+
+def _bundle_line(link: AgentLink) -> str:
+    """Whether the host runs the agent bundle this console ships."""
+    hello, ships = link.hello_result, local_bundle().sha256
+    if hello is not None and hello.bundle_sha256 == ships:
+        return f"agent bundle {ships[:12]} (the host runs it)"
+    return f"agent bundle: host runs {(hello.bundle_sha256 if hello else '?')[:12]}, console ships {ships[:12]}"

@@ -6,6 +6,7 @@ import secrets
 
 from agent.protocol import JOBS_LAUNCH, DatasetProgress, JobInfo, LaunchParams
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
+from console.model.formatting import started_as
 from console.model.pipeline_view import ACTIVE
 from console.ui.actions.base import HostActions
 from console.ui.intents import GenerateAllRequested, GenerateRequested
@@ -95,7 +96,7 @@ class GenerateActions(HostActions):
             except (AgentRequestError, LinkError) as exc:
                 self.app.notify(f"{job_name} on {name}: {exc}", severity="error")
         if started:
-            where = ", ".join(f"{job.dataset} (pid {job.pid})" for job in started)
+            where = ", ".join(f"{job.dataset} ({started_as(job)})" for job in started)
             self.app.notify(f"started {job_name} on {where}")
 
 

@@ -9,6 +9,7 @@ import time
 from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopParams, StopResult
 from console.link.agent_link import AgentRequestError, LinkError
 from console.model.consequences import nothing_to_stop
+from console.model.formatting import started_as
 from console.ui.actions.base import STOP_TIMEOUT_S, HostActions
 from console.ui.intents import LaunchRequested, StopRequested
 from console.ui.screens.confirm import ConfirmScreen
@@ -105,7 +106,7 @@ class JobActions(HostActions):
                 return
             self._offer_gpu_handover(host, names[0], exc.detail)
             return
-        self.app.notify(f"started {job.name} (pid group {job.pgid})")
+        self.app.notify(f"started {job.name} ({started_as(job)})")
         if kind == "server":
             self.in_worker(self._await_ready(host, job.name), f"the readiness watch of {job.name}")
 

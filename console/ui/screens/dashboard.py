@@ -19,9 +19,9 @@ from textual.widgets import DataTable, Static
 from agent.protocol import DatasetProgress, JobInfo, Snapshot
 from console.model.drafter_view import measured_accept_length
 from console.model.formatting import STALE_AFTER_S, age, gpu_text, training_text
-from console.model.host_view import HostView, as_asked
+from console.model.host_view import HostView, as_asked, no_data_text
 from console.model.pipeline_view import next_stage, stages
-from console.model.safe_text import literal_lines
+from console.model.safe_text import literal, literal_lines
 from console.ui.commands import DASHBOARD_COMMANDS, bindings
 from console.ui.intents import (
     DatasetDetailRequested,
@@ -98,14 +98,14 @@ class DashboardScreen(Screen[None]):
             panel.border_title = f"{panel.id} · {age(data_age)}"
         snapshot = view.snapshot
         if snapshot is None:
-            self._show_no_data(view)
+            self._show_no_data(no_data_text(view, now))
             return
         upcoming = next_stage(stages(snapshot))
         pipeline = (
             f"next: {upcoming.name} ({upcoming.key}; p for all stages)" if upcoming else "done"
         )
         self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
-        self.query_one(DatasetsTable).show(snapshot.datasets)
+        self.query_one(DatasetsTable).show(snapshot.datasets, snapshot.taken_at)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         jobs = as_asked(snapshot.jobs, view.stops_asked)
         self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)
@@ -121,6 +121,16 @@ class DashboardScreen(Screen[None]):
         )
         self.query_one(AlertStrip).show(snapshot.alerts)
         self.query_one(DrafterPanel).show(snapshot.evaluation, snapshot.export)
+
+    def _show_no_data(self, why: str) -> None:
+        """No snapshot of this host: no row or figure of another host stays, each panel says why."""
+        self.query_one("#datasets").border_subtitle = literal(why)
+        self.query_one(DatasetsTable).show(())
+        self.query_one(JobsTable).show((), 0.0)
+        self.query_one(ServerPanel).show_nothing(why)
+        self.query_one("#gpus", Static).update(literal(why))
+        self.query_one(AlertStrip).update(literal(why, "dim"))
+        self.query_one(DrafterPanel).show(None, None)
 
     @property
     def selected_dataset(self) -> str | None:
@@ -190,18 +200,6 @@ class DashboardScreen(Screen[None]):
     def action_export_report(self) -> None:
         """X: the export's report."""
         self.post_message(ExportReportRequested(self.host))
-
-    def _show_no_data(self, view: HostView) -> None:
-        """Nothing from this host yet: empty panels that say so, never another host's rows."""
-        self.query_one(
-            "#datasets"
-        ).border_subtitle = f"no data from {view.name} yet (link {view.state.status})"
-        self.query_one(DatasetsTable).show(())
-        self.query_one(JobsTable).show((), 0.0)
-        self.query_one(ServerPanel).show(None, [])
-        self.query_one("#gpus", Static).update("")
-        self.query_one(DrafterPanel).show(None, None)
-        self.query_one(AlertStrip).show(())
 
     def action_evaluate_drafter(self) -> None:
         """B: measure the drafter."""

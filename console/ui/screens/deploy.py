@@ -16,7 +16,7 @@ from console.link.deploy import FilePlan
 from console.model.safe_text import literal, sanitise_lines
 from console.ui.commands import DEPLOY_COMMANDS, bindings
 from console.ui.intents import DeployAllRequested, DiffRequested, RollbackRequested
-from console.ui.signals import signals_of
+from console.ui.signals import DeployPlanned, signals_of
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
 
@@ -61,31 +61,42 @@ class DeployScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """Title, the table, footer."""
-        changed = sum(plan.needs_deploy for plan in self.plans)
-        title = Text.assemble(
-            literal(self.host, "bold"),
-            literal(f" · deploy drift · {changed} file(s) to deploy · {self.bundle_line}"),
-        )
-        yield Static(title, id="deploy-title")
+        yield Static(id="deploy-title")
         table: DataTable[Text | str] = DataTable(id="deploy-table", cursor_type="row")
         table.add_columns("status", "remote", "local", "host sha256", "local sha256")
+        yield table
+        yield Footer(show_command_palette=False)  # the command table decides the footer
+
+    def on_mount(self) -> None:
+        """Show the plans, and hear when this host's files are planned afresh."""
+        self._show_plans()
+        signals_of(self).deploy_planned.subscribe(self, self._planned)
+
+    def _planned(self, planned: DeployPlanned) -> None:
+        """A deploy or a rollback changed the host's files: show them as they are now."""
+        if planned.host == self.host:
+            self.plans, self.bundle_line = planned.plans, planned.bundle_line
+            self._show_plans()
+
+    def _show_plans(self) -> None:
+        """The title and one row per file, the cursor kept on the same file."""
+        changed = sum(plan.needs_deploy for plan in self.plans)
+        self.query_one("#deploy-title", Static).update(
+            Text.assemble(
+                literal(self.host, "bold"),
+                literal(f" · deploy drift · {changed} file(s) to deploy · {self.bundle_line}"),
+            )
+        )
+        table = self.query_one(DataTable)
+        row = table.cursor_row
+        table.clear()
         for plan in self.plans:
             table.add_row(
                 Text(plan.status, style=STATUS_STYLE[plan.status]), literal(plan.remote),
                 literal(str(plan.local or "—")), literal((plan.remote_sha256 or "—")[:12]),
                 (plan.local_sha256 or "—")[:12], key=plan.remote,
             )  # fmt: skip
-        yield table
-        yield Footer(show_command_palette=False)  # the command table decides the footer
-
-    def on_mount(self) -> None:
-        """Hear when this host's deploy is done."""
-        signals_of(self).deploy_finished.subscribe(self, self._deployed)
-
-    def _deployed(self, host: str) -> None:
-        """The files shown are deployed: the table is out of date, so back to the dashboard."""
-        if host == self.host and self.is_active:
-            _ = self.dismiss(None)
+        table.move_cursor(row=min(row, max(0, len(self.plans) - 1)))
 
     @property
     def selected(self) -> FilePlan | None:

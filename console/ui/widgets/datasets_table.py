@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from agent.protocol import DatasetProgress
-from console.model.formatting import dataset_row
+from console.model.formatting import dataset_row, live_rate
 from console.model.safe_text import literal
 from console.ui.widgets.fitted_table import FittedTable, Row
 
@@ -24,7 +24,7 @@ STATUS_STYLE = {
 SORTS = {
     "dataset": lambda d: d.name,
     "tokens": lambda d: -d.tokens,
-    "rate": lambda d: -(d.tokens_per_s or 0.0),
+    "rate": lambda d: (-(live_rate(d) or 0.0), -d.tokens),
     "ETA": lambda d: d.eta_s if d.eta_s is not None else float("inf"),
     "overrun": lambda d: -(d.projected_overrun_tokens or 0),
     "status": lambda d: d.status,
@@ -60,13 +60,17 @@ class DatasetsTable(FittedTable):
             return None
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
-    def show(self, datasets: tuple[DatasetProgress, ...]) -> None:
-        """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset."""
-        self.fill_rows([_row(p) for p in sorted(datasets, key=SORTS[self.sort_by])])
+    def show(self, datasets: tuple[DatasetProgress, ...], taken_at: float | None = None) -> None:
+        """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset.
+
+        `taken_at` is their snapshot's time: a finished dataset says when it ended.
+        """
+        rows = [_row(p, taken_at) for p in sorted(datasets, key=SORTS[self.sort_by])]
+        self.fill_rows(rows)
 
 
-def _row(progress: DatasetProgress) -> Row:
-    row = dataset_row(progress)
+def _row(progress: DatasetProgress, taken_at: float | None) -> Row:
+    row = dataset_row(progress, taken_at)
     overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
     return Row(progress.name, (
         literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from console.model.formatting import STALE_AFTER_S, age
 from console.model.host_view import HostView
+from console.model.link_text import link_text
 from console.model.safe_text import literal
 
 
@@ -30,7 +31,8 @@ class HostHeader(Static):
             Text.assemble(
                 literal(view.name, "bold"),
                 literal(
-                    f" · link {state.status}{latency}{version} · data {age(data_age)} · "
+                    f" · link {link_text(state, view.last_failure, now)}{latency}{version}"
+                    f" · data {age(data_age)} · "
                     f"{time.strftime('%H:%M:%S', time.localtime(now))}{hosts}"
                 ),
             )  # fmt: skip

@@ -15,7 +15,7 @@ from textual.widgets import Sparkline, Static
 from agent.protocol import DatasetProgress, ServerStats
 from console.model.api_usage_view import hosted_lines
 from console.model.formatting import HEALTH, server_text
-from console.model.safe_text import literal_lines
+from console.model.safe_text import literal, literal_lines
 
 HEALTH_STYLE = {True: "green", False: "red"}
 
@@ -38,6 +38,11 @@ class ServerPanel(Vertical):
             text.append("\n" + "\n".join(hosted_lines(datasets, now)))
         self.query_one("#server-text", Static).update(text)
         self.query_one("#server-throughput", Sparkline).data = throughput or [0.0]
+
+    def show_nothing(self, why: str) -> None:
+        """No reading of this host at all: say `why`, with an empty sparkline."""
+        self.query_one("#server-text", Static).update(literal(why))
+        self.query_one("#server-throughput", Sparkline).data = [0.0]
 
 
 def _with_health(server: ServerStats | None) -> Text:
