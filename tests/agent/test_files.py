@@ -15,6 +15,7 @@ import pytest
 
 from agent.files import (
     FileError,
+    NothingToRollBackError,
     Roots,
     backup_path,
     install,
@@ -104,6 +105,19 @@ def test_an_install_after_a_rollback_leaves_no_temp_name_behind(root: Path) -> N
     assert backup_path(target).read_bytes() == b"v1\n"
     names = sorted(p.name for p in target.parent.iterdir())
     assert names == sorted([target.name, backup_path(target).name])
+
+
+def test_a_rollback_to_the_bytes_the_file_already_has_says_there_is_nothing_to_roll_back(
+    root: Path,
+) -> None:
+    """Once, `b` again after a rollback "rolled back" a file to the bytes it already had."""
+    target = root / "scripts" / "run.py"
+    target.write_bytes(b"old\n")
+    install(target, *stage(target, b"new\n"), None)
+    rollback(target)
+    with pytest.raises(NothingToRollBackError, match="nothing to roll back"):
+        rollback(target)
+    assert target.read_bytes() == b"old\n"
 
 
 def test_a_corrupted_upload_changes_nothing(root: Path) -> None:

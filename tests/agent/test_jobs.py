@@ -15,6 +15,7 @@ from typing import Any, assert_type
 
 import pytest
 
+from agent.jobs.supervisor import _state as supervisor_state
 from agent.procfs import group_members, process_info, start_ticks
 from agent.protocol import (
     AUDIT_READ,
@@ -336,3 +337,12 @@ async def test_a_job_whose_script_changed_on_disk_is_flagged_stale(
     [alert] = after.alerts
     assert (alert.kind, alert.subject) == ("stale_code", info.id)
     assert str(script) in alert.message
+
+
+def test_a_job_that_exits_on_its_requested_stop_reads_stopping_then_stopped_never_failed() -> None:
+    """Once a runner exiting with code 3 on its SIGINT showed `failed` until the stop was recorded."""
+    shim, ended = {"pid": 1, "start_ticks": 1}, {"exit_code": 3, "ended_at": 5.0}
+    assert supervisor_state(True, shim, None, ended, None)[0] == "stopping"
+    stopped = {"outcome": "stopped", "steps": ["SIGINT"], "at": 6.0}
+    assert supervisor_state(False, shim, None, ended, stopped)[0] == "stopped"
+    assert supervisor_state(False, shim, None, ended, None)[0] == "failed"  # nobody asked

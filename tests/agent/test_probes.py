@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.probes.cache import ProbeCache
+from agent.probes.cache import ProbeCache, with_down_since
 from agent.probes.gpus import read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
@@ -131,6 +131,19 @@ def test_a_server_stopped_on_request_is_information_not_an_error() -> None:
     [alert] = cache.alerts(3.0, (crashed, stopped))
     assert alert.severity == "info"
     assert "stopped on request" in alert.message
+
+
+def test_a_down_server_keeps_the_time_it_was_first_found_down() -> None:
+    """The console says "down since HH:MM": the first probe that found it down, while it stays so."""
+    url = "http://127.0.0.1:1"
+    up = ServerStats(url, True, probed_at=10.0)
+    down = [ServerStats(url, False, probed_at=at) for at in (20.0, 30.0)]
+    first = with_down_since(up, down[0])
+    assert first.down_since == 20.0
+    assert with_down_since(first, down[1]).down_since == 20.0
+    assert with_down_since(first, ServerStats(url, True, probed_at=40.0)).down_since is None
+    other = ServerStats("http://127.0.0.1:2", False, probed_at=50.0)
+    assert with_down_since(first, other).down_since == 50.0
 
 
 async def test_readings_taken_for_another_server_config_are_dropped_at_once() -> None:
