@@ -80,12 +80,12 @@ def ended(progress: DatasetProgress, taken_at: float | None) -> str:
     """What a dataset nobody is writing says in place of an ETA: when its last response came."""
     if progress.writer_stopped:
         return "writer stopped"
-    if progress.writer_active:
-        return "stalled"
+    if progress.writer_active:  # stalled, or waiting for the server: its status says which
+        return "—"
     last = progress.last_response_age_s
-    if taken_at is None or last is None:
-        return "done" if progress.generation_done else "no writer"
     word = "done" if progress.generation_done else "ended"
+    if taken_at is None or last is None:
+        return word if progress.generation_done else "—"
     return f"{word} {clock(taken_at - last)}"
 
 
