@@ -50,6 +50,7 @@ class TrainingState:
     steps_per_epoch: int | None = None
     epoch_start_step: int | None = None
     """Overall steps done before the epoch the bar counts."""
+    seconds_per_step: float | None = None
     loss: float | None = None
     learning_rate: float | None = None
     accuracy_by_position: dict[int, float] = field(default_factory=dict)
@@ -181,14 +182,18 @@ class TrainingLogParser:
         state.epoch = bar_epoch + 1  # the bar counts epochs from 0; the eval lines, and we, from 1
         state.epoch_step, state.steps_per_epoch = n, per_epoch
         state.step = state.epoch_start_step + n
+        if state.eta_s is not None and n < per_epoch:  # the bar's time left is its epoch's
+            state.seconds_per_step = state.eta_s / (per_epoch - n)
         self._overall_total()
-        if state.eta_s is not None and state.total_steps is not None and n < per_epoch:
-            state.eta_s *= (state.total_steps - state.step) / (per_epoch - n)
 
     def _overall_total(self) -> None:
+        """The run's total steps and time left, once the epochs and their length are known."""
         state = self.state
-        if state.steps_per_epoch is not None and state.epochs is not None:
-            state.total_steps = state.steps_per_epoch * state.epochs
+        if state.steps_per_epoch is None or state.epochs is None:
+            return
+        state.total_steps = state.steps_per_epoch * state.epochs
+        if state.seconds_per_step is not None and state.step is not None:
+            state.eta_s = state.seconds_per_step * max(0, state.total_steps - state.step)
 
     def _record_acceptance(self, length: float | None, *, evaluated: bool) -> None:
         if length is None:

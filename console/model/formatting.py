@@ -15,6 +15,9 @@ from console.model.safe_text import sanitise
 
 STALE_AFTER_S = 5.0
 """A panel whose data is older than this shows as stale."""
+RATE_FRESH_S = 60.0
+"""A dataset whose last response is older than this has no rate now, though its writer lives
+(a server gone down, say): the agent's windows would show the rate of minutes ago."""
 
 
 def tokens(n: int | float | None) -> str:
@@ -50,10 +53,12 @@ def clock(at: float) -> str:
 
 def writing_live(progress: DatasetProgress) -> bool:
     """A run writes the dataset and its responses still come: only then do its rate and ETA hold."""
+    last = progress.last_response_age_s
     return (
         progress.writer_active
         and not progress.writer_stopped
         and progress.status not in ("stalled", "waiting_for_server")
+        and (last is None or last < RATE_FRESH_S)
     )
 
 
@@ -124,7 +129,7 @@ def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> Dat
     fraction = share(progress.tokens, progress.budget)
     percent = f" {fraction * 100:5.1f}%" if fraction is not None else ""
     overrun = progress.projected_overrun_tokens or 0
-    hours = progress.projected_overrun_hours
+    hours = progress.projected_overrun_hours if writing_live(progress) else None
     return DatasetRow(
         name=sanitise(progress.name),
         responses=f"{progress.responses:,} / {cap or 0:,}",

@@ -127,5 +127,9 @@ def headline(view: HostView, now: float) -> str:
 
 def no_data_text(view: HostView, now: float) -> str:
     """What every panel of a host with no snapshot yet says: whose data is missing, and why."""
-    link = link_text(view.state, view.last_failure, now)
-    return f"no data from {sanitise(view.name)} yet: link {sanitise(link)}"
+    name = sanitise(view.name)
+    if view.state.status == "up":
+        return f"no data from {name} yet: its first snapshot is on its way"
+    return (
+        f"no data from {name} yet: link {sanitise(link_text(view.state, view.last_failure, now))}"
+    )

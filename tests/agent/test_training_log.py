@@ -49,7 +49,8 @@ def test_specforge_older_tqdm_and_eval_lines() -> None:
     state = parser.state
     # The bar counts within its epoch (2000 a epoch); the eval line says epoch 2 of 10: overall.
     assert (state.step, state.total_steps, state.epoch, state.epochs) == (840, 20000, 2, 10)
-    assert state.eta_s == 14 * 60 + 30
+    per_step = (14 * 60 + 30) / (2000 - 840)  # the bar's time left is its epoch's
+    assert state.eta_s == pytest.approx(per_step * (20000 - 840))
     assert state.loss == pytest.approx(2.301)
     assert state.accuracy_by_position == {0: 0.74, 1: 0.60, 2: 0.50}
     assert state.acceptance_length == pytest.approx(1 + 0.74 + 0.74 * 0.60 + 0.74 * 0.60 * 0.50)
@@ -77,6 +78,7 @@ def test_steps_and_totals_count_over_the_whole_run_not_within_an_epoch() -> None
     parser.feed(simulator_lines(600, 2))
     state = parser.state
     assert (state.step, state.total_steps, state.epoch, state.epochs) == (600, 600, 2, 2)
+    assert state.eta_s == 0
 
 
 def test_within_the_second_epoch_the_step_counts_on_from_the_first() -> None:
@@ -86,6 +88,15 @@ def test_within_the_second_epoch_the_step_counts_on_from_the_first() -> None:
     parser.feed(text[: text.index("\r", text.index("| 150/300", second))])
     state = parser.state
     assert (state.step, state.total_steps, state.epoch, state.epochs) == (450, 600, 2, 2)
+    assert state.eta_s == pytest.approx(150)  # one second a step, for the run, not the epoch
+
+
+def test_at_an_epoch_s_end_the_eta_is_the_run_s() -> None:
+    parser = TrainingLogParser()
+    text = simulator_lines(600, 2)
+    parser.feed(text[: text.index("Training Epoch 1: ")])
+    assert parser.state.step == 300
+    assert parser.state.eta_s == pytest.approx(300)
 
 
 def test_specforge_newer_step_dicts_keep_the_best_eval_acceptance_not_the_lowest_loss() -> None:

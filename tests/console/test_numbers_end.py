@@ -65,6 +65,15 @@ async def test_a_finished_dataset_shows_no_rate_and_says_when_it_ended() -> None
         assert cell(app, "datasets", "B3_math", "ETA") == "1m 45s"
 
 
+async def test_a_live_writer_whose_responses_stopped_coming_shows_no_rate() -> None:
+    quiet = dataclasses.replace(WRITING, last_response_age_s=90.0, status="over_budget")
+    app = fixed_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await shown(pilot, dataclasses.replace(SNAPSHOT, datasets=(quiet,), server=DOWN))
+        assert cell(app, "datasets", "B3_math", "rate") == "—"
+        assert cell(app, "datasets", "B3_math", "ETA") == "—"
+
+
 async def test_a_down_server_shows_no_load_or_rate_but_since_when_it_is_down() -> None:
     app = fixed_app()
     snapshot = dataclasses.replace(
@@ -78,7 +87,7 @@ async def test_a_down_server_shows_no_load_or_rate_but_since_when_it_is_down() -
         assert "running" not in text
         assert "queued" not in text
         assert "tok/s" not in text
-        assert app.screen.query_one(Sparkline).data == [0.0]  # nothing is generated
+        assert app.screen.query_one(Sparkline).data == []  # a floor: nothing is generated
         assert "unreachable" in str(app.screen.query_one("#alerts").render())  # it agrees
 
 

@@ -37,12 +37,13 @@ class ServerPanel(Vertical):
         if server is not None and server.hosted:
             text.append("\n" + "\n".join(hosted_lines(datasets, now)))
         self.query_one("#server-text", Static).update(text)
-        self.query_one("#server-throughput", Sparkline).data = throughput or [0.0]
+        # All zero is drawn as a floor, not as one full-height bar: nothing is being generated.
+        self.query_one("#server-throughput", Sparkline).data = throughput if any(throughput) else []
 
     def show_nothing(self, why: str) -> None:
         """No reading of this host at all: say `why`, with an empty sparkline."""
         self.query_one("#server-text", Static).update(literal(why))
-        self.query_one("#server-throughput", Sparkline).data = [0.0]
+        self.query_one("#server-throughput", Sparkline).data = []
 
 
 def _with_health(server: ServerStats | None) -> Text:
