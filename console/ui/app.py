@@ -32,7 +32,6 @@ from console.link.host_keys import OfferedKey
 from console.link.last_seen import LastSeen
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.safe_text import sanitise
-from console.model.toasts import alert_toasts
 from console.ui.actions.away import AwayActions
 from console.ui.actions.base import Hosts
 from console.ui.actions.deploy import DeployActions
@@ -41,6 +40,7 @@ from console.ui.actions.generate import GenerateActions
 from console.ui.actions.jobs import JobActions
 from console.ui.actions.views import ViewActions
 from console.ui.alarm import Alarm, terminal_writer
+from console.ui.alert_toasts import AlertToasts
 from console.ui.commands import APP_COMMANDS, bindings, key_label, keys_of
 from console.ui.intents import (
     DatasetDetailRequested,
@@ -127,6 +127,7 @@ class ConsoleApp(App[None]):
         self.view_actions = ViewActions(self, hosts)
         self.away_actions = AwayActions(self, hosts, LastSeen(state_dir) if state_dir else None)
         self.alarm = Alarm(settings or ConsoleSettings(), terminal_writer(self))
+        self.alert_toasts = AlertToasts(self)
 
     async def on_mount(self) -> None:
         """Start every link, show the dashboard, refresh ages once a second."""
@@ -227,12 +228,7 @@ class ConsoleApp(App[None]):
         """Keep the snapshot, toast alerts that are new, render it if its host is on screen."""
         view = self.views[message.host]
         fresh = new_alerts(view.snapshot, message.snapshot, view.stops_asked)
-        for toast in alert_toasts(message.host, fresh):
-            self.notify(
-                toast.message,
-                severity="error" if toast.severity == "error" else "warning",
-                timeout=10,
-            )
+        self.alert_toasts.heard(message.host, fresh)
         for alert in fresh:
             self.evaluate_actions.offer_evaluation(message.host, alert, message.snapshot.jobs)
         self.alarm.heard(message.host, message.snapshot)

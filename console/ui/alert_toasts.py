@@ -1,0 +1,48 @@
+"""Toasts for a host's new alerts: errors and warnings at once, news gathered for a moment.
+
+Runs that finish together end within a few snapshots of each other; a toast per run would bury
+the screen. So information (a job finished, a budget reached) waits GATHER_S for the rest of its
+batch and is told grouped by kind (`console.model.toasts`); what needs the user now does not wait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from textual.app import App
+from textual.notifications import SeverityLevel
+from textual.timer import Timer
+
+from agent.protocol import Alert
+from console.model.toasts import Toast, alert_toasts
+
+GATHER_S = 1.5
+"""How long news waits for the rest of its batch."""
+
+
+class AlertToasts:
+    """Turns the new alerts of each snapshot into toasts on `app`."""
+
+    def __init__(self, app: App[None]) -> None:
+        self.app = app
+        self._news: dict[str, list[Alert]] = {}
+        self._timer: Timer | None = None
+
+    def heard(self, host: str, alerts: Sequence[Alert]) -> None:
+        """Toast `host`'s new `alerts`: the urgent ones now, the news once its batch is in."""
+        self._show(alert_toasts(host, [a for a in alerts if a.severity != "info"]))
+        news = [a for a in alerts if a.severity == "info"]
+        if news:
+            self._news.setdefault(host, []).extend(news)
+            if self._timer is None:
+                self._timer = self.app.set_timer(GATHER_S, self._flush)
+
+    def _flush(self) -> None:
+        news, self._news, self._timer = self._news, {}, None
+        for host, alerts in news.items():
+            self._show(alert_toasts(host, alerts))
+
+    def _show(self, toasts: list[Toast]) -> None:
+        for toast in toasts:
+            severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
+            self.app.notify(toast.message, severity=severity, timeout=10)
