@@ -48,7 +48,9 @@ async def shown(pilot: Pilot[None], snapshot: Snapshot) -> None:
     app.post_message(LinkChanged(LinkState("gpu", "up", since=NOW)))
     app.post_message(SnapshotReceived("gpu", snapshot))
     await wait_for(pilot, lambda: app.views["gpu"].snapshot is snapshot)  # type: ignore[attr-defined]
-    await wait_for(pilot, lambda: bool(app.screen.query("#datasets").first().border_subtitle))
+    await wait_for(
+        pilot, lambda: "pipeline" in str(app.screen.query("#datasets").first().border_subtitle)
+    )
 
 
 def server_text(app: ConsoleApp) -> str:
