@@ -42,6 +42,19 @@ class HostView:
     """Ids of the jobs the user asked to stop: their end is a stop, not a failure."""
     last_failure: LinkState | None = None
     """The link's last down or refused state since it was last up: why it is not up now."""
+    awaiting_pid: set[str] = field(default_factory=set)
+    """Ids of jobs launched here whose pid the launch could not tell yet."""
+
+    def launched(self, job: JobInfo) -> None:
+        """A job the user launched: if it has no pid yet, tell it once a snapshot has one."""
+        if job.pid is None:
+            self.awaiting_pid.add(job.id)
+
+    def pids_found(self, snapshot: Snapshot) -> list[JobInfo]:
+        """The jobs awaiting a pid that `snapshot` shows with one (each is told only once)."""
+        found = [j for j in snapshot.jobs if j.id in self.awaiting_pid and j.pid is not None]
+        self.awaiting_pid -= {job.id for job in found}
+        return found
 
     def link_changed(self, state: LinkState) -> None:
         """Take the link's new state, keeping why it last failed until it is up again."""

@@ -229,6 +229,9 @@ class ConsoleApp(App[None]):
         view = self.views[message.host]
         fresh = new_alerts(view.snapshot, message.snapshot, view.stops_asked)
         self.alert_toasts.heard(message.host, fresh)
+        for job in view.pids_found(message.snapshot):
+            where = f" on {job.dataset}" if job.dataset else ""
+            self.notify(f"{message.host}: {job.name}{where} runs as pid {job.pid}")
         for alert in fresh:
             self.evaluate_actions.offer_evaluation(message.host, alert, message.snapshot.jobs)
         self.alarm.heard(message.host, message.snapshot)

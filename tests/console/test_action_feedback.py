@@ -61,6 +61,10 @@ async def test_a_launch_without_a_pid_yet_says_it_is_starting() -> None:
         said = next(t for t in toasts(app) if t.startswith("started inference"))
         assert "None" not in said
         assert "B4_code (starting" in said
+        running = dataclasses.replace(starting, state="running", pid=4321)
+        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, jobs=(running,))))
+        told = "gpu: inference on B4_code runs as pid 4321"
+        await wait_for(pilot, lambda: told in toasts(app))
 
 
 async def test_many_runs_finishing_at_once_make_one_toast() -> None:

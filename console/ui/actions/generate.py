@@ -29,7 +29,7 @@ class GenerateActions(HostActions):
         if (reason := self._why_not(host, dataset)) is not None:
             self.app.notify(reason, severity="warning")
             return
-        await self._launch(link, job_name, [dataset.name])
+        await self._launch(host, link, job_name, [dataset.name])
 
     def generate_all(self, intent: GenerateAllRequested) -> None:
         """Start the inference job on every dataset that is neither complete nor being written."""
@@ -46,7 +46,7 @@ class GenerateActions(HostActions):
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.in_worker(self._launch(link, job_name, todo), f"the start of {job_name}")
+                self.in_worker(self._launch(host, link, job_name, todo), f"the start of {job_name}")
 
         text = f"{host}: start {job_name} on {len(todo)} dataset(s): {', '.join(todo)}."
         _ = self.app.push_screen(
@@ -85,7 +85,7 @@ class GenerateActions(HostActions):
             return f"{dataset.name} is done: {_done_why(dataset)}"
         return None
 
-    async def _launch(self, link: AgentLink, job_name: str, datasets: list[str]) -> None:
+    async def _launch(self, host: str, link: AgentLink, job_name: str, datasets: list[str]) -> None:
         started: list[JobInfo] = []
         for name in datasets:
             try:
@@ -95,6 +95,8 @@ class GenerateActions(HostActions):
                 )
             except (AgentRequestError, LinkError) as exc:
                 self.app.notify(f"{job_name} on {name}: {exc}", severity="error")
+        for job in started:
+            self.hosts.views[host].launched(job)
         if started:
             where = ", ".join(f"{job.dataset} ({started_as(job)})" for job in started)
             self.app.notify(f"started {job_name} on {where}")

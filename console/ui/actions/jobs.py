@@ -107,6 +107,7 @@ class JobActions(HostActions):
             self._offer_gpu_handover(host, names[0], exc.detail)
             return
         self.app.notify(f"started {job.name} ({started_as(job)})")
+        self.hosts.views[host].launched(job)
         if kind == "server":
             self.in_worker(self._await_ready(host, job.name), f"the readiness watch of {job.name}")
 
