@@ -29,7 +29,7 @@ def markdown_report(host: str, snapshot: Snapshot) -> str:
     lines += ["## Datasets", "", "| dataset | responses | tokens | budget | rate | ETA | projected | overrun | status |",
               "|---|---:|---:|---|---:|---|---:|---:|---|"]  # fmt: skip
     for progress in snapshot.datasets:
-        row = dataset_row(progress)
+        row = dataset_row(progress, snapshot.taken_at)
         lines.append(
             f"| {md_text(row.name)} | {row.responses} | {row.tokens} | {row.budget_bar.strip()} | {row.rate} | {row.eta} | "
             f"{tokens(progress.projected_tokens)} | {row.overrun} | {md_text(row.status)} |"
