@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agent.audit import AuditLog
 from agent.bundle import running_bundle_sha256
 from agent.datasets.detail import dataset_detail
 from agent.datasets.root_listing import DatasetsRootError
@@ -30,20 +29,14 @@ from agent.files import (
     rollback,
     sha256_of,
 )
-from agent.guard import BudgetGuard
-from agent.history import History
-from agent.idempotency import IdempotentRequests
-from agent.idempotency_store import AnswerStore
+from agent.host.procfs import process_info
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
-from agent.notify import Notifier
-from agent.observer import Observer
 from agent.probes.cache import ProbeCache
 from agent.probes.tokenizer import check_tokenizer
-from agent.procfs import process_info
 from agent.protocol import (
     AGENT_VERSION,
     LIVE_JOB_STATES,
@@ -89,11 +82,18 @@ from agent.protocol import (
     from_wire,
     to_wire,
 )
-from agent.recorder import Recorder
-from agent.snapshot_assembly import SnapshotAssembly
+from agent.serving.audit import AuditLog
+from agent.serving.idempotency import IdempotentRequests
+from agent.serving.idempotency_store import AnswerStore
 from agent.state import StatePaths, read_json, write_json_atomic
-from agent.state_health import StateHealth
+from agent.state.health import StateHealth
 from agent.tasks import TaskOwner
+from agent.watch.guard import BudgetGuard
+from agent.watch.history import History
+from agent.watch.notify import Notifier
+from agent.watch.observer import Observer
+from agent.watch.recorder import Recorder
+from agent.watch.snapshot_assembly import SnapshotAssembly
 
 
 class AgentError(Exception):

@@ -23,9 +23,9 @@ from typing import Any
 from agent.bundle import running_bundle_sha256
 from agent.core import AgentCore
 from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event, encode
-from agent.session import Session
+from agent.serving.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
-from agent.state_watch import FolderIdentity, identity_of, leave_when_gone
+from agent.state.watch import FolderIdentity, identity_of, leave_when_gone
 from agent.tasks import CLOSE_TIMEOUT_S
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.regular_files import NotRegularFileError, open_regular
+from agent.host.regular_files import NotRegularFileError, open_regular
 
 STAGE_MARK = ".eagle-upload-"
 BACKUP_SUFFIX = ".eagle-backup"

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.host.regular_files import check_regular, open_regular
 from agent.protocol import LogChunk
-from agent.regular_files import check_regular, open_regular
 
 MAX_LINE_CHARS = 8192
 MAX_READ_BYTES = 512 * 1024

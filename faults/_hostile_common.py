@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 from agent.attach import stop_daemon
-from agent.procfs import is_same_process
+from agent.host.procfs import is_same_process
 from agent.protocol import (
     JOBS_LIST,
     JOBS_STOP,

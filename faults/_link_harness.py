@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agent.attach import stop_daemon
-from agent.procfs import is_same_process, start_ticks
+from agent.host.procfs import is_same_process, start_ticks
 from agent.protocol import (
     JOBS_LIST,
     Event,

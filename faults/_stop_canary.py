@@ -13,8 +13,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.host.procfs import process_info, start_ticks
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, SHIM_FILE, JobFiles
-from agent.procfs import process_info, start_ticks
 from agent.protocol import JobInfo, StopResult
 from console.link.agent_link import AgentLink
 from faults._hostile_common import request_stop, wait_until

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from agent.datasets.runner_status import FRESH_S
-from agent.procfs import process_info
+from agent.host.procfs import process_info
 from agent.protocol import (
     JOBS_LAUNCH,
     SNAPSHOT,

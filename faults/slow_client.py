@@ -35,7 +35,7 @@ from agent.protocol import (
     PipelineConfig,
     StopParams,
 )
-from agent.session import LAG_CUTOFF_S
+from agent.serving.session import LAG_CUTOFF_S
 from console.link.agent_link import AgentLink, LinkError
 from console.link.local_link import open_local_link
 from faults._bad_input_wire import daemon_pid

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from agent.procfs import all_pids, command_line, process_info
+from agent.host.procfs import all_pids, command_line, process_info
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_LIST,

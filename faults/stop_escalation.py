@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.procfs import all_pids, group_members, is_same_process, process_info, start_ticks
+from agent.host.procfs import all_pids, group_members, is_same_process, process_info, start_ticks
 from agent.protocol import JOBS_LAUNCH, JobInfo, JobSpec, LaunchParams, PipelineConfig, StopResult
 from console.link.agent_link import AgentLink
 from faults._hostile_common import (

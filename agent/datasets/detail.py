@@ -15,8 +15,8 @@ from typing import Any
 from agent.datasets.glued_lines import read_line
 from agent.datasets.response_lines import response_tokens
 from agent.datasets.runner_status import read_runner_status
+from agent.host.regular_files import open_regular
 from agent.protocol import DatasetDetail, ErrorSummary, ResponseSummary
-from agent.regular_files import open_regular
 
 TAIL_BYTES = 8 * 1024 * 1024
 HISTOGRAM_BINS = 12

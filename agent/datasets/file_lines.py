@@ -3,7 +3,7 @@
 Lines are read in blocks of at most one window, so memory stays bounded whatever the file
 holds; a line longer than the window is reported as an `OverlongLine` (its bytes are skipped,
 never held) and reading goes on after it. The agent's tracker, the runner's resume and the vocab
-job all read responses through here (files opened with `agent.regular_files.open_regular`).
+job all read responses through here (files opened with `agent.host.regular_files.open_regular`).
 """
 
 from __future__ import annotations

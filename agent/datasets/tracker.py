@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.bundle import AGENT_PACKAGE
-from agent.clock import SYSTEM_CLOCK, Clock, StampAge
 from agent.datasets.code_digest import code_digest
 from agent.datasets.disk_space import DatasetDisk, low_disk_alerts, write_failed_alert
 from agent.datasets.file_lines import LineBlock, LineBlocks, OverlongLine
@@ -32,8 +31,9 @@ from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_no
 from agent.datasets.root_listing import list_datasets
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
 from agent.datasets.writers import DatasetFiles, Writer, run_with_writers, with_writers
+from agent.host.clock import SYSTEM_CLOCK, Clock, StampAge
+from agent.host.regular_files import NotRegularFileError, check_regular, open_regular
 from agent.protocol import LIVE_JOB_STATES, Alert, DatasetProgress, DatasetsConfig, JobInfo
-from agent.regular_files import NotRegularFileError, check_regular, open_regular
 
 log = logging.getLogger(__name__)
 

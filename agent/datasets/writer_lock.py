@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.procfs import PROC, command_line, is_same_process, start_ticks
+from agent.host.procfs import PROC, command_line, is_same_process, start_ticks
 
 LOCK_NAME = "writer.lock"
 

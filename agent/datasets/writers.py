@@ -21,7 +21,7 @@ from pathlib import Path
 
 from agent.datasets.runner_status import RunView
 from agent.datasets.writer_lock import LOCK_NAME, FlockTable, flock_writers, lock_holder
-from agent.procfs import PROC, all_pids, command_line, process_info
+from agent.host.procfs import PROC, all_pids, command_line, process_info
 from agent.protocol import LIVE_JOB_STATES, DatasetProgress, JobInfo
 
 FD_SCAN_INTERVAL_S = 30.0

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import re
 
+from agent.host.procfs import all_pids, command_line, process_info, started_at
 from agent.jobs.stopper import GroupIdentity, StopTarget, TreeIdentity
-from agent.procfs import all_pids, command_line, process_info, started_at
 from agent.protocol import JobInfo
 
 PREFIX = "ext"

@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from agent.host.procfs import descendants, start_ticks
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
-from agent.procfs import descendants, start_ticks
 
 PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,

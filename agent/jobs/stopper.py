@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agent.procfs import descendants, group_members, is_same_process
+from agent.host.procfs import descendants, group_members, is_same_process
 from agent.protocol import StopOutcome, StopStep
 
 POLL_S = 0.05

@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
 from agent.files import FileError, sha256_of
+from agent.host.procfs import is_same_process, start_ticks
 from agent.jobs.registry import (
     CHILD_FILE,
     EXIT_FILE,
@@ -34,7 +35,6 @@ from agent.jobs.registry import (
 from agent.jobs.spec import GpuBusyError, SpecError, check_dataset_name, render
 from agent.jobs.stopper import GroupIdentity, StopPlan, StopTarget, parse_signal, stop_group
 from agent.pipeline.tokenizer import TRUST_FLAG
-from agent.procfs import is_same_process, start_ticks
 from agent.protocol import (
     LIVE_JOB_STATES,
     JobEvent,

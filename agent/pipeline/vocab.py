@@ -29,8 +29,8 @@ from agent.datasets.response_lines import (
     why_not_response,
 )
 from agent.datasets.root_listing import DatasetsRootError, list_datasets
+from agent.host.regular_files import open_regular
 from agent.pipeline.tokenizer import TokenizerError, add_trust_remote_code_flag, load_tokenizer
-from agent.regular_files import open_regular
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 BATCH_LINES = 2048

@@ -7,11 +7,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from agent.host.sglang_auth import ApiKeyError, read_api_key
 from agent.probes.gpus import GpuReading, read_gpus
 from agent.probes.sglang_http import WARMING_DETAIL, probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
 from agent.protocol import Alert, JobInfo, PipelineConfig, ServerApi, ServerStats
-from agent.sglang_auth import ApiKeyError, read_api_key
 from agent.tasks import TaskOwner
 
 REFRESH_S = 5.0

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agent.host.regular_files import open_regular
 from agent.protocol import (
     DrafterEvaluation,
     EvalLevel,
@@ -20,7 +21,6 @@ from agent.protocol import (
     ExportSummary,
     JobInfo,
 )
-from agent.regular_files import open_regular
 
 MAX_REPORT_BYTES = 4 * 1024 * 1024
 EXPORT_REPORT = "export_report.json"

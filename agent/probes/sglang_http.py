@@ -19,12 +19,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agent.host.sglang_auth import bearer_headers
 from agent.probes import prometheus
 from agent.probes.openai_probe import probe_openai
 from agent.probes.router_probe import probe_router
 from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerApi, ServerPart, ServerStats
-from agent.sglang_auth import bearer_headers
 
 TIMEOUT_S = 5.0
 WARMING_DETAIL = "/health answered HTTP 503"

@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from agent.regular_files import open_regular
+from agent.host.regular_files import open_regular
 
 _STAT_LINE = re.compile(
     r"^\[(?P<stamp>[^\]]*)\]\s+(?P<kind>Prefill|Decode) batch(?:\s*\[\d+\])?[.,]?\s*(?P<rest>.*)$"

@@ -1,6 +1,6 @@
 """doctor's webhook line: how many notifications were lost since the daemon started, and why.
 
-The agent keeps the count and the last reason (`agent/notify.py`); the URL never leaves it but
+The agent keeps the count and the last reason (`agent/watch/notify.py`); the URL never leaves it but
 as scheme and host, since a webhook's path is often its secret. Pure except for the one request;
 never imports Textual.
 """

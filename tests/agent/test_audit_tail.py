@@ -6,7 +6,7 @@ import json
 import tracemalloc
 from pathlib import Path
 
-from agent.audit import AuditLog, tail_lines
+from agent.serving.audit import AuditLog, tail_lines
 
 
 def entry(number: int) -> bytes:

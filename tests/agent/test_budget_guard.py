@@ -10,9 +10,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from agent.audit import AuditLog
-from agent.guard import BudgetGuard, WriterToStop, stall_alerts, writer_to_stop
-from agent.history import FILE_NAME, History
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.protocol import (
     SNAPSHOT,
@@ -26,8 +23,11 @@ from agent.protocol import (
     SnapshotParams,
     StopResult,
 )
-from agent.recorder import Recorder
+from agent.serving.audit import AuditLog
 from agent.tasks import TaskOwner
+from agent.watch.guard import BudgetGuard, WriterToStop, stall_alerts, writer_to_stop
+from agent.watch.history import FILE_NAME, History
+from agent.watch.recorder import Recorder
 from console.link.local_link import open_local_link
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator

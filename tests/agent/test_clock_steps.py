@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from agent.clock import StampAge, StepWatch
 from agent.datasets.runner_status import FRESH_S
 from agent.datasets.tracker import DatasetTracker
+from agent.host.clock import StampAge, StepWatch
+from agent.host.wall_clock import STEP_ALERT_S, WallClockWatch
 from agent.pipeline.inference.status import RunStats
 from agent.protocol import DatasetProgress, DatasetsConfig, JobInfo
-from agent.wall_clock import STEP_ALERT_S, WallClockWatch
 from tests.support.datasets import response_line, write_prompts
 
 TOKENS_PER_RESPONSE = 100

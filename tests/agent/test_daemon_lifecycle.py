@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent.procfs import process_info
+from agent.host.procfs import process_info
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_LIST,

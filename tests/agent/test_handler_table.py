@@ -7,9 +7,9 @@ from collections import Counter
 from pathlib import Path
 
 from agent.core import AgentCore
-from agent.handlers import Route, routes
 from agent.protocol import METHODS, Event
-from agent.session import Session
+from agent.serving.handlers import Route, routes
+from agent.serving.session import Session
 from agent.state import StatePaths
 
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.attach import stop_daemon
-from agent.history import FILE_NAME, History, Point, Retention, connect, prune, used_bytes
 from agent.protocol import SNAPSHOT, DatasetsConfig, PipelineConfig, Snapshot, SnapshotParams
 from agent.state import StatePaths, read_json
+from agent.watch.history import FILE_NAME, History, Point, Retention, connect, prune, used_bytes
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
 

@@ -140,7 +140,7 @@ async def test_keys_and_their_answers_survive_a_daemon_restart(
 
 
 def test_a_store_forgets_the_oldest_keys_and_compacts_its_file(tmp_path: Path) -> None:
-    from agent.idempotency_store import AnswerStore, StoredAnswer
+    from agent.serving.idempotency_store import AnswerStore, StoredAnswer
 
     path = tmp_path / "idempotency.jsonl"
     store = AnswerStore(path, capacity=3)

@@ -15,8 +15,8 @@ from typing import Any, assert_type
 
 import pytest
 
+from agent.host.procfs import group_members, process_info, start_ticks
 from agent.jobs.supervisor import _state as supervisor_state
-from agent.procfs import group_members, process_info, start_ticks
 from agent.protocol import (
     AUDIT_READ,
     JOBS_LAUNCH,

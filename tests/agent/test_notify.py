@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from agent import notify
-from agent.notify import Notifier
 from agent.protocol import Alert, DatasetsConfig, NotifyConfig, PipelineConfig, Snapshot
 from agent.tasks import TaskOwner
+from agent.watch import notify
+from agent.watch.notify import Notifier
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
 

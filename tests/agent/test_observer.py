@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.observer import Observer
 from agent.protocol import SNAPSHOT_WATCH, Event, PipelineConfig, Snapshot, WatchParams
+from agent.watch.observer import Observer
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent.datasets.writer_lock import LOCK_NAME
-from agent.procfs import process_info
+from agent.host.procfs import process_info
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,

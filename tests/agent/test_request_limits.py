@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agent.limits import LimitError, check_request
 from agent.protocol import JobSpec, LogReadParams, PipelineConfig, Request
+from agent.serving.limits import LimitError, check_request
 from tests.agent.test_session import REPO, RawAgent, hello
 
 

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.outbox import Outbox
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -32,7 +31,8 @@ from agent.protocol import (
     PipelineConfig,
     StopParams,
 )
-from agent.session import LAG_CUTOFF_S
+from agent.serving.outbox import Outbox
+from agent.serving.session import LAG_CUTOFF_S
 from console.link.local_link import open_local_link
 
 LOG_LINES = 200_000

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from agent.attach import stop_daemon
+from agent.host.procfs import all_pids, command_line, process_info
 from agent.jobs.shim import EXIT_UNRECORDED
-from agent.procfs import all_pids, command_line, process_info
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_LIST,
@@ -165,7 +165,7 @@ def assert_no_job_alive(pid_file: Path) -> None:
 
 
 def test_a_failure_is_cleared_only_by_a_write_under_the_same_entry(tmp_path: Path) -> None:
-    from agent.state_health import StateHealth
+    from agent.state.health import StateHealth
 
     health = StateHealth(tmp_path)
     health.failed(PermissionError(13, "Permission denied", str(tmp_path / "jobs" / "x-1")))

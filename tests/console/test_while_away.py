@@ -6,9 +6,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from agent.history import History
 from agent.protocol import DatasetsConfig, PipelineConfig, TimelineEvent
 from agent.state import StatePaths
+from agent.watch.history import History
 from console.link.agent_link import AgentLink
 from console.link.last_seen import LastSeen
 from console.link.local_link import open_local_link

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.procfs import all_pids, command_line
+from agent.host.procfs import all_pids, command_line
 from console.demo.config_file import BUDGET
 
 SCREEN_TIMEOUT_S = 150.0

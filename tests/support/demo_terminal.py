@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.procfs import all_pids, command_line, process_info
+from agent.host.procfs import all_pids, command_line, process_info
 from tests.support.terminal import PtyTerminal
 
 BUILDING = rb"building the workspace"

@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from agent.procfs import is_same_process
+from agent.host.procfs import is_same_process
 
 
 def kill_leftover_jobs(state_dir: Path) -> None:

@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from agent.host.sglang_auth import ApiKeyError, bearer_headers, read_api_key
 from agent.pipeline.evaluate.measure import Request
 from agent.pipeline.evaluate.run import (
     EvaluateError,
@@ -17,7 +18,6 @@ from agent.pipeline.evaluate.run import (
     write_report,
 )
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
-from agent.sglang_auth import ApiKeyError, bearer_headers, read_api_key
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 

@@ -19,8 +19,8 @@ from typing import BinaryIO
 
 from agent.datasets.file_lines import LineBlocks, OverlongLine
 from agent.datasets.response_lines import MAX_LINE_BYTES
+from agent.host.regular_files import NotRegularFileError, open_regular
 from agent.pipeline.inference.prompts import Prompt, PromptsError, parse_prompt_line
-from agent.regular_files import NotRegularFileError, open_regular
 
 BATCH_ROWS = 10_000
 DUPLICATE = "duplicate"

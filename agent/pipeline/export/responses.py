@@ -22,8 +22,8 @@ from agent.datasets.response_lines import (
     parse_response_line,
     why_not_response,
 )
+from agent.host.regular_files import open_regular
 from agent.pipeline.vocab import LineTally
-from agent.regular_files import open_regular
 
 
 def read_responses(path: Path, tally: LineTally) -> Iterator[ResponseLine]:

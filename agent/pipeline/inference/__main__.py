@@ -8,6 +8,7 @@ import logging
 import sys
 
 from agent.datasets.writer_lock import DatasetLockedError, WriterLockError
+from agent.host.sglang_auth import ApiKeyError
 from agent.pipeline.inference.options import (
     EXIT_FAILURE,
     EXIT_LOCKED,
@@ -19,7 +20,6 @@ from agent.pipeline.inference.prompts import PromptsError
 from agent.pipeline.inference.records import CorruptRecordError
 from agent.pipeline.inference.runner import RunFailedError, Runner
 from agent.pipeline.inference.storage import StorageError
-from agent.sglang_auth import ApiKeyError
 
 
 def main(argv: list[str] | None = None) -> int:

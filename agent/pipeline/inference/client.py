@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from agent.sglang_auth import bearer_headers
+from agent.host.sglang_auth import bearer_headers
 
 log = logging.getLogger("runner")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from agent.datasets.file_lines import OverlongLine, lines_with_tail
 from agent.datasets.response_lines import MAX_ID_CHARS, MAX_LINE_BYTES
+from agent.host.regular_files import NotRegularFileError, open_regular
 from agent.pipeline.tokenizer import TokenizerError, import_failure, load_tokenizer
-from agent.regular_files import NotRegularFileError, open_regular
 
 
 class PromptsError(Exception):

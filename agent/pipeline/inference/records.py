@@ -23,8 +23,8 @@ from typing import Any, BinaryIO
 from agent.datasets.file_lines import LineBlock, LineBlocks, OverlongLine
 from agent.datasets.glued_lines import LineRecords, read_line
 from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_not_response
+from agent.host.regular_files import NotRegularFileError, open_regular, open_regular_for_append
 from agent.pipeline.inference.storage import StorageError, cut_back
-from agent.regular_files import NotRegularFileError, open_regular, open_regular_for_append
 
 COPY_CHUNK_BYTES = 1024 * 1024
 

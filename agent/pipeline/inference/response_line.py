@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.host.regular_files import open_regular
 from agent.pipeline.inference.backends.base import Generation
 from agent.pipeline.inference.prompts import Prompt
 from agent.pipeline.inference.status import runner_sha256
-from agent.regular_files import open_regular
 
 
 def response_line(prompt: Prompt, answer: Generation, latency_s: float, api: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Where each backend's API key comes from: a file (`--api-key-file`) or its environment variable.
 
-Never the command line, where `ps` shows it to every user of the box (agent/sglang_auth.py).
+Never the command line, where `ps` shows it to every user of the box (agent/host/sglang_auth.py).
 The native backend reads SGLANG_API_KEY, the OpenAI-compatible ones OPENAI_API_KEY, and every
 message about a refused key names the one this run used.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agent.host.sglang_auth import API_KEY_ENV, read_api_key
 from agent.pipeline.inference.backends.openai_http import OPENAI_KEY_ENV
-from agent.sglang_auth import API_KEY_ENV, read_api_key
 
 
 def key_env(api: str) -> str:

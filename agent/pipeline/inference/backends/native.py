@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 
+from agent.host.sglang_auth import API_KEY_ENV
 from agent.pipeline.inference.backends.base import (
     Generation,
     PromptRequest,
@@ -17,7 +18,6 @@ from agent.pipeline.inference.backends.base import (
     runner_finish,
 )
 from agent.pipeline.inference.client import AbortOutcome, Server, SglangClient
-from agent.sglang_auth import API_KEY_ENV
 
 
 class SglangBackend:

@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 
+from agent.host.sglang_auth import bearer_headers
 from agent.pipeline.inference.client import (
     HEALTH_TIMEOUT_S,
     AbortOutcome,
@@ -27,7 +28,6 @@ from agent.pipeline.inference.client import (
     error_message,
     failure_of,
 )
-from agent.sglang_auth import bearer_headers
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 

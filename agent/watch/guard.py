@@ -17,12 +17,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from agent.audit import AuditLog
-from agent.history import History
+from agent.host.procfs import process_info
 from agent.jobs.external import external_target
 from agent.jobs.stopper import StopPlan, StopTarget, parse_signal
 from agent.jobs.supervisor import EXTERNAL_PLAN
-from agent.procfs import process_info
 from agent.protocol import (
     LIVE_JOB_STATES,
     Alert,
@@ -33,8 +31,10 @@ from agent.protocol import (
     Snapshot,
     StopResult,
 )
-from agent.recorder import Recorder
+from agent.serving.audit import AuditLog
 from agent.tasks import TaskOwner
+from agent.watch.history import History
+from agent.watch.recorder import Recorder
 
 log = logging.getLogger(__name__)
 

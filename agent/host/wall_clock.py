@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from agent.clock import SYSTEM_CLOCK, Clock, StampAge, StepWatch
+from agent.host.clock import SYSTEM_CLOCK, Clock, StampAge, StepWatch
 from agent.protocol import Alert, JobInfo
 
 STEP_ALERT_S = 600.0

@@ -16,11 +16,12 @@ from dataclasses import dataclass, replace
 from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder
+from agent.host.procfs import process_info
+from agent.host.wall_clock import WallClockWatch
 from agent.jobs.supervisor import stale_script
 from agent.probes.cache import ProbeCache
 from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.training import TrainingWatch
-from agent.procfs import process_info
 from agent.protocol import (
     Alert,
     DatasetProgress,
@@ -32,8 +33,7 @@ from agent.protocol import (
     Snapshot,
     TrainingProgress,
 )
-from agent.state_health import StateHealth
-from agent.wall_clock import WallClockWatch
+from agent.state.health import StateHealth
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""

@@ -13,9 +13,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.history import History, Point
 from agent.protocol import LIVE_JOB_STATES, Alert, JobInfo, Snapshot
 from agent.tasks import TaskOwner
+from agent.watch.history import History, Point
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from agent.protocol import (
 )
 
 if TYPE_CHECKING:
-    from agent.session import Session
+    from agent.serving.session import Session
 
 P = TypeVar("P")
 R = TypeVar("R")

@@ -12,11 +12,7 @@ import logging
 from collections.abc import Callable
 
 from agent.core import AgentCore, AgentError, Handler
-from agent.handlers import handler_table
-from agent.idempotency import KeyReusedError
-from agent.limits import LimitError, check_request
 from agent.logs import NamedLog, read_chunk
-from agent.outbox import LOW_WATER_BYTES, Outbox
 from agent.protocol import (
     HELLO,
     METHODS,
@@ -41,7 +37,11 @@ from agent.protocol import (
     receive_messages,
     to_wire,
 )
-from agent.state_health import WRITE_ERRNOS
+from agent.serving.handlers import handler_table
+from agent.serving.idempotency import KeyReusedError
+from agent.serving.limits import LimitError, check_request
+from agent.serving.outbox import LOW_WATER_BYTES, Outbox
+from agent.state.health import WRITE_ERRNOS
 from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.regular_files import open_regular
+from agent.host.regular_files import open_regular
 
 MAX_JSON_BYTES = 4 * 1024 * 1024
 SOCKET_NAME = "agent.sock"

@@ -1,0 +1,1 @@
+"""Answering the consoles: a session per connection, its outbox, handlers, bounds, idempotency, audit."""
