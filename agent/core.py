@@ -35,7 +35,7 @@ from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
-from agent.probes.cache import ProbeCache
+from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
 from agent.protocol import (
     AGENT_VERSION,
@@ -93,7 +93,7 @@ from agent.watch.history import History
 from agent.watch.notify import Notifier
 from agent.watch.observer import Observer
 from agent.watch.recorder import Recorder
-from agent.watch.snapshot_assembly import SnapshotAssembly
+from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 
 
 class AgentError(Exception):
@@ -111,6 +111,10 @@ Broadcast = Callable[[Event], Awaitable[None]]
 TOKEN_CURVE_SPAN_S = 24 * 3600.0
 """The dataset detail's tokens-over-time curve covers this much of the history."""
 TOKEN_CURVE_POINTS = 240
+PROBE_WATCHED_S = REFRESH_S
+"""How often the server and GPUs are probed while a console watches."""
+PROBE_IDLE_S = 15.0
+"""The same with nobody watching: server up/down still reaches the history and the webhook."""
 
 
 class AgentCore:
@@ -151,6 +155,7 @@ class AgentCore:
         self.observer.listeners.append(self.guard.heard)
         self.notifier = Notifier(lambda: self.pipeline, self.tasks)
         self.observer.listeners.append(self.notifier.heard)
+        self._finish = Finish(self.all_jobs, self._with_own_alerts)
 
     async def hello(self, request: Request[HelloParams]) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -393,8 +398,12 @@ class AgentCore:
 
     async def snapshot(self, request: Request[SnapshotParams]) -> Snapshot:
         """Everything the dashboard shows, now."""
-        jobs = await asyncio.to_thread(self.all_jobs)
-        taken = self.guard.with_alerts(await self.assembly.take(jobs, self._tracker, self.pipeline))
+        probe_every_s = PROBE_WATCHED_S if self.observer.watched else PROBE_IDLE_S
+        return await self.assembly.take(self._finish, self._tracker, self.pipeline, probe_every_s)
+
+    def _with_own_alerts(self, taken: Snapshot) -> Snapshot:
+        """The guard's and the webhook's alerts added (called in the snapshot's thread)."""
+        taken = self.guard.with_alerts(taken)
         notices = tuple(self.notifier.alerts(taken.taken_at))
         return replace(taken, alerts=taken.alerts + notices) if notices else taken
 

@@ -8,12 +8,15 @@ history seeds it (`seeded`), so a restarted agent has its rates at once.
 
 from __future__ import annotations
 
+import bisect
 import collections
 from dataclasses import dataclass, field
 
 WINDOWS_S = (60.0, 300.0, 900.0)
 MAIN_WINDOW_S = 300.0
 HOUR_S = 3600.0
+SHOWN_WINDOWS_S = (*WINDOWS_S, HOUR_S)
+"""The windows whose rates the snapshot carries: the ETA's three and the hour's."""
 KEEP_S = HOUR_S
 SPACING_S = 5.0
 """Points closer together than this are merged (the newest kept): bounded memory for an hour."""
@@ -51,7 +54,7 @@ class RateHistory:
         if len(self.points) < 2:
             return None
         now = self.points[-1][0]
-        first = next(p for p in self.points if now - p[0] <= window_s)
+        first = self.points[bisect.bisect_left(self.points, now - window_s, key=_time_of)]
         elapsed = now - first[0]
         if elapsed <= 0:
             return None
@@ -72,3 +75,11 @@ class RateHistory:
     def rates(self) -> list[Rate]:
         """The rate over each window that has data."""
         return [rate for window in WINDOWS_S if (rate := self.rate(window)) is not None]
+
+    def by_window(self) -> list[tuple[float, Rate]]:
+        """(window, rate) for each of SHOWN_WINDOWS_S that has data."""
+        return [(w, rate) for w in SHOWN_WINDOWS_S if (rate := self.rate(w)) is not None]
+
+
+def _time_of(point: tuple[float, int, int]) -> float:
+    return point[0]

@@ -12,12 +12,14 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from agent.bundle import AGENT_PACKAGE
 from agent.datasets.code_digest import code_digest
 from agent.datasets.disk_space import DatasetDisk, low_disk_alerts, write_failed_alert
 from agent.datasets.file_lines import LineBlock, LineBlocks, OverlongLine
+from agent.datasets.folder_stamp import FolderStamp, file_stamps, jobs_naming, settled
 from agent.datasets.glued_lines import read_line
 from agent.datasets.progress import (
     Counts,
@@ -28,7 +30,7 @@ from agent.datasets.progress import (
 )
 from agent.datasets.rates import KEEP_S, RateHistory
 from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_not_response
-from agent.datasets.root_listing import list_datasets
+from agent.datasets.root_listing import RootListing, list_datasets
 from agent.datasets.runner_status import RunView, read_runner_status, view_from_argv
 from agent.datasets.writers import DatasetFiles, Writer, run_with_writers, with_writers
 from agent.host.clock import SYSTEM_CLOCK, Clock, StampAge
@@ -40,6 +42,9 @@ log = logging.getLogger(__name__)
 EarlierPoints = Callable[[str, float], list[tuple[float, int, int]]]
 """(dataset, since wall time) -> its (wall time, tokens, responses) points, oldest first."""
 MAX_CORRUPT_OFFSETS = 100
+RUNNER = "runner.json"
+SETTLED_AGE_STEP_S = 60.0
+"""A settled dataset (nothing wrote it for an hour) has its idle age refreshed in steps this long."""
 """Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 
 
@@ -219,6 +224,16 @@ class DatasetFollower:
     runner_age: StampAge = field(default_factory=StampAge)
     error: str | None = None
     """Why the last read failed (the counts are then from the read before)."""
+    stamp: FolderStamp | None = None
+    """What its last result was read from; an unchanged, settled folder is not read again."""
+    last: DatasetProgress | None = None
+    """Its last result."""
+
+    @cached_property
+    def stamped_paths(self) -> tuple[str, ...]:
+        """The files its figures are read from: prompts, responses, errors, runner.json."""
+        paths = (self.prompts.path, self.responses.path, self.errors.path, self.folder / RUNNER)
+        return tuple(str(path) for path in paths)
 
     def counts(self) -> Counts:
         """Read what was appended since last time; returns the totals."""
@@ -238,10 +253,14 @@ class DatasetFollower:
     def idle_for_s(self, now: float, monotonic_now: float) -> float | None:
         """Seconds since the responses file last changed (its mtime survives daemon restarts)."""
         try:
-            mtime = self.responses.path.stat().st_mtime
+            mtime_ns = self.responses.path.stat().st_mtime_ns
         except OSError:
             return None
-        return self.responses_age.age_s(mtime, now, monotonic_now)
+        return self.idle_for_s_since(mtime_ns, now, monotonic_now)
+
+    def idle_for_s_since(self, mtime_ns: int, now: float, monotonic_now: float) -> float:
+        """Seconds since the responses file was changed at `mtime_ns` (from a stat)."""
+        return self.responses_age.age_s(mtime_ns / 1e9, now, monotonic_now)
 
 
 RUNNER_PACKAGE = AGENT_PACKAGE / "pipeline" / "inference"
@@ -282,7 +301,11 @@ class DatasetTracker:
 
     def names(self) -> list[str]:
         """The dataset folders under the root."""
-        return list_datasets(self.config.root).names
+        return self.listing().names
+
+    def listing(self) -> RootListing:
+        """The dataset folders under the root, and the entries skipped."""
+        return list_datasets(self.config.root)
 
     def dataset_files(self, names: list[str] | None = None) -> list[DatasetFiles]:
         """The paths that say who writes each dataset (all, or `names`), for `WriterFinder`."""
@@ -299,19 +322,38 @@ class DatasetTracker:
 
     def progress(
         self, now: float | None = None, jobs: tuple[JobInfo, ...] = (),
-        writers: Mapping[str, list[Writer]] | None = None,
+        writers: Mapping[str, list[Writer]] | None = None, listing: RootListing | None = None,
     ) -> tuple[DatasetProgress, ...]:  # fmt: skip
-        """The progress of every dataset folder under the root, by name."""
-        listing = list_datasets(self.config.root)
+        """The progress of every dataset folder under the root (as `listing` found it), by name."""
+        listing = listing or list_datasets(self.config.root)
         self._skipped = listing.skipped
         self._followers = {name: self._follower(name) for name in listing.names}
         wall = self.clock.wall() if now is None else now
         monotonic = self.clock.monotonic()
         writers = writers or {}
         return tuple(
-            self._guarded(follower, wall, monotonic, jobs, writers.get(follower.name, []))
+            self._current(follower, wall, monotonic, jobs, writers.get(follower.name, []))
             for follower in self._followers.values()
         )
+
+    def _current(
+        self, follower: DatasetFollower, now: float, monotonic: float, jobs: tuple[JobInfo, ...],
+        writers: list[Writer],
+    ) -> DatasetProgress:  # fmt: skip
+        """Its last result when nothing it depends on changed and time alone moves nothing."""
+        files = file_stamps(follower.stamped_paths)
+        stamp = FolderStamp(files, (tuple(writers), jobs_naming(follower.name, jobs)))
+        last = follower.last
+        if last is not None and stamp == follower.stamp and settled(last):
+            follower.history.observe(monotonic, last.tokens, last.responses)
+            _, size, mtime_ns = files[1]
+            age = follower.idle_for_s_since(mtime_ns, now, monotonic) if size >= 0 else None
+            if _moved(last.last_response_age_s, age):
+                follower.last = last = replace(last, last_response_age_s=age)
+            return last
+        progress = self._guarded(follower, now, monotonic, jobs, writers)
+        follower.stamp, follower.last = stamp, progress
+        return progress
 
     def _guarded(
         self, follower: DatasetFollower, now: float, monotonic: float, jobs: tuple[JobInfo, ...],
@@ -402,6 +444,13 @@ class DatasetTracker:
             log.exception("reading the history of %s failed", name)
             return RateHistory()
         return RateHistory.seeded(points, wall, self.clock.monotonic())
+
+
+def _moved(before: float | None, now: float | None) -> bool:
+    """Whether a settled dataset's idle age moved enough to be sent again (see SETTLED_AGE_STEP_S)."""
+    if before is None or now is None:
+        return before != now
+    return abs(now - before) >= SETTLED_AGE_STEP_S
 
 
 def file_alerts(

@@ -33,8 +33,8 @@ class ProbeCache:
         self._server_name = "SGLang"
         """What the alerts call the server: the config's `api` says which kind it is."""
 
-    def refresh_if_stale(self, pipeline: PipelineConfig) -> None:
-        """Start a refresh in the background when the readings are older than REFRESH_S.
+    def refresh_if_stale(self, pipeline: PipelineConfig, every_s: float = REFRESH_S) -> None:
+        """Start a refresh in the background when the readings are older than `every_s`.
 
         Readings taken for another server config (the daemon scans before a console's hello
         brings the config) are dropped at once, so no snapshot shows them as this one's.
@@ -44,7 +44,7 @@ class ProbeCache:
         if probed_for != self._probed_for:
             self._probed_for, self.server, self._refreshed_at = probed_for, None, 0.0
             self._config_changes += 1
-        if time.monotonic() - self._refreshed_at < REFRESH_S or (
+        if time.monotonic() - self._refreshed_at < every_s or (
             self._task and not self._task.done()
         ):
             return

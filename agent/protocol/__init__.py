@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from agent.protocol.audit import AuditEntry, AuditParams, AuditResult
 from agent.protocol.budget import generation_done
-from agent.protocol.codec import WireTypeError, decode, encode, from_wire, parse_result, to_wire
+from agent.protocol.codec import (
+    WireMemo,
+    WireTypeError,
+    decode,
+    encode,
+    from_wire,
+    parse_result,
+    to_wire,
+)
 from agent.protocol.config import (
     DatasetsConfig,
     GuardMode,
@@ -113,6 +121,7 @@ from agent.protocol.snapshot import (
     SnapshotParams,
     StopConditionKind,
     TrainingProgress,
+    WindowRate,
 )
 from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
@@ -226,6 +235,8 @@ __all__ = [
     "TokenizerCheckParams",
     "TrainingProgress",
     "WatchParams",
+    "WindowRate",
+    "WireMemo",
     "WireTypeError",
     "bundle_digest",
     "decode",

@@ -55,6 +55,15 @@ class ApiUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowRate:
+    """A dataset's rate over the last `window_s` seconds of the agent's history."""
+
+    window_s: float
+    tokens_per_s: float
+    responses_per_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetProgress:
     """One dataset's state, as the agent sees it on disk."""
 
@@ -94,6 +103,8 @@ class DatasetProgress:
     """Its writer is stopped (SIGSTOP): the dataset is stalled, and nobody else may write it."""
     api_usage: ApiUsage | None = None
     """None unless its runner re-encoded records, paid for answers or met a rate limit."""
+    window_rates: tuple[WindowRate, ...] = ()
+    """Its rates over the last 1, 5, 15 and 60 minutes, those with data; none from an older agent."""
 
     @property
     def prompts_left(self) -> int:

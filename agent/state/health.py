@@ -52,7 +52,8 @@ class StateHealth:
     def alerts(self, now: float) -> list[Alert]:
         """`state_full` while the state folder cannot be written, or is about to be full."""
         free = _free_bytes(self.root)
-        whys = [f"writing {f.path} failed: {f.reason}" for f in self.failures.values()]
+        failures = tuple(self.failures.values())  # at once: the snapshot's thread reads it
+        whys = [f"writing {f.path} failed: {f.reason}" for f in failures]
         if free is not None and free < MIN_FREE_BYTES:
             whys.append(f"only {free:,} bytes are free there")
         if not whys:

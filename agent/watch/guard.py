@@ -78,6 +78,8 @@ class BudgetGuard:
 
     async def heard(self, snapshot: Snapshot) -> None:
         """Stop every guarded writer at or past its budget (an observer listener)."""
+        now = snapshot.taken_at  # old alerts go here, on the loop: `with_alerts` runs in a thread
+        self._alerts = [a for a in self._alerts if now - a.raised_at < ALERT_FOR_S]
         config = self._pipeline().datasets
         if config is None:
             return
@@ -92,12 +94,12 @@ class BudgetGuard:
     def with_alerts(self, snapshot: Snapshot) -> Snapshot:
         """`snapshot` with the guard's alerts: recent guard stops and stalled writers."""
         now = snapshot.taken_at
-        self._alerts = [a for a in self._alerts if now - a.raised_at < ALERT_FOR_S]
+        recent = [a for a in tuple(self._alerts) if now - a.raised_at < ALERT_FOR_S]
         config = self._pipeline().datasets
         stalled = stall_alerts(snapshot, config, now) if config is not None else []
-        if not self._alerts and not stalled:
+        if not recent and not stalled:
             return snapshot
-        return replace(snapshot, alerts=snapshot.alerts + tuple(self._alerts) + tuple(stalled))
+        return replace(snapshot, alerts=snapshot.alerts + tuple(recent) + tuple(stalled))
 
     async def _stop(self, item: DatasetProgress, writer: WriterToStop) -> None:
         reason = (

@@ -21,12 +21,13 @@ from collections.abc import Awaitable, Callable, Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from agent.protocol import Event, Snapshot, encode
+from agent.protocol import Event, Snapshot, WireMemo, encode
 
 log = logging.getLogger(__name__)
 
-IDLE_INTERVAL_S = 2.0
-"""How often the agent looks when no console watches: it keeps watch for the user."""
+IDLE_INTERVAL_S = 5.0
+"""How often the agent looks when no console watches and no file grows: it keeps watch for the
+user. Growth and job events are looked at sooner; this catches what only time changes (stalls)."""
 GROWTH_GAP_WATCHED_S = 0.2
 """How often a growing dataset file is looked at again while a console watches."""
 GROWTH_GAP_IDLE_S = 1.0
@@ -65,8 +66,15 @@ class Observer:
         self.latest: bytes | None = None
         """The last snapshot, encoded as the `snapshot` event every watcher gets."""
         self.scans = 0
+        self._memo = WireMemo()
+        """The last snapshot's wire forms: an unchanged dataset is not converted again."""
         self._started = 0
         """Scans started so far: a watcher gets only scans started after it joined."""
+
+    @property
+    def watched(self) -> bool:
+        """Whether any console watches now."""
+        return bool(self._watchers)
 
     @property
     def interval_s(self) -> float:
@@ -116,7 +124,7 @@ class Observer:
         number = self._started
         try:
             snapshot = await self._take()
-            data = await asyncio.to_thread(encode, Event("snapshot", snapshot))
+            data = await asyncio.to_thread(encode, Event("snapshot", snapshot), self._memo)
         except Exception:
             log.exception("taking a snapshot failed; the next is due in %g s", self.interval_s)
             return

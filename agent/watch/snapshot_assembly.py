@@ -19,7 +19,7 @@ from agent.datasets.writers import WriterFinder
 from agent.host.procfs import process_info
 from agent.host.wall_clock import WallClockWatch
 from agent.jobs.supervisor import stale_script
-from agent.probes.cache import ProbeCache
+from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.training import TrainingWatch
 from agent.protocol import (
@@ -37,7 +37,6 @@ from agent.state.health import StateHealth
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
-Scan = tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +51,7 @@ class JobReadings:
 
 
 class SnapshotAssembly:
-    """The observers a snapshot is made of, and the one datasets scan callers share."""
+    """The observers a snapshot is made of, and the one snapshot in progress callers share."""
 
     def __init__(
         self, probes: ProbeCache, writers: WriterFinder, state_health: StateHealth
@@ -63,59 +62,65 @@ class SnapshotAssembly:
         self.training = TrainingWatch()
         self.reports = PipelineReports()
         self.wall_clock = WallClockWatch()
-        self._scan: asyncio.Future[Scan] | None = None
-        self._scan_tracker: DatasetTracker | None = None
+        self._taking: asyncio.Future[Snapshot] | None = None
+        self._taking_for: DatasetTracker | None = None
         self._reading = threading.Lock()
-        """The training and report readers keep offsets: one thread at a time reads through them."""
+        """One thread at a time reads through the trackers and readers, which keep offsets."""
 
     async def take(
-        self, jobs: tuple[JobInfo, ...], tracker: DatasetTracker | None, pipeline: PipelineConfig
-    ) -> Snapshot:
-        """Everything the dashboard shows, now, for these jobs and this host's pipeline."""
-        datasets, alerts = await self._scan_datasets(jobs, tracker)
-        self.probes.refresh_if_stale(pipeline)
-        self.wall_clock.observe()
-        self.wall_clock.keep_only(jobs)
-        read = await asyncio.to_thread(self._read_files_and_proc, jobs)
-        alerts += read.job_alerts
-        alerts += self.probes.alerts(time.time(), jobs) + self.wall_clock.alerts(time.time())
-        alerts += self.state_health.alerts(time.time())
-        root = tracker.config.root if tracker is not None else None
-        return Snapshot(
-            time.time(), socket.gethostname(), root, datasets, tuple(alerts), jobs,
-            self.probes.server, read.gpus, self.probes.gpus.note,
-            read.training, read.export, read.evaluation,
-        )  # fmt: skip
+        self, finish: Finish, tracker: DatasetTracker | None, pipeline: PipelineConfig,
+        probe_every_s: float = REFRESH_S,
+    ) -> Snapshot:  # fmt: skip
+        """Everything the dashboard shows, now, for this host's pipeline.
+
+        All of it is read and put together in one worker thread (5,000 dataset folders held
+        the loop for most of a second otherwise), then `finish` (also in that thread) adds the
+        daemon's own alerts. Callers that arrive while a snapshot is taken share it (snapshots
+        for several consoles cost one scan); one that goes away does not cancel it for the others.
+        """
+        self.probes.refresh_if_stale(pipeline, probe_every_s)
+        taking = self._taking
+        if taking is None or taking.done() or self._taking_for is not tracker:
+            taking = asyncio.ensure_future(asyncio.to_thread(self._take, finish, tracker))
+            self._taking, self._taking_for = taking, tracker
+        return await asyncio.shield(taking)
+
+    def _take(self, finish: Finish, tracker: DatasetTracker | None) -> Snapshot:
+        with self._reading:
+            jobs = finish.jobs()
+            datasets, alerts = scan_datasets(tracker, jobs, self.writers) if tracker else ((), ())
+            read = self._read_files_and_proc(jobs)
+            now = time.time()
+            alerts += (*read.job_alerts, *self.probes.alerts(now, jobs))
+            alerts += (*self.wall_clock.alerts(now), *self.state_health.alerts(now))
+            root = tracker.config.root if tracker is not None else None
+            return finish.alerts(Snapshot(
+                now, socket.gethostname(), root, datasets, alerts, jobs,
+                self.probes.server, read.gpus, self.probes.gpus.note,
+                read.training, read.export, read.evaluation,
+            ))  # fmt: skip
 
     def _read_files_and_proc(self, jobs: tuple[JobInfo, ...]) -> JobReadings:
         """What the jobs' logs, reports, scripts and /proc say; blocking, so run in a thread."""
-        with self._reading:
-            return JobReadings(
-                gpus_with_holders(self.probes.gpus.gpus, jobs),
-                self.training.progress(jobs),
-                self.reports.export(jobs),
-                self.reports.evaluation(jobs),
-                job_alerts(jobs, time.time(), self.wall_clock.ended_age_s),
-            )
+        self.wall_clock.observe()
+        self.wall_clock.keep_only(jobs)
+        return JobReadings(
+            gpus_with_holders(self.probes.gpus.gpus, jobs),
+            self.training.progress(jobs),
+            self.reports.export(jobs),
+            self.reports.evaluation(jobs),
+            job_alerts(jobs, time.time(), self.wall_clock.ended_age_s),
+        )
 
-    async def _scan_datasets(
-        self, jobs: tuple[JobInfo, ...], tracker: DatasetTracker | None
-    ) -> tuple[tuple[DatasetProgress, ...], list[Alert]]:
-        """The datasets' progress and alerts, read in a thread so no request waits on the disk.
 
-        Callers that arrive while a scan runs share it (snapshots for several consoles cost
-        one scan); a caller that goes away does not cancel it for the others.
-        """
-        if tracker is None:
-            return (), []
-        scan = self._scan
-        if scan is None or scan.done() or self._scan_tracker is not tracker:
-            scan = asyncio.ensure_future(
-                asyncio.to_thread(scan_datasets, tracker, jobs, self.writers)
-            )
-            self._scan, self._scan_tracker = scan, tracker
-        datasets, alerts = await asyncio.shield(scan)
-        return datasets, list(alerts)
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """What the daemon adds around a snapshot, both called in the snapshot's thread."""
+
+    jobs: Callable[[], tuple[JobInfo, ...]]
+    """Every job the snapshot shows (blocking)."""
+    alerts: Callable[[Snapshot], Snapshot]
+    """The snapshot with the daemon's own alerts (the guard's, the webhook's)."""
 
 
 def scan_datasets(
@@ -128,8 +133,9 @@ def scan_datasets(
     """
     now = tracker.clock.wall()
     try:
-        found = writers.find(tracker.dataset_files(), jobs)
-        datasets = tracker.progress(now, jobs, found)
+        listing = tracker.listing()
+        found = writers.find(tracker.dataset_files(listing.names), jobs)
+        datasets = tracker.progress(now, jobs, found, listing)
     except DatasetsRootError as exc:
         return (), (Alert("datasets_root", "error", str(exc), tracker.config.root, now),)
     return datasets, tuple(tracker.alerts(datasets, now))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -75,6 +76,8 @@ from agent.protocol import (
     TokenizerCheckParams,
     TokensAt,
     WatchParams,
+    WindowRate,
+    WireMemo,
     bundle_digest,
     decode,
     encode,
@@ -83,7 +86,7 @@ from agent.protocol import (
 
 DATASET = DatasetProgress(
     "B1_sharegpt", 10, 4, 4000, 10_000, tokens_per_s=12.5, status="idle",
-    api_usage=ApiUsage(3, 1, 0.25, rate_limited=2),
+    api_usage=ApiUsage(3, 1, 0.25, rate_limited=2), window_rates=(WindowRate(3600.0, 1.5, 0.25),),
 )  # fmt: skip
 SNAPSHOT = Snapshot(
     taken_at=1700000000.5,
@@ -311,7 +314,8 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
         '"last_response_age_s":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false,'
         '"api_usage":{"reencoded_responses":3,"reencode_mismatches":1,"cost_credits":0.25,'
-        '"rate_limited":2,"paused_until":null,"responses":0}}],"alerts":[{'
+        '"rate_limited":2,"paused_until":null,"responses":0},"window_rates":[{"window_s":3600.0,'
+        '"tokens_per_s":1.5,"responses_per_s":0.25}]}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
         '"training":[],"export":null,"evaluation":null}}',
@@ -479,3 +483,26 @@ def test_mutating_requests_need_an_idempotency_key(monkeypatch: pytest.MonkeyPat
     keyed = Request(4, "jobs.poke", PingParams(), idempotency_key="launch-7f3a")
     assert decode(encode(keyed)) == keyed
     assert b'"idempotency_key":"launch-7f3a"' in encode(keyed)
+
+
+def test_a_dataset_line_from_an_agent_without_window_rates_still_decodes() -> None:
+    line = encode(Response(1, SNAPSHOT)).decode()
+    older = line.replace(
+        ',"window_rates":[{"window_s":3600.0,"tokens_per_s":1.5,"responses_per_s":0.25}]', ""
+    )
+    assert older != line
+    response = decode(older)
+    assert isinstance(response, Response)
+    [dataset] = parse_result(METHODS["snapshot"], response).datasets
+    assert dataset.window_rates == ()
+    assert dataset.api_usage == DATASET.api_usage
+
+
+def test_a_memo_reuses_unchanged_objects_and_never_an_old_form_of_a_new_one() -> None:
+    memo = WireMemo()
+    first = encode(Event("snapshot", SNAPSHOT), memo)
+    changed = replace(SNAPSHOT, datasets=(replace(DATASET, tokens=4001), DATASET))
+    second = encode(Event("snapshot", changed), memo)
+    assert encode(Event("snapshot", SNAPSHOT), memo) == first
+    assert second == encode(Event("snapshot", changed))
+    assert b'"tokens":4001' in second

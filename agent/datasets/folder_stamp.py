@@ -1,0 +1,62 @@
+"""Whether a dataset folder changed since its last read, from one stat per file it is read from.
+
+With thousands of dataset folders most of them sit still; a scan that re-read and recomputed
+each one took seconds (bench_daemon). A folder whose files, writers and jobs are as they were,
+and whose figures can no longer move with time alone (nothing writes it, every rate is zero),
+keeps its last result. Only stats here: no file is opened.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from agent.datasets.rates import SHOWN_WINDOWS_S
+from agent.protocol import DatasetProgress, JobInfo
+
+FileStamp = tuple[int, int, int]
+"""(inode, size, mtime in ns) of a file; MISSING when it cannot be stat'ed."""
+MISSING: FileStamp = (0, -1, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class FolderStamp:
+    """What a dataset's figures are read from, as of one scan."""
+
+    files: tuple[FileStamp, ...]
+    others: Hashable
+    """Everything else its figures depend on: its writers and the jobs that name it."""
+
+
+def file_stamps(paths: Iterable[str]) -> tuple[FileStamp, ...]:
+    """The stamp of each path, in order."""
+    return tuple(_stamp(path) for path in paths)
+
+
+def _stamp(path: str) -> FileStamp:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return MISSING
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def jobs_naming(name: str, jobs: tuple[JobInfo, ...]) -> tuple[tuple[str, str], ...]:
+    """(id, state) of each job that writes dataset `name`: one that starts or ends is a change."""
+    return tuple((job.id, job.state) for job in jobs if job.dataset == name)
+
+
+def settled(progress: DatasetProgress) -> bool:
+    """True when only a change of its files, writers or jobs can change `progress`.
+
+    Nothing writes it and every window's rate is there and zero, so no rate, ETA or status moves
+    with time alone; its last response's age does, and is refreshed by the caller.
+    """
+    return (
+        progress.status != "error"
+        and not progress.writer_active
+        and progress.writer is None
+        and len(progress.window_rates) == len(SHOWN_WINDOWS_S)
+        and all(r.tokens_per_s == 0 and r.responses_per_s == 0 for r in progress.window_rates)
+    )
