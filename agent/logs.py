@@ -42,6 +42,8 @@ def read_chunk(
     start = 0 if reset else max(offset, 0)
     if offset < 0:  # negative: that many bytes back from the end, aligned to a line start
         start = _line_start_before(log.path, max(0, info.st_size + offset))
+    if start == info.st_size and not reset:  # nothing new: the stat is all it takes
+        return LogChunk(log.name, start, start, "", info.st_size, info.st_ino)
     with open_regular(log.path) as handle:
         handle.seek(start)
         data = handle.read(min(max_bytes, info.st_size - start))

@@ -11,16 +11,23 @@ signals or locks.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
 from agent.datasets.runner_status import RunView
-from agent.datasets.writer_lock import LOCK_NAME, FlockTable, flock_writers, lock_holder
+from agent.datasets.writer_lock import (
+    LOCK_NAME,
+    FlockTable,
+    LockHolder,
+    flock_writers,
+    lock_holder,
+)
 from agent.host.procfs import PROC, all_pids, command_line, process_info
 from agent.protocol import LIVE_JOB_STATES, DatasetProgress, JobInfo
 
@@ -80,7 +87,7 @@ class WriterFinder:
         """Name -> its writers (empty when nobody writes it). Blocking: call it off the loop."""
         datasets = list(datasets)
         open_for_writing = self._open_for_writing({d.responses_key for d in datasets}, fresh)
-        locks = flock_writers()
+        locks = functools.cache(flock_writers)  # read only if some dataset has a lock file
         return {d.name: _writers_of(d, jobs, open_for_writing, locks) for d in datasets}
 
     def scan_due(self, datasets: Iterable[DatasetFiles]) -> bool:
@@ -101,7 +108,7 @@ class WriterFinder:
 
 def _writers_of(
     dataset: DatasetFiles, jobs: tuple[JobInfo, ...], open_for_writing: dict[str, list[int]],
-    locks: FlockTable,
+    locks: Callable[[], FlockTable],
 ) -> list[Writer]:  # fmt: skip
     found: dict[int, Writer] = {}
     for job in jobs:
@@ -109,12 +116,20 @@ def _writers_of(
         writes = job.kind == "inference" and job.dataset == dataset.name and not job.external
         if writes and job.state in LIVE_JOB_STATES and pid:
             found.setdefault(pid, _writer(pid, f"agent job {job.id}", job.argv))
-    holder = lock_holder(dataset.lock, locks) if locks else None
+    holder = _lock_holder(dataset.lock, locks)
     if holder is not None:
         found.setdefault(holder.pid, _writer(holder.pid, f"holds {LOCK_NAME}", holder.argv))
     for pid in open_for_writing.get(dataset.responses_key, []):
         found.setdefault(pid, _writer(pid, f"has {dataset.responses.name} open for writing"))
     return list(found.values())
+
+
+def _lock_holder(path: Path, locks: Callable[[], FlockTable]) -> LockHolder | None:
+    """Who holds `path`'s lock, reading /proc/locks (`locks`) only when the lock file exists."""
+    if not os.path.exists(path):
+        return None
+    table = locks()
+    return lock_holder(path, table) if table else None
 
 
 def _writer(pid: int, how: str, argv: tuple[str, ...] = ()) -> Writer:

@@ -33,6 +33,7 @@ from agent.protocol import (
     Response,
     Snapshot,
     WatchParams,
+    WireMemo,
     encode,
     receive_messages,
     to_wire,
@@ -47,6 +48,9 @@ from agent.tasks import TaskOwner
 log = logging.getLogger(__name__)
 
 FOLLOW_POLL_S = 0.25
+"""How soon a log that just grew is looked at again."""
+FOLLOW_IDLE_POLL_S = 1.0
+"""The longest wait between looks at a log that has not grown: the wait doubles up to it."""
 FOLLOW_RETRY_S = 2.0
 """How often a log that cannot be read (a FIFO in its place, say) is looked at again."""
 LAG_CUTOFF_S = 10.0
@@ -64,6 +68,8 @@ class Session:
         self.client = "console (before hello)"
         self.reader = reader
         self.outbox = Outbox(writer, lambda reason: abort())
+        self._wire_memo = WireMemo()
+        """The last snapshot this console asked for, as sent: unchanged datasets reuse it."""
         self.greeted = False
         self.tasks = TaskOwner("session")
         """Owns this console's follows, snapshot push and writer; closed when the session ends."""
@@ -128,8 +134,10 @@ class Session:
 
         Lines are read only while the console keeps up; one that has not taken what was sent
         within LAG_CUTOFF_S is cut off from this log with a `log_lagged` notice that says where
-        to subscribe again from.
+        to subscribe again from. A log that stays still is looked at less and less often, down
+        to once every FOLLOW_IDLE_POLL_S.
         """
+        wait_s = FOLLOW_POLL_S
         while True:
             if not await self.outbox.wait_for_room(LOW_WATER_BYTES, LAG_CUTOFF_S):
                 self._lagged(log.name, offset, inode)
@@ -143,8 +151,9 @@ class Session:
             if moved and not self.outbox.offer(encode(Event("log", chunk))):
                 return
             offset, inode = chunk.end_offset, chunk.inode if chunk.inode is not None else inode
+            wait_s = FOLLOW_POLL_S if moved else min(2 * wait_s, FOLLOW_IDLE_POLL_S)
             if not moved or chunk.end_offset >= chunk.size_bytes:
-                await asyncio.sleep(FOLLOW_POLL_S)
+                await asyncio.sleep(wait_s)
 
     def _lagged(self, name: str, offset: int, inode: int | None) -> None:
         if self.outbox.closed:
@@ -163,7 +172,7 @@ class Session:
         second at 5,000 (bench_daemon): it is encoded in a thread, as the observer's are.
         """
         if isinstance(message, Response) and isinstance(message.result, Snapshot):
-            await self.outbox.put(await asyncio.to_thread(encode, message))
+            await self.outbox.put(await asyncio.to_thread(encode, message, self._wire_memo))
         else:
             await self.outbox.put(encode(message))
 
