@@ -94,6 +94,17 @@ def ended(progress: DatasetProgress, taken_at: float | None) -> str:
     return f"{word} {clock(taken_at - last)}"
 
 
+def window_rates_line(progress: DatasetProgress | None) -> str | None:
+    """The rate over each window the agent sent ("tokens/s over 1 min 1.2K · ..."), or None."""
+    if progress is None or not progress.window_rates:
+        return None
+    rates = " · ".join(
+        f"{rate.window_s / 60:.0f} min {tokens(rate.tokens_per_s)}"
+        for rate in progress.window_rates
+    )
+    return f"tokens/s over {rates}"
+
+
 def share(done: int, total: int | None) -> float | None:
     """Done / total between 0 and any value, or None without a total."""
     return done / total if total else None

@@ -486,7 +486,8 @@ def test_mutating_requests_need_an_idempotency_key(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_dataset_line_from_an_agent_without_window_rates_still_decodes() -> None:
-    line = encode(Response(1, SNAPSHOT)).decode()
+    result: Any = SNAPSHOT  # a Response holds any result
+    line = encode(Response(1, result)).decode()
     older = line.replace(
         ',"window_rates":[{"window_s":3600.0,"tokens_per_s":1.5,"responses_per_s":0.25}]', ""
     )

@@ -3,11 +3,14 @@ hosted API's rate-limit state and spend in the server panel; nothing for a nativ
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from agent.protocol import ApiUsage, DatasetDetail, DatasetProgress, ServerStats
+from agent.protocol import ApiUsage, DatasetDetail, DatasetProgress, ServerStats, WindowRate
 from console.model.api_usage_view import hosted_lines, record_shares_line
+from console.model.formatting import window_rates_line
 from console.ui.screens.dataset import DatasetScreen
 from console.ui.widgets.server_panel import ServerPanel
 
@@ -44,12 +47,13 @@ def test_hosted_lines_sum_spend_and_say_how_long_the_pause_lasts() -> None:
 
 
 class ScreenApp(App[None]):
-    def __init__(self, detail: DatasetDetail) -> None:
+    def __init__(self, detail: DatasetDetail, progress: DatasetProgress | None = None) -> None:
         super().__init__()
         self.detail = detail
+        self.progress = progress
 
     async def on_mount(self) -> None:
-        await self.push_screen(DatasetScreen("gpu", self.detail))
+        await self.push_screen(DatasetScreen("gpu", self.detail, self.progress))
 
 
 def detail(usage: ApiUsage | None) -> DatasetDetail:
@@ -85,3 +89,20 @@ async def test_the_server_panel_shows_a_hosted_apis_rate_limits_and_spend() -> N
         panel.show(ServerStats("http://s", True, "", "m"), [], (dataset("a", REENCODED),), NOW)
         await pilot.pause()
         assert "spend" not in str(app.query_one("#server-text", Static).render())
+
+
+def test_the_rates_line_gives_every_window_the_agent_sent() -> None:
+    rates = (WindowRate(60.0, 1500.0, 1.5), WindowRate(3600.0, 950.0, 1.0))
+    progress = replace(dataset("B1", None), window_rates=rates)
+    assert window_rates_line(progress) == "tokens/s over 1 min 1.5K · 60 min 950"
+    assert window_rates_line(dataset("B1", None)) is None
+    assert window_rates_line(None) is None
+
+
+async def test_the_dataset_detail_shows_the_hours_rate_beside_the_shorter_ones() -> None:
+    rates = tuple(WindowRate(w, w, 0.1) for w in (60.0, 300.0, 900.0, 3600.0))
+    app = ScreenApp(detail(None), replace(dataset("B1", None), window_rates=rates))
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        line = str(app.screen.query_one("#dataset-rates", Static).render())
+        assert "1 min 60 · 5 min 300 · 15 min 900 · 60 min 3.6K" in line

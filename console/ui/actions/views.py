@@ -54,4 +54,6 @@ class ViewActions(HostActions):
         except LinkError as exc:
             self.app.notify(str(exc), severity="error")
             return
-        _ = self.app.push_screen(DatasetScreen(intent.host, detail))
+        snapshot = self.snapshot(intent.host)
+        shown = [d for d in snapshot.datasets if d.name == intent.dataset] if snapshot else []
+        _ = self.app.push_screen(DatasetScreen(intent.host, detail, next(iter(shown), None)))

@@ -10,9 +10,9 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from agent.protocol import DatasetDetail
+from agent.protocol import DatasetDetail, DatasetProgress
 from console.model.api_usage_view import record_shares_line
-from console.model.formatting import bar
+from console.model.formatting import bar, window_rates_line
 from console.model.safe_text import literal, literal_lines, sanitise
 from console.ui.commands import DATASET_COMMANDS, bindings
 from console.ui.widgets.tokens_over_time import TokensOverTime
@@ -36,10 +36,14 @@ class DatasetScreen(Screen[None]):
     KEYS = DATASET_COMMANDS
     BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
-    def __init__(self, host: str, detail: DatasetDetail) -> None:
+    def __init__(
+        self, host: str, detail: DatasetDetail, progress: DatasetProgress | None = None
+    ) -> None:
         super().__init__()
         self.host = host
         self.detail = detail
+        self.progress = progress
+        """The dataset as the latest snapshot showed it: its rates over 1/5/15/60 minutes."""
 
     def compose(self) -> ComposeResult:
         """Summary, histogram, latest responses, errors."""
@@ -54,6 +58,8 @@ class DatasetScreen(Screen[None]):
             ),
         )
         yield Static(title, id="dataset-title")
+        if rates := window_rates_line(self.progress):
+            yield Static(literal(rates), id="dataset-rates")
         if shares := record_shares_line(detail.api_usage):
             yield Static(literal(shares), id="dataset-api-usage")
         yield Static(histogram_text(detail), id="dataset-histogram")

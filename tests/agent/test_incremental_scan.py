@@ -1,0 +1,112 @@
+"""A scan re-reads only the dataset folders that changed: thousands of still folders cost stats.
+
+A folder keeps its last result (the very object) while its files, writers and jobs are as they
+were and its figures cannot move with time alone; anything else is read again. Behaviour only:
+which folders were read again shows in which results are new objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from agent.datasets.rates import SHOWN_WINDOWS_S
+from agent.datasets.tracker import DatasetTracker
+from agent.protocol import DatasetProgress, DatasetsConfig
+from tests.support.datasets import response_line, write_prompts
+
+STEP_S = 10.0
+
+
+class StepClock:
+    """Monotonic time that moves only when the test says; wall time follows it."""
+
+    def __init__(self) -> None:
+        self.monotonic_s = 1000.0
+        self.offset_s = time.time() - self.monotonic_s
+
+    def wall(self) -> float:
+        return self.monotonic_s + self.offset_s
+
+    def monotonic(self) -> float:
+        return self.monotonic_s
+
+
+def write_dataset(folder: Path, responses: int) -> None:
+    write_prompts(folder, 100)
+    lines = "".join(response_line(f"p{i}", 10) for i in range(responses))
+    (folder / "raw_responses.jsonl").write_text(lines)
+
+
+def append_response(folder: Path, response_id: str) -> None:
+    with (folder / "raw_responses.jsonl").open("a") as handle:
+        handle.write(response_line(response_id, 10))
+
+
+def scan(tracker: DatasetTracker, clock: StepClock) -> dict[str, DatasetProgress]:
+    clock.monotonic_s += STEP_S
+    return {item.name: item for item in tracker.progress()}
+
+
+def settled_tracker(root: Path, names: list[str]) -> tuple[DatasetTracker, StepClock]:
+    """A tracker that has scanned `names` twice: still folders have zero rates, so they settle."""
+    for name in names:
+        write_dataset(root / name, 3)
+    clock = StepClock()
+    tracker = DatasetTracker(DatasetsConfig(str(root)), clock)
+    scan(tracker, clock)
+    scan(tracker, clock)
+    return tracker, clock
+
+
+def test_a_changed_folder_is_read_again_and_an_unchanged_one_is_not(tmp_path: Path) -> None:
+    tracker, clock = settled_tracker(tmp_path, ["A", "B"])
+    before = scan(tracker, clock)
+    append_response(tmp_path / "A", "p99")
+    after = scan(tracker, clock)
+    assert after["A"].responses == before["A"].responses + 1
+    assert after["B"] is before["B"], "an unchanged, settled folder is not read again"
+    assert after["A"].tokens_per_s, "the folder that grew has a rate again"
+
+
+def test_a_removed_folder_disappears_and_a_new_one_appears(tmp_path: Path) -> None:
+    tracker, clock = settled_tracker(tmp_path, ["A", "C"])
+    shutil.rmtree(tmp_path / "C")
+    write_dataset(tmp_path / "D", 5)
+    after = scan(tracker, clock)
+    assert sorted(after) == ["A", "D"]
+    assert after["D"].responses == 5
+
+
+def test_a_run_starting_in_a_still_folder_is_seen_at_once(tmp_path: Path) -> None:
+    tracker, clock = settled_tracker(tmp_path, ["A"])
+    before = scan(tracker, clock)
+    status = {"pid": os.getpid(), "state": "running", "updated_at": clock.wall(), "budget": 99}
+    (tmp_path / "A" / "runner.json").write_text(json.dumps(status))
+    after = scan(tracker, clock)
+    assert after["A"] is not before["A"]
+    assert after["A"].writer_active
+    assert after["A"].target_tokens == 99
+
+
+def test_a_folder_rewritten_in_place_to_the_same_size_is_read_again(tmp_path: Path) -> None:
+    tracker, clock = settled_tracker(tmp_path, ["A"])
+    before = scan(tracker, clock)
+    path = tmp_path / "A" / "raw_responses.jsonl"
+    path.write_text(path.read_text().replace('"p0"', '"q0"'))  # same size, same inode
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000_000))
+    after = scan(tracker, clock)
+    assert after["A"] is not before["A"]
+
+
+def test_a_still_folder_still_reports_every_window_rate_and_its_idle_age(tmp_path: Path) -> None:
+    tracker, clock = settled_tracker(tmp_path, ["A"])
+    first = later = scan(tracker, clock)
+    for _ in range(8):
+        later = scan(tracker, clock)
+    assert [rate.window_s for rate in later["A"].window_rates] == list(SHOWN_WINDOWS_S)
+    assert all(rate.tokens_per_s == 0 for rate in later["A"].window_rates)
+    assert (later["A"].last_response_age_s or 0) >= (first["A"].last_response_age_s or 0) + 60
