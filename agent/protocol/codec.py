@@ -48,7 +48,16 @@ class WireMemo:
 
 def encode(message: Message, memo: WireMemo | None = None) -> bytes:
     """One message as one wire line, newline included."""
-    line = (json.dumps(_envelope(message, memo), separators=(",", ":")) + "\n").encode()
+    return _line(_envelope(message, memo), memo)
+
+
+def encode_result(request_id: int, result: object, memo: WireMemo | None = None) -> bytes:
+    """The response line for `result` (a dataclass), converted to wire values once."""
+    return _line({"id": request_id, "result": to_wire(result, memo)}, memo)
+
+
+def _line(envelope: dict[str, Any], memo: WireMemo | None) -> bytes:
+    line = (json.dumps(envelope, separators=(",", ":")) + "\n").encode()
     if memo is not None:
         memo.next_message()
     return line

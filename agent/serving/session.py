@@ -35,6 +35,7 @@ from agent.protocol import (
     WatchParams,
     WireMemo,
     encode,
+    encode_result,
     receive_messages,
     to_wire,
 )
@@ -166,15 +167,21 @@ class Session:
         self.outbox.put_notice(encode(Event("log_lagged", LogLagged(name, offset, inode, reason))))
 
     async def send(self, message: Message) -> None:
-        """Queue one response (waits while this console's queue is full).
+        """Queue one message (waits while this console's queue is full)."""
+        await self.outbox.put(encode(message))
 
-        A snapshot may hold thousands of datasets, and encoding it took the loop for over a
-        second at 5,000 (bench_daemon): it is encoded in a thread, as the observer's are.
+    async def _send_result(self, request_id: int, result: object) -> None:
+        """Queue the response to a request.
+
+        A snapshot may hold thousands of datasets, and converting and encoding it held the loop
+        for up to a second at 5,000 (bench_daemon: pings waited on it): it is done in a thread,
+        as the observer's are, reusing what this console was sent last time for unchanged ones.
         """
-        if isinstance(message, Response) and isinstance(message.result, Snapshot):
-            await self.outbox.put(await asyncio.to_thread(encode, message, self._wire_memo))
+        if isinstance(result, Snapshot):
+            line = await asyncio.to_thread(encode_result, request_id, result, self._wire_memo)
         else:
-            await self.outbox.put(encode(message))
+            line = encode(Response(request_id, to_wire(result)))
+        await self.outbox.put(line)
 
     async def _refuse(self, error: ProtocolError) -> None:
         """A line too long or not a valid request is answered with why; the session goes on."""
@@ -210,7 +217,7 @@ class Session:
             self.greeted = True
             self.client = request.params.client_version
         self._audit(request, "ok")
-        await self.send(Response(request.id, to_wire(result)))
+        await self._send_result(request.id, result)
 
     async def _run(self, request: Request[object], handler: Handler) -> object:
         """Bounds first; then mutating requests run once per idempotency key."""
