@@ -12,8 +12,7 @@ import os
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
-from agent.datasets.rates import SHOWN_WINDOWS_S
-from agent.protocol import DatasetProgress, JobInfo
+from agent.protocol import RATE_WINDOWS_S, DatasetProgress, JobInfo
 
 FileStamp = tuple[int, int, int]
 """(inode, size, mtime in ns) of a file; MISSING when it cannot be stat'ed."""
@@ -57,6 +56,6 @@ def settled(progress: DatasetProgress) -> bool:
         progress.status != "error"
         and not progress.writer_active
         and progress.writer is None
-        and len(progress.window_rates) == len(SHOWN_WINDOWS_S)
-        and all(r.tokens_per_s == 0 and r.responses_per_s == 0 for r in progress.window_rates)
+        and all(rate == 0 for rate in progress.tokens_per_s_by_window)
+        and len(progress.tokens_per_s_by_window) == len(RATE_WINDOWS_S)
     )

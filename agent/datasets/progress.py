@@ -19,7 +19,6 @@ from agent.protocol import (
     DatasetStatus,
     Severity,
     StopConditionKind,
-    WindowRate,
     generation_done,
 )
 
@@ -141,10 +140,7 @@ def dataset_progress(
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
         last_response_age_s=live.idle_for_s, writer_active=live.active,
         failed_prompts=counts.failed_prompts, api_usage=run.api_usage if run else None,
-        window_rates=tuple(
-            WindowRate(window, rate.tokens_per_s, rate.responses_per_s)
-            for window, rate in history.by_window()
-        ),
+        tokens_per_s_by_window=history.tokens_per_s_by_window(),
     )  # fmt: skip
 
 

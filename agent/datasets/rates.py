@@ -12,11 +12,11 @@ import bisect
 import collections
 from dataclasses import dataclass, field
 
+from agent.protocol import RATE_WINDOWS_S
+
 WINDOWS_S = (60.0, 300.0, 900.0)
 MAIN_WINDOW_S = 300.0
 HOUR_S = 3600.0
-SHOWN_WINDOWS_S = (*WINDOWS_S, HOUR_S)
-"""The windows whose rates the snapshot carries: the ETA's three and the hour's."""
 KEEP_S = HOUR_S
 SPACING_S = 5.0
 """Points closer together than this are merged (the newest kept): bounded memory for an hour."""
@@ -76,9 +76,11 @@ class RateHistory:
         """The rate over each window that has data."""
         return [rate for window in WINDOWS_S if (rate := self.rate(window)) is not None]
 
-    def by_window(self) -> list[tuple[float, Rate]]:
-        """(window, rate) for each of SHOWN_WINDOWS_S that has data."""
-        return [(w, rate) for w in SHOWN_WINDOWS_S if (rate := self.rate(w)) is not None]
+    def tokens_per_s_by_window(self) -> tuple[float | None, ...]:
+        """Tokens/s over each of the snapshot's RATE_WINDOWS_S (the ETA's three and the hour)."""
+        return tuple(
+            None if (r := self.rate(w)) is None else r.tokens_per_s for w in RATE_WINDOWS_S
+        )
 
 
 def _time_of(point: tuple[float, int, int]) -> float:

@@ -42,10 +42,10 @@ log = logging.getLogger(__name__)
 EarlierPoints = Callable[[str, float], list[tuple[float, int, int]]]
 """(dataset, since wall time) -> its (wall time, tokens, responses) points, oldest first."""
 MAX_CORRUPT_OFFSETS = 100
+"""Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 RUNNER = "runner.json"
 SETTLED_AGE_STEP_S = 60.0
 """A settled dataset (nothing wrote it for an hour) has its idle age refreshed in steps this long."""
-"""Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 
 
 @dataclass

@@ -113,6 +113,7 @@ from agent.protocol.methods import (
 from agent.protocol.receiver import receive_messages
 from agent.protocol.server import GpuSample, ServerPart, ServerStats
 from agent.protocol.snapshot import (
+    RATE_WINDOWS_S,
     Alert,
     ApiUsage,
     DatasetProgress,
@@ -122,13 +123,13 @@ from agent.protocol.snapshot import (
     SnapshotParams,
     StopConditionKind,
     TrainingProgress,
-    WindowRate,
 )
 from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
 __all__ = [
+    "RATE_WINDOWS_S",
     "EVENTS_LIST",
     "NOTIFY_STATUS",
     "NotifyStatus",
@@ -236,7 +237,6 @@ __all__ = [
     "TokenizerCheckParams",
     "TrainingProgress",
     "WatchParams",
-    "WindowRate",
     "WireMemo",
     "WireTypeError",
     "bundle_digest",

@@ -216,9 +216,9 @@ def from_wire(cls: type[T], data: Any, where: str = "") -> T:
     if not isinstance(data, dict):
         raise WireTypeError(f"{where}: expected an object, got {_json_type(data)}")
     converters = _field_converters(typing.cast(Hashable, cls))
-    unknown = sorted(data.keys() - converters.keys())
+    unknown = data.keys() - converters.keys()
     if unknown:
-        raise WireTypeError(f"{where}: unknown field {unknown[0]!r}")
+        raise WireTypeError(f"{where}: unknown field {sorted(unknown)[0]!r}")
     values = {name: converters[name](value, f"{where}.{name}") for name, value in data.items()}
     try:
         return cls(**values)

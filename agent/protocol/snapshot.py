@@ -27,6 +27,9 @@ StopConditionKind = Literal["budget", "max_samples", "all_prompts"]
 
 Severity = Literal["info", "warning", "error"]
 
+RATE_WINDOWS_S = (60.0, 300.0, 900.0, 3600.0)
+"""The windows of `DatasetProgress.tokens_per_s_by_window`, in its order: 1, 5, 15, 60 minutes."""
+
 
 @dataclass(frozen=True, slots=True)
 class SnapshotParams:
@@ -52,15 +55,6 @@ class ApiUsage:
     """Epoch seconds the live run's dispatch is paused to after a 429; None when not paused."""
     responses: int = 0
     """Records in the dataset when the runner wrote these tallies: the base of the shares."""
-
-
-@dataclass(frozen=True, slots=True)
-class WindowRate:
-    """A dataset's rate over the last `window_s` seconds of the agent's history."""
-
-    window_s: float
-    tokens_per_s: float
-    responses_per_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +97,9 @@ class DatasetProgress:
     """Its writer is stopped (SIGSTOP): the dataset is stalled, and nobody else may write it."""
     api_usage: ApiUsage | None = None
     """None unless its runner re-encoded records, paid for answers or met a rate limit."""
-    window_rates: tuple[WindowRate, ...] = ()
-    """Its rates over the last 1, 5, 15 and 60 minutes, those with data; none from an older agent."""
+    tokens_per_s_by_window: tuple[float | None, ...] = ()
+    """Tokens/s over each of RATE_WINDOWS_S, None where the history holds too little; empty from
+    an older agent. Plain numbers: 5,000 datasets of rate objects cost a second to decode."""
 
     @property
     def prompts_left(self) -> int:

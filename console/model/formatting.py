@@ -10,7 +10,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from agent.protocol import DatasetProgress, GpuSample, JobInfo, ServerStats, TrainingProgress
+from agent.protocol import (
+    RATE_WINDOWS_S,
+    DatasetProgress,
+    GpuSample,
+    JobInfo,
+    ServerStats,
+    TrainingProgress,
+)
 from console.model.safe_text import sanitise
 
 STALE_AFTER_S = 5.0
@@ -96,13 +103,10 @@ def ended(progress: DatasetProgress, taken_at: float | None) -> str:
 
 def window_rates_line(progress: DatasetProgress | None) -> str | None:
     """The rate over each window the agent sent ("tokens/s over 1 min 1.2K · ..."), or None."""
-    if progress is None or not progress.window_rates:
+    if progress is None or not progress.tokens_per_s_by_window:
         return None
-    rates = " · ".join(
-        f"{rate.window_s / 60:.0f} min {tokens(rate.tokens_per_s)}"
-        for rate in progress.window_rates
-    )
-    return f"tokens/s over {rates}"
+    windows = zip(RATE_WINDOWS_S, progress.tokens_per_s_by_window, strict=False)
+    return "tokens/s over " + " · ".join(f"{w / 60:.0f} min {tokens(r)}" for w, r in windows)
 
 
 def share(done: int, total: int | None) -> float | None:

@@ -76,7 +76,6 @@ from agent.protocol import (
     TokenizerCheckParams,
     TokensAt,
     WatchParams,
-    WindowRate,
     WireMemo,
     bundle_digest,
     decode,
@@ -86,7 +85,7 @@ from agent.protocol import (
 
 DATASET = DatasetProgress(
     "B1_sharegpt", 10, 4, 4000, 10_000, tokens_per_s=12.5, status="idle",
-    api_usage=ApiUsage(3, 1, 0.25, rate_limited=2), window_rates=(WindowRate(3600.0, 1.5, 0.25),),
+    api_usage=ApiUsage(3, 1, 0.25, rate_limited=2), tokens_per_s_by_window=(2.5, None),
 )  # fmt: skip
 SNAPSHOT = Snapshot(
     taken_at=1700000000.5,
@@ -314,8 +313,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
         '"last_response_age_s":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false,'
         '"api_usage":{"reencoded_responses":3,"reencode_mismatches":1,"cost_credits":0.25,'
-        '"rate_limited":2,"paused_until":null,"responses":0},"window_rates":[{"window_s":3600.0,'
-        '"tokens_per_s":1.5,"responses_per_s":0.25}]}],"alerts":[{'
+        '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null]}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
         '"training":[],"export":null,"evaluation":null}}',
@@ -488,14 +486,12 @@ def test_mutating_requests_need_an_idempotency_key(monkeypatch: pytest.MonkeyPat
 def test_a_dataset_line_from_an_agent_without_window_rates_still_decodes() -> None:
     result: Any = SNAPSHOT  # a Response holds any result
     line = encode(Response(1, result)).decode()
-    older = line.replace(
-        ',"window_rates":[{"window_s":3600.0,"tokens_per_s":1.5,"responses_per_s":0.25}]', ""
-    )
+    older = line.replace(',"tokens_per_s_by_window":[2.5,null]', "")
     assert older != line
     response = decode(older)
     assert isinstance(response, Response)
     [dataset] = parse_result(METHODS["snapshot"], response).datasets
-    assert dataset.window_rates == ()
+    assert dataset.tokens_per_s_by_window == ()
     assert dataset.api_usage == DATASET.api_usage
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from agent.protocol import ApiUsage, DatasetDetail, DatasetProgress, ServerStats, WindowRate
+from agent.protocol import ApiUsage, DatasetDetail, DatasetProgress, ServerStats
 from console.model.api_usage_view import hosted_lines, record_shares_line
 from console.model.formatting import window_rates_line
 from console.ui.screens.dataset import DatasetScreen
@@ -92,16 +92,17 @@ async def test_the_server_panel_shows_a_hosted_apis_rate_limits_and_spend() -> N
 
 
 def test_the_rates_line_gives_every_window_the_agent_sent() -> None:
-    rates = (WindowRate(60.0, 1500.0, 1.5), WindowRate(3600.0, 950.0, 1.0))
-    progress = replace(dataset("B1", None), window_rates=rates)
-    assert window_rates_line(progress) == "tokens/s over 1 min 1.5K · 60 min 950"
+    progress = replace(dataset("B1", None), tokens_per_s_by_window=(1500.0, None, 0.0, 950.0))
+    assert (
+        window_rates_line(progress) == "tokens/s over 1 min 1.5K · 5 min — · 15 min 0 · 60 min 950"
+    )
     assert window_rates_line(dataset("B1", None)) is None
     assert window_rates_line(None) is None
 
 
 async def test_the_dataset_detail_shows_the_hours_rate_beside_the_shorter_ones() -> None:
-    rates = tuple(WindowRate(w, w, 0.1) for w in (60.0, 300.0, 900.0, 3600.0))
-    app = ScreenApp(detail(None), replace(dataset("B1", None), window_rates=rates))
+    rates = (60.0, 300.0, 900.0, 3600.0)
+    app = ScreenApp(detail(None), replace(dataset("B1", None), tokens_per_s_by_window=rates))
     async with app.run_test() as pilot:
         await pilot.pause()
         line = str(app.screen.query_one("#dataset-rates", Static).render())
