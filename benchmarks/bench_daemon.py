@@ -9,12 +9,14 @@ takes, and pings answered within 100 ms while snapshots are taken.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import statistics
 import tempfile
-import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from agent.attach import stop_daemon
 from agent.protocol import (
@@ -43,6 +45,10 @@ FOLDERS = 5000
 SNAPSHOTS_UNDER_PINGS = 5
 PING_GOAL_MS = 100.0
 SNAPSHOT_TIMEOUT_S = 300.0
+PINGER_START_S = 60.0
+EventLike = Any
+"""A multiprocessing Event (its type is private to multiprocessing)."""
+QueueLike = Any
 
 
 def cpu_seconds(pid: int) -> float:
@@ -156,30 +162,50 @@ async def measure_consoles(folder: Path) -> None:
         stop_daemon(StatePaths(state))
 
 
-async def pings_while(
-    work: asyncio.Task[list[float]], state: Path, config: PipelineConfig
-) -> list[float]:
-    """Round trips of pings (ms) on a link of their own, one after another, until `work` is done.
+def ping_process(
+    state: Path, config: PipelineConfig, ready: EventLike, stop: EventLike, out: QueueLike
+) -> None:
+    """Ping the agent on a link of its own, one ping after another, until `stop`; put the ms.
 
-    The pings run on an event loop in a thread of their own: decoding a 5,000-dataset snapshot
-    here would otherwise hold up the pings' replies in this process and count against the agent.
+    A process of its own: in the measuring process, decoding a 5,000-dataset snapshot (one
+    json.loads holds the GIL throughout) held up the pings' replies and counted against the agent.
     """
-    done = threading.Event()
-    work.add_done_callback(lambda _: done.set())
+    out.put(asyncio.run(ping_until(state, config, ready, stop)))
 
-    async def ping_until_done() -> list[float]:
-        link = await open_local_link(state, config)
-        times = []
-        try:
-            while not done.is_set():
-                started = time.monotonic()
-                await link.call(PING, PingParams())
-                times.append(1000 * (time.monotonic() - started))
-        finally:
-            await link.close()
-        return times
 
-    return await asyncio.to_thread(asyncio.run, ping_until_done())
+async def ping_until(
+    state: Path, config: PipelineConfig, ready: EventLike, stop: EventLike
+) -> list[float]:
+    link = await open_local_link(state, config)
+    times = []
+    try:
+        ready.set()
+        while not stop.is_set():
+            started = time.monotonic()
+            await link.call(PING, PingParams())
+            times.append(1000 * (time.monotonic() - started))
+    finally:
+        await link.close()
+    return times
+
+
+async def pings_during(
+    work: Callable[[], Awaitable[list[float]]], state: Path, config: PipelineConfig
+) -> tuple[list[float], list[float]]:
+    """`work`'s result, and the round trips (ms) of pings another process sent while it ran."""
+    context = multiprocessing.get_context("spawn")
+    ready, stop, out = context.Event(), context.Event(), context.Queue()
+    pinger = context.Process(target=ping_process, args=(state, config, ready, stop, out))
+    pinger.start()
+    try:
+        if not await asyncio.to_thread(ready.wait, PINGER_START_S):
+            raise RuntimeError(f"the pinging process did not start within {PINGER_START_S:g} s")
+        result = await work()
+    finally:
+        stop.set()
+    pings: list[float] = await asyncio.to_thread(out.get, True, PINGER_START_S)
+    await asyncio.to_thread(pinger.join)
+    return result, pings
 
 
 async def snapshots(link: AgentLink, count: int) -> list[float]:
@@ -201,9 +227,9 @@ async def measure_folders(folder: Path) -> None:
     link = await open_local_link(state, config)
     try:
         [first] = await snapshots(link, 1)
-        work = asyncio.create_task(snapshots(link, SNAPSHOTS_UNDER_PINGS))
-        pings = await pings_while(work, state, config)
-        later = await work
+        later, pings = await pings_during(
+            lambda: snapshots(link, SNAPSHOTS_UNDER_PINGS), state, config
+        )
         slowest, median = (max(pings), statistics.median(pings)) if pings else (0.0, 0.0)
         print(
             f"{FOLDERS:,} dataset folders: first snapshot {first:.2f} s, later ones "
