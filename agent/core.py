@@ -170,6 +170,7 @@ class AgentCore:
         if params.pipeline is not None and params.pipeline != self.pipeline:
             self.pipeline = params.pipeline
             self._tracker = self._tracker_for(params.pipeline)
+            self.changed.set()  # a new tracker follows no file yet: only a scan shows it growth
             try:  # kept for a restarted daemon; a full state folder must not refuse the console
                 write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
             except OSError as exc:

@@ -104,9 +104,9 @@ class Observer:
         signature: Hashable = None
         taken_at = -math.inf
         while True:
-            since = time.monotonic() - taken_at
-            due = self._changed.is_set() or since >= self.interval_s
             current = await asyncio.to_thread(self._signature)
+            since = time.monotonic() - taken_at  # after the look: a wake a hair early still counts
+            due = self._changed.is_set() or since >= self.interval_s
             if due or (current != signature and since >= self._growth_gap_s()):
                 self._changed.clear()  # an event during the scan sets it again: one more scan
                 signature, taken_at = current, time.monotonic()
