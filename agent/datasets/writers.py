@@ -79,6 +79,8 @@ class WriterFinder:
         self.interval_s = interval_s
         self._scanned_at = float("-inf")
         self._open: dict[str, list[int]] = {}
+        self._missing: set[str] = set()
+        """Responses files that did not exist at the last descriptor scan."""
         self._lock = threading.Lock()
 
     def find(
@@ -93,17 +95,25 @@ class WriterFinder:
     def scan_due(self, datasets: Iterable[DatasetFiles]) -> bool:
         """True when the next `find` walks /proc/*/fd (slow: call it off the loop then)."""
         paths = {d.responses_key for d in datasets}
-        return (
-            time.monotonic() - self._scanned_at >= self.interval_s or not paths <= self._open.keys()
-        )
+        return time.monotonic() - self._scanned_at >= self.interval_s or self._new_files(paths)
 
     def _open_for_writing(self, paths: set[str], fresh: bool) -> dict[str, list[int]]:
         with self._lock:
             now = time.monotonic()
-            if fresh or now - self._scanned_at >= self.interval_s or not paths <= self._open.keys():
+            if fresh or now - self._scanned_at >= self.interval_s or self._new_files(paths):
                 self._open = open_for_writing(paths)
+                self._missing = {path for path in paths if not os.path.exists(path)}
                 self._scanned_at = now
             return self._open
+
+    def _new_files(self, paths: set[str]) -> bool:
+        """A path not scanned yet, or a file that did not exist at the last scan: someone made it.
+
+        Only the files missing then are looked at again, so a root of thousands costs nothing.
+        """
+        if not paths <= self._open.keys():
+            return True
+        return any(os.path.exists(path) for path in self._missing & paths)
 
 
 def _writers_of(
