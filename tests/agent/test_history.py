@@ -74,6 +74,10 @@ async def test_with_no_console_attached_history_keeps_points_and_events_and_seed
             lambda: rows(db, "SELECT 1 FROM events WHERE kind = 'budget_reached'") != [],
             "the budget reached, unwatched",
         )
+        await until(  # over budget once past its 2 % tolerance: a later scan than the budget's
+            lambda: rows(db, "SELECT 1 FROM events WHERE kind = 'alert_raised'") != [],
+            "an alert raised, unwatched",
+        )
     finally:
         appending.cancel()
     kinds = {kind for (kind,) in rows(db, "SELECT kind FROM events")}
