@@ -44,8 +44,9 @@ EarlierPoints = Callable[[str, float], list[tuple[float, int, int]]]
 MAX_CORRUPT_OFFSETS = 100
 """Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 RUNNER = "runner.json"
-SETTLED_AGE_STEP_S = 60.0
-"""A settled dataset (nothing wrote it for an hour) has its idle age refreshed in steps this long."""
+SETTLED_AGE_STEP_S = 1.0
+"""A settled dataset's idle age is refreshed when it moved this much: the console shows
+`taken_at - last_response_age_s` as the clock time the dataset ended, so it must stay exact."""
 
 
 @dataclass

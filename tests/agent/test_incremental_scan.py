@@ -2,7 +2,7 @@
 
 A folder keeps its last result (the very object) while its files, writers and jobs are as they
 were and its figures cannot move with time alone; anything else is read again. Behaviour only:
-which folders were read again shows in which results are new objects.
+a folder read again shows what a same-size rewrite that kept its mtime put in it.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def scan(tracker: DatasetTracker, clock: StepClock) -> dict[str, DatasetProgress
 
 
 def settled_tracker(root: Path, names: list[str]) -> tuple[DatasetTracker, StepClock]:
-    """A tracker that has scanned `names` twice: still folders have zero rates, so they settle."""
+    """A tracker that has scanned `names` (and any folder already there) twice: still folders
+    have zero rates, so they settle."""
     for name in names:
         write_dataset(root / name, 3)
     clock = StepClock()
@@ -62,13 +63,25 @@ def settled_tracker(root: Path, names: list[str]) -> tuple[DatasetTracker, StepC
 
 
 def test_a_changed_folder_is_read_again_and_an_unchanged_one_is_not(tmp_path: Path) -> None:
-    tracker, clock = settled_tracker(tmp_path, ["A", "B"])
+    status = tmp_path / "B" / "runner.json"
+    write_dataset(tmp_path / "B", 3)
+    status.write_text('{"state": "done"}')
+    tracker, clock = settled_tracker(tmp_path, ["A"])
     before = scan(tracker, clock)
+    rewrite_unstamped(status, '{"state": "gone"}')  # what a re-read would show
     append_response(tmp_path / "A", "p99")
     after = scan(tracker, clock)
     assert after["A"].responses == before["A"].responses + 1
-    assert after["B"] is before["B"], "an unchanged, settled folder is not read again"
     assert after["A"].tokens_per_s, "the folder that grew has a rate again"
+    assert after["B"].runner_state == "done", "an unchanged, settled folder is not read again"
+
+
+def rewrite_unstamped(path: Path, text: str) -> None:
+    """New contents of the same size, in place, with the old mtime: its stamp does not change."""
+    info = path.stat()
+    assert len(text) == info.st_size
+    path.write_text(text)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
 
 
 def test_a_removed_folder_disappears_and_a_new_one_appears(tmp_path: Path) -> None:
