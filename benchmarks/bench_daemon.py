@@ -14,7 +14,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +242,24 @@ async def measure_folders(folder: Path) -> None:
         stop_daemon(StatePaths(state))
 
 
+PARTS: dict[str, Callable[[Path], Coroutine[Any, Any, None]]] = {
+    "idle": measure, "consoles": measure_consoles, "folders": measure_folders,
+}  # fmt: skip
+"""Each part by name: `BENCH_DAEMON_PARTS=folders` runs only the 5,000-folder one."""
+
+
+def chosen_parts() -> list[Callable[[Path], Coroutine[Any, Any, None]]]:
+    """The parts BENCH_DAEMON_PARTS names (comma-separated), or all of them when it is unset."""
+    names = [name for name in os.environ.get("BENCH_DAEMON_PARTS", "").split(",") if name]
+    unknown = [name for name in names if name not in PARTS]
+    if unknown:
+        raise SystemExit(
+            f"BENCH_DAEMON_PARTS: no part named {unknown[0]!r}; choose from {', '.join(PARTS)}"
+        )
+    return [PARTS[name] for name in names] if names else list(PARTS.values())
+
+
 def run() -> None:
-    for measurement in (measure, measure_consoles, measure_folders):
+    for measurement in chosen_parts():
         with tempfile.TemporaryDirectory() as folder:
             asyncio.run(measurement(Path(folder)))

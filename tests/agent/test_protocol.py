@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import replace
+import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -78,9 +79,12 @@ from agent.protocol import (
     WatchParams,
     WireMemo,
     bundle_digest,
+    codec,
     decode,
     encode,
+    encode_result,
     parse_result,
+    to_wire,
 )
 
 DATASET = DatasetProgress(
@@ -503,3 +507,63 @@ def test_a_memo_reuses_unchanged_objects_and_never_an_old_form_of_a_new_one() ->
     assert encode(Event("snapshot", SNAPSHOT), memo) == first
     assert second == encode(Event("snapshot", changed))
     assert b'"tokens":4001' in second
+
+
+def test_a_memo_writes_the_very_line_json_dumps_writes() -> None:
+    memo = WireMemo()
+    odd = replace(
+        DATASET, name="B2_ünïcode \"quoted\"\n", tokens_per_s=math.nan, eta_s=math.inf,
+        eta_low_s=-math.inf, stale_code=True, last_response_age_s=3.0,
+    )  # fmt: skip
+    aged = replace(odd, last_response_age_s=4.5)
+    for snapshot in (
+        replace(SNAPSHOT, datasets=(DATASET, odd)),
+        replace(SNAPSHOT, taken_at=1700000001.5, datasets=(DATASET, aged)),
+        replace(SNAPSHOT, datasets=(aged, DATASET, replace(aged, api_usage=None))),
+        replace(SNAPSHOT, datasets=()),
+    ):
+        assert encode(Event("snapshot", snapshot), memo) == encode(Event("snapshot", snapshot))
+        assert encode_result(7, snapshot, memo) == encode(Response(7, to_wire(snapshot)))
+
+
+def test_a_memo_encodes_only_the_fields_that_changed_since_the_last_message(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memo = WireMemo()
+    settled = replace(DATASET, last_response_age_s=60.0)
+    encode(Event("snapshot", SNAPSHOT), memo)
+    encode(Event("snapshot", replace(SNAPSHOT, datasets=(settled,))), memo)
+    encoded: list[Any] = []
+    text = codec._text
+
+    def recording(value: Any, *args: Any) -> str:
+        encoded.append(value)
+        return text(value, *args)
+
+    monkeypatch.setattr(codec, "_text", recording)
+    aged = replace(settled, last_response_age_s=61.0)
+    line = encode(Event("snapshot", replace(SNAPSHOT, datasets=(aged,))), memo)
+    assert 61.0 in encoded
+    assert b'"last_response_age_s":61.0' in line
+    assert not {"B1_sharegpt", 4000, 12.5} & {
+        v for v in encoded if isinstance(v, (str, int, float))
+    }
+    assert DATASET.api_usage not in encoded
+    assert DATASET.tokens_per_s_by_window not in encoded
+
+
+@dataclass(frozen=True)
+class WithList:
+    items: list[int]
+    count: int
+
+
+def test_a_memo_encodes_again_a_list_that_changed_in_place() -> None:
+    memo = WireMemo()
+    items = [1]
+    encode_result(1, WithList(items, 1), memo)
+    items.append(2)
+    assert (
+        encode_result(2, WithList(items, 2), memo)
+        == b'{"id":2,"result":{"items":[1,2],"count":2}}\n'
+    )
