@@ -34,6 +34,7 @@ from agent.protocol import (
     TrainingProgress,
 )
 from agent.state.health import StateHealth
+from agent.watch.long_lived import LongLived
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
@@ -62,6 +63,7 @@ class SnapshotAssembly:
         self.training = TrainingWatch()
         self.reports = PipelineReports()
         self.wall_clock = WallClockWatch()
+        self.long_lived = LongLived()
         self._taking: asyncio.Future[Snapshot] | None = None
         self._taking_for: DatasetTracker | None = None
         self._reading = threading.Lock()
@@ -89,6 +91,8 @@ class SnapshotAssembly:
         with self._reading:
             jobs = finish.jobs()
             datasets, alerts = scan_datasets(tracker, jobs, self.writers) if tracker else ((), ())
+            if tracker is not None:
+                self.long_lived.settle(tracker, len(datasets))
             read = self._read_files_and_proc(jobs)
             now = time.time()
             alerts += (*read.job_alerts, *self.probes.alerts(now, jobs))
