@@ -47,13 +47,7 @@ def open_regular(path: Path) -> BinaryIO:
     """
     check_regular(path, os.stat(path).st_mode)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        check_regular(path, os.fstat(fd).st_mode)
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
+    return os.fdopen(_regular_descriptor(path, fd), "rb")
 
 
 def open_regular_for_append(path: Path, mode: int = 0o644) -> int:
@@ -70,6 +64,11 @@ def open_regular_for_append(path: Path, mode: int = 0o644) -> int:
                 f"{path} is a FIFO (named pipe), not a regular file"
             ) from None
         raise
+    return _regular_descriptor(path, fd)
+
+
+def _regular_descriptor(path: Path, fd: int) -> int:
+    """`fd`, made blocking, if what it opened is a regular file; closed and refused otherwise."""
     try:
         check_regular(path, os.fstat(fd).st_mode)
         os.set_blocking(fd, True)
