@@ -14,6 +14,7 @@ from agent.protocol import (
     JobEvent,
     ProtocolError,
     Response,
+    Snapshot,
     StopResult,
     WireTypeError,
     decode,
@@ -73,3 +74,37 @@ def test_unknown_fields_are_refused_at_any_depth_not_ignored() -> None:
         decode(event_line({"job": JOB | {"colour": "red"}, "message": "m"}))
     with pytest.raises(ProtocolError, match=r"StopResult: unknown field 'extra'"):
         parse_result(JOBS_STOP, Response(3, {"job": JOB, "outcome": "stopped", "extra": 1}))
+
+
+@dataclass(frozen=True)
+class Figures:
+    count: int
+    share: float
+    note: str | None
+    window: tuple[float | None, ...]
+
+
+def test_only_values_of_the_exact_type_are_taken_as_they_are() -> None:
+    taken = from_wire(Figures, {"count": 3, "share": 1, "note": None, "window": [1, None, 2.5]})
+    assert taken == Figures(3, 1.0, None, (1.0, None, 2.5))
+    assert type(taken.share) is float
+    assert [type(v) for v in taken.window] == [
+        float,
+        type(None),
+        float,
+    ]
+    with pytest.raises(WireTypeError, match=r"Figures.count: expected int, got boolean"):
+        from_wire(Figures, {"count": True, "share": 1.0, "note": None, "window": []})
+    with pytest.raises(WireTypeError, match=r"Figures.share: expected float, got string"):
+        from_wire(Figures, {"count": 1, "share": "1", "note": None, "window": []})
+    with pytest.raises(WireTypeError, match=r"Figures.window\[\]: expected float, got boolean"):
+        from_wire(Figures, {"count": 1, "share": 1.0, "note": None, "window": [1.0, False]})
+
+
+def test_a_wrong_value_deep_in_a_snapshot_names_its_place() -> None:
+    dataset = {"name": "B1", "prompts": 1, "responses": 1, "tokens": None, "budget": None}
+    with pytest.raises(
+        WireTypeError, match=r"Snapshot.datasets\[\].tokens: expected int, got null"
+    ):
+        from_wire(Snapshot, {"taken_at": 1.0, "host_name": "h", "datasets_root": None,
+                             "datasets": [dataset]})  # fmt: skip
