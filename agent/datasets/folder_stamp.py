@@ -28,9 +28,24 @@ class FolderStamp:
     """Everything else its figures depend on: its writers and the jobs that name it."""
 
 
-def file_stamps(paths: Iterable[str]) -> tuple[FileStamp, ...]:
-    """The stamp of each path, in order."""
-    return tuple(_stamp(path) for path in paths)
+def file_stamps(
+    paths: Iterable[str], before: tuple[FileStamp, ...] | None = None
+) -> tuple[FileStamp, ...]:
+    """The stamp of each path, in order; `before` is each one's stamp at the last look.
+
+    A file missing then is first looked for with access(2): a stat that fails raises an
+    exception that costs more than the stat, and a folder an old script writes has no
+    errors.jsonl or runner.json at all.
+    """
+    if before is None:
+        return tuple(_stamp(path) for path in paths)
+    return tuple(_stamp_again(path, last) for path, last in zip(paths, before, strict=True))
+
+
+def _stamp_again(path: str, last: FileStamp) -> FileStamp:
+    if last == MISSING and not os.access(path, os.F_OK):
+        return MISSING
+    return _stamp(path)
 
 
 def _stamp(path: str) -> FileStamp:
@@ -50,7 +65,7 @@ def settled(progress: DatasetProgress) -> bool:
     """True when only a change of its files, writers or jobs can change `progress`.
 
     Nothing writes it and every window's rate is there and zero, so no rate, ETA or status moves
-    with time alone; its last response's age does, and is refreshed by the caller.
+    with time alone (its last response is sent as a time, not an age).
     """
     return (
         progress.status != "error"

@@ -90,6 +90,8 @@ class Liveness:
     stall_after_s: float
     frozen: bool = False
     """The writer is stopped (SIGSTOP): stalled at once, however recent its last response."""
+    last_response_at: float | None = None
+    """When the last response came, on the wall clock (`now - idle_for_s`)."""
 
 
 def status(
@@ -138,7 +140,7 @@ def dataset_progress(
         target_responses=condition.target_responses, target_tokens=condition.target_tokens,
         in_flight=run.in_flight if run and run.active else 0,
         runner_state=run.state if run else None, runner_sha256=run.runner_sha256 if run else None,
-        last_response_age_s=live.idle_for_s, writer_active=live.active,
+        last_response_at=live.last_response_at, writer_active=live.active,
         failed_prompts=counts.failed_prompts, api_usage=run.api_usage if run else None,
         tokens_per_s_by_window=history.tokens_per_s_by_window(),
     )  # fmt: skip
@@ -179,7 +181,7 @@ def dataset_alerts(
         _budget_reached(progress),
         _over_budget(progress, overrun_alert_share),
         _projected_overrun(progress, overrun_alert_share),
-        _stalled(progress),
+        _stalled(progress, now),
         _stale_code(progress),
     )
     return [
@@ -235,7 +237,7 @@ def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
     )
 
 
-def _stalled(progress: DatasetProgress) -> AlertText:
+def _stalled(progress: DatasetProgress, now: float) -> AlertText:
     if progress.status != "stalled":
         return None
     if progress.writer_stopped:
@@ -245,7 +247,7 @@ def _stalled(progress: DatasetProgress) -> AlertText:
             f"{progress.name}: its writer is stopped and still holds it: {progress.writer}; "
             "send it SIGCONT to go on, or stop it (k) to free the dataset",
         )
-    minutes = (progress.last_response_age_s or 0) / 60
+    minutes = (progress.last_response_age_s(now) or 0) / 60
     return (
         "stalled",
         "warning",

@@ -44,9 +44,9 @@ EarlierPoints = Callable[[str, float], list[tuple[float, int, int]]]
 MAX_CORRUPT_OFFSETS = 100
 """Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 RUNNER = "runner.json"
-SETTLED_AGE_STEP_S = 1.0
-"""A settled dataset's idle age is refreshed when it moved this much: the console shows
-`taken_at - last_response_age_s` as the clock time the dataset ended, so it must stay exact."""
+SETTLED_MOVE_S = 1.0
+"""A settled dataset's last-response time is sent again when it moved this much (the wall clock
+stepped): the console shows it as the clock time the dataset ended, so it must stay exact."""
 
 
 @dataclass
@@ -342,15 +342,18 @@ class DatasetTracker:
         writers: list[Writer],
     ) -> DatasetProgress:  # fmt: skip
         """Its last result when nothing it depends on changed and time alone moves nothing."""
-        files = file_stamps(follower.stamped_paths)
+        files = file_stamps(
+            follower.stamped_paths, None if follower.stamp is None else follower.stamp.files
+        )
         stamp = FolderStamp(files, (tuple(writers), jobs_naming(follower.name, jobs)))
         last = follower.last
         if last is not None and stamp == follower.stamp and settled(last):
             follower.history.observe(monotonic, last.tokens, last.responses)
             _, size, mtime_ns = files[1]
             age = follower.idle_for_s_since(mtime_ns, now, monotonic) if size >= 0 else None
-            if _moved(last.last_response_age_s, age):
-                follower.last = last = replace(last, last_response_age_s=age)
+            at = None if age is None else now - age
+            if _moved(last.last_response_at, at):
+                follower.last = last = replace(last, last_response_at=at)
             return last
         progress = self._guarded(follower, now, monotonic, jobs, writers)
         follower.stamp, follower.last = stamp, progress
@@ -381,10 +384,11 @@ class DatasetTracker:
         counts = follower.counts()
         follower.history.observe(monotonic, counts.tokens, counts.responses)
         run = follower.run = run_with_writers(_run_view(follower, jobs, now, monotonic), writers)
+        idle = follower.idle_for_s(now, monotonic)
         live = Liveness(
-            (run is not None and run.active) or bool(writers),
-            follower.idle_for_s(now, monotonic), self.config.stall_after_s,
+            (run is not None and run.active) or bool(writers), idle, self.config.stall_after_s,
             frozen=any(w.stopped for w in writers),
+            last_response_at=None if idle is None else now - idle,
         )  # fmt: skip
         progress = dataset_progress(
             follower.name, counts, self._budget(follower.name), run, follower.history, live,
@@ -415,8 +419,12 @@ class DatasetTracker:
 
     def _disk_alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
         followers = [(item, self._followers[item.name]) for item in progress]
-        disks = [DatasetDisk(item, f.folder, f.responses.offset) for item, f in followers]
-        failed = [write_failed_alert(item.name, f.run, now) for item, f in followers]
+        disks = [
+            DatasetDisk(item, f.folder, f.responses.offset)
+            for item, f in followers
+            if item.writer_active  # one nobody writes needs no room
+        ]
+        failed = [write_failed_alert(item.name, f.run, now) for item, f in followers if f.run]
         return low_disk_alerts(disks, self.config.low_disk_floor_bytes, now) + [
             alert for alert in failed if alert is not None
         ]
@@ -448,10 +456,10 @@ class DatasetTracker:
 
 
 def _moved(before: float | None, now: float | None) -> bool:
-    """Whether a settled dataset's idle age moved enough to be sent again (see SETTLED_AGE_STEP_S)."""
+    """Whether a settled dataset's last-response time moved enough to be sent again."""
     if before is None or now is None:
         return before != now
-    return abs(now - before) >= SETTLED_AGE_STEP_S
+    return abs(now - before) >= SETTLED_MOVE_S
 
 
 def file_alerts(

@@ -85,7 +85,11 @@ class DatasetProgress:
     runner_state: str | None = None
     runner_sha256: str | None = None
     stale_code: bool = False
-    last_response_age_s: float | None = None
+    last_response_at: float | None = None
+    """When its last response came, on the agent's wall clock: its age is measured on the
+    monotonic clock and dated from the snapshot's `taken_at`, so a clock step moves it with
+    `taken_at`. A time, not an age: a dataset nobody writes is the same from one snapshot to
+    the next, and is neither rebuilt nor encoded again (5,000 idle folders, bench_daemon)."""
     writer_active: bool = False
     """True while a run (runner.json or an agent job) is writing this dataset."""
     failed_prompts: int = 0
@@ -105,6 +109,11 @@ class DatasetProgress:
     def prompts_left(self) -> int:
         """Prompts a run would still send: neither answered nor failed for good."""
         return max(0, self.prompts - self.responses - self.failed_prompts)
+
+    def last_response_age_s(self, taken_at: float) -> float | None:
+        """Seconds from its last response to `taken_at`, its snapshot's time (None: none yet)."""
+        at = self.last_response_at
+        return None if at is None else max(0.0, taken_at - at)
 
     @property
     def generation_done(self) -> bool:

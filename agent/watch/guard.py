@@ -182,9 +182,9 @@ def stall_alerts(snapshot: Snapshot, config: DatasetsConfig, now: float) -> list
         return []
     return [
         Alert("writer_stalled", "error",
-              f"{item.name}: its writer appended nothing for {item.last_response_age_s:,.0f} s "
+              f"{item.name}: its writer appended nothing for {age:,.0f} s "
               f"while the server is healthy (stall_guard_s = {limit:g})", item.name, now)
         for item in snapshot.datasets
-        if item.writer_active and item.last_response_age_s is not None
-        and item.last_response_age_s >= limit
+        if item.writer_active
+        and (age := item.last_response_age_s(snapshot.taken_at)) is not None and age >= limit
     ]  # fmt: skip

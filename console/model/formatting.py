@@ -58,9 +58,12 @@ def clock(at: float) -> str:
     return time.strftime("%H:%M", time.localtime(at))
 
 
-def writing_live(progress: DatasetProgress) -> bool:
-    """A run writes the dataset and its responses still come: only then do its rate and ETA hold."""
-    last = progress.last_response_age_s
+def writing_live(progress: DatasetProgress, taken_at: float | None) -> bool:
+    """A run writes the dataset and its responses still come: only then do its rate and ETA hold.
+
+    `taken_at` is the snapshot's time, from which the last response is aged.
+    """
+    last = None if taken_at is None else progress.last_response_age_s(taken_at)
     return (
         progress.writer_active
         and not progress.writer_stopped
@@ -69,18 +72,18 @@ def writing_live(progress: DatasetProgress) -> bool:
     )
 
 
-def live_rate(progress: DatasetProgress) -> float | None:
+def live_rate(progress: DatasetProgress, taken_at: float | None) -> float | None:
     """Tokens per second while `writing_live`; None once its writer ended or stalled."""
-    return progress.tokens_per_s if writing_live(progress) else None
+    return progress.tokens_per_s if writing_live(progress, taken_at) else None
 
 
 def eta(progress: DatasetProgress, taken_at: float | None = None) -> str:
     """ETA with its range: "3h 12m (2h 50m–3h 40m)"; once nothing writes it, when it ended.
 
-    `taken_at` is the snapshot's time: the last response's age before it dates the end.
+    `taken_at` is the snapshot's time, from which the last response is aged.
     """
-    if not writing_live(progress):
-        return ended(progress, taken_at)
+    if not writing_live(progress, taken_at):
+        return ended(progress)
     main = duration(progress.eta_s)
     if progress.eta_low_s is None or progress.eta_high_s is None or progress.eta_s is None:
         return main
@@ -88,17 +91,17 @@ def eta(progress: DatasetProgress, taken_at: float | None = None) -> str:
     return main if low == high else f"{main} ({low}–{high})"
 
 
-def ended(progress: DatasetProgress, taken_at: float | None) -> str:
+def ended(progress: DatasetProgress) -> str:
     """What a dataset nobody is writing says in place of an ETA: when its last response came."""
     if progress.writer_stopped:
         return "writer stopped"
     if progress.writer_active:  # stalled, or waiting for the server: its status says which
         return "—"
-    last = progress.last_response_age_s
+    last = progress.last_response_at
     word = "done" if progress.generation_done else "ended"
-    if taken_at is None or last is None:
+    if last is None:
         return word if progress.generation_done else "—"
-    return f"{word} {clock(taken_at - last)}"
+    return f"{word} {clock(last)}"
 
 
 def window_rates_line(progress: DatasetProgress | None) -> str | None:
@@ -144,13 +147,13 @@ def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> Dat
     fraction = share(progress.tokens, progress.budget)
     percent = f" {fraction * 100:5.1f}%" if fraction is not None else ""
     overrun = progress.projected_overrun_tokens or 0
-    hours = progress.projected_overrun_hours if writing_live(progress) else None
+    hours = progress.projected_overrun_hours if writing_live(progress, taken_at) else None
     return DatasetRow(
         name=sanitise(progress.name),
         responses=f"{progress.responses:,} / {cap or 0:,}",
         budget_bar=bar(fraction) + percent,
         tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
-        rate=f"{tokens(rate)}/s" if (rate := live_rate(progress)) else "—",
+        rate=f"{tokens(rate)}/s" if (rate := live_rate(progress, taken_at)) else "—",
         eta=eta(progress, taken_at),
         overrun=f"+{tokens(overrun)}" + (f" ({duration(hours * 3600)})" if hours else "")
         if overrun

@@ -91,7 +91,7 @@ def throughput_now(snapshot: Snapshot) -> float:
     """
     rate = server_rate(snapshot.server)
     if rate is None:
-        rate = sum(live_rate(d) or 0.0 for d in snapshot.datasets)
+        rate = sum(live_rate(d, snapshot.taken_at) or 0.0 for d in snapshot.datasets)
     return rate
 
 

@@ -148,8 +148,8 @@ async def test_the_guard_stops_each_writer_once_and_only_where_configured(tmp_pa
 def test_a_writer_silent_past_stall_guard_s_with_a_healthy_server_is_an_error_alert() -> None:
     config = DatasetsConfig("/d", stall_guard_s=600)
     silent = DatasetProgress("B3_math", 10, 10, 100, None, writer_active=True,
-                             last_response_age_s=900)  # fmt: skip
-    busy = DatasetProgress("B1", 10, 10, 100, None, writer_active=True, last_response_age_s=5)
+                             last_response_at=1.0 - 900)  # fmt: skip
+    busy = DatasetProgress("B1", 10, 10, 100, None, writer_active=True, last_response_at=1.0 - 5)
     healthy = ServerStats(url="http://s", healthy=True, detail="ok")
     snapshot = Snapshot(1.0, "h", None, (silent, busy), server=healthy)
     [alert] = stall_alerts(snapshot, config, 1.0)

@@ -13,6 +13,8 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.datasets.tracker import DatasetTracker
 from agent.protocol import RATE_WINDOWS_S, DatasetProgress, DatasetsConfig
 from tests.support.datasets import response_line, write_prompts
@@ -104,6 +106,14 @@ def test_a_run_starting_in_a_still_folder_is_seen_at_once(tmp_path: Path) -> Non
     assert after["A"].target_tokens == 99
 
 
+def test_an_errors_file_appearing_in_a_still_folder_is_read(tmp_path: Path) -> None:
+    tracker, clock = settled_tracker(tmp_path, ["A"])
+    assert scan(tracker, clock)["A"].failed_prompts == 0
+    failed = {"id": "p50", "error": "400", "permanent": True}
+    (tmp_path / "A" / "errors.jsonl").write_text(json.dumps(failed) + "\n")
+    assert scan(tracker, clock)["A"].failed_prompts == 1, "a file missing before is looked for"
+
+
 def test_a_folder_rewritten_in_place_to_the_same_size_is_read_again(tmp_path: Path) -> None:
     tracker, clock = settled_tracker(tmp_path, ["A"])
     before = scan(tracker, clock)
@@ -116,8 +126,27 @@ def test_a_folder_rewritten_in_place_to_the_same_size_is_read_again(tmp_path: Pa
 
 def test_a_still_folder_still_reports_every_window_rate_and_its_idle_age(tmp_path: Path) -> None:
     tracker, clock = settled_tracker(tmp_path, ["A"])
-    first = later = scan(tracker, clock)
+    first = scan(tracker, clock)
+    first_age = first["A"].last_response_age_s(clock.wall())
+    later = first
     for _ in range(8):
         later = scan(tracker, clock)
     assert later["A"].tokens_per_s_by_window == (0.0,) * len(RATE_WINDOWS_S)
-    assert (later["A"].last_response_age_s or 0) >= (first["A"].last_response_age_s or 0) + 60
+    assert later["A"] is first["A"], "time alone changes nothing in a still folder's result"
+    later_age = later["A"].last_response_age_s(clock.wall())
+    assert first_age is not None
+    assert later_age is not None
+    assert later_age >= first_age + 8 * STEP_S, "its last response ages with the snapshot's time"
+
+
+def test_a_still_folders_last_response_moves_with_a_wall_clock_step(tmp_path: Path) -> None:
+    tracker, clock = settled_tracker(tmp_path, ["A"])
+    before = scan(tracker, clock)["A"]
+    clock.offset_s += 3600.0  # the wall clock steps an hour forward; nothing else happens
+    after = scan(tracker, clock)["A"]
+    assert before.last_response_at is not None
+    assert after.last_response_at is not None
+    assert after.last_response_at - before.last_response_at == pytest.approx(3600.0, abs=1.0)
+    assert after.last_response_age_s(clock.wall()) == pytest.approx(
+        before.last_response_age_s(clock.wall() - 3600.0 - STEP_S) + STEP_S, abs=1.0
+    ), "its age is measured on the monotonic clock: the step does not age it"

@@ -315,7 +315,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"mean_tokens_per_response":null,"stop_condition":"all_prompts","target_responses":null,'
         '"target_tokens":null,"eta_low_s":null,"eta_high_s":null,"projected_overrun_hours":null,'
         '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
-        '"last_response_age_s":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false,'
+        '"last_response_at":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false,'
         '"api_usage":{"reencoded_responses":3,"reencode_mismatches":1,"cost_credits":0.25,'
         '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null]}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
@@ -513,9 +513,9 @@ def test_a_memo_writes_the_very_line_json_dumps_writes() -> None:
     memo = WireMemo()
     odd = replace(
         DATASET, name="B2_ünïcode \"quoted\"\n", tokens_per_s=math.nan, eta_s=math.inf,
-        eta_low_s=-math.inf, stale_code=True, last_response_age_s=3.0,
+        eta_low_s=-math.inf, stale_code=True, last_response_at=1699999997.0,
     )  # fmt: skip
-    aged = replace(odd, last_response_age_s=4.5)
+    aged = replace(odd, last_response_at=1699999997.5)
     for snapshot in (
         replace(SNAPSHOT, datasets=(DATASET, odd)),
         replace(SNAPSHOT, taken_at=1700000001.5, datasets=(DATASET, aged)),
@@ -530,7 +530,7 @@ def test_a_memo_encodes_only_the_fields_that_changed_since_the_last_message(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     memo = WireMemo()
-    settled = replace(DATASET, last_response_age_s=60.0)
+    settled = replace(DATASET, last_response_at=1699999940.0)
     encode(Event("snapshot", SNAPSHOT), memo)
     encode(Event("snapshot", replace(SNAPSHOT, datasets=(settled,))), memo)
     encoded: list[Any] = []
@@ -541,10 +541,10 @@ def test_a_memo_encodes_only_the_fields_that_changed_since_the_last_message(
         return text(value, *args)
 
     monkeypatch.setattr(codec, "_text", recording)
-    aged = replace(settled, last_response_age_s=61.0)
-    line = encode(Event("snapshot", replace(SNAPSHOT, datasets=(aged,))), memo)
-    assert 61.0 in encoded
-    assert b'"last_response_age_s":61.0' in line
+    moved = replace(settled, last_response_at=1699999941.25)
+    line = encode(Event("snapshot", replace(SNAPSHOT, datasets=(moved,))), memo)
+    assert 1699999941.25 in encoded
+    assert b'"last_response_at":1699999941.25' in line
     assert not {"B1_sharegpt", 4000, 12.5} & {
         v for v in encoded if isinstance(v, (str, int, float))
     }

@@ -23,11 +23,11 @@ from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT, fixed_app
 
 FINISHED = DatasetProgress(
     "B1_sharegpt", 100, 100, 60_000, 60_000, tokens_per_s=600.0, eta_s=0.0, status="complete",
-    last_response_age_s=120.0, writer_active=False,
+    last_response_at=NOW - 120, writer_active=False,
 )  # fmt: skip
 WRITING = DatasetProgress(
     "B3_math", 100, 40, 20_000, 60_000, tokens_per_s=380.0, eta_s=105.0, status="running",
-    last_response_age_s=1.0, writer_active=True,
+    last_response_at=NOW - 1, writer_active=True,
 )  # fmt: skip
 LAST_LOG_LINE = {"#running-req": "1.0", "#queue-req": "0.0", "gen throughput (token/s)": "80.0"}
 DOWN = ServerStats(
@@ -68,7 +68,7 @@ async def test_a_finished_dataset_shows_no_rate_and_says_when_it_ended() -> None
 
 
 async def test_a_live_writer_whose_responses_stopped_coming_shows_no_rate() -> None:
-    quiet = dataclasses.replace(WRITING, last_response_age_s=90.0, status="over_budget")
+    quiet = dataclasses.replace(WRITING, last_response_at=NOW - 90, status="over_budget")
     app = fixed_app()
     async with app.run_test(size=SIZE) as pilot:
         await shown(pilot, dataclasses.replace(SNAPSHOT, datasets=(quiet,), server=DOWN))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
@@ -21,14 +24,15 @@ STATUS_STYLE = {
 }
 
 
-SORTS = {
-    "dataset": lambda d: d.name,
-    "tokens": lambda d: -d.tokens,
-    "rate": lambda d: (-(live_rate(d) or 0.0), -d.tokens),
-    "ETA": lambda d: d.eta_s if d.eta_s is not None else float("inf"),
-    "overrun": lambda d: -(d.projected_overrun_tokens or 0),
-    "status": lambda d: d.status,
+SORTS: dict[str, Callable[[DatasetProgress, float | None], Any]] = {
+    "dataset": lambda d, _: d.name,
+    "tokens": lambda d, _: -d.tokens,
+    "rate": lambda d, taken_at: (-(live_rate(d, taken_at) or 0.0), -d.tokens),
+    "ETA": lambda d, _: d.eta_s if d.eta_s is not None else float("inf"),
+    "overrun": lambda d, _: -(d.projected_overrun_tokens or 0),
+    "status": lambda d, _: d.status,
 }
+"""Each sortable column's key, given a dataset and its snapshot's time."""
 
 
 class DatasetsTable(FittedTable):
@@ -65,7 +69,8 @@ class DatasetsTable(FittedTable):
 
         `taken_at` is their snapshot's time: a finished dataset says when it ended.
         """
-        rows = [_row(p, taken_at) for p in sorted(datasets, key=SORTS[self.sort_by])]
+        key = SORTS[self.sort_by]
+        rows = [_row(p, taken_at) for p in sorted(datasets, key=lambda d: key(d, taken_at))]
         self.fill_rows(rows)
 
 
