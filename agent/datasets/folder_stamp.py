@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from agent.protocol import RATE_WINDOWS_S, DatasetProgress, JobInfo
 
+HAS_EFFECTIVE_IDS = os.access in os.supports_effective_ids
+"""access(2) checks as the effective user, as stat does (Linux: yes)."""
 FileStamp = tuple[int, int, int]
 """(inode, size, mtime in ns) of a file; MISSING when it cannot be stat'ed."""
 MISSING: FileStamp = (0, -1, 0)
@@ -43,7 +45,7 @@ def file_stamps(
 
 
 def _stamp_again(path: str, last: FileStamp) -> FileStamp:
-    if last == MISSING and not os.access(path, os.F_OK):
+    if last == MISSING and not os.access(path, os.F_OK, effective_ids=HAS_EFFECTIVE_IDS):
         return MISSING
     return _stamp(path)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
+from agent.datasets.folder_stamp import HAS_EFFECTIVE_IDS
 from agent.datasets.runner_status import RunView
 from agent.datasets.writer_lock import (
     LOCK_NAME,
@@ -136,7 +137,7 @@ def _writers_of(
 
 def _lock_holder(path: Path, locks: Callable[[], FlockTable]) -> LockHolder | None:
     """Who holds `path`'s lock, reading /proc/locks (`locks`) only when the lock file exists."""
-    if not os.access(path, os.F_OK):  # os.path.exists costs an exception when it is missing
+    if not os.access(path, os.F_OK, effective_ids=HAS_EFFECTIVE_IDS):  # exists() would raise
         return None
     table = locks()
     return lock_holder(path, table) if table else None

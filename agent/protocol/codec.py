@@ -329,13 +329,11 @@ def from_wire(cls: type[T], data: Any, where: str = "") -> T:
     if not isinstance(data, dict):
         raise WireTypeError(f"{where}: expected an object, got {_json_type(data)}")
     plan = _field_plan(typing.cast(Hashable, cls))
+    if not data.keys() <= plan.keys():  # a mismatched peer is named before any wrong value
+        raise WireTypeError(f"{where}: unknown field {sorted(data.keys() - plan.keys())[0]!r}")
     values = {}
     for name, value in data.items():
-        field = plan.get(name)
-        if field is None:
-            unknown = sorted(data.keys() - plan.keys())
-            raise WireTypeError(f"{where}: unknown field {unknown[0]!r}")
-        fits, convert = field
+        fits, convert = plan[name]
         values[name] = value if type(value) in fits else convert(value, f"{where}.{name}")
     try:
         return cls(**values)

@@ -89,12 +89,16 @@ class SnapshotAssembly:
 
     def _take(self, finish: Finish, tracker: DatasetTracker | None) -> Snapshot:
         with self._reading:
+            # The snapshot's time, read once: its datasets' last responses are dated against it,
+            # so neither a slow scan nor a clock step after it ages them into a false stall.
+            now = tracker.clock.wall() if tracker is not None else time.time()
             jobs = finish.jobs()
-            datasets, alerts = scan_datasets(tracker, jobs, self.writers) if tracker else ((), ())
+            datasets, alerts = (
+                scan_datasets(tracker, jobs, self.writers, now) if tracker else ((), ())
+            )
             if tracker is not None:
                 self.long_lived.settle(tracker, len(datasets))
             read = self._read_files_and_proc(jobs)
-            now = time.time()
             alerts += (*read.job_alerts, *self.probes.alerts(now, jobs))
             alerts += (*self.wall_clock.alerts(now), *self.state_health.alerts(now))
             root = tracker.config.root if tracker is not None else None
@@ -128,14 +132,13 @@ class Finish:
 
 
 def scan_datasets(
-    tracker: DatasetTracker, jobs: tuple[JobInfo, ...], writers: WriterFinder
+    tracker: DatasetTracker, jobs: tuple[JobInfo, ...], writers: WriterFinder, now: float
 ) -> tuple[tuple[DatasetProgress, ...], tuple[Alert, ...]]:
-    """One scan of every dataset: progress (with who writes each) and alerts.
+    """One scan of every dataset at wall time `now`: progress (with who writes each) and alerts.
 
     A root that cannot be listed is one alert. Blocking (the descriptor scan walks /proc): run
     it in a thread.
     """
-    now = tracker.clock.wall()
     try:
         listing = tracker.listing()
         found = writers.find(tracker.dataset_files(listing.names), jobs)

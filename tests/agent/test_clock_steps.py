@@ -10,16 +10,28 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from agent.datasets.runner_status import FRESH_S
 from agent.datasets.tracker import DatasetTracker
+from agent.datasets.writers import WriterFinder
 from agent.host.clock import StampAge, StepWatch
 from agent.host.wall_clock import STEP_ALERT_S, WallClockWatch
 from agent.pipeline.inference.status import RunStats
-from agent.protocol import DatasetProgress, DatasetsConfig, JobInfo
+from agent.probes.cache import ProbeCache
+from agent.protocol import (
+    DatasetProgress,
+    DatasetsConfig,
+    JobInfo,
+    PipelineConfig,
+    ServerStats,
+)
+from agent.state.health import StateHealth
+from agent.watch.guard import stall_alerts
+from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 from tests.support.datasets import response_line, write_prompts
 
 TOKENS_PER_RESPONSE = 100
@@ -157,3 +169,25 @@ def test_the_runners_own_rate_uses_the_monotonic_clock(monkeypatch: pytest.Monke
     real = time.time
     monkeypatch.setattr(time, "time", lambda: real() - 86400)  # a step back of a day
     assert stats.tokens_per_s() > 1000  # not 1000 tokens over "minus a day"
+
+
+async def test_a_snapshot_dates_its_datasets_by_the_time_it_was_taken_at(tmp_path: Path) -> None:
+    clock = SteppedClock()
+    run = FakeRun(tmp_path / "data" / "B1", clock)
+    config = DatasetsConfig(str(tmp_path / "data"), stall_guard_s=60)
+    tracker = DatasetTracker(config, clock)
+    assembly = SnapshotAssembly(ProbeCache(), WriterFinder(), StateHealth(tmp_path / "state"))
+    finish = Finish(jobs=lambda: (), alerts=lambda snapshot: snapshot)
+    clock.offset_s -= 3600  # the host's clock stepped back an hour, and this process's too
+    for _ in range(3):
+        clock.monotonic_s += 1
+        run.answer()
+        snapshot = await assembly.take(finish, tracker, PipelineConfig(datasets=config))
+    [progress] = snapshot.datasets
+    age = progress.last_response_age_s(snapshot.taken_at)
+    assert age is not None
+    assert age < 5, "aged against a wall time other than the one it was dated by"
+    assert (progress.status, progress.writer_active) == ("running", True)
+    assert not [a for a in snapshot.alerts if a.kind in ("stalled", "writer_stalled")]
+    healthy = replace(snapshot, server=ServerStats("http://s", healthy=True, detail="ok"))
+    assert stall_alerts(healthy, config, snapshot.taken_at) == []
