@@ -9,7 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.protocol import SNAPSHOT_WATCH, Event, PipelineConfig, Snapshot, WatchParams
-from agent.watch.observer import Observer
+from agent.watch.observer import (
+    GROWTH_GAP_WATCHED_S,
+    STILL_GAP_WATCHED_S,
+    Observer,
+    next_look_gap_s,
+)
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 
@@ -128,3 +133,16 @@ async def test_a_new_watcher_gets_no_scan_that_began_before_it_asked() -> None:
         await until(lambda: len(got) == 1, "a snapshot for the watcher")
     running.cancel()
     assert b'"taken_at":2.0' in got[0], got[0]
+
+
+def test_files_that_grew_are_looked_at_again_soon_and_still_ones_less_and_less_often() -> None:
+    gaps = [STILL_GAP_WATCHED_S]
+    for grew in (True, False, False, False, False, True):
+        gaps.append(next_look_gap_s(gaps[-1], grew=grew))
+    assert gaps[1] == GROWTH_GAP_WATCHED_S  # a dataset being written is looked at again soon
+    assert gaps[1] < gaps[2] < gaps[3] == gaps[4] == gaps[5] == STILL_GAP_WATCHED_S
+    assert gaps[6] == GROWTH_GAP_WATCHED_S
+
+
+def test_the_growth_gap_leaves_room_for_a_scan_within_the_consoles_half_second() -> None:
+    assert GROWTH_GAP_WATCHED_S <= 0.25 < STILL_GAP_WATCHED_S
