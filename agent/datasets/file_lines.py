@@ -17,6 +17,10 @@ from agent.datasets.response_lines import MAX_LINE_BYTES
 
 WINDOW_BYTES = MAX_LINE_BYTES + 1
 """A longest valid line and its newline."""
+READ_BYTES = 256 * 1024
+"""What one read asks for, so that its lines are parsed while they are still in the CPU's cache
+(reading a whole window at a time made a cold scan ~40% slower); only a line longer than this is
+looked for with a whole window."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +67,11 @@ class LineBlocks:
 
     def __iter__(self) -> Iterator[LineBlock | OverlongLine]:
         while self.offset < self.end:
-            self.handle.seek(self.offset)
-            chunk = self.handle.read(min(self.window_bytes, self.end - self.offset))
+            chunk = self._read(min(READ_BYTES, self.window_bytes))
             last = chunk.rfind(b"\n")
+            if last < 0 and len(chunk) < min(self.window_bytes, self.end - self.offset):
+                chunk = self._read(self.window_bytes)  # a line longer than a read
+                last = chunk.rfind(b"\n")
             if last >= 0:
                 block = LineBlock(self.offset, chunk[: last + 1])
                 self.offset += last + 1
@@ -79,6 +85,11 @@ class LineBlocks:
             overlong = OverlongLine(self.offset, newline - self.offset)
             self.offset = newline + 1
             yield overlong
+
+    def _read(self, most: int) -> bytes:
+        """Up to `most` bytes from `offset`, never past `end`."""
+        self.handle.seek(self.offset)
+        return self.handle.read(min(most, self.end - self.offset))
 
     def _newline_after(self, start: int) -> int | None:
         """The position of the first newline from `start` (or from what was searched before)."""

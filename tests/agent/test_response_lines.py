@@ -167,3 +167,17 @@ def test_byte_scan_stops_at_nothing() -> None:
     assert not only_bytes(b"12\x003", b"0123456789,")
     assert contains(b"1\x00,,2", b",,")
     assert not contains(b"1,2\x00", b",,")
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [b"0, 10, 5, 0", b"0,10, 5,0", b"0 ,10", b"0,  10", b" 0, 10", b"0, 10 ", b"0, ,10", b"0 10"],
+)
+def test_spaces_in_an_id_list_read_as_json_reads_them(ids: bytes) -> None:
+    line = b'{"id": "p1", "output_ids": [' + ids + b'], "completion_tokens": 4}'
+    assert parsed(line) == reference(line)
+
+
+def test_json_dumps_default_layout_takes_the_fast_path() -> None:
+    line = json.dumps({"id": "p1", "output_ids": [0, 10, 5, 0], "completion_tokens": 4}).encode()
+    assert parse_response_line(line) == ResponseLine("p1", 4, b"0,10,5,0")
