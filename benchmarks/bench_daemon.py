@@ -222,7 +222,7 @@ async def snapshots(link: AgentLink, count: int) -> list[float]:
 
 
 def spread(seconds: list[float]) -> str:
-    """"median (min-max)" of some timings in seconds."""
+    """ "median (min-max)" of some timings in seconds."""
     return f"{statistics.median(seconds):.2f} ({min(seconds):.2f}-{max(seconds):.2f})"
 
 

@@ -147,6 +147,8 @@ def test_a_still_folders_last_response_moves_with_a_wall_clock_step(tmp_path: Pa
     assert before.last_response_at is not None
     assert after.last_response_at is not None
     assert after.last_response_at - before.last_response_at == pytest.approx(3600.0, abs=1.0)
+    aged_before = before.last_response_age_s(clock.wall() - 3600.0 - STEP_S)
+    assert aged_before is not None
     assert after.last_response_age_s(clock.wall()) == pytest.approx(
-        before.last_response_age_s(clock.wall() - 3600.0 - STEP_S) + STEP_S, abs=1.0
+        aged_before + STEP_S, abs=1.0
     ), "its age is measured on the monotonic clock: the step does not age it"
