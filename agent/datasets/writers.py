@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
-from agent.datasets.folder_stamp import HAS_EFFECTIVE_IDS
+from agent.datasets.folder_stamp import file_exists
 from agent.datasets.runner_status import RunView
 from agent.datasets.writer_lock import (
     LOCK_NAME,
@@ -103,7 +103,7 @@ class WriterFinder:
             now = time.monotonic()
             if fresh or now - self._scanned_at >= self.interval_s or self._new_files(paths):
                 self._open = open_for_writing(paths)
-                self._missing = {path for path in paths if not os.path.exists(path)}
+                self._missing = {path for path in paths if not file_exists(path)}
                 self._scanned_at = now
             return self._open
 
@@ -114,7 +114,7 @@ class WriterFinder:
         """
         if not paths <= self._open.keys():
             return True
-        return any(os.path.exists(path) for path in self._missing & paths)
+        return any(file_exists(path) for path in self._missing & paths)
 
 
 def _writers_of(
@@ -137,7 +137,7 @@ def _writers_of(
 
 def _lock_holder(path: Path, locks: Callable[[], FlockTable]) -> LockHolder | None:
     """Who holds `path`'s lock, reading /proc/locks (`locks`) only when the lock file exists."""
-    if not os.access(path, os.F_OK, effective_ids=HAS_EFFECTIVE_IDS):  # exists() would raise
+    if not file_exists(path):
         return None
     table = locks()
     return lock_holder(path, table) if table else None

@@ -34,7 +34,7 @@ class WireMemo:
 
     Messages are frozen dataclasses: an object passed again (the very object, as the datasets
     scan hands back an unchanged dataset's) has the same text. An object new since then but at
-    the same place (the same dataset, its idle age alone moved) reuses the text of each field
+    the same place (the same dataset, its token count alone moved) reuses the text of each field
     whose value is the very object it was: only what changed is encoded again. Only the objects
     of the last message are kept, so it holds one snapshot's worth at most. Sharing one between
     threads costs at worst a miss, never a wrong text: an entry holds its object, so its id is
@@ -197,7 +197,7 @@ def _envelope(message: Message) -> dict[str, Any]:
     return {"event": message.event, "data": to_wire(message.data)}
 
 
-_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+_PLAIN_TYPES = frozenset(_PLAIN_TEXT)
 """Values that go on the wire as they are: the common case, checked first (no reflection)."""
 
 

@@ -96,7 +96,7 @@ class BudgetGuard:
         now = snapshot.taken_at
         recent = [a for a in tuple(self._alerts) if now - a.raised_at < ALERT_FOR_S]
         config = self._pipeline().datasets
-        stalled = stall_alerts(snapshot, config, now) if config is not None else []
+        stalled = stall_alerts(snapshot, config) if config is not None else []
         if not recent and not stalled:
             return snapshot
         return replace(snapshot, alerts=snapshot.alerts + tuple(recent) + tuple(stalled))
@@ -174,7 +174,7 @@ def adopted_plan(pipeline: PipelineConfig) -> StopPlan:
     return StopPlan(parse_signal(spec.stop_signal), spec.grace_s, spec.term_grace_s)
 
 
-def stall_alerts(snapshot: Snapshot, config: DatasetsConfig, now: float) -> list[Alert]:
+def stall_alerts(snapshot: Snapshot, config: DatasetsConfig) -> list[Alert]:
     """An error alert per writer that appended nothing for `stall_guard_s` with a healthy server."""
     limit = config.stall_guard_s
     healthy = snapshot.server is not None and snapshot.server.healthy is True
@@ -183,7 +183,8 @@ def stall_alerts(snapshot: Snapshot, config: DatasetsConfig, now: float) -> list
     return [
         Alert("writer_stalled", "error",
               f"{item.name}: its writer appended nothing for {age:,.0f} s "
-              f"while the server is healthy (stall_guard_s = {limit:g})", item.name, now)
+              f"while the server is healthy (stall_guard_s = {limit:g})", item.name,
+              snapshot.taken_at)
         for item in snapshot.datasets
         if item.writer_active
         and (age := item.last_response_age_s(snapshot.taken_at)) is not None and age >= limit

@@ -152,10 +152,8 @@ def test_a_writer_silent_past_stall_guard_s_with_a_healthy_server_is_an_error_al
     busy = DatasetProgress("B1", 10, 10, 100, None, writer_active=True, last_response_at=1.0 - 5)
     healthy = ServerStats(url="http://s", healthy=True, detail="ok")
     snapshot = Snapshot(1.0, "h", None, (silent, busy), server=healthy)
-    [alert] = stall_alerts(snapshot, config, 1.0)
+    [alert] = stall_alerts(snapshot, config)
     assert (alert.kind, alert.severity, alert.subject) == ("writer_stalled", "error", "B3_math")
     down = replace(snapshot, server=replace(healthy, healthy=False))
-    assert stall_alerts(down, config, 1.0) == [], (
-        "a writer waiting for a dead server is not stalled"
-    )
-    assert stall_alerts(snapshot, DatasetsConfig("/d"), 1.0) == [], "off unless configured"
+    assert stall_alerts(down, config) == [], "a writer waiting for a dead server is not stalled"
+    assert stall_alerts(snapshot, DatasetsConfig("/d")) == [], "off unless configured"
