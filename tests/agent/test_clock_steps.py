@@ -32,24 +32,11 @@ from agent.protocol import (
 from agent.state.health import StateHealth
 from agent.watch.guard import stall_alerts
 from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
+from tests.support.clocks import SteppedClock
 from tests.support.datasets import response_line, write_prompts
 
 TOKENS_PER_RESPONSE = 100
 STALL_AFTER_S = 600.0
-
-
-class SteppedClock:
-    """Monotonic time that runs evenly, and a wall clock that can also step."""
-
-    def __init__(self) -> None:
-        self.monotonic_s = 5000.0
-        self.offset_s = time.time() - self.monotonic_s
-
-    def wall(self) -> float:
-        return self.monotonic_s + self.offset_s
-
-    def monotonic(self) -> float:
-        return self.monotonic_s
 
 
 class FakeRun:
@@ -190,4 +177,4 @@ async def test_a_snapshot_dates_its_datasets_by_the_time_it_was_taken_at(tmp_pat
     assert (progress.status, progress.writer_active) == ("running", True)
     assert not [a for a in snapshot.alerts if a.kind in ("stalled", "writer_stalled")]
     healthy = replace(snapshot, server=ServerStats("http://s", healthy=True, detail="ok"))
-    assert stall_alerts(healthy, config, snapshot.taken_at) == []
+    assert stall_alerts(healthy, config) == []

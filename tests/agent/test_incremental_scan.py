@@ -17,23 +17,10 @@ import pytest
 
 from agent.datasets.tracker import DatasetTracker
 from agent.protocol import RATE_WINDOWS_S, DatasetProgress, DatasetsConfig
+from tests.support.clocks import SteppedClock
 from tests.support.datasets import response_line, write_prompts
 
 STEP_S = 10.0
-
-
-class StepClock:
-    """Monotonic time that moves only when the test says; wall time follows it."""
-
-    def __init__(self) -> None:
-        self.monotonic_s = 1000.0
-        self.offset_s = time.time() - self.monotonic_s
-
-    def wall(self) -> float:
-        return self.monotonic_s + self.offset_s
-
-    def monotonic(self) -> float:
-        return self.monotonic_s
 
 
 def write_dataset(folder: Path, responses: int) -> None:
@@ -47,17 +34,17 @@ def append_response(folder: Path, response_id: str) -> None:
         handle.write(response_line(response_id, 10))
 
 
-def scan(tracker: DatasetTracker, clock: StepClock) -> dict[str, DatasetProgress]:
+def scan(tracker: DatasetTracker, clock: SteppedClock) -> dict[str, DatasetProgress]:
     clock.monotonic_s += STEP_S
     return {item.name: item for item in tracker.progress()}
 
 
-def settled_tracker(root: Path, names: list[str]) -> tuple[DatasetTracker, StepClock]:
+def settled_tracker(root: Path, names: list[str]) -> tuple[DatasetTracker, SteppedClock]:
     """A tracker that has scanned `names` (and any folder already there) twice: still folders
     have zero rates, so they settle."""
     for name in names:
         write_dataset(root / name, 3)
-    clock = StepClock()
+    clock = SteppedClock()
     tracker = DatasetTracker(DatasetsConfig(str(root)), clock)
     scan(tracker, clock)
     scan(tracker, clock)
