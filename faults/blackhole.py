@@ -4,13 +4,14 @@ The loopback SSH server runs as its own process and is frozen with SIGSTOP: its 
 open and nothing comes back, no FIN, no RST, as when a route dies. The agent and its job run on
 in their own sessions. The console's `HostConnection` (over `open_ssh_link`) must mark the link
 down within the bound its code gives: the SSH keepalive ends a silent connection after
-`KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT_MAX + 1)` without data, and the session's ping ends it
-after `PING_EVERY_S + PING_TIMEOUT_S`; the sooner of the two, plus 2 s. After SIGCONT the link
-must come back (a reconnect is fine) and answer a ping, with the job's log flowing again.
+`KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT_MAX + 1)` without data, plus 2 s. The agent's ping
+never ends a link (a busy agent is not a dead transport, #26): only the keepalive may. After
+SIGCONT the link must come back (a reconnect is fine) and answer a ping, with the job's log
+flowing again.
 
-The full campaign uses the shipped values, and adds one trial with the ping silenced so the SSH
-keepalive alone must detect. The short one lowers the keepalive (module constants, restored
-after) so that it detects within seconds. Every log byte received must be the job's file's.
+The full campaign uses the shipped values. The short one lowers the keepalive (module
+constants, restored after) so that it detects within seconds. Every log byte received must be
+the job's file's.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopParams
-from console.link import host_connection, ssh_link
+from console.link import ssh_link
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
 from faults._link_harness import (
@@ -54,8 +55,6 @@ TITLE = "Link black-holed (SSH server SIGSTOPped), then restored"
 QUICK_KEEPALIVE = {"KEEPALIVE_INTERVAL_S": 1, "KEEPALIVE_COUNT_MAX": 2}
 SLACK_S = 2.0
 RECOVER_WITHIN_S = 60.0
-SILENT_PING_S = 3600.0
-SHIPPED_PING_S = host_connection.PING_EVERY_S
 
 
 async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
@@ -70,26 +69,23 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
             async with running_session(host_config(server, state_dir), watch) as session:
                 drill = _Blackholes(result, session, watch, server)
                 try:
-                    await drill.play(rng, scale.pick(3, 2), keepalive_alone=scale.full)
+                    await drill.play(rng, scale.pick(3, 2))
                 finally:
                     result.notes.append("what ended each dead link: " + "; ".join(drill.ended_by))
             report_session_error(result, watch)
         result.notes.append(
             f"keepalive {ssh_link.KEEPALIVE_INTERVAL_S} s x {ssh_link.KEEPALIVE_COUNT_MAX}"
-            f"{' (shipped)' if scale.full else ' (lowered for the short run)'}, ping every "
-            f"{host_connection.PING_EVERY_S:g} s with {host_connection.PING_TIMEOUT_S:g} s timeout: bound "
-            f"{detection_bound_s(ping=True):g} s, {detection_bound_s(ping=False):g} s for the "
-            f"keepalive alone (+{SLACK_S:g} s slack); link: HostConnection over "
-            "open_ssh_link to python -m console.link.loopback_ssh, frozen with SIGSTOP"
+            f"{' (shipped)' if scale.full else ' (lowered for the short run)'}: bound "
+            f"{detection_bound_s():g} s (+{SLACK_S:g} s slack); the ping never ends a link; "
+            "link: HostConnection over open_ssh_link to python -m console.link.loopback_ssh, "
+            "frozen with SIGSTOP"
         )
     return result
 
 
-def detection_bound_s(*, ping: bool) -> float:
+def detection_bound_s() -> float:
     """How long the console's code may take to notice a silent link, at the current settings."""
-    keepalive = ssh_link.KEEPALIVE_INTERVAL_S * (ssh_link.KEEPALIVE_COUNT_MAX + 1)
-    pinged = host_connection.PING_EVERY_S + host_connection.PING_TIMEOUT_S
-    return min(keepalive, pinged) if ping else float(keepalive)
+    return float(ssh_link.KEEPALIVE_INTERVAL_S * (ssh_link.KEEPALIVE_COUNT_MAX + 1))
 
 
 @contextlib.contextmanager
@@ -121,33 +117,16 @@ class _Blackholes:
         self.server = server
         self.ended_by: list[str] = []
 
-    async def play(self, rng: random.Random, trials: int, *, keepalive_alone: bool) -> None:
-        """Start the job, black-hole the link `trials` times (plus once with the ping silenced)."""
+    async def play(self, rng: random.Random, trials: int) -> None:
+        """Start the job, then black-hole the link `trials` times."""
         if not await wait_for(lambda: is_up(self.session), FIRST_CONNECT_S):
             self.result.violate(f"the link never came up in {FIRST_CONNECT_S:g} s")
             return
         ticker = await self._start_ticker()
         for trial in range(1, trials + 1):
-            if not await self._trial(f"trial {trial}", rng, ticker, ping=True):
+            if not await self._trial(f"trial {trial}", rng, ticker):
                 return
-        if keepalive_alone and not await self._keepalive_alone(rng, ticker, trials + 1):
-            return
         await self._finish(ticker)
-
-    async def _keepalive_alone(self, rng: random.Random, ticker: Ticker, number: int) -> bool:
-        """One more black hole with the ping silenced: the SSH keepalive alone must notice."""
-        label = f"trial {number} (ping silenced)"
-        with _patched(host_connection, PING_EVERY_S=SILENT_PING_S):
-            return await self._silenced(label) and await self._trial(label, rng, ticker, ping=False)
-
-    async def _silenced(self, label: str) -> bool:
-        """Wait for the ping that precedes the pinger's long sleep: none is in flight after it."""
-        since = time.monotonic()
-        within = SHIPPED_PING_S + host_connection.PING_TIMEOUT_S + SLACK_S
-        if not await wait_for(lambda: self.watch.pinged_after(since) is not None, within):
-            self.result.violate(f"{label}: no ping answered in {within:g} s before the black hole")
-            return False
-        return True
 
     async def _start_ticker(self) -> Ticker:
         key = f"faults-blackhole-{secrets.token_hex(6)}"
@@ -159,7 +138,7 @@ class _Blackholes:
             await self.session.follow_log(ticker.log_name, 0)
         return ticker
 
-    async def _trial(self, label: str, rng: random.Random, ticker: Ticker, *, ping: bool) -> bool:
+    async def _trial(self, label: str, rng: random.Random, ticker: Ticker) -> bool:
         """One black hole; False when the link did not come back (the run stops there)."""
         if not await self._healthy(label):
             return False
@@ -168,7 +147,7 @@ class _Blackholes:
         os.kill(self.server.pid, signal.SIGSTOP)
         self.result.faults += 1
         try:
-            noticed = await self._detect(label, stopped, detection_bound_s(ping=ping))
+            noticed = await self._detect(label, stopped, detection_bound_s())
             await asyncio.sleep(rng.uniform(0.5, 2.0))  # the black hole outlives the notice
         finally:
             resumed = time.monotonic()

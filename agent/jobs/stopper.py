@@ -123,22 +123,36 @@ class StopPlan:
 async def stop_group(
     identity: StopTarget, plan: StopPlan, report: Callable[[StopStep], Awaitable[None]]
 ) -> tuple[StopOutcome, list[StopStep]]:
-    """Run the plan; returns (outcome, steps)."""
+    """Run the plan; returns (outcome, steps).
+
+    Every look at /proc (a walk of every process, twice) runs in a worker thread: eight stops
+    polling on the event loop kept it busy enough that pings went unanswered (#26).
+    """
     steps: list[StopStep] = []
     for signum, wait_s in plan.steps():
-        members = identity.members()
+        members = await asyncio.to_thread(_signal_if_ours, identity, signum)
+        if members is None:
+            return "lost", steps
         if not members:
             break
-        if not identity.still_ours():
-            return "lost", steps
-        identity.send(signum)
         step = StopStep(signum.name, time.time(), tuple(members))
         steps.append(step)
         await report(step)
         await _wait_empty(identity, wait_s)
-    if identity.members():
+    if await asyncio.to_thread(identity.members):
         return "lost", steps
     return ("stopped" if steps else "already_exited"), steps
+
+
+def _signal_if_ours(identity: StopTarget, signum: signal.Signals) -> list[int] | None:
+    """The members signalled ([] when none is left), or None when the group is no longer ours."""
+    members = identity.members()
+    if not members:
+        return []
+    if not identity.still_ours():
+        return None
+    identity.send(signum)
+    return members
 
 
 async def _wait_empty(identity: StopTarget, timeout_s: float) -> None:
@@ -148,7 +162,7 @@ async def _wait_empty(identity: StopTarget, timeout_s: float) -> None:
     machine, and counting polls stretched a 2 s grace by more than a second.
     """
     deadline = _now() + timeout_s
-    while identity.members():
+    while await asyncio.to_thread(identity.members):
         left = deadline - _now()
         if left <= 0:
             return

@@ -3,6 +3,11 @@
 A malformed, oversized or unknown request gets an error response and the session goes on. Only
 end of input ends it. Anything a handler raises that is not an `AgentError` is logged with its
 traceback to the daemon log and answered as an internal error.
+
+Requests are answered side by side, each in a task of its own: a stop that waits out a job's
+grace of minutes must not hold back the ping sent after it, or the console takes a busy agent
+for a dead link (#26). At most MAX_REQUESTS_IN_FLIGHT run at once per console; the next line is
+read only when one of them is done, so a console that floods requests only slows itself.
 """
 
 from __future__ import annotations
@@ -56,6 +61,8 @@ FOLLOW_RETRY_S = 2.0
 """How often a log that cannot be read (a FIFO in its place, say) is looked at again."""
 LAG_CUTOFF_S = 10.0
 """A log follower whose console has not read what was sent for this long is cut off."""
+MAX_REQUESTS_IN_FLIGHT = 32
+"""Requests of one console answered at once; more wait (unread) until one is done."""
 
 
 class Session:
@@ -76,6 +83,7 @@ class Session:
         """Owns this console's follows, snapshot push and writer; closed when the session ends."""
         self._follows: dict[str, asyncio.Task[None]] = {}
         self.handlers = handler_table(core, self)
+        self._slots = asyncio.Semaphore(MAX_REQUESTS_IN_FLIGHT)
 
     async def run(self) -> None:
         """Answer every line until end of input (or until the console is cut off)."""
@@ -191,7 +199,12 @@ class Session:
         if not isinstance(message, Request):
             await self._send_error(None, ErrorCode.MALFORMED, "the agent accepts requests only")
             return
-        await self._answer(message)
+        if not self.greeted:  # hello is answered before anything else is read
+            await self._answer(message)
+            return
+        await self._slots.acquire()
+        task = self.tasks.spawn(self._answer(message), f"request {message.method}")
+        task.add_done_callback(lambda _: self._slots.release())
 
     async def _answer(self, request: Request[object]) -> None:
         if not self.greeted and request.method != HELLO.name:

@@ -34,7 +34,10 @@ log = logging.getLogger(__name__)
 
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 PING_EVERY_S = 5.0
-PING_TIMEOUT_S = 10.0
+SILENT_AFTER_S = 10.0
+"""A ping unanswered this long makes the link's detail say the agent is slow; it stays up."""
+PING_GIVE_UP_S = 3600.0
+"""A ping is sent again after this long without an answer (the transport still alive)."""
 SNAPSHOT_INTERVAL_S = 1.0
 
 
@@ -153,13 +156,28 @@ class HostConnection:
             log.info("%s: renewing a log subscription failed: %s", self.host, task.exception())
 
     async def _ping_forever(self, link: AgentLink) -> None:
+        """Ping to measure the latency, and say so when the agent is slow to answer.
+
+        A slow answer never ends the link: the agent may be busy (a stop walking /proc, a
+        loaded machine) while the transport is fine, and cutting the link then left runs
+        stopped half-way (#26). A dead transport ends it instead: SSH's keepalive, or the
+        local agent's pipes closing.
+        """
         while True:
             sent = time.monotonic()
+            answer = asyncio.ensure_future(link.call(PING, PingParams(), timeout_s=PING_GIVE_UP_S))
             try:
-                await link.call(PING, PingParams(), timeout_s=PING_TIMEOUT_S)
+                while not answer.done():
+                    await asyncio.wait({answer}, timeout=SILENT_AFTER_S)
+                    if not answer.done():
+                        self._set("up", detail=_silent(time.monotonic() - sent))
+                answer.result()
             except LinkError:
-                await link.close()  # a silent link: end it, the loop reconnects
-                return
+                if link.closed.is_set():
+                    return  # _serve sees the closed link and reconnects
+                continue  # no answer in PING_GIVE_UP_S, yet the transport lives: ask again
+            finally:
+                answer.cancel()
             self._set("up", latency_ms=(time.monotonic() - sent) * 1000)
             await asyncio.sleep(PING_EVERY_S)
 
@@ -174,3 +192,7 @@ class HostConnection:
         fields = {"status": status, "since": since, **keep, **changes}
         self.state = LinkState(self.host, **fields)  # type: ignore[arg-type]
         self.on_state(self.state)
+
+
+def _silent(waited_s: float) -> str:
+    return f"agent silent {waited_s:.0f} s (busy; the link stays up)"

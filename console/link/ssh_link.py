@@ -32,8 +32,9 @@ from console.link.host_keys import (
     refuse_revoked,
 )
 
-KEEPALIVE_INTERVAL_S = 10
+KEEPALIVE_INTERVAL_S = 5
 KEEPALIVE_COUNT_MAX = 3
+"""SSH's keepalive is what ends a dead link (in about 20 s): an agent slow to answer never does."""
 CONNECT_TIMEOUT_S = 20
 MIN_PYTHON = (3, 10)
 PROBE_SCRIPT = (
