@@ -1,4 +1,4 @@
-"""`python -m agent serve|attach|status`: the agent's command line on the GPU container."""
+"""`python -m agent serve|attach|start|status|stop`: the agent's command line on the GPU box."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in (
         ("serve", "run the daemon in the foreground on <state>/agent.sock"),
         ("attach", "start the daemon if needed, then bridge stdin/stdout to it"),
+        ("start", "start the daemon if it is not running, then return (at boot, from cron)"),
         ("status", "print the running daemon's identity as JSON"),
         ("stop", "stop the daemon (jobs it started keep running)"),
     ):
@@ -45,11 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         from agent.daemon import serve
 
         return serve(paths)
-    if args.command == "attach":
-        from agent.attach import AttachError, attach
+    if args.command in ("attach", "start"):
+        from agent.attach import AttachError, attach, start
 
         try:
-            return attach(paths)
+            return attach(paths) if args.command == "attach" else start(paths)
         except AttachError as exc:
             print(f"agent: {exc}", file=sys.stderr)  # noqa: T201
             return 1

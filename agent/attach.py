@@ -42,6 +42,13 @@ def attach(paths: StatePaths) -> int:
     return 0
 
 
+def start(paths: StatePaths) -> int:
+    """Ensure this bundle's daemon runs, and return: what a boot entry runs."""
+    os.chdir(paths.root)
+    ensure_daemon(paths)
+    return 0
+
+
 def ensure_daemon(paths: StatePaths) -> None:
     """Start this bundle's daemon unless it already runs; replace a daemon of other code."""
     with _held(paths.start_lock):

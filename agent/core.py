@@ -10,7 +10,7 @@ import asyncio
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from agent.datasets.detail import dataset_detail
 from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder, second_writer_refusal
+from agent.errors import AgentError
 from agent.files import (
     FileError,
     NothingToRollBackError,
@@ -30,11 +31,16 @@ from agent.files import (
     sha256_of,
 )
 from agent.host.procfs import process_info
+from agent.jobs.end_watch import EndWatch
 from agent.jobs.external import external_target, find_external
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.stopper import StopPlan, StopTarget
-from agent.jobs.supervisor import Supervisor
+from agent.jobs.supervisor import Supervisor, launch_params
 from agent.logs import NamedLog, log_size, read_chunk
+from agent.operations.announce import Announcer
+from agent.operations.autopilot import Autopilot
+from agent.operations.operations import Operations
+from agent.operations.restarts import Restarts
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
 from agent.protocol import (
@@ -43,6 +49,8 @@ from agent.protocol import (
     PROTOCOL_VERSION,
     AuditParams,
     AuditResult,
+    AutopilotStatus,
+    AutopilotStatusParams,
     DatasetDetail,
     DetailParams,
     ErrorCode,
@@ -95,19 +103,9 @@ from agent.watch.observer import Observer
 from agent.watch.recorder import Recorder
 from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 
-
-class AgentError(Exception):
-    """A request the agent understood but cannot carry out; the console shows the message."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 Handler = Callable[[Request[Any]], Awaitable[object]]
 """A handler whose params type is not known statically: what a table of mixed methods holds."""
-Broadcast = Callable[[Event], Awaitable[None]]
+Broadcast = Callable[[Event], Coroutine[Any, Any, None]]
 TOKEN_CURVE_SPAN_S = 24 * 3600.0
 """The dataset detail's tokens-over-time curve covers this much of the history."""
 TOKEN_CURVE_POINTS = 240
@@ -155,6 +153,23 @@ class AgentCore:
         self.observer.listeners.append(self.guard.heard)
         self.notifier = Notifier(lambda: self.pipeline, self.tasks)
         self.observer.listeners.append(self.notifier.heard)
+        self.announcer = Announcer(self.history, self.notifier, broadcast, self.tasks)
+        self.operations = Operations(
+            paths.root, self, self.announcer, self.tasks, self.state_health.failed
+        )
+        """Redeploys and starts on many datasets: asked once, carried here to their end."""
+        self.restarts = Restarts(
+            self.supervisor.registry, self, self.announcer, self.tasks,
+            self.operations.handles_end_of,
+        )  # fmt: skip
+        self.observer.listeners.append(self.restarts.heard)
+        self.autopilot = Autopilot(
+            paths.root, self, self.announcer, self.state_health.failed, self.changed.set
+        )
+        self.observer.listeners.append(self.autopilot.heard)
+        self.end_watch = EndWatch(self.changed.set)
+        """Wakes the observer the moment a job ends (restarts and the autopilot act on it)."""
+        self.observer.listeners.append(self.end_watch.heard)
         self._finish = Finish(self.all_jobs, self._with_own_alerts)
 
     async def hello(self, request: Request[HelloParams]) -> HelloResult:
@@ -215,21 +230,27 @@ class AgentCore:
         return JobsList(await asyncio.to_thread(self.all_jobs))
 
     async def jobs_launch(self, request: Request[LaunchParams]) -> JobInfo:
-        """Start a configured job (a retried request returns the job it started).
+        """Start a configured job (a retried request returns the job it started)."""
+        return await self.launch(request.params, request.idempotency_key or "")
 
-        An inference job is refused while its dataset has a writer (one writer per dataset).
+    async def launch(
+        self, params: LaunchParams, key: str, lineage: Mapping[str, Any] | None = None
+    ) -> JobInfo:
+        """Start a configured job, for a console, an operation or a restart policy alike.
+
+        An inference job is refused while its dataset has a writer (one writer per dataset), a
+        GPU job while something holds the GPUs.
         """
-        params = request.params
-        key = request.idempotency_key or ""
         async with self._launching:
             if not self.supervisor.launched(key):
                 await self._refuse_a_second_writer(params)
             try:
                 holders = await asyncio.to_thread(self.gpu_holders)
                 job = await self.supervisor.launch(
-                    params, key, self.pipeline, self._dataset_names(), holders
+                    params, key, self.pipeline, self._dataset_names(), holders, lineage
                 )
                 self.state_health.wrote(self.supervisor.registry.root)
+                self.end_watch.watch([job])
                 return job
             except GpuBusyError as exc:
                 raise AgentError(ErrorCode.GPU_BUSY, str(exc)) from None
@@ -264,10 +285,28 @@ class AgentCore:
         if target is not None:
             jobs = await asyncio.to_thread(self.all_jobs)
             return await self.supervisor.stop_external(params.job_id, target, jobs)
+        return await self.stop(params.job_id)
+
+    async def stop(self, job_id: str) -> StopResult:
+        """Stop one of the agent's own jobs with its plan."""
         try:
-            return await self.supervisor.stop(params.job_id)
+            return await self.supervisor.stop(job_id)
         except KeyError:
-            raise AgentError(ErrorCode.NOT_FOUND, f"no job {params.job_id!r}") from None
+            raise AgentError(ErrorCode.NOT_FOUND, f"no job {job_id!r}") from None
+
+    async def own_job(self, job_id: str) -> JobInfo | None:
+        """One of the agent's own jobs as it stands now."""
+        files = self.supervisor.registry.get(job_id)
+        return None if files is None else await asyncio.to_thread(self.supervisor.info, files)
+
+    def launch_params(self, job_id: str) -> LaunchParams | None:
+        """The request that started one of the agent's own jobs."""
+        files = self.supervisor.registry.get(job_id)
+        return None if files is None else launch_params(files)
+
+    async def fresh_snapshot(self) -> Snapshot:
+        """A snapshot taken now (shared with one being taken)."""
+        return await self._snapshot_now()
 
     def named_logs(self) -> dict[str, NamedLog]:
         """The logs a console may read: the agent's own, SGLang's, and every job's output."""
@@ -334,7 +373,8 @@ class AgentCore:
             )
         except FileError as exc:
             raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
-        removed = await asyncio.to_thread(remove_stale_uploads, target.parent)
+        keep = self.operations.staged_paths()
+        removed = await asyncio.to_thread(remove_stale_uploads, target.parent, keep=keep)
         return InstallResult(str(target), params.sha256, previous, backup, tuple(map(str, removed)))
 
     async def files_rollback(self, request: Request[RollbackParams]) -> InstallResult:
@@ -385,6 +425,10 @@ class AgentCore:
         since = time.time() - params.since_s
         return await asyncio.to_thread(self.history.timeline, since, params.limit)
 
+    async def autopilot_status(self, request: Request[AutopilotStatusParams]) -> AutopilotStatus:
+        """Where the autopilot stands, with the restarts counted from a fresh snapshot."""
+        return self.autopilot.status(await self._snapshot_now())
+
     async def notify_status(self, request: Request[NotifyStatusParams]) -> NotifyStatus:
         """How the webhook has fared since the daemon started (for `doctor`)."""
         return self.notifier.status()
@@ -403,10 +447,19 @@ class AgentCore:
         return await self.assembly.take(self._finish, self._tracker, self.pipeline, probe_every_s)
 
     def _with_own_alerts(self, taken: Snapshot) -> Snapshot:
-        """The guard's and the webhook's alerts added (called in the snapshot's thread)."""
+        """Alerts of the guard, the webhook, the operations and the restart policies added.
+
+        Also where the operations and the autopilot stand (called in the snapshot's thread).
+        """
         taken = self.guard.with_alerts(taken)
-        notices = tuple(self.notifier.alerts(taken.taken_at))
-        return replace(taken, alerts=taken.alerts + notices) if notices else taken
+        now = taken.taken_at
+        notices = (
+            self.notifier.alerts(now) + self.operations.alerts(now) + self.restarts.alerts(taken)
+        )
+        return replace(
+            taken, alerts=taken.alerts + tuple(notices), operations=self.operations.recent(now),
+            autopilot=self.autopilot.status(taken),
+        )  # fmt: skip
 
     async def _stop_adopted(self, job_id: str, target: StopTarget, plan: StopPlan) -> StopResult:
         jobs = await asyncio.to_thread(self.all_jobs)

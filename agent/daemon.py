@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.bundle import running_bundle_sha256
 from agent.core import AgentCore
+from agent.host.autostart import CODE_LINK, point_code_link
 from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event, encode
 from agent.serving.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
@@ -122,6 +123,8 @@ async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
     )
     os.chmod(SOCKET_NAME, 0o600)
     write_json_atomic(paths.daemon_info, daemon_identity())
+    _point_boot_entry(paths)
+    core.operations.resume()
     _ = core.tasks.spawn(core.observer.run(), "observer")
     _ = core.tasks.spawn(
         core.history.add_event("agent_started", "agent", f"agent {AGENT_VERSION} started"),
@@ -134,6 +137,14 @@ async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
     await _shut_down(hub, core, server)
 
 
+def _point_boot_entry(paths: StatePaths) -> None:
+    """Keep `<state>/agent-code` on this daemon's code, for the @reboot line (host/autostart)."""
+    try:
+        point_code_link(paths.root)
+    except OSError as exc:
+        log.warning("cannot point %s at this agent's code: %s", paths.root / CODE_LINK, exc)
+
+
 async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -> None:
     """Close in order: the sessions, the core's tasks, then the socket.
 
@@ -143,6 +154,7 @@ async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -
     await hub.close()
     log.info("agent stopping: closing %d background tasks", core.tasks.active)
     await core.tasks.close()
+    core.end_watch.close()
     await asyncio.to_thread(core.history.close)
     log.info("agent stopping: closing the socket")
     server.close()

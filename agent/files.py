@@ -132,11 +132,20 @@ def refuse_identical_rollback(target: Path, backup: Path) -> None:
         )
 
 
-def remove_stale_uploads(folder: Path, now: float | None = None) -> list[Path]:
-    """Delete upload temp files an interrupted deploy left (older than STALE_UPLOAD_S)."""
+def remove_stale_uploads(
+    folder: Path,
+    now: float | None = None,
+    keep: set[str] = frozenset(),  # type: ignore[assignment]
+) -> list[Path]:
+    """Delete upload temp files an interrupted deploy left (older than STALE_UPLOAD_S).
+
+    Uploads in `keep` (those a redeploy under way will still swap in) stay, whatever their age.
+    """
     now = time.time() if now is None else now
     removed = []
     for leftover in folder.glob(f".*{STAGE_MARK}*"):
+        if str(leftover) in keep:
+            continue
         if leftover.is_file() and now - leftover.stat().st_mtime > STALE_UPLOAD_S:
             leftover.unlink(missing_ok=True)
             removed.append(leftover)

@@ -78,3 +78,17 @@ def log_size(path: Path) -> int | None:
         return os.stat(path).st_size
     except FileNotFoundError:
         return None
+
+
+TAIL_BYTES = 4096
+TAIL_LINE_CHARS = 200
+
+
+def last_lines(path: Path, count: int) -> list[str]:
+    """The last `count` non-blank lines of a log (each cut to TAIL_LINE_CHARS); [] if unreadable."""
+    try:
+        chunk = read_chunk(NamedLog("tail", path), -TAIL_BYTES, None)
+    except OSError:
+        return []
+    lines = [line.rstrip() for line in chunk.text.splitlines() if line.strip()]
+    return [line[:TAIL_LINE_CHARS] for line in lines[-count:]]

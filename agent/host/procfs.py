@@ -7,6 +7,7 @@ time. This module only reads; it never signals.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,24 @@ def command_line(pid: int) -> list[str]:
     except OSError:
         return []
     return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+@functools.cache
+def boot_id() -> str:
+    """This boot's random id: a pid and start time recorded under another boot name nothing now.
+
+    Start times count from boot, so after a reboot a new process can have a recorded job's pid
+    and start ticks; the boot id tells them apart. Empty where the kernel does not give one.
+    """
+    try:
+        return (PROC / "sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def same_boot(recorded: object) -> bool:
+    """True unless `recorded` names another boot (a record without a boot id is taken as ours)."""
+    return not isinstance(recorded, str) or not recorded or recorded == boot_id()
 
 
 def boot_time_s() -> float:

@@ -1,7 +1,8 @@
 """Each job's files in `<state>/jobs/<id>/`, the registry a restarted daemon rebuilds from.
 
 `job.json` (what was launched) and `shim.json` are written by the daemon, `child.json` and
-`exit.json` by the shim, `stop.json` by whoever stopped it. Every write is atomic; every read
+`exit.json` by the shim, `stop.json` by whoever stopped it, `restart.json` by the restart
+policy once it decided what follows the job's end. Every write is atomic; every read
 accepts a missing or half-written file as "not yet".
 """
 
@@ -15,8 +16,8 @@ from typing import Any
 
 from agent.state import read_json, write_json_atomic
 
-JOB_FILE, SHIM_FILE, CHILD_FILE, EXIT_FILE, STOP_FILE = (
-    "job.json", "shim.json", "child.json", "exit.json", "stop.json",
+JOB_FILE, SHIM_FILE, CHILD_FILE, EXIT_FILE, STOP_FILE, RESTART_FILE = (
+    "job.json", "shim.json", "child.json", "exit.json", "stop.json", "restart.json",
 )  # fmt: skip
 LOG_FILE = "output.log"
 

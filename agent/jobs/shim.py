@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent.host.procfs import descendants, start_ticks
+from agent.host.procfs import boot_id, descendants, start_ticks
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -59,7 +59,10 @@ def run_shim(job_dir: Path) -> int:
         files.write(EXIT_FILE, {"exit_code": 127, "exit_signal": None, "ended_at": time.time()})
         return 127
     try:
-        files.write(CHILD_FILE, {"pid": child.pid, "start_ticks": start_ticks(child.pid)})
+        files.write(
+            CHILD_FILE,
+            {"pid": child.pid, "start_ticks": start_ticks(child.pid), "boot_id": boot_id()},
+        )
     except OSError as exc:
         return _stop_unrecorded(child, exc)
     code = child.wait()

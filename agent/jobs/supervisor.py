@@ -22,11 +22,12 @@ from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
 from agent.files import FileError, sha256_of
-from agent.host.procfs import is_same_process, start_ticks
+from agent.host.procfs import boot_id, is_same_process, same_boot, start_ticks
 from agent.jobs.registry import (
     CHILD_FILE,
     EXIT_FILE,
     JOB_FILE,
+    RESTART_FILE,
     SHIM_FILE,
     STOP_FILE,
     JobFiles,
@@ -88,12 +89,16 @@ class Supervisor:
         state, code, signal_name, ended_at = _state(
             files.id in self._stopping, shim, child, ended, stopped
         )
+        restarts, decision = job.get("restarts"), files.read(RESTART_FILE) or {}
         return JobInfo(
             id=files.id, name=job.get("name", "?"), kind=job.get("kind", "command"), state=state,
             argv=tuple(job.get("argv", ())), pid=(child or {}).get("pid"), pgid=(shim or {}).get("pid"),
             dataset=job.get("dataset"), started_at=job.get("launched_at"), ended_at=ended_at,
             exit_code=code, exit_signal=signal_name, gpu=bool(job.get("gpu")),
             log_path=str(files.log), code_sha256=job.get("code_sha256"), cwd=job.get("cwd"),
+            restart_of=_text(job.get("restart_of")),
+            restarts=len(restarts) if isinstance(restarts, list) else 0,
+            restart_note=_text(decision.get("note")) if state not in LIVE_JOB_STATES else None,
         )  # fmt: skip
 
     # ------------------------------------------------------------ launching
@@ -104,12 +109,13 @@ class Supervisor:
 
     async def launch(
         self, params: LaunchParams, key: str, pipeline: PipelineConfig, datasets: set[str],
-        gpu_holders: Sequence[str] = (),
+        gpu_holders: Sequence[str] = (), lineage: Mapping[str, Any] | None = None,
     ) -> JobInfo:  # fmt: skip
         """Start a configured job; a repeated idempotency key returns the job it started.
 
         A job with `gpu = true` is refused while `gpu_holders` (other GPU jobs, processes holding
-        GPU memory) is not empty: the GPU guard.
+        GPU memory) is not empty: the GPU guard. `lineage` (restart_of, restarts) goes into its
+        job.json, so a restarted daemon still counts a restart policy's restarts.
         """
         existing = self.registry.by_idempotency_key(key)
         if existing is not None:
@@ -131,6 +137,9 @@ class Supervisor:
                 "gpu": spec.gpu, "stop_signal": spec.stop_signal, "grace_s": spec.grace_s,
                 "term_grace_s": spec.term_grace_s, "idempotency_key": key,
                 "launched_at": time.time(), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
+                "launch": {"job": params.job, "dataset": params.dataset,
+                           "argv": list(params.argv) if params.argv is not None else None},
+                **(lineage or {}),
             },
         )  # fmt: skip
         try:
@@ -178,7 +187,10 @@ class Supervisor:
                 start_new_session=True,
             )  # fmt: skip
         try:
-            files.write(SHIM_FILE, {"pid": shim.pid, "start_ticks": start_ticks(shim.pid)})
+            files.write(
+                SHIM_FILE,
+                {"pid": shim.pid, "start_ticks": start_ticks(shim.pid), "boot_id": boot_id()},
+            )
         except OSError:
             _kill_unrecorded(shim)  # nobody could find it to stop it later: stop it now
             raise
@@ -254,13 +266,32 @@ def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:
 
 
 def _identity(files: JobFiles) -> GroupIdentity:
+    """The group to signal, proven by the processes recorded in this boot (none from another)."""
     shim, child = files.read(SHIM_FILE) or {}, files.read(CHILD_FILE) or {}
     known = tuple(
         (int(record["pid"]), int(record["start_ticks"]))
         for record in (shim, child)
         if record.get("pid") and record.get("start_ticks") is not None
-    )
+        and same_boot(record.get("boot_id"))
+    )  # fmt: skip
     return GroupIdentity(int(shim.get("pid", 0)), known)
+
+
+def launch_params(files: JobFiles) -> LaunchParams:
+    """The request that started this job, to start it again the same way."""
+    job = files.read(JOB_FILE) or {}
+    found = job.get("launch")
+    launch: dict[str, Any] = found if isinstance(found, dict) else {}
+    argv = launch.get("argv")
+    return LaunchParams(
+        str(launch.get("job") or job.get("name", "?")),
+        _text(launch.get("dataset", job.get("dataset"))),
+        tuple(str(part) for part in argv) if isinstance(argv, list) else None,
+    )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _state(
@@ -285,6 +316,7 @@ def _state(
         return "starting", None, None, None
     alive = any(
         record is not None
+        and same_boot(record.get("boot_id"))
         and is_same_process(int(record["pid"]), int(record.get("start_ticks") or -1))
         for record in (shim, child)
     )

@@ -12,6 +12,20 @@ receive loop reads from whatever reader each side hands it.
 from __future__ import annotations
 
 from agent.protocol.audit import AuditEntry, AuditParams, AuditResult
+from agent.protocol.autopilot import (
+    STAGE_NAMES,
+    AutopilotAction,
+    AutopilotParams,
+    AutopilotStage,
+    AutopilotState,
+    AutopilotStatus,
+    AutopilotStatusParams,
+    AutostartAction,
+    AutostartParams,
+    AutostartStatus,
+    AutostartStatusParams,
+    StageState,
+)
 from agent.protocol.budget import generation_done
 from agent.protocol.codec import (
     WireMemo,
@@ -29,6 +43,7 @@ from agent.protocol.config import (
     JobSpec,
     NotifyConfig,
     PipelineConfig,
+    RestartPolicy,
     ServerApi,
     TokenizerCheck,
     TokenizerCheckParams,
@@ -86,6 +101,10 @@ from agent.protocol.logs import (
 )
 from agent.protocol.methods import (
     AUDIT_READ,
+    AUTOPILOT_CONTROL,
+    AUTOPILOT_STATUS,
+    AUTOSTART_SET,
+    AUTOSTART_STATUS,
     DATASETS_DETAIL,
     EVENTS,
     EVENTS_LIST,
@@ -102,6 +121,9 @@ from agent.protocol.methods import (
     LOGS_UNSUBSCRIBE,
     METHODS,
     NOTIFY_STATUS,
+    OPERATIONS_GENERATE,
+    OPERATIONS_LIST,
+    OPERATIONS_REDEPLOY,
     PING,
     SNAPSHOT,
     SNAPSHOT_WATCH,
@@ -109,6 +131,19 @@ from agent.protocol.methods import (
     AnyMethod,
     EventData,
     Method,
+)
+from agent.protocol.operations import (
+    ENDED_OPERATION_STATES,
+    GenerateParams,
+    OperationInfo,
+    OperationKind,
+    OperationsList,
+    OperationsParams,
+    OperationState,
+    OperationStep,
+    RedeployParams,
+    StagedFile,
+    StepState,
 )
 from agent.protocol.receiver import receive_messages
 from agent.protocol.server import GpuSample, ServerPart, ServerStats
@@ -129,6 +164,36 @@ from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
 __all__ = [
+    "STAGE_NAMES",
+    "AutopilotAction",
+    "AutopilotParams",
+    "AutopilotStage",
+    "AutopilotState",
+    "AutopilotStatus",
+    "AutopilotStatusParams",
+    "AutostartAction",
+    "AutostartParams",
+    "AutostartStatus",
+    "AutostartStatusParams",
+    "StageState",
+    "AUTOPILOT_CONTROL",
+    "AUTOPILOT_STATUS",
+    "AUTOSTART_SET",
+    "AUTOSTART_STATUS",
+    "OPERATIONS_GENERATE",
+    "OPERATIONS_LIST",
+    "OPERATIONS_REDEPLOY",
+    "ENDED_OPERATION_STATES",
+    "GenerateParams",
+    "OperationInfo",
+    "OperationKind",
+    "OperationsList",
+    "OperationsParams",
+    "OperationState",
+    "OperationStep",
+    "RedeployParams",
+    "StagedFile",
+    "StepState",
     "RATE_WINDOWS_S",
     "EVENTS_LIST",
     "NOTIFY_STATUS",
@@ -173,6 +238,7 @@ __all__ = [
     "DatasetProgress",
     "DatasetsConfig",
     "GuardMode",
+    "RestartPolicy",
     "ServerApi",
     "DetailParams",
     "Done",

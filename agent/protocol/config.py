@@ -11,6 +11,9 @@ ServerApi = Literal["sglang", "openai-completions", "openai-chat"]
 GuardMode = Literal["alert", "stop"]
 """What the agent does when a dataset reaches its budget: raise an alert, or stop its writer too."""
 
+RestartPolicy = Literal["no", "on-failure"]
+"""Whether the agent starts a job again after it fails (systemd's Restart=)."""
+
 
 @dataclass(frozen=True, slots=True)
 class DatasetsConfig:
@@ -63,6 +66,15 @@ class JobSpec:
     """Seconds between the stop signal and SIGTERM."""
     term_grace_s: float = 10.0
     """Seconds between SIGTERM and SIGKILL."""
+    restart: RestartPolicy = "no"
+    """on-failure: started again after it fails, crashes or is lost, never after a stop asked
+    for or an exit that says a retry cannot help (2 refused, 3 drained on a signal, 4 another
+    writer); exit 5 (a write failed) waits for disk space first."""
+    max_restarts: int = 5
+    """Restarts allowed within `restart_window_s`; past it the agent gives up and alerts."""
+    restart_window_s: float = 3600.0
+    restart_delay_s: float = 10.0
+    """The wait before the first restart; it doubles with each restart in the window, to 5 min."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,10 @@ class ErrorCode:
     NOTHING_TO_ROLL_BACK = "nothing_to_roll_back"
     """The file already is its previous version: a rollback would change nothing."""
     KEY_REUSED = "key_reused"
+    OPERATION_BUSY = "operation_busy"
+    UNAVAILABLE = "unavailable"
+    """Something the request needs is missing on the box (no crontab); the message says what."""
+    """Another operation is under way on the same job; the message names it."""
     INTERNAL = "internal"
 
 

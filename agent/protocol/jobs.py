@@ -39,6 +39,13 @@ class JobInfo:
     code_sha256: str | None = None
     """sha256 of the script in its argv when it started (None when there is no script file)."""
     cwd: str | None = None
+    restart_of: str | None = None
+    """The job this one was started again in place of, under its restart policy."""
+    restarts: int = 0
+    """Restarts in its line within the policy's window, this one's own included."""
+    restart_note: str | None = None
+    """What the restart policy decided once it ended: restarting in 20 s, gave up, waits for
+    disk space, not restarted because exit 2 means refused."""
 
 
 @dataclass(frozen=True, slots=True)

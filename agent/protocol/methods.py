@@ -12,6 +12,14 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from agent.protocol.audit import AuditParams, AuditResult
+from agent.protocol.autopilot import (
+    AutopilotParams,
+    AutopilotStatus,
+    AutopilotStatusParams,
+    AutostartParams,
+    AutostartStatus,
+    AutostartStatusParams,
+)
 from agent.protocol.config import TokenizerCheck, TokenizerCheckParams
 from agent.protocol.datasets import DatasetDetail, DetailParams
 from agent.protocol.files import (
@@ -46,6 +54,13 @@ from agent.protocol.logs import (
     LogsParams,
     LogSubscribeParams,
     LogUnsubscribeParams,
+)
+from agent.protocol.operations import (
+    GenerateParams,
+    OperationInfo,
+    OperationsList,
+    OperationsParams,
+    RedeployParams,
 )
 from agent.protocol.snapshot import Snapshot, SnapshotParams
 from agent.protocol.timeline import EventsList, EventsParams
@@ -85,6 +100,13 @@ DATASETS_DETAIL = Method("datasets.detail", DetailParams, DatasetDetail)
 TOKENIZER_CHECK = Method("tokenizer.check", TokenizerCheckParams, TokenizerCheck)
 EVENTS_LIST = Method("events.list", EventsParams, EventsList)
 NOTIFY_STATUS = Method("notify.status", NotifyStatusParams, NotifyStatus)
+OPERATIONS_REDEPLOY = Method("operations.redeploy", RedeployParams, OperationInfo, mutating=True)
+OPERATIONS_GENERATE = Method("operations.generate", GenerateParams, OperationInfo, mutating=True)
+OPERATIONS_LIST = Method("operations.list", OperationsParams, OperationsList)
+AUTOPILOT_STATUS = Method("autopilot.status", AutopilotStatusParams, AutopilotStatus)
+AUTOPILOT_CONTROL = Method("autopilot.control", AutopilotParams, AutopilotStatus, mutating=True)
+AUTOSTART_STATUS = Method("autostart.status", AutostartStatusParams, AutostartStatus)
+AUTOSTART_SET = Method("autostart.set", AutostartParams, AutostartStatus, mutating=True)
 
 AnyMethod = Method[Any, Any]
 """A method whose types are not known statically: what the decoder finds by a name on the wire."""
@@ -111,12 +133,19 @@ METHODS: dict[str, AnyMethod] = {
         TOKENIZER_CHECK,
         EVENTS_LIST,
         NOTIFY_STATUS,
+        OPERATIONS_REDEPLOY,
+        OPERATIONS_GENERATE,
+        OPERATIONS_LIST,
+        AUTOPILOT_STATUS,
+        AUTOPILOT_CONTROL,
+        AUTOSTART_STATUS,
+        AUTOSTART_SET,
     )
 }
 """Every method the protocol knows, by wire name; an agent may implement a subset."""
 
 
-EventData = Snapshot | JobEvent | LogChunk | LogLagged
+EventData = Snapshot | JobEvent | LogChunk | LogLagged | OperationInfo
 """What an event can carry; a receiver tells them apart with isinstance. Alerts travel inside
 snapshots, so an agent that restarts or a console that attaches late still sees them."""
 
@@ -125,5 +154,6 @@ EVENTS: dict[str, type[EventData]] = {
     "job": JobEvent,
     "log": LogChunk,
     "log_lagged": LogLagged,
+    "operation": OperationInfo,
 }
 """Every event the protocol knows, with the type of its data."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from agent.protocol.autopilot import AutopilotStatus
 from agent.protocol.budget import generation_done
 from agent.protocol.drafter import DrafterEvaluation, ExportSummary
 from agent.protocol.jobs import JobInfo
+from agent.protocol.operations import OperationInfo
 from agent.protocol.server import GpuSample, ServerStats
 
 DatasetStatus = Literal[
@@ -169,3 +171,6 @@ class Snapshot:
     training: tuple[TrainingProgress, ...] = ()
     export: ExportSummary | None = None
     evaluation: DrafterEvaluation | None = None
+    operations: tuple[OperationInfo, ...] = ()
+    """Operations under way, and those that ended in the last hour."""
+    autopilot: AutopilotStatus | None = None

@@ -13,8 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from agent.core import AgentCore, Handler
+from agent.host import autostart
 from agent.protocol import (
     AUDIT_READ,
+    AUTOPILOT_CONTROL,
+    AUTOPILOT_STATUS,
+    AUTOSTART_SET,
+    AUTOSTART_STATUS,
     DATASETS_DETAIL,
     EVENTS_LIST,
     FILES_HASH,
@@ -29,6 +34,9 @@ from agent.protocol import (
     LOGS_SUBSCRIBE,
     LOGS_UNSUBSCRIBE,
     NOTIFY_STATUS,
+    OPERATIONS_GENERATE,
+    OPERATIONS_LIST,
+    OPERATIONS_REDEPLOY,
     PING,
     SNAPSHOT,
     SNAPSHOT_WATCH,
@@ -80,7 +88,25 @@ def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
         route(TOKENIZER_CHECK, core.tokenizer_check),
         route(EVENTS_LIST, core.events_list),
         route(NOTIFY_STATUS, core.notify_status),
+        route(OPERATIONS_REDEPLOY, asked_by(session, core.operations.redeploy)),
+        route(OPERATIONS_GENERATE, asked_by(session, core.operations.generate)),
+        route(OPERATIONS_LIST, core.operations.listing),
+        route(AUTOPILOT_STATUS, core.autopilot_status),
+        route(AUTOPILOT_CONTROL, asked_by(session, core.autopilot.control)),
+        route(AUTOSTART_STATUS, autostart.handle_status(core.paths.root)),
+        route(AUTOSTART_SET, autostart.handle_set(core.paths.root)),
     )
+
+
+def asked_by(
+    session: Session, handler: Callable[[Request[P], str], Awaitable[R]]
+) -> Callable[[Request[P]], Awaitable[R]]:
+    """`handler` told which console asked (for the record of an operation it starts)."""
+
+    async def handle(request: Request[P]) -> R:
+        return await handler(request, session.client)
+
+    return handle
 
 
 def handler_table(core: AgentCore, session: Session) -> dict[AnyMethod, Handler]:

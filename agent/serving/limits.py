@@ -20,11 +20,14 @@ from agent.protocol import (
     DetailParams,
     EventsParams,
     FilesHashParams,
+    GenerateParams,
     InstallParams,
     JobSpec,
     LaunchParams,
     LogReadParams,
+    RedeployParams,
     Request,
+    StagedFile,
     WatchParams,
 )
 
@@ -48,12 +51,19 @@ RANGES: dict[tuple[type, str], tuple[float, float]] = {
     (DatasetsConfig, "overrun_alert_share"): (0.0, 100.0),
     (JobSpec, "grace_s"): (0.0, 7 * DAY_S),
     (JobSpec, "term_grace_s"): (0.0, 7 * DAY_S),
+    (JobSpec, "max_restarts"): (0, 1000),
+    (JobSpec, "restart_window_s"): (1.0, 30 * DAY_S),
+    (JobSpec, "restart_delay_s"): (0.0, DAY_S),
+    (StagedFile, "mode"): (0, 0o7777),
 }
 """Inclusive bounds of numeric fields (of each value, for a dict field)."""
 LENGTHS: dict[tuple[type, str], int] = {
     (FilesHashParams, "paths"): 10_000,
     (LaunchParams, "argv"): 10_000,
     (JobSpec, "argv"): 10_000,
+    (RedeployParams, "argv"): 10_000,
+    (RedeployParams, "files"): 1_000,
+    (GenerateParams, "datasets"): 10_000,
 }
 """Most items in a sequence field."""
 
@@ -85,9 +95,19 @@ def _check(value: Any, where: str) -> None:
             raise LimitError(f"{path} has {len(item):,} items; at most {longest:,} are accepted")
         for name, number in _numbers(item, path):
             _check_number(number, name, bound)
-        nested = item.items() if isinstance(item, Mapping) else [("", item)]
-        for key, inner in nested:
-            _check(inner, f"{path}.{key}" if key else path)
+        for key, inner in _nested(item):
+            _check(
+                inner, f"{path}{key}" if key.startswith("[") else f"{path}.{key}" if key else path
+            )
+
+
+def _nested(item: Any) -> list[tuple[str, Any]]:
+    """The values inside a field that may be dataclasses themselves, named by key or index."""
+    if isinstance(item, Mapping):
+        return list(item.items())
+    if isinstance(item, tuple) and item and dataclasses.is_dataclass(item[0]):
+        return [(f"[{index}]", inner) for index, inner in enumerate(item)]
+    return [("", item)]
 
 
 def _numbers(item: Any, path: str) -> list[tuple[str, float]]:

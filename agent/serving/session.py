@@ -16,7 +16,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from agent.core import AgentCore, AgentError, Handler
+from agent.core import AgentCore, Handler
+from agent.errors import AgentError
 from agent.logs import NamedLog, read_chunk
 from agent.protocol import (
     HELLO,

@@ -22,12 +22,13 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from agent.protocol import Alert, NotifyConfig, NotifyStatus, PipelineConfig, Snapshot
+from agent.protocol import Alert, NotifyConfig, NotifyStatus, PipelineConfig, Severity, Snapshot
 from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+LEVELS: dict[str, Severity] = {"info": "info", "warning": "warning", "error": "error"}
 TIMEOUT_S = 5.0
 TRIES = 3
 BACKOFF_S = 1.0
@@ -95,6 +96,14 @@ class Notifier:
         for alert in new:
             if SEVERITY_RANK.get(alert.severity, 0) >= floor:
                 self._enqueue(config, json.dumps(payload(alert, snapshot.host_name)).encode())
+
+    def notice(self, kind: str, subject: str, severity: str, message: str) -> None:
+        """Queue one event of the box's own (a restart, an autopilot stage) if severe enough."""
+        config = self._pipeline().notify
+        if config is None or SEVERITY_RANK.get(severity, 0) < SEVERITY_RANK[config.min_severity]:
+            return
+        alert = Alert(kind, LEVELS.get(severity, "info"), message, subject, time.time())
+        self._enqueue(config, json.dumps(payload(alert, socket.gethostname())).encode())
 
     def alerts(self, now: float) -> list[Alert]:
         """A warning while notifications are being lost, so the dashboard says so."""

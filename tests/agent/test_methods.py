@@ -25,4 +25,7 @@ def test_a_result_is_parsed_as_the_type_its_method_declares() -> None:
 
 def test_only_the_changing_methods_need_an_idempotency_key() -> None:
     mutating = sorted(name for name, method in METHODS.items() if method.mutating)
-    assert mutating == ["files.install", "files.rollback", "jobs.launch", "jobs.stop"]
+    assert mutating == [
+        "autopilot.control", "autostart.set", "files.install", "files.rollback", "jobs.launch",
+        "jobs.stop", "operations.generate", "operations.redeploy",
+    ]  # fmt: skip

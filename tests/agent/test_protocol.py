@@ -21,6 +21,13 @@ from agent.protocol import (
     AuditEntry,
     AuditParams,
     AuditResult,
+    AutopilotParams,
+    AutopilotStage,
+    AutopilotStatus,
+    AutopilotStatusParams,
+    AutostartParams,
+    AutostartStatus,
+    AutostartStatusParams,
     DatasetDetail,
     DatasetProgress,
     DatasetsConfig,
@@ -36,6 +43,7 @@ from agent.protocol import (
     FilesHashParams,
     FilesHashResult,
     FileState,
+    GenerateParams,
     HelloParams,
     HelloResult,
     InstallParams,
@@ -58,17 +66,23 @@ from agent.protocol import (
     Method,
     NotifyStatus,
     NotifyStatusParams,
+    OperationInfo,
+    OperationsList,
+    OperationsParams,
+    OperationStep,
     OversizedLine,
     PingParams,
     PingResult,
     PipelineConfig,
     ProtocolError,
+    RedeployParams,
     Request,
     Response,
     ResponseSummary,
     RollbackParams,
     Snapshot,
     SnapshotParams,
+    StagedFile,
     StopParams,
     StopResult,
     StopStep,
@@ -192,6 +206,42 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
         Request(10, "logs.unsubscribe", LogUnsubscribeParams("job:x")),
         '{"id":10,"method":"logs.unsubscribe","params":{"name":"job:x"}}',
     ),
+    (
+        Request(
+            20,
+            "operations.redeploy",
+            RedeployParams("j1", None, (StagedFile("/r/a.py", "/r/.a.py.eagle-upload-1", "ab"),)),
+            "k-5",
+        ),  # fmt: skip
+        '{"id":20,"method":"operations.redeploy","params":{"job_id":"j1","argv":null,"files":['
+        '{"target":"/r/a.py","staged":"/r/.a.py.eagle-upload-1","sha256":"ab","mode":420}]},'
+        '"idempotency_key":"k-5"}',
+    ),
+    (
+        Request(21, "operations.generate", GenerateParams("inference", ("B1", "B2")), "k-6"),
+        '{"id":21,"method":"operations.generate","params":{"job":"inference","datasets":'
+        '["B1","B2"]},"idempotency_key":"k-6"}',
+    ),
+    (
+        Request(22, "operations.list", OperationsParams("redeploy-1")),
+        '{"id":22,"method":"operations.list","params":{"operation_id":"redeploy-1"}}',
+    ),
+    (
+        Request(23, "autopilot.status", AutopilotStatusParams()),
+        '{"id":23,"method":"autopilot.status","params":{}}',
+    ),
+    (
+        Request(24, "autopilot.control", AutopilotParams("pause"), "k-7"),
+        '{"id":24,"method":"autopilot.control","params":{"action":"pause"},"idempotency_key":"k-7"}',
+    ),
+    (
+        Request(25, "autostart.status", AutostartStatusParams()),
+        '{"id":25,"method":"autostart.status","params":{}}',
+    ),
+    (
+        Request(26, "autostart.set", AutostartParams("install"), "k-8"),
+        '{"id":26,"method":"autostart.set","params":{"action":"install"},"idempotency_key":"k-8"}',
+    ),
 ]
 
 JOB = JobInfo(
@@ -200,13 +250,43 @@ JOB = JobInfo(
 JOB_LINE = (
     '{"id":"sleeper-1","name":"sleeper","kind":"command","state":"running","argv":["sleep","9"],'
     '"pid":12,"pgid":11,"dataset":null,"started_at":null,"ended_at":null,"exit_code":null,'
-    '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null,"cwd":null}'
+    '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null,"cwd":null,'
+    '"restart_of":null,"restarts":0,"restart_note":null}'
 )
 
 CHUNK = LogChunk("sglang", 10, 20, "a line\n", 20, 77)
 CHUNK_LINE = (
     '{"name":"sglang","start_offset":10,"end_offset":20,"text":"a line\\n","size_bytes":20,'
     '"inode":77,"reset":false}'
+)
+
+OPERATION = OperationInfo(
+    "redeploy-1", "redeploy", "inference (B3)", "running",
+    (OperationStep("stop", "done", "SIGINT", 5.0),), 4.0, asked_by="eagle-console 0.1.0",
+    job_id="j1",
+)  # fmt: skip
+OPERATION_LINE = (
+    '{"id":"redeploy-1","kind":"redeploy","subject":"inference (B3)","state":"running",'
+    '"steps":[{"name":"stop","state":"done","detail":"SIGINT","at":5.0}],"started_at":4.0,'
+    '"ended_at":null,"asked_by":"eagle-console 0.1.0","outcome":"","job_id":"j1",'
+    '"new_job_id":null}'
+)
+AUTOPILOT = AutopilotStatus(
+    "running", (AutopilotStage("generate", "running", "1 of 2", 1),), "generate", "B3", 2, 3.0
+)
+AUTOPILOT_LINE = (
+    '{"state":"running","stages":[{"name":"generate","state":"running","detail":"1 of 2",'
+    '"attempts":1}],"stage":"generate","waiting_for":"B3","restarts":2,"started_at":3.0,'
+    '"paused_reason":null,"verdict":null}'
+)
+AUTOPILOT_OFF = (
+    '{"state":"off","stages":[],"stage":null,"waiting_for":"","restarts":0,"started_at":null,'
+    '"paused_reason":null,"verdict":null}'
+)
+AUTOSTART = AutostartStatus(True, "@reboot x", "x", True, "installed")
+AUTOSTART_LINE = (
+    '{"installed":true,"cron_line":"@reboot x","command":"x","cron_available":true,'
+    '"detail":"installed"}'
 )
 
 GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
@@ -320,8 +400,23 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null]}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[],"export":null,"evaluation":null}}',
+        '"training":[],"export":null,"evaluation":null,"operations":[],"autopilot":null}}',
     ),
+    (
+        "operations.redeploy",
+        OPERATION,
+        '{"id":1,"result":' + OPERATION_LINE + "}",
+    ),
+    ("operations.generate", OPERATION, '{"id":1,"result":' + OPERATION_LINE + "}"),
+    (
+        "operations.list",
+        OperationsList((OPERATION,)),
+        '{"id":1,"result":{"operations":[' + OPERATION_LINE + "]}}",
+    ),
+    ("autopilot.status", AutopilotStatus("off"), '{"id":1,"result":' + AUTOPILOT_OFF + "}"),
+    ("autopilot.control", AUTOPILOT, '{"id":1,"result":' + AUTOPILOT_LINE + "}"),
+    ("autostart.status", AUTOSTART, '{"id":1,"result":' + AUTOSTART_LINE + "}"),
+    ("autostart.set", AUTOSTART, '{"id":1,"result":' + AUTOSTART_LINE + "}"),
 ]
 
 GOLDEN_OTHERS: list[tuple[Message, str]] = [
@@ -347,8 +442,9 @@ GOLDEN_OTHERS: list[tuple[Message, str]] = [
         Event("snapshot", Snapshot(1.0, "h", None, ())),
         '{"event":"snapshot","data":{"taken_at":1.0,"host_name":"h","datasets_root":null,'
         '"datasets":[],"alerts":[],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[],"export":null,"evaluation":null}}',
+        '"training":[],"export":null,"evaluation":null,"operations":[],"autopilot":null}}',
     ),
+    (Event("operation", OPERATION), '{"event":"operation","data":' + OPERATION_LINE + "}"),
 ]
 
 

@@ -7,17 +7,27 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.pipeline.exit_codes import (  # the runner's modules take them from here
+    EXIT_FAILURE as EXIT_FAILURE,
+)
+from agent.pipeline.exit_codes import (
+    EXIT_LOCKED as EXIT_LOCKED,
+)
+from agent.pipeline.exit_codes import (
+    EXIT_OK as EXIT_OK,
+)
+from agent.pipeline.exit_codes import (
+    EXIT_SIGNAL as EXIT_SIGNAL,
+)
+from agent.pipeline.exit_codes import (
+    EXIT_USAGE as EXIT_USAGE,
+)
+from agent.pipeline.exit_codes import (
+    EXIT_WRITE_FAILED as EXIT_WRITE_FAILED,
+)
 from agent.pipeline.inference.backends.base import APIS
 from agent.pipeline.inference.error_marks import KINDS, parse_retry_errors
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_SIGNAL = 0, 1, 2, 3
-"""EXIT_SIGNAL: stopped by SIGINT/SIGTERM after draining (or cancelling) what was in flight."""
-EXIT_LOCKED = 4
-"""Another process writes the dataset (it holds writer.lock); nothing was read or written."""
-EXIT_WRITE_FAILED = 5
-"""A dataset file could not be written (disk full, quota, I/O error, size limit): the run
-stopped, every record written whole is kept, and a rerun resumes exactly."""
 
 
 @dataclass(frozen=True, slots=True)

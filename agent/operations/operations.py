@@ -1,0 +1,195 @@
+"""The operations under way and lately ended: asked for by consoles, run to their end here.
+
+A request is checked before anything is recorded (nothing stops for a redeploy whose uploads
+cannot be installed), then its record is written and its run spawned on the daemon's own task
+owner, so the console that asked may leave at any moment. A daemon that starts finds the
+records still running and resumes each from its phase.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from agent.errors import AgentError
+from agent.files import FileError, Roots
+from agent.operations.announce import Announcer
+from agent.operations.box import Box
+from agent.operations.generate import Generate
+from agent.operations.journal import Journal
+from agent.operations.records import OperationRecord, OperationStore, new_id
+from agent.operations.redeploy import Redeploy
+from agent.operations.staged_files import check_uploads
+from agent.protocol import (
+    LIVE_JOB_STATES,
+    Alert,
+    ErrorCode,
+    GenerateParams,
+    JobInfo,
+    OperationInfo,
+    OperationsList,
+    OperationsParams,
+    RedeployParams,
+    Request,
+    to_wire,
+)
+from agent.tasks import TaskOwner
+
+log = logging.getLogger(__name__)
+
+RECENT_S = 3600.0
+"""Ended operations stay in snapshots (and their failures in alerts) this long."""
+
+
+class Operations:
+    """Every operation record of this agent, and the tasks running those not ended."""
+
+    def __init__(
+        self, state_dir: Path, box: Box, announcer: Announcer, tasks: TaskOwner,
+        write_failed: Callable[[OSError], None],
+    ) -> None:  # fmt: skip
+        self.box = box
+        self.tasks = tasks
+        self.store = OperationStore(state_dir)
+        self.journal = Journal(self.store, announcer, write_failed)
+        self._records: dict[str, OperationRecord] = {}
+
+    def resume(self) -> None:
+        """Load the records and run on those a previous daemon left under way."""
+        for record in self.store.prune(self.store.load()):
+            self._records[record.id] = record
+            if record.phase != "end":
+                log.info("resuming operation %s at phase %s", record.id, record.phase)
+                self._spawn(record)
+
+    # ------------------------------------------------------------ requests
+
+    async def redeploy(self, request: Request[RedeployParams], asked_by: str) -> OperationInfo:
+        """Check the job and the uploads, record the redeploy and run it."""
+        params = request.params
+        job = await self.box.own_job(params.job_id)
+        if job is None or job.external:
+            raise AgentError(ErrorCode.NOT_FOUND, f"no job {params.job_id!r} of the agent's own")
+        self._refuse_if_busy(job)
+        try:
+            await asyncio.to_thread(check_uploads, self._roots(), params.files)
+        except FileError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, f"{exc}; nothing was stopped") from None
+        record = OperationRecord(
+            new_id("redeploy"), "redeploy", _subject(job), to_wire(params), time.time(), asked_by,
+            job_id=job.id,
+            notes={"was_running": job.state in LIVE_JOB_STATES, "argv": list(job.argv)},
+        )  # fmt: skip
+        return self._begin(record)
+
+    async def generate(self, request: Request[GenerateParams], asked_by: str) -> OperationInfo:
+        """Record a start of `job` on many datasets and run it."""
+        params = request.params
+        if params.job not in self.box.pipeline.jobs:
+            raise AgentError(ErrorCode.NOT_FOUND, f"no job {params.job!r} in the host config")
+        if not params.datasets:
+            raise AgentError(ErrorCode.INVALID_PARAMS, "no dataset to start it on")
+        subject = f"{params.job} on {len(params.datasets)} dataset(s)"
+        record = OperationRecord(
+            new_id("generate"), "generate", subject, to_wire(params), time.time(), asked_by
+        )
+        return self._begin(record)
+
+    async def listing(self, request: Request[OperationsParams]) -> OperationsList:
+        """One operation, or every one recorded lately."""
+        wanted = request.params.operation_id
+        if wanted is None:
+            return OperationsList(self.recent(time.time()))
+        record = self._records.get(wanted)
+        if record is None:
+            raise AgentError(ErrorCode.NOT_FOUND, f"no operation {wanted!r}")
+        return OperationsList((record.info(),))
+
+    # ------------------------------------------------------------ what others ask
+
+    def recent(self, now: float) -> tuple[OperationInfo, ...]:
+        """Operations under way and those ended within RECENT_S (safe from any thread)."""
+        return tuple(
+            record.info()
+            for record in list(self._records.values())
+            if record.ended_at is None or now - record.ended_at < RECENT_S
+        )
+
+    def alerts(self, now: float) -> list[Alert]:
+        """A redeploy that left its run stopped is an error; one rolled back, a warning."""
+        alerts = []
+        for info in self.recent(now):
+            if info.state == "failed" and info.kind == "redeploy":
+                alerts.append(Alert("redeploy_failed", "error", info.outcome, info.subject,
+                                    info.ended_at or now))  # fmt: skip
+            elif info.state == "rolled_back":
+                alerts.append(Alert("redeploy_rolled_back", "warning", info.outcome,
+                                    info.subject, info.ended_at or now))  # fmt: skip
+        return alerts
+
+    def staged_paths(self) -> set[str]:
+        """Uploads that operations under way will still swap in: not stale, whatever their age."""
+        staged: set[str] = set()
+        for record in list(self._records.values()):
+            if record.kind == "redeploy" and record.phase != "end":
+                staged.update(str(item.get("staged")) for item in record.params.get("files", ()))
+        return staged
+
+    def handles_end_of(self, job_id: str) -> bool:
+        """True when a redeploy decides what follows this job's end (not its restart policy)."""
+        return any(
+            record.new_job_id == job_id and (record.phase != "end" or record.state != "done")
+            for record in list(self._records.values())
+        )
+
+    # ------------------------------------------------------------ running
+
+    def _refuse_if_busy(self, job: JobInfo) -> None:
+        for record in self._records.values():
+            if record.phase != "end" and job.id in (record.job_id, record.new_job_id):
+                raise AgentError(
+                    ErrorCode.OPERATION_BUSY,
+                    f"{record.kind} {record.id} is under way on {job.id}; wait for it to end",
+                )
+
+    def _begin(self, record: OperationRecord) -> OperationInfo:
+        """Write the record down first, then run it: an operation not kept is not run."""
+        try:
+            self.store.save(record)
+        except OSError as exc:
+            raise AgentError(
+                ErrorCode.STORAGE,
+                f"cannot record the {record.kind} in {self.store.folder}: {exc.strerror}; "
+                "nothing was done (an operation whose steps cannot be kept is not run). Free "
+                "space there and retry",
+            ) from None
+        self._records[record.id] = record
+        self._spawn(record)
+        return record.info()
+
+    def _spawn(self, record: OperationRecord) -> None:
+        _ = self.tasks.spawn(self._run(record), f"operation {record.id}")
+
+    async def _run(self, record: OperationRecord) -> None:
+        steps = (
+            Redeploy(record, self.box, self.journal, self._roots)
+            if record.kind == "redeploy"
+            else Generate(record, self.box, self.journal)
+        )
+        try:
+            await steps.run()
+        except asyncio.CancelledError:
+            raise  # the daemon is stopping: the record stays where it is, and is resumed
+        except Exception as exc:
+            log.exception("operation %s failed inside the agent", record.id)
+            self.journal.end(record, "failed", f"failed inside the agent: {exc!r}; see agent.log")
+
+    def _roots(self) -> Roots:
+        return Roots.of(self.box.pipeline.deploy_roots)
+
+
+def _subject(job: JobInfo) -> str:
+    return f"{job.name} ({job.dataset})" if job.dataset else job.name

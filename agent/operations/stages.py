@@ -1,0 +1,248 @@
+"""The autopilot's stages, each a pure look at a snapshot that says what to do next.
+
+A stage reads the snapshot and the time the stage before it finished (so a job that ran on
+older data is not taken for this run's), and answers with one decision: it is done, skipped,
+waiting, or wants a job started or stopped, or it failed. The autopilot acts on the decision;
+nothing here acts, so the same snapshot always gives the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agent.operations.restarts import latest_per_line
+from agent.protocol import LIVE_JOB_STATES, JobInfo, LaunchParams, PipelineConfig, Snapshot
+
+SERVER_KINDS = ("server",)
+GPU_STAGE_KINDS = ("hidden_states", "train")
+PENDING_RESTART = ("restarting", "waiting")
+"""How a restart note begins while the job's restart policy will start it again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a stage looks at."""
+
+    snapshot: Snapshot
+    pipeline: PipelineConfig
+    fresh_after: float
+    """When the stage before finished: a job started earlier ran on older data."""
+    autopilot_since: float
+    """When the autopilot started: a stop on request after it pauses the autopilot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The stage is done (`done_at`: when its result was made)."""
+
+    detail: str
+    done_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """The stage has nothing to do on this host."""
+
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """The stage is under way, or waits for something, said in words."""
+
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Start a job for `target` (a dataset, or the stage's own job)."""
+
+    params: LaunchParams
+    target: str
+    detail: str
+    failed_before: str | None = None
+    """How the last try of this target ended, when it ended badly: retried once, then it pauses."""
+
+
+@dataclass(frozen=True, slots=True)
+class StopJobs:
+    """Stop these jobs (the server, to free the GPUs)."""
+
+    job_ids: tuple[str, ...]
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """The stage cannot go on by itself: the autopilot pauses with this reason."""
+
+    reason: str
+
+
+Decision = Done | Skip | Wait | Launch | StopJobs | Fail
+Stage = Callable[[Context], Decision]
+
+
+def generate(ctx: Context) -> Decision:
+    """Every dataset to its budget: start the inference job where nobody writes."""
+    datasets = ctx.snapshot.datasets
+    if not datasets:
+        return Fail("no dataset under the datasets root; add prompts.jsonl folders, then resume")
+    left = [d for d in datasets if not d.generation_done]
+    if not left:
+        ended = max((d.last_response_at or 0.0) for d in datasets)
+        return Done(f"{len(datasets)} dataset(s) at their budget or out of prompts", ended)
+    name = next((n for n, s in ctx.pipeline.jobs.items() if s.kind == "inference" and s.per_dataset), None)  # fmt: skip
+    if name is None:
+        return Fail("no per-dataset job of kind inference is configured to generate with")
+    lines = {job.dataset: job for job in latest_per_line(ctx.snapshot.jobs) if job.name == name}
+    for dataset in left:
+        job = lines.get(dataset.name)
+        if dataset.writer_active or dataset.writer or (job and job.state in LIVE_JOB_STATES):
+            continue
+        if job is not None and _restart_pending(job, ctx):
+            continue
+        if job is not None and _stopped_on_request(job, ctx):
+            return Fail(f"{_named(job)} was stopped on request; resume to start it again")
+        failed = _ending(job) if job is not None and _ended_badly(job, ctx) else None
+        detail = f"starting {name} on {dataset.name}"
+        return Launch(LaunchParams(name, dataset.name), dataset.name, detail, failed)
+    writing = sum(1 for d in left if d.writer_active or d.writer)
+    done = len(datasets) - len(left)
+    return Wait(f"{done} of {len(datasets)} dataset(s) at their budget; {writing} being written")
+
+
+def job_stage(
+    kind: str, gate: Callable[[Context, JobInfo], Decision | None] | None = None
+) -> Stage:
+    """A stage that runs the one configured job of `kind` to exit 0 (then through `gate`)."""
+
+    def stage(ctx: Context) -> Decision:
+        names = [n for n, s in ctx.pipeline.jobs.items() if s.kind == kind and not s.per_dataset]
+        if not names:
+            return Skip(f"no job of kind {kind} is configured")
+        job = _latest(ctx.snapshot.jobs, set(names), ctx.fresh_after)
+        if job is None:
+            return Launch(LaunchParams(names[0]), kind, f"starting {names[0]}")
+        if job.state in LIVE_JOB_STATES or _restart_pending(job, ctx):
+            return Wait(f"{job.name} {job.state}" + _note(job))
+        if job.state == "exited":
+            return (gate(ctx, job) if gate else None) or Done(
+                f"{job.name} exited 0", job.ended_at or ctx.snapshot.taken_at
+            )
+        if _stopped_on_request(job, ctx):
+            return Fail(f"{_named(job)} was stopped on request; resume to start it again")
+        return Launch(LaunchParams(names[0]), kind, f"starting {names[0]} again", _ending(job))
+
+    return stage
+
+
+def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
+    """An export whose conversations do not reproduce the ids is not training data."""
+    export = ctx.snapshot.export
+    if export is None:
+        return Wait("the export's report")
+    if export.roundtrip_flagged:
+        share = "—" if export.roundtrip_share is None else f"{export.roundtrip_share:.1%}"
+        return Fail(
+            f"the export's round trip reproduces {share} of conversations, under its "
+            f"{export.roundtrip_threshold:.0%} gate (X shows the first difference); fix the "
+            "template or the data, then resume"
+        )
+    return None
+
+
+def evaluate_gate(ctx: Context, job: JobInfo) -> Decision | None:
+    """The evaluation is done once its verdict is read."""
+    evaluation = ctx.snapshot.evaluation
+    if evaluation is None:
+        return Wait("the evaluation's eval.json")
+    return Done(evaluation.verdict, job.ended_at or ctx.snapshot.taken_at)
+
+
+def free_gpus(ctx: Context) -> Decision:
+    """Stop the agent's server jobs when a later stage needs the GPUs."""
+    kinds = {spec.kind for spec in ctx.pipeline.jobs.values()}
+    if not kinds & set(GPU_STAGE_KINDS):
+        return Skip("no hidden-states or training job needs the GPUs")
+    servers = [
+        job for job in ctx.snapshot.jobs
+        if job.kind in SERVER_KINDS and job.state in LIVE_JOB_STATES and not job.external
+    ]  # fmt: skip
+    if servers:
+        names = ", ".join(job.name for job in servers)
+        return StopJobs(tuple(job.id for job in servers), f"stopping {names} to free the GPUs")
+    return Done("no server of the agent's holds the GPUs", ctx.snapshot.taken_at)
+
+
+def serve(ctx: Context) -> Decision:
+    """The drafter's server, and the baseline server when the evaluation compares with one."""
+    wanted = [("drafter_server", "drafter")]
+    evaluate = [s for s in ctx.pipeline.jobs.values() if s.kind == "evaluate"]
+    if any("--baseline" in spec.argv for spec in evaluate):
+        wanted.append(("server", "baseline"))
+    started: list[JobInfo] = []
+    for kind, target in wanted:
+        names = [n for n, s in ctx.pipeline.jobs.items() if s.kind == kind and not s.per_dataset]
+        if not names:
+            if kind == "drafter_server":
+                return Skip("no job of kind drafter_server is configured")
+            continue
+        job = _latest(ctx.snapshot.jobs, set(names), 0.0)
+        if job is None or job.state not in LIVE_JOB_STATES:
+            failed = _ending(job) if job and _ended_badly(job, ctx) else None
+            return Launch(LaunchParams(names[0]), target, f"starting {names[0]}", failed)
+        started.append(job)
+    return Done(
+        "serving: " + ", ".join(job.name for job in started),
+        max(job.started_at or 0.0 for job in started),
+    )
+
+
+STAGES: tuple[tuple[str, Stage], ...] = (
+    ("generate", generate),
+    ("export", job_stage("export", export_gate)),
+    ("vocab", job_stage("vocab")),
+    ("free gpus", free_gpus),
+    ("hidden states", job_stage("hidden_states")),
+    ("train", job_stage("train")),
+    ("serve", serve),
+    ("evaluate", job_stage("evaluate", evaluate_gate)),
+)
+
+
+def _latest(jobs: tuple[JobInfo, ...], names: set[str], since: float) -> JobInfo | None:
+    mine = [j for j in jobs if j.name in names and not j.external and (j.started_at or 0) >= since]
+    return max(mine, key=lambda job: (job.started_at or 0.0, job.id)) if mine else None
+
+
+def _restart_pending(job: JobInfo, ctx: Context) -> bool:
+    """True while the job's restart policy will (or may yet decide to) start it again."""
+    if job.state not in ("failed", "killed", "lost"):
+        return False
+    if job.restart_note is not None:
+        return job.restart_note.startswith(PENDING_RESTART)
+    spec = ctx.pipeline.jobs.get(job.name)
+    return spec is not None and spec.restart == "on-failure"  # not decided yet
+
+
+def _ended_badly(job: JobInfo, ctx: Context) -> bool:
+    return job.state in ("failed", "killed", "lost") and (job.started_at or 0) >= ctx.fresh_after
+
+
+def _stopped_on_request(job: JobInfo, ctx: Context) -> bool:
+    return job.state == "stopped" and (job.ended_at or 0) >= ctx.autopilot_since
+
+
+def _named(job: JobInfo) -> str:
+    return f"job {job.name}" + (f" ({job.dataset})" if job.dataset else "")
+
+
+def _note(job: JobInfo) -> str:
+    return f" ({job.restart_note})" if job.restart_note else ""
+
+
+def _ending(job: JobInfo) -> str:
+    how = f"exit {job.exit_code}" if job.exit_code is not None else (job.exit_signal or job.state)
+    return f"{_named(job)} {job.state} ({how}){_note(job)}; see its log ({job.log_path})"

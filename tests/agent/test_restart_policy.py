@@ -1,0 +1,209 @@
+"""Restart policies: a job that fails comes back by itself, within its limits, and says why not.
+
+Real daemon, real jobs; crashes are real exits and real SIGKILLs, the "reboot" kills every
+process of the box (the daemon, the shim, the job) and starts the agent again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent.jobs.supervisor import _state as job_state
+from agent.protocol import (
+    EVENTS_LIST,
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    SNAPSHOT,
+    DatasetsConfig,
+    EventsList,
+    EventsParams,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    Snapshot,
+    SnapshotParams,
+    StopParams,
+)
+from agent.state import read_json
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from tests.support.datasets import write_prompts
+from tests.support.operations import jobs_now, jobs_where, observer_scans, text_appears
+
+PY = sys.executable
+FAST = {"restart": "on-failure", "restart_delay_s": 0.1, "restart_window_s": 600.0}
+
+
+def exits(code: int) -> tuple[str, ...]:
+    return (PY, "-c", f"import sys; print('ran, exiting {code}', flush=True); sys.exit({code})")
+
+
+def pipeline(tmp_path: Path) -> PipelineConfig:
+    root = tmp_path / "datasets"
+    write_prompts(root / "D", 2)
+    sleeper = (PY, "-c", "import time; print('up', flush=True); time.sleep(600)")
+    return PipelineConfig(
+        datasets=DatasetsConfig(str(root), low_disk_floor_bytes=2**62),
+        jobs={
+            "crash": JobSpec(exits(1), max_restarts=2, **FAST),  # type: ignore[arg-type]
+            "refused": JobSpec(exits(2), **FAST),  # type: ignore[arg-type]
+            "disk": JobSpec(exits(5), **FAST),  # type: ignore[arg-type]
+            "sleeper": JobSpec(sleeper, **FAST),  # type: ignore[arg-type]
+            "plain": JobSpec(sleeper),
+        },
+    )
+
+
+@pytest.fixture
+async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
+    agent = await open_local_link(state_dir, pipeline(tmp_path))
+    yield agent
+    await agent.close()
+
+
+async def launch(link: AgentLink, name: str) -> JobInfo:
+    job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams(name), idempotency_key=f"k-{name}")
+    return job
+
+
+async def events(link: AgentLink, kind: str) -> list[str]:
+    found: EventsList = await link.call(EVENTS_LIST, EventsParams())
+    return [e.message for e in found.events if e.kind == kind]
+
+
+async def test_a_crash_loop_is_restarted_up_to_its_cap_then_given_up_with_one_alert(
+    link: AgentLink,
+) -> None:
+    await launch(link, "crash")
+
+    jobs = await jobs_where(
+        link, lambda js: any(j.restart_note and j.restart_note.startswith("gave up") for j in js)
+    )
+    await observer_scans(link, 3)
+
+    line = sorted((j for j in await jobs_now(link) if j.name == "crash"), key=lambda j: j.id)
+    assert len(line) == 3, "the first run and two restarts, then no more"
+    assert [j.restarts for j in line] == [0, 1, 2]
+    assert line[1].restart_of == line[0].id
+    assert line[2].restart_of == line[1].id
+    assert all(j.state == "failed" and j.exit_code == 1 for j in line)
+    assert "2 restarts within 10 min" in (line[2].restart_note or "")
+    restarted = await events(link, "job_restarted")
+    assert len(restarted) == 2
+    assert all("exited with code 1" in m for m in restarted)
+    assert all("ran, exiting 1" in m for m in restarted), "the event carries its last output"
+    assert len(await events(link, "restart_gave_up")) == 1
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+    assert [a.subject for a in snapshot.alerts if a.kind == "crash_loop"] == [line[2].id]
+    del jobs
+
+
+async def test_an_exit_that_a_retry_cannot_mend_is_not_restarted_and_says_why(
+    link: AgentLink,
+) -> None:
+    job = await launch(link, "refused")
+    [ended] = await jobs_where(link, lambda js: bool(js and js[0].restart_note))
+    await observer_scans(link, 3)
+    assert [j.id for j in await jobs_now(link)] == [job.id]
+    assert ended.restart_note == (
+        "not restarted: exit 2 means refused (its arguments, or the server refused every "
+        "request); a retry cannot help"
+    )
+
+
+async def test_a_stop_asked_for_is_never_undone(link: AgentLink) -> None:
+    job = await launch(link, "sleeper")
+    await text_appears(Path(job.log_path or ""), "up")
+    await link.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop")
+    await observer_scans(link, 3)
+    [stopped] = await jobs_now(link)
+    assert (stopped.id, stopped.state, stopped.restart_note) == (job.id, "stopped", None)
+
+
+async def test_a_job_killed_by_a_signal_is_restarted(link: AgentLink) -> None:
+    job = await launch(link, "sleeper")
+    await text_appears(Path(job.log_path or ""), "up")
+    [running] = await jobs_now(link)
+    os.kill(running.pid or 0, signal.SIGKILL)
+
+    jobs = await jobs_where(link, lambda js: any(j.restart_of == job.id and j.pid for j in js))
+
+    killed = next(j for j in jobs if j.id == job.id)
+    assert killed.state == "killed"
+    assert killed.exit_signal == "SIGKILL"
+    assert killed.restart_note is not None
+    assert killed.restart_note.startswith("restarted as")
+
+
+async def test_exit_5_waits_for_disk_space_before_it_restarts(
+    link: AgentLink, tmp_path: Path, state_dir: Path
+) -> None:
+    job = await launch(link, "disk")
+    [waiting] = await jobs_where(
+        link, lambda js: bool(js and (js[0].restart_note or "").startswith("waiting for"))
+    )
+    assert "exit 5: a write failed" in (waiting.restart_note or "")
+    assert len(await events(link, "restart_waits")) == 1
+
+    roomy = pipeline(tmp_path)
+    assert roomy.datasets is not None
+    roomier = PipelineConfig(
+        datasets=DatasetsConfig(roomy.datasets.root, low_disk_floor_bytes=0), jobs=roomy.jobs
+    )
+    other = await open_local_link(state_dir, roomier)  # "space is back": a floor of 0 bytes
+    try:
+        await jobs_where(other, lambda js: any(j.restart_of == job.id for j in js))
+    finally:
+        await other.close()
+
+
+async def test_after_every_process_is_killed_the_agent_takes_the_run_up_again(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    config = pipeline(tmp_path)
+    link = await open_local_link(state_dir, config)
+    try:
+        watched = await launch(link, "sleeper")
+        unwatched = await launch(link, "plain")
+        await text_appears(Path(watched.log_path or ""), "up")
+        await text_appears(Path(unwatched.log_path or ""), "up")
+        jobs = await jobs_now(link)
+    finally:
+        await link.close()
+    for job in jobs:  # the box goes down: the shims, the jobs and the daemon, all at once
+        os.killpg(job.pgid or 0, signal.SIGKILL)
+    os.kill(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
+
+    link = await open_local_link(state_dir, None)  # a console comes back; no new config
+    try:
+        after = await jobs_where(link, lambda js: any(j.restart_of == watched.id for j in js))
+        await observer_scans(link, 3)
+        after = await jobs_now(link)
+    finally:
+        await link.close()
+    states = {j.id: j.state for j in after}
+    assert states[watched.id] == "lost"
+    assert states[unwatched.id] == "lost"
+    restarted = [j for j in after if j.restart_of]
+    assert [j.restart_of for j in restarted] == [watched.id], "only the on-failure job comes back"
+
+
+def test_a_process_recorded_under_another_boot_is_never_taken_for_the_job() -> None:
+    me = {"pid": os.getpid(), "start_ticks": _my_ticks()}
+    assert job_state(False, {**me, "boot_id": "another-boot"}, None, None, None)[0] == "lost"
+    assert job_state(False, me, None, None, None)[0] == "starting"  # older records: no boot id
+
+
+def _my_ticks() -> int:
+    from agent.host.procfs import start_ticks
+
+    ticks = start_ticks(os.getpid())
+    assert ticks is not None
+    return ticks
