@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 FILE_NAME = "autopilot.json"
 MAX_ATTEMPTS = 2
 """Starts of one target (a dataset, a stage's job) before its failure pauses the autopilot."""
+MAX_QUIET_ATTEMPTS = 5
+"""Starts of one target that each ended well yet left it undone: no loop of launches."""
 WAIT_CODES = (ErrorCode.GPU_BUSY, ErrorCode.DATASET_BUSY)
 """Refusals that pass by themselves: the stage waits and asks again."""
 RESUME = "resume with `eagle-console autopilot HOST resume` or A in the dashboard"
@@ -90,7 +92,8 @@ class Autopilot:
         current = _current(self.record)
         if current is not None:
             self._stage(current).update(state="running", detail="")
-        self.record.update(state="running", paused_reason=None, attempts={})
+        rounds = int(self.record.get("round", 0)) + 1  # a resume's starts get keys of their own
+        self.record.update(state="running", paused_reason=None, attempts={}, round=rounds)
         self._save()
         self._said("autopilot_resumed", f"autopilot resumed by {asked_by}")
 
@@ -170,8 +173,12 @@ class Autopilot:
     async def _launch(self, name: str, decision: Launch) -> None:
         attempts = self.record.setdefault("attempts", {})
         key = f"{name}/{decision.target}"
-        if decision.failed_before is not None and attempts.get(key, 0) >= MAX_ATTEMPTS:
-            self._fail(name, f"{decision.failed_before}; it failed {attempts[key]} times")
+        tries = attempts.get(key, 0)
+        if decision.failed_before is not None and tries >= MAX_ATTEMPTS:
+            self._fail(name, f"{decision.failed_before}; it failed {tries} times")
+            return
+        if tries >= MAX_QUIET_ATTEMPTS:
+            self._fail(name, f"{decision.detail}: started {tries} times, and still not done")
             return
         attempts[key] = attempts.get(key, 0) + 1
         self._stage(name)["attempts"] = self._stage(name).get("attempts", 0) + 1
@@ -179,7 +186,9 @@ class Autopilot:
         if decision.failed_before is not None:
             self._said("autopilot_retry", f"stage {name}: {decision.failed_before}; trying once "
                        "more", "warning", subject=name)  # fmt: skip
-        launch_key = f"autopilot-{self.record['run']}-{key}-{attempts[key]}"
+        launch_key = (
+            f"autopilot-{self.record['run']}-{self.record.get('round', 0)}-{key}-{attempts[key]}"
+        )
         try:
             await self.box.launch(decision.params, launch_key)
         except AgentError as exc:
@@ -204,7 +213,7 @@ class Autopilot:
         self._pause(f"stage {name} failed: {reason}; {RESUME}")
 
     def _pause(self, reason: str) -> None:
-        self.record.update(state="paused", paused_reason=reason)
+        self.record.update(state="paused", paused_reason=reason, waiting_for="")
         self._save()
         self._said("autopilot_paused", reason, "error" if "failed" in reason else "warning")
 

@@ -87,8 +87,10 @@ Stage = Callable[[Context], Decision]
 def generate(ctx: Context) -> Decision:
     """Every dataset to its budget: start the inference job where nobody writes."""
     datasets = ctx.snapshot.datasets
-    if not datasets:
-        return Fail("no dataset under the datasets root; add prompts.jsonl folders, then resume")
+    if ctx.pipeline.datasets is None:
+        return Fail("no datasets root is configured ([hosts.NAME.datasets] root)")
+    if not datasets:  # an empty root, or a snapshot taken before the root was first read
+        return Wait(f"a dataset under {ctx.pipeline.datasets.root} (none there yet)")
     left = [d for d in datasets if not d.generation_done]
     if not left:
         ended = max((d.last_response_at or 0.0) for d in datasets)
