@@ -17,6 +17,7 @@ from agent.protocol import (
     AUTOPILOT_CONTROL,
     EVENTS_LIST,
     JOBS_LAUNCH,
+    AutopilotAction,
     AutopilotParams,
     AutopilotStatus,
     DatasetsConfig,
@@ -72,11 +73,9 @@ async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
     await agent.close()
 
 
-async def control(link: AgentLink, action: str, key: str) -> AutopilotStatus:
+async def control(link: AgentLink, action: AutopilotAction, key: str) -> AutopilotStatus:
     status: AutopilotStatus = await link.call(
-        AUTOPILOT_CONTROL,
-        AutopilotParams(action),
-        idempotency_key=key,  # type: ignore[arg-type]
+        AUTOPILOT_CONTROL, AutopilotParams(action), idempotency_key=key
     )
     return status
 
@@ -107,7 +106,7 @@ async def test_the_autopilot_runs_every_stage_to_the_verdict_without_a_console(
         ("generate", "done"), ("export", "done"), ("vocab", "done"), ("free gpus", "done"),
         ("hidden states", "skipped"), ("train", "done"), ("serve", "done"), ("evaluate", "done"),
     ]  # fmt: skip
-    by_name = {}
+    by_name: dict[str, list[str]] = {}
     for job in sorted(jobs, key=lambda j: j.started_at or 0):
         by_name.setdefault(job.name, []).append(job.state)
     assert by_name["sglang"] == ["stopped", "running"], "freed for training, back as the baseline"
