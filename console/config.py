@@ -23,6 +23,7 @@ from agent.protocol import (
     JobSpec,
     NotifyConfig,
     PipelineConfig,
+    RestartPolicy,
     ServerApi,
     Severity,
 )
@@ -327,7 +328,7 @@ def _job(reader: _Reader, jobs: Mapping[str, Any], name: str, where: str) -> Job
     table = reader.table(jobs, name, where)
     where = f"{where}.{name}"
     reader.only(table, where, {"argv", "kind", "cwd", "env", "gpu", "per_dataset", "stop_signal",
-                               "grace_s", "term_grace_s"})  # fmt: skip
+                               "grace_s", "term_grace_s", *_RESTART_KEYS})  # fmt: skip
     argv = reader.optional(table, "argv", where, list, "a list of strings (no shell string)")
     if not argv or not all(isinstance(part, str) for part in argv):
         raise reader.error(f"{where}.argv", f"got {argv!r}", "a non-empty list of strings")
@@ -352,7 +353,30 @@ def _job(reader: _Reader, jobs: Mapping[str, Any], name: str, where: str) -> Job
         stop_signal=stop_signal,
         grace_s=reader.seconds(table, "grace_s", where, 30.0),
         term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0),
+        **_restart(reader, table, where),
     )
+
+
+_RESTART_KEYS = ("restart", "max_restarts", "restart_window_s", "restart_delay_s")
+_RESTART_POLICIES: dict[str, RestartPolicy] = {"no": "no", "on-failure": "on-failure"}
+
+
+def _restart(reader: _Reader, table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The job's restart policy: restart = "no" | "on-failure", its cap, window and back-off."""
+    policy = reader.text(table, "restart", where, "no")
+    if policy not in _RESTART_POLICIES:
+        raise reader.error(f"{where}.restart", f"got {policy!r}", 'one of "no", "on-failure"')
+    most = reader.optional(table, "max_restarts", where, int, "a whole number of restarts")
+    if most is not None and not 0 <= most <= 1000:
+        raise reader.error(f"{where}.max_restarts", f"got {most}", "a number from 0 to 1000")
+    window = reader.seconds(table, "restart_window_s", where, 3600.0)
+    if window < 1:
+        raise reader.error(f"{where}.restart_window_s", f"got {window:g}", "at least 1 second")
+    return {
+        "restart": _RESTART_POLICIES[policy], "max_restarts": 5 if most is None else most,
+        "restart_window_s": window,
+        "restart_delay_s": reader.seconds(table, "restart_delay_s", where, 10.0),
+    }  # fmt: skip
 
 
 def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsConfig:

@@ -149,8 +149,8 @@ def _signal_if_ours(identity: StopTarget, signum: signal.Signals) -> list[int] |
     members = identity.members()
     if not members:
         return []
-    if not identity.still_ours():
-        return None
+    if not identity.still_ours():  # or it died between the two looks: then nothing is left
+        return [] if not identity.members() else None
     identity.send(signum)
     return members
 

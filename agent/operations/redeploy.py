@@ -251,7 +251,13 @@ def _settled(
         return False, f"the new run {_ending(job)}; see its log ({job.log_path})"
     reported = dataset is not None and dataset.writer_active and dataset.runner_sha256 == expected
     if job.state == "running" and (expected is None or reported):
-        return True, "running" + (" and reporting the new runner code" if expected else "")
+        said = " and reporting the new runner code" if expected else ""
+        where = (
+            f"; resumed at {dataset.responses:,} responses, {dataset.tokens:,} tokens"
+            if dataset is not None
+            else ""
+        )
+        return True, f"running{said}{where}"
     if timed_out:
         return True, f"running, though it has not reported its code within {WATCH_S:g} s"
     return None

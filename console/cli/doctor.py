@@ -2,8 +2,8 @@
 
 SSH and the host key (or, for `ssh = "local"`, nothing to connect to), the remote Python and its version, aiohttp (for SGLang probes), the agent
 bundle and daemon, the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on
-the host with the configured trust setting) and the webhook's lost notifications: one line
-each, with what to do.
+the host with the configured trust setting), the webhook's lost notifications and whether the
+agent starts at boot: one line each, with what to do.
 """
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from agent.protocol import SNAPSHOT, Snapshot, SnapshotParams
+from agent.protocol import (
+    AUTOSTART_STATUS,
+    SNAPSHOT,
+    AutostartStatus,
+    AutostartStatusParams,
+    Snapshot,
+    SnapshotParams,
+)
 from console.cli.doctor_tokenizer import tokenizer_line
 from console.cli.doctor_webhook import webhook_line
 from console.config import HostConfig
@@ -59,6 +66,7 @@ async def run_doctor(host: HostConfig) -> list[Check]:
             *checks,
             Check("tokenizer", ok, detail),
             Check("webhook", *await webhook_line(link)),
+            await _autostart_check(link, host.name),
         ]
     finally:
         await link.close()
@@ -140,6 +148,23 @@ async def _agent_checks(link: AgentLink) -> list[Check]:
     gpus = f"{len(snapshot.gpus)} GPU(s)" if snapshot.gpus else snapshot.gpu_note or "no reading"
     checks.append(Check("gpus", bool(snapshot.gpus), gpus))
     return checks
+
+
+async def _autostart_check(link: AgentLink, host: str) -> Check:
+    """Whether the agent comes back by itself after a reboot: a note, never a failure."""
+    status: AutostartStatus = await link.call(AUTOSTART_STATUS, AutostartStatusParams())
+    if status.installed:
+        return Check("autostart", True, f"@reboot line installed: {status.cron_line}")
+    how = (
+        f"`eagle-console autostart {host} --install` adds an @reboot line"
+        if status.cron_available
+        else f"no crontab here: run this from the container's entrypoint: {status.command}"
+    )
+    return Check(
+        "autostart", True,
+        f"not set up: after a reboot the agent (and the jobs it restarts) waits for a console to "
+        f"connect; {how}",
+    )  # fmt: skip
 
 
 async def _snapshot_with_probes(link: AgentLink) -> Snapshot:

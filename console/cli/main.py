@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from console.cli.box_commands import COMMANDS as BOX_COMMANDS
+from console.cli.box_commands import add_parsers as add_box_parsers
+from console.cli.box_commands import run_box_command
 from console.cli.output import stderr_console, stdout_console
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
@@ -93,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--keep", action="store_true", help="keep the workspace after the demo ends (to look at)"
     )
+    add_box_parsers(commands)
     tui = commands.add_parser("tui", help="the dashboard (the default command)")
     tui.add_argument("host", nargs="?", help="one host from the config (default: all)")
     return parser
@@ -148,6 +152,7 @@ def _default_to_tui(argv: list[str]) -> list[str]:
         "redeploy",
         "trust",
         "events",
+        *BOX_COMMANDS,
         "demo",
         "tui",
         "-h",
@@ -194,6 +199,8 @@ def _run(args: argparse.Namespace) -> int:
         return _report(config.host(args.host))
     if args.command == "events":
         return _events(config.host(args.host), args.since, as_json=args.json)
+    if args.command in BOX_COMMANDS:
+        return asyncio.run(run_box_command(args, config.host(args.host)))
     return _tui(config, args.host)
 
 

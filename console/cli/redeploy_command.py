@@ -2,18 +2,23 @@
 
 Before anything is stopped it prints the advice the TUI's `R` shows (console.model.budget_advice):
 a run heading past its budget gets its projection and the suggested `--token-budget`, which
-`--token-budget N` applies. Host text is sanitised and never read as markup.
+`--token-budget N` applies. The redeploy itself is the agent's operation: this uploads, asks,
+and prints each step from the agent's record, reopening the link if it drops (the box goes on
+either way). Exit 0 when the run ends on the new code, 1 when it was rolled back or failed.
+Host text is sanitised and never read as markup.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 
-from agent.protocol import SNAPSHOT, JobInfo, Snapshot, SnapshotParams
+from agent.protocol import SNAPSHOT, JobInfo, OperationInfo, Snapshot, SnapshotParams
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
-from console.link.redeploy import RedeployOutcome, find_job, redeploy
+from console.link.redeploy import find_job, follow_operation, start_redeploy, step_lines
 from console.model.budget_advice import BudgetAdvice, budget_advice, with_token_budget
 from console.model.safe_text import literal
 
@@ -22,32 +27,56 @@ async def run_redeploy(
     host: HostConfig, job_ref: str, argv: tuple[str, ...] | None, token_budget: int | None,
     out: Console,
 ) -> int:  # fmt: skip
-    """Say the advice, then stop, deploy and restart the job; returns the exit code."""
+    """Say the advice, then have the agent stop, deploy and restart the job; the exit code."""
     if host.read_only:
         raise LinkError(
             f"{host.name} is read_only in the config: refusing to stop or start anything"
         )
     link = await open_host_link(host)
     try:
-        outcome = await redeploy_with_advice(link, host, job_ref, argv, token_budget, out)
+        started = await redeploy_with_advice(link, host, job_ref, argv, token_budget, out)
+        out.print(literal(f"the agent carries the redeploy as {started.id}; following it"))
+        try:
+            ended = await follow_operation(
+                link, started.id, _printer(out), lambda: open_host_link(host)
+            )
+        except LinkError as exc:
+            raise LinkError(
+                f"{exc}; the agent goes on by itself: `eagle-console events {host.name}` says "
+                "how it ended"
+            ) from None
     finally:
         await link.close()
-    out.print(literal(outcome.summary()))
-    return 0
+    return 0 if ended.state == "done" else 1
 
 
 async def redeploy_with_advice(
     link: AgentLink, host: HostConfig, job_ref: str, argv: tuple[str, ...] | None,
     token_budget: int | None, out: Console,
-) -> RedeployOutcome:  # fmt: skip
-    """The advice for `job_ref` first, then the redeploy with the command it settles on."""
+) -> OperationInfo:  # fmt: skip
+    """The advice for `job_ref` first, then the redeploy asked with the command it settles on."""
     snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     job = find_job(snapshot, job_ref)
+    if job.state not in ("running", "starting", "stopping"):
+        out.print(literal(f"{job.name} ({job.id}) is not running: it {job.state}; it starts "
+                          "again on the new code"))  # fmt: skip
     start = restart_argv(job, argv, token_budget)
     for line in advice_lines(host.name, job_ref, budget_advice(job, snapshot), start, job):
         out.print(literal(line))
     edited = None if start == job.argv else start
-    return await redeploy(link, host, job.id, edited, report=lambda m: _say(out, m))
+    return await start_redeploy(link, host, job.id, edited)
+
+
+def _printer(out: Console) -> Callable[[OperationInfo], None]:
+    """Prints what changed in the operation since the last report."""
+    last: list[OperationInfo | None] = [None]
+
+    def report(info: OperationInfo) -> None:
+        for line in step_lines(last[0], info):
+            out.print(literal(line))
+        last[0] = info
+
+    return report
 
 
 def restart_argv(
@@ -71,7 +100,3 @@ def advice_lines(
             f"eagle-console redeploy {host} {job_ref} --token-budget {advice.budget}"
         )
     return lines
-
-
-def _say(out: Console, message: str) -> None:
-    out.print(literal(message))

@@ -1,117 +1,137 @@
-"""Kill, deploy, restart, and watch until the job runs the new code: the one-key fix.
+"""The one-key fix, asked of the agent: stage the uploads, then hand it the whole redeploy.
 
-Each step is said as it happens; a step that fails stops the whole thing with the step's name
-and the reason, so nothing half-done goes unreported. The restart uses the job's own spec
-(optionally with an edited argv), and the runner resumes from the responses on disk.
+The console only uploads the changed files beside their targets (nothing is swapped yet) and
+asks once (operations.redeploy); the agent stops, swaps, starts and watches, or rolls back, and
+records every step. What the console shows afterwards comes from the agent's record, so a link
+lost at any moment changes nothing on the box: `follow_operation` picks the record up again
+over a new link. No Textual here: the TUI and the headless commands share it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import posixpath
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TypeVar
 
 from agent.protocol import (
-    JOBS_LAUNCH,
-    JOBS_STOP,
-    SNAPSHOT,
-    DatasetProgress,
+    FILES_HASH,
+    OPERATIONS_LIST,
+    OPERATIONS_REDEPLOY,
+    FilesHashParams,
     JobInfo,
-    LaunchParams,
+    OperationInfo,
+    OperationsParams,
+    RedeployParams,
     Snapshot,
-    SnapshotParams,
-    StopParams,
-    StopResult,
-    bundle_digest,
+    StagedFile,
 )
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
-from console.link.bundle import local_bundle
-from console.link.deploy import deploy, plan_deploy
+from console.link.deploy import FilePlan, plan_deploy
 
-T = TypeVar("T")
-STOP_TIMEOUT_S = 900.0
-WATCH_TIMEOUT_S = 180.0
-RUNNER_MODULE = "agent.pipeline.inference"
+FOLLOW_POLL_S = 0.5
+RECONNECT_FOR_S = 300.0
+"""How long a follower keeps reopening a lost link before it says where to look instead."""
 
 
 class RedeployError(LinkError):
-    """A step of a redeploy failed; nothing after it was done."""
+    """A redeploy could not be asked for; nothing on the box was changed."""
 
     def __init__(self, step: str, reason: str) -> None:
-        super().__init__(f"redeploy stopped at step '{step}': {reason}")
+        super().__init__(f"redeploy not started ({step}): {reason}")
         self.step = step
 
 
-@dataclass(frozen=True, slots=True)
-class RedeployOutcome:
-    """What a redeploy did and where the job resumed."""
-
-    job: JobInfo
-    new_job: JobInfo
-    deployed: tuple[str, ...]
-    took_s: float
-    resumed: DatasetProgress | None
-
-    def summary(self) -> str:
-        """One line: what was redeployed, how long it took, and where it resumed."""
-        where = f" ({self.job.dataset})" if self.job.dataset else ""
-        resumed = ""
-        if self.resumed is not None:
-            resumed = (
-                f": resumed at {self.resumed.responses:,} responses, {self.resumed.tokens:,} tokens"
-            )
-        return f"{self.job.name}{where} redeployed in {self.took_s:.1f} s{resumed}"
-
-
-def expected_runner_sha256() -> str:
-    """The runner_sha256 a runner started from this console's agent code reports."""
-    prefix = "agent/pipeline/"
-    return bundle_digest(
-        (path[len(prefix) :], content)
-        for path, content in local_bundle().files
-        if path.startswith(prefix + "inference/")
+async def start_redeploy(
+    link: AgentLink, host: HostConfig, job_id: str, argv: tuple[str, ...] | None = None
+) -> OperationInfo:
+    """Upload what differs and ask the agent for the redeploy; returns its record as it starts."""
+    try:
+        plans = await plan_deploy(link, host.deploy) if host.deploy else []
+        files = await stage_uploads(link, plans)
+    except (LinkError, OSError) as exc:
+        raise RedeployError("upload", str(exc)) from None
+    params = RedeployParams(job_id, argv, files)
+    info: OperationInfo = await link.call(
+        OPERATIONS_REDEPLOY, params, idempotency_key=f"redeploy-{secrets.token_hex(6)}"
     )
+    return info
 
 
-async def redeploy(
-    link: AgentLink, host: HostConfig, job_ref: str, argv: tuple[str, ...] | None = None,
-    report: Callable[[str], None] = lambda message: None,
-) -> RedeployOutcome:  # fmt: skip
-    """Stop `job_ref` (id or name), deploy, start it again, and wait for the new code to run."""
-    started = time.monotonic()
-    job = find_job(await _snapshot(link), job_ref)
-    report(f"stopping {job.name} (pid {job.pid})")
-    stop: StopResult = await _step("stop", link.call(
-        JOBS_STOP, StopParams(job.id), idempotency_key=_key("stop"), timeout_s=STOP_TIMEOUT_S))  # fmt: skip
-    if stop.outcome not in ("stopped", "already_exited"):
-        raise RedeployError("stop", f"the job is {stop.outcome}; nothing was deployed or started")
-    report(f"stopped ({' → '.join(s.action for s in stop.steps) or 'it had exited'}); deploying")
-    plans = await _step("deploy", plan_deploy(link, host.deploy)) if host.deploy else []
-    installed = await _step("deploy", deploy(link, plans))
-    report(f"deployed {len(installed)} file(s); starting {job.name} again")
-    new_job: JobInfo = await _step("start", link.call(
-        JOBS_LAUNCH, LaunchParams(job.name, job.dataset, argv), idempotency_key=_key("launch")))  # fmt: skip
-    resumed = await _step("watch", watch_new_code(link, job, new_job))
-    return RedeployOutcome(
-        job, new_job, tuple(r.target for r in installed), time.monotonic() - started, resumed
-    )
+async def stage_uploads(link: AgentLink, plans: list[FilePlan]) -> tuple[StagedFile, ...]:
+    """Each changed or new file, uploaded under a temp name beside its target; none swapped in."""
+    if link.files is None:
+        raise LinkError("this link cannot move files")
+    staged = []
+    for plan in plans:
+        if not plan.needs_deploy or plan.local is None:
+            continue
+        content = plan.local.read_bytes()
+        folder, name = posixpath.split(plan.remote)
+        path = posixpath.join(folder, f".{name}.eagle-upload-{secrets.token_hex(6)}")
+        # The agent confines the staging path to the deploy roots before a byte is written.
+        await link.call(FILES_HASH, FilesHashParams((path,)))
+        await link.files.stage(path, content, plan.mode)
+        staged.append(StagedFile(plan.remote, path, hashlib.sha256(content).hexdigest(), plan.mode))
+    return tuple(staged)
+
+
+async def follow_operation(
+    link: AgentLink, operation_id: str, report: Callable[[OperationInfo], None],
+    reopen: Callable[[], Awaitable[AgentLink]] | None = None,
+) -> OperationInfo:  # fmt: skip
+    """Report the operation as it changes until it ends; a lost link is reopened with `reopen`.
+
+    Returns the record as it ended. Raises LinkError only when the agent cannot be reached
+    again within RECONNECT_FOR_S: the operation goes on there all the same.
+    """
+    current, seen = link, None
+    while True:
+        try:
+            listing = await current.call(OPERATIONS_LIST, OperationsParams(operation_id))
+        except LinkError:
+            if reopen is None:
+                raise
+            current = await _reopened(reopen)
+            continue
+        info = listing.operations[0]
+        if info != seen:
+            report(info)
+            seen = info
+        if info.ended:
+            if current is not link:
+                await current.close()
+            return info
+        await asyncio.sleep(FOLLOW_POLL_S)
+
+
+async def _reopened(reopen: Callable[[], Awaitable[AgentLink]]) -> AgentLink:
+    deadline = time.monotonic() + RECONNECT_FOR_S
+    while True:
+        try:
+            return await reopen()
+        except LinkError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(2.0)
 
 
 def find_job(snapshot: Snapshot, job_ref: str) -> JobInfo:
-    """The job with this id; or the one running job with this name, or writing this dataset.
+    """The job with this id; or the one live job with this name, or writing this dataset.
 
-    `inference/B3_math` names the running `inference` job on dataset B3_math.
+    `inference/B3_math` names the `inference` job on dataset B3_math. When no job of that line
+    is live, its latest run is named (a redeploy then starts it again on the new code).
     """
     name, _, dataset = job_ref.partition("/")
-    live = [job for job in snapshot.jobs if job.state in ("running", "starting")]
-    by_id = [job for job in snapshot.jobs if job.id == job_ref]
+    own = [job for job in snapshot.jobs if not job.external]
+    live = [job for job in own if job.state in ("running", "starting", "stopping")]
+    by_id = [job for job in own if job.id == job_ref]
     by_name = [job for job in live if job.name == name and (not dataset or job.dataset == dataset)]
     by_dataset = [job for job in live if job.dataset == job_ref]
-    found = by_id or by_name or by_dataset
+    found = by_id or by_name or by_dataset or _latest_ended(own, job_ref)
     if len(found) != 1:
         names = (
             ", ".join(sorted({f"{j.name} ({j.id}, {j.state})" for j in snapshot.jobs})) or "none"
@@ -121,51 +141,27 @@ def find_job(snapshot: Snapshot, job_ref: str) -> JobInfo:
     return found[0]
 
 
-async def watch_new_code(link: AgentLink, old: JobInfo, new: JobInfo) -> DatasetProgress | None:
-    """Wait until the new job runs; for our runner, until its runner.json shows the new code."""
-    is_runner = RUNNER_MODULE in old.argv
-    expected = expected_runner_sha256() if is_runner else None
-    deadline = time.monotonic() + WATCH_TIMEOUT_S
-    while time.monotonic() < deadline:
-        snapshot = await _snapshot(link)
-        job = next((j for j in snapshot.jobs if j.id == new.id), None)
-        dataset = next((d for d in snapshot.datasets if d.name == new.dataset), None)
-        if job is not None and job.state in ("failed", "lost", "killed"):
-            raise RedeployError(
-                "watch", f"the new {job.name} {job.state} (exit {job.exit_code}); see its log"
-            )
-        if (
-            job is not None
-            and job.state == "running"
-            and (
-                expected is None
-                or (
-                    dataset is not None
-                    and dataset.runner_sha256 == expected
-                    and dataset.writer_active
-                )
-            )
-        ):
-            return dataset
-        await asyncio.sleep(0.2)
-    raise RedeployError(
-        "watch", f"the new {new.name} did not report the new code within {WATCH_TIMEOUT_S:g} s"
-    )
+def _latest_ended(jobs: list[JobInfo], job_ref: str) -> list[JobInfo]:
+    """The newest run of the one line `job_ref` names (NAME, NAME/DATASET or DATASET), if one."""
+    name, _, dataset = job_ref.partition("/")
+    line = [
+        job for job in jobs
+        if (job.name == name and (not dataset or job.dataset == dataset))
+        or (not dataset and job.dataset == job_ref)
+    ]  # fmt: skip
+    if len({(job.name, job.dataset) for job in line}) != 1:
+        return []
+    return [max(line, key=lambda job: (job.started_at or 0.0, job.id))]
 
 
-async def _snapshot(link: AgentLink) -> Snapshot:
-    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-    return snapshot
-
-
-async def _step(name: str, work: Awaitable[T]) -> T:
-    try:
-        return await work
-    except RedeployError:
-        raise
-    except LinkError as exc:
-        raise RedeployError(name, str(exc)) from None
-
-
-def _key(what: str) -> str:
-    return f"redeploy-{what}-{secrets.token_hex(6)}"
+def step_lines(before: OperationInfo | None, now: OperationInfo) -> list[str]:
+    """What changed in an operation since `before`, one line per step, then its end."""
+    old = {(s.name, s.state, s.detail) for s in (before.steps if before else ())}
+    lines = [
+        f"{step.name}: {step.state}" + (f": {step.detail}" if step.detail else "")
+        for step in now.steps
+        if (step.name, step.state, step.detail) not in old
+    ]
+    if now.ended and not (before and before.ended):
+        lines.append(f"{now.kind} {now.state.replace('_', ' ')}: {now.outcome}")
+    return lines

@@ -15,6 +15,7 @@ from agent.protocol import Alert, JobInfo, JobState, Snapshot
 from console.link.host_connection import LinkState
 from console.model.formatting import live_rate, server_rate
 from console.model.link_text import link_text
+from console.model.operations_view import OperationsSeen
 from console.model.safe_text import sanitise
 
 THROUGHPUT_POINTS = 120
@@ -44,6 +45,8 @@ class HostView:
     """The link's last down or refused state since it was last up: why it is not up now."""
     awaiting_pid: set[str] = field(default_factory=set)
     """Ids of jobs launched here whose pid the launch could not tell yet."""
+    operations_seen: OperationsSeen = field(default_factory=OperationsSeen)
+    """The agent's operations on this host, as far as they were told."""
 
     def launched(self, job: JobInfo) -> None:
         """A job the user launched: if it has no pid yet, tell it once a snapshot has one."""

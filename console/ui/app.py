@@ -25,13 +25,16 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from agent.protocol import Event, JobEvent, LogChunk, Snapshot
+from agent.protocol import Event, JobEvent, LogChunk, OperationInfo, Snapshot
 from console.config import ConsoleSettings, HostConfig
 from console.link.host_connection import BACKOFF_S, HostConnection, LinkState, Opener
 from console.link.host_keys import OfferedKey
 from console.link.last_seen import LastSeen
 from console.model.host_view import HostView, headline, new_alerts
+from console.model.operations_view import ALERTS_TOLD_HERE
 from console.model.safe_text import sanitise
+from console.model.toasts import Toast
+from console.ui.actions.autopilot import AutopilotActions
 from console.ui.actions.away import AwayActions
 from console.ui.actions.base import Hosts
 from console.ui.actions.deploy import DeployActions
@@ -43,6 +46,7 @@ from console.ui.alarm import Alarm, terminal_writer
 from console.ui.alert_toasts import AlertToasts
 from console.ui.commands import APP_COMMANDS, bindings, key_label, keys_of
 from console.ui.intents import (
+    AutopilotRequested,
     DatasetDetailRequested,
     DeployAllRequested,
     DeployRequested,
@@ -69,6 +73,9 @@ from console.ui.signals import ConsoleSignals, HostShown, LogChunkReceived
 from console.ui.themes import themes_dir
 
 Pinner = Callable[[OfferedKey], Path]
+TOAST_LEVELS: dict[str, SeverityLevel] = {
+    "error": "error", "warning": "warning", "info": "information",
+}  # fmt: skip
 LINK_WORKER = "link "
 """The name of a host's link worker is this and the host's name."""
 
@@ -124,6 +131,7 @@ class ConsoleApp(App[None]):
         self.generate_actions = GenerateActions(self, hosts)
         self.deploy_actions = DeployActions(self, hosts, self.signals.deploy_planned)
         self.evaluate_actions = EvaluateActions(self, hosts)
+        self.autopilot_actions = AutopilotActions(self, hosts)
         self.view_actions = ViewActions(self, hosts)
         self.away_actions = AwayActions(self, hosts, LastSeen(state_dir) if state_dir else None)
         self.alarm = Alarm(settings or ConsoleSettings(), terminal_writer(self))
@@ -228,7 +236,8 @@ class ConsoleApp(App[None]):
         """Keep the snapshot, toast alerts that are new, render it if its host is on screen."""
         view = self.views[message.host]
         fresh = new_alerts(view.snapshot, message.snapshot, view.stops_asked)
-        self.alert_toasts.heard(message.host, fresh)
+        self.alert_toasts.heard(message.host, [a for a in fresh if a.kind not in ALERTS_TOLD_HERE])
+        self._tell(view.operations_seen.heard(message.host, message.snapshot.operations))
         for job in view.pids_found(message.snapshot):
             where = f" on {job.dataset}" if job.dataset else ""
             self.notify(f"{message.host}: {job.name}{where} runs as pid {job.pid}")
@@ -267,6 +276,13 @@ class ConsoleApp(App[None]):
             self.signals.log_chunk_received.publish(LogChunkReceived(message.host, event.data))
         elif isinstance(event.data, JobEvent):
             self.notify(f"{message.host}: {event.data.message}")
+        elif isinstance(event.data, OperationInfo):
+            seen = self.views[message.host].operations_seen
+            self._tell(seen.heard(message.host, [event.data]))
+
+    def _tell(self, toasts: list[Toast]) -> None:
+        for toast in toasts:
+            self.notify(toast.message, severity=TOAST_LEVELS[toast.severity], timeout=15)
 
     def _offer_trust(self, state: LinkState) -> None:
         pinner = self.pinners.get(state.host)
@@ -370,6 +386,10 @@ class ConsoleApp(App[None]):
     async def on_logs_requested(self, intent: LogsRequested) -> None:
         """l: follow a log."""
         await self.view_actions.logs(intent)
+
+    def on_autopilot_requested(self, intent: AutopilotRequested) -> None:
+        """A: start, pause or resume the autopilot."""
+        self.autopilot_actions.toggle(intent)
 
     def on_pipeline_requested(self, intent: PipelineRequested) -> None:
         """p: the pipeline's stages."""

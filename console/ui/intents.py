@@ -82,6 +82,11 @@ class PipelineRequested(HostIntent):
 
 
 @dataclass
+class AutopilotRequested(HostIntent):
+    """A: start, pause or resume the autopilot, as its state calls for."""
+
+
+@dataclass
 class DatasetDetailRequested(HostIntent):
     """Enter on a dataset: its detail."""
 

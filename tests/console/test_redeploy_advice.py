@@ -11,7 +11,7 @@ import io
 
 from rich.console import Console
 
-from agent.protocol import Event, HelloResult, JobInfo, LaunchParams, StopResult
+from agent.protocol import Event, HelloResult, JobInfo, OperationInfo, RedeployParams
 from console.cli.redeploy_command import redeploy_with_advice
 from console.config import HostConfig, SshTarget
 from console.model.budget_advice import budget_advice, with_token_budget
@@ -23,22 +23,26 @@ from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
 
 OVER = JobInfo("inference-B2-1", "inference", "inference", "running", ("python", "-m", "runner"),
                pid=5151, pgid=5150, dataset="B2_ultrachat", started_at=NOW - 100)  # fmt: skip
-RESTARTED = dataclasses.replace(OVER, id="inference-B2-2", pid=5252, pgid=5250)
+RESTARTED = dataclasses.replace(OVER, id="inference-B2-0", state="exited", started_at=NOW - 200)
 HOST = HostConfig("gpu", SshTarget("gpu-node-3"))
 
 
 def scripted_host() -> ScriptedAgent:
     """A host whose B2_ultrachat run heads 700,000 tokens past its 10,000,000 budget."""
     snapshot = dataclasses.replace(SNAPSHOT, jobs=(OVER, RESTARTED))
-    results = {"snapshot": snapshot, "jobs.stop": StopResult(OVER, "stopped"),
-               "jobs.launch": RESTARTED}  # fmt: skip
+    started = OperationInfo(
+        "redeploy-1", "redeploy", "inference (B2_ultrachat)", "running", (), NOW
+    )
+    results = {"snapshot": snapshot, "operations.redeploy": started}
     return ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), results, file_content=b"")
 
 
 def launched_argv(agent: ScriptedAgent) -> tuple[str, ...] | None:
-    [launch] = [r.params for r in agent.requests if r.method == "jobs.launch"]
-    assert isinstance(launch, LaunchParams)
-    return launch.argv
+    """The argv the redeploy asked the agent to start the job with (None: its own)."""
+    [asked] = [r.params for r in agent.requests if r.method == "operations.redeploy"]
+    assert isinstance(asked, RedeployParams)
+    assert asked.job_id == OVER.id
+    return asked.argv
 
 
 async def redeploy_printing(agent: ScriptedAgent, token_budget: int | None) -> str:

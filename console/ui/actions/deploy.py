@@ -12,7 +12,7 @@ from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.bundle import local_bundle
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
-from console.link.redeploy import redeploy
+from console.link.redeploy import start_redeploy
 from console.model.budget_advice import BudgetAdvice, budget_advice
 from console.ui.actions.base import HostActions, Hosts
 from console.ui.intents import (
@@ -168,19 +168,21 @@ class DeployActions(HostActions):
         return text
 
     async def _redeploy(self, host: str, job_id: str, argv: tuple[str, ...] | None) -> None:
+        """Upload and ask; the agent carries the rest, and its steps come back as toasts."""
         link = self.hosts.connections[host].link
         config = self.hosts.configs.get(host) or HostConfig(host, SshTarget(host))
         if link is None:
             self.app.notify("the link dropped before the redeploy started", severity="error")
             return
         try:
-            outcome = await redeploy(
-                link, config, job_id, argv, report=lambda message: self.app.notify(message)
-            )
+            info = await start_redeploy(link, config, job_id, argv)
         except LinkError as exc:
             self.app.notify(str(exc), severity="error", timeout=30)
             return
-        self.app.notify(outcome.summary(), timeout=20)
+        self.app.notify(
+            f"{host}: redeploy of {info.subject} under way on the agent; it goes on if the "
+            "link drops"
+        )
 
 
 def _nothing_to_roll_back(exc: LinkError) -> TypeGuard[AgentRequestError]:

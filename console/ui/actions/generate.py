@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import secrets
 
-from agent.protocol import JOBS_LAUNCH, DatasetProgress, JobInfo, LaunchParams
+from agent.protocol import (
+    JOBS_LAUNCH,
+    OPERATIONS_GENERATE,
+    DatasetProgress,
+    GenerateParams,
+    JobInfo,
+    LaunchParams,
+)
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.model.formatting import started_as
 from console.model.pipeline_view import ACTIVE
@@ -46,7 +53,9 @@ class GenerateActions(HostActions):
 
         def confirmed(answer: bool | None) -> None:
             if answer:
-                self.in_worker(self._launch(host, link, job_name, todo), f"the start of {job_name}")
+                self.in_worker(
+                    self._launch_all(host, link, job_name, todo), f"the start of {job_name}"
+                )
 
         text = f"{host}: start {job_name} on {len(todo)} dataset(s): {', '.join(todo)}."
         _ = self.app.push_screen(
@@ -84,6 +93,21 @@ class GenerateActions(HostActions):
         if dataset.generation_done:
             return f"{dataset.name} is done: {_done_why(dataset)}"
         return None
+
+    async def _launch_all(
+        self, host: str, link: AgentLink, job_name: str, datasets: list[str]
+    ) -> None:
+        """Ask the agent to start them all: it goes on with the rest if the link drops."""
+        params = GenerateParams(job_name, tuple(datasets))
+        key = f"generate-all-{secrets.token_hex(6)}"
+        try:
+            await link.call(OPERATIONS_GENERATE, params, idempotency_key=key)
+        except LinkError as exc:
+            self.app.notify(f"{job_name}: {exc}", severity="error")
+            return
+        self.app.notify(
+            f"{host}: starting {job_name} on {len(datasets)} dataset(s) (the agent carries it)"
+        )
 
     async def _launch(self, host: str, link: AgentLink, job_name: str, datasets: list[str]) -> None:
         started: list[JobInfo] = []

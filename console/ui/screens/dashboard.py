@@ -17,13 +17,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from agent.protocol import DatasetProgress, JobInfo, Snapshot
+from console.model.autopilot_view import autopilot_line
 from console.model.drafter_view import measured_accept_length
 from console.model.formatting import STALE_AFTER_S, age, gpu_text, training_text
 from console.model.host_view import HostView, as_asked, no_data_text
+from console.model.operations_view import under_way
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal, literal_lines
 from console.ui.commands import DASHBOARD_COMMANDS, bindings
 from console.ui.intents import (
+    AutopilotRequested,
     DatasetDetailRequested,
     DeployRequested,
     EvaluateRequested,
@@ -100,15 +103,14 @@ class DashboardScreen(Screen[None]):
         if snapshot is None:
             self._show_no_data(no_data_text(view, now))
             return
-        upcoming = next_stage(stages(snapshot))
-        pipeline = (
-            f"next: {upcoming.name} ({upcoming.key}; p for all stages)" if upcoming else "done"
-        )
-        self.query_one("#datasets").border_subtitle = f"pipeline {pipeline}"
+        self.query_one("#datasets").border_subtitle = literal(_pipeline_line(snapshot))
         self.query_one(DatasetsTable).show(snapshot.datasets, snapshot.taken_at)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         jobs = as_asked(snapshot.jobs, view.stops_asked)
         self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)
+        self.query_one("#jobs").border_subtitle = literal(
+            " · ".join(under_way(snapshot.operations))
+        )
         self.query_one(ServerPanel).show(
             snapshot.server, list(view.throughput), snapshot.datasets, snapshot.taken_at
         )
@@ -189,6 +191,10 @@ class DashboardScreen(Screen[None]):
         """R: kill, deploy and restart the selected job."""
         self.post_message(RedeployRequested(self.host, self.selected_job))
 
+    def action_autopilot(self) -> None:
+        """A: start, pause or resume the autopilot."""
+        self.post_message(AutopilotRequested(self.host))
+
     def action_deploy_screen(self) -> None:
         """d: the drift of the mapped files."""
         self.post_message(DeployRequested(self.host))
@@ -208,3 +214,14 @@ class DashboardScreen(Screen[None]):
     def action_pipeline(self) -> None:
         """p: the pipeline's stages."""
         self.post_message(PipelineRequested(self.host))
+
+
+def _pipeline_line(snapshot: Snapshot) -> str:
+    """The autopilot where it is on; else the next stage and its key."""
+    line = autopilot_line(snapshot.autopilot)
+    if line:
+        return f"{line} (A: pause/resume, p: stages)"
+    upcoming = next_stage(stages(snapshot))
+    if upcoming is None:
+        return "pipeline done"
+    return f"pipeline next: {upcoming.name} ({upcoming.key}; p for all stages; A: autopilot)"

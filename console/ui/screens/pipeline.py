@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from agent.protocol import Snapshot
+from console.model.autopilot_view import autopilot_line, stage_rows
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal
 from console.ui.commands import PIPELINE_COMMANDS, bindings
@@ -21,6 +22,8 @@ STYLE = {
     "failed": "bold red",
     "not started": "dim",
     "skipped": "dim green",
+    "pending": "dim",
+    "paused": "bold yellow",
 }
 
 
@@ -36,12 +39,20 @@ class PipelineScreen(Screen[None]):
         self.snapshot = snapshot
 
     def compose(self) -> ComposeResult:
-        """A table of stages and the next step."""
+        """A table of stages and the next step; the autopilot's stages when it is on."""
         items = stages(self.snapshot)
         upcoming = next_stage(items)
         hint = f"next: {upcoming.name} (key {upcoming.key})" if upcoming else "every stage is done"
         title = Text.assemble(literal(self.host, "bold"), f" · pipeline · {hint}")
         yield Static(title, id="pipeline-title")
+        autopilot = self.snapshot.autopilot
+        if autopilot is not None and autopilot.state != "off":
+            yield Static(literal(autopilot_line(autopilot)), id="autopilot-line")
+            steps: DataTable[Text | str] = DataTable(id="autopilot-table", cursor_type="none")
+            steps.add_columns("autopilot stage", "state", "tries", "detail")
+            for name, state, tries, detail in stage_rows(autopilot):
+                steps.add_row(name, Text(state, style=STYLE.get(state, "")), tries, literal(detail))
+            yield steps
         table: DataTable[Text | str] = DataTable(id="pipeline-table", cursor_type="row")
         table.add_columns("stage", "state", "detail", "key")
         for stage in items:

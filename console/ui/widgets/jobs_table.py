@@ -6,6 +6,7 @@ from rich.text import Text
 
 from agent.protocol import JobInfo
 from console.model.formatting import job_uptime
+from console.model.restart_text import restart_badge
 from console.model.safe_text import literal
 from console.ui.widgets.fitted_table import FittedTable, Row
 
@@ -47,7 +48,9 @@ def _state_text(job: JobInfo, stale: frozenset[str]) -> Text:
         job.id in stale or (job.dataset is not None and job.dataset in stale)
     ):
         return Text("running · stale code", style="bold yellow")
-    return literal(job.state, STATE_STYLE.get(job.state, ""))
+    badge = restart_badge(job)
+    style = "bold red" if badge == "gave up" else STATE_STYLE.get(job.state, "")
+    return literal(f"{job.state} · {badge}" if badge else job.state, style)
 
 
 def _row(job: JobInfo, now: float, stale: frozenset[str]) -> Row:

@@ -1,0 +1,204 @@
+"""Headless verbs for scripts, as kubectl and SkyPilot's CLI have them, each with `--json`.
+
+jobs, start, stop, the autopilot and the boot entry. Each prints the facts the TUI's confirmation shows before it acts (what a stop will send, what
+the autopilot will run), then what the agent answered. Exit codes: 0 done, 1 refused or failed
+on the box (the agent's reason on stderr), 2 usage. Host text is sanitised, never markup; JSON
+escapes control characters itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rich.console import Console
+
+from agent.protocol import (
+    AUTOPILOT_CONTROL,
+    AUTOPILOT_STATUS,
+    AUTOSTART_SET,
+    AUTOSTART_STATUS,
+    JOBS_LAUNCH,
+    JOBS_LIST,
+    JOBS_STOP,
+    SNAPSHOT,
+    AutopilotParams,
+    AutopilotStatus,
+    AutopilotStatusParams,
+    AutostartParams,
+    AutostartStatus,
+    AutostartStatusParams,
+    JobInfo,
+    JobsParams,
+    LaunchParams,
+    SnapshotParams,
+    StopParams,
+    StopResult,
+    to_wire,
+)
+from console.cli.output import stdout_console
+from console.config import HostConfig
+from console.link.agent_link import AgentLink, LinkError
+from console.link.host_link import open_host_link
+from console.link.redeploy import find_job
+from console.model.autopilot_view import autopilot_line, plan_text, stage_rows
+from console.model.consequences import stop_consequences
+from console.model.formatting import started_as
+from console.model.safe_text import literal, sanitise
+
+HOST_HELP = "a host from the config's [hosts]"
+COMMANDS = ("jobs", "start", "stop", "autopilot", "autostart")
+STOP_WAIT_S = 3600.0
+Verb = Callable[[AgentLink, argparse.Namespace, HostConfig, Console], Awaitable[int]]
+
+
+def add_parsers(commands: Any) -> None:
+    """The verbs' parsers, added to `eagle-console`'s subcommands."""
+    jobs = commands.add_parser("jobs", help="every job on a host: state, pid, exit, restarts")
+    _host_and_json(jobs)
+    start = commands.add_parser("start", help="start a configured job (NAME or NAME/DATASET)")
+    _host_and_json(start)
+    start.add_argument("job", help="a job name from the config; NAME/DATASET for a per-dataset job")
+    stop = commands.add_parser("stop", help="stop a job the way k does, and wait for the end")
+    _host_and_json(stop)
+    stop.add_argument("job", help="a job id, a running job's name (NAME/DATASET), or a dataset")
+    autopilot = commands.add_parser(
+        "autopilot", help="run the pipeline's remaining stages on the box, unattended"
+    )
+    _host_and_json(autopilot)
+    autopilot.add_argument(
+        "action", nargs="?", default="status", choices=("start", "pause", "resume", "status"),
+        help="start it, pause it (running jobs go on), resume it, or say where it is (default)",
+    )  # fmt: skip
+    boot = commands.add_parser("autostart", help="start the agent when the box boots (@reboot)")
+    _host_and_json(boot)
+    change = boot.add_mutually_exclusive_group()
+    change.add_argument("--install", action="store_true", help="add the @reboot line")
+    change.add_argument("--remove", action="store_true", help="remove the @reboot line")
+
+
+def _host_and_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("host", help=HOST_HELP)
+    parser.add_argument("--json", action="store_true", help="JSON for scripts, one object a line")
+
+
+async def run_box_command(args: argparse.Namespace, host: HostConfig) -> int:
+    """Run one verb against `host`; returns the exit code."""
+    mutating = args.command in ("start", "stop") or (
+        args.command == "autopilot" and args.action != "status"
+    ) or (args.command == "autostart" and (args.install or args.remove))  # fmt: skip
+    if mutating and host.read_only:
+        raise LinkError(f"{host.name} is read_only in the config: refusing to change anything")
+    verbs: dict[str, Verb] = {
+        "jobs": _jobs, "start": _start, "stop": _stop, "autopilot": _autopilot,
+        "autostart": _autostart,
+    }  # fmt: skip
+    link = await open_host_link(host)
+    try:
+        return await verbs[args.command](link, args, host, stdout_console())
+    finally:
+        await link.close()
+
+
+async def _jobs(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
+    listing = await link.call(JOBS_LIST, JobsParams())
+    for job in listing.jobs:
+        _say(out, args, job_line(job), to_wire(job))
+    if not listing.jobs and not args.json:
+        out.print("no jobs")
+    return 0
+
+
+def job_line(job: JobInfo) -> str:
+    """One job: `inference-B3-… inference B3_math running pid 812 · restarts 1 · restarting…`."""
+    where = f" {job.dataset}" if job.dataset else ""
+    pid = f" pid {job.pid}" if job.pid else ""
+    code = f" exit {job.exit_code}" if job.exit_code is not None else ""
+    signal = f" {job.exit_signal}" if job.exit_signal else ""
+    extra = f" · restarts {job.restarts}" if job.restarts else ""
+    note = f" · {job.restart_note}" if job.restart_note else ""
+    return sanitise(f"{job.id}  {job.name}{where}  {job.state}{pid}{code}{signal}{extra}{note}")
+
+
+async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
+    name, _, dataset = str(args.job).partition("/")
+    key = f"start-{secrets.token_hex(6)}"
+    job = await link.call(JOBS_LAUNCH, LaunchParams(name, dataset or None), idempotency_key=key)
+    where = f" on {job.dataset}" if job.dataset else ""
+    _say(out, args, f"started {job.name}{where} as {job.id} ({started_as(job)}): "
+                    f"{' '.join(job.argv)}", to_wire(job))  # fmt: skip
+    return 0
+
+
+async def _stop(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
+    snapshot = await link.call(SNAPSHOT, SnapshotParams())
+    job = find_job(snapshot, str(args.job))
+    if not args.json:
+        spec = None if job.external else host.pipeline.jobs.get(job.name)
+        out.print(literal(stop_consequences(host.name, snapshot, job.id, spec)))
+    if job.state not in ("starting", "running", "stopping"):
+        return 0
+    key = f"stop-{secrets.token_hex(6)}"
+    result: StopResult = await link.call(
+        JOBS_STOP, StopParams(job.id), idempotency_key=key, timeout_s=STOP_WAIT_S
+    )
+    steps = " → ".join(step.action for step in result.steps) or "it had exited"
+    _say(out, args, f"{job.name} ({job.id}): {result.outcome} ({steps})", to_wire(result))
+    return 0 if result.outcome in ("stopped", "already_exited") else 1
+
+
+async def _autopilot(
+    link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console
+) -> int:
+    before: AutopilotStatus = await link.call(AUTOPILOT_STATUS, AutopilotStatusParams())
+    status = before
+    if args.action != "status":
+        if args.action == "start" and not args.json:
+            out.print(literal(plan_text(before)))
+        key = f"autopilot-{secrets.token_hex(6)}"
+        status = await link.call(
+            AUTOPILOT_CONTROL, AutopilotParams(args.action), idempotency_key=key
+        )
+    if args.json:
+        out.file.write(json.dumps(to_wire(status)) + "\n")
+        return 0
+    out.print(
+        literal(
+            autopilot_line(status)
+            or "autopilot off: `eagle-console autopilot HOST start` starts it"
+        )
+    )
+    if status.state != "off":
+        for name, state, tries, detail in stage_rows(status):
+            out.print(literal(f"  {name:<14} {state:<8} {tries:>2}  {detail}"))
+    return 0
+
+
+async def _autostart(
+    link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console
+) -> int:
+    if args.install or args.remove:
+        params = AutostartParams("install" if args.install else "remove")
+        key = f"autostart-{secrets.token_hex(6)}"
+        status = await link.call(AUTOSTART_SET, params, idempotency_key=key)
+    else:
+        status = await link.call(AUTOSTART_STATUS, AutostartStatusParams())
+    _say(out, args, autostart_text(status), to_wire(status))
+    return 0
+
+
+def autostart_text(status: AutostartStatus) -> str:
+    """What is set up, and the lines that start the agent at boot."""
+    return sanitise(
+        f"{status.detail}\n  crontab line: {status.cron_line}\n  entrypoint:   {status.command}"
+    )
+
+
+def _say(out: Console, args: argparse.Namespace, text: str, wire: Any) -> None:
+    if args.json:
+        out.file.write(json.dumps(wire) + "\n")
+    else:
+        out.print(literal(text))

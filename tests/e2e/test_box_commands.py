@@ -1,0 +1,139 @@
+"""The headless verbs a script drives the box with: jobs, start, stop, autopilot, autostart.
+
+Run as a user would run them (`python -m console ...`, no terminal), over both loopback SSH
+servers for the job verbs and on a local host for the rest; exit codes and JSON are checked.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.ssh_servers import SshEndpoint
+
+PY = sys.executable
+TICKER = "import time\\nwhile True:\\n    print('tick', flush=True)\\n    time.sleep(0.2)"
+
+
+def jobs_toml(name: str) -> str:
+    return (
+        f"[hosts.{name}.jobs.ticker]\n"
+        f'argv = ["{PY}", "-c", "{TICKER}"]\n'
+        'restart = "on-failure"\nmax_restarts = 3\ngrace_s = 5\n'
+    )
+
+
+def local_config(tmp_path: Path, state_dir: Path) -> Path:
+    root = tmp_path / "datasets"
+    root.mkdir()
+    config = tmp_path / "eagle-console.toml"
+    config.write_text(
+        f'[hosts.box]\nssh = "local"\npython = "{PY}"\nstate_dir = "{state_dir}"\n'
+        f'[hosts.box.datasets]\nroot = "{root}"\n' + jobs_toml("box")
+    )
+    return config
+
+
+async def test_start_list_and_stop_a_job_from_a_script(
+    tmp_path: Path, ssh_endpoint: SshEndpoint, state_dir: Path
+) -> None:
+    root = tmp_path / "datasets"
+    root.mkdir()
+    config = tmp_path / "eagle-console.toml"
+    body = ssh_endpoint.config_toml("gpu", python=PY, state_dir=state_dir, datasets_root=root)
+    config.write_text(body + jobs_toml("gpu"))
+
+    started = await run_cli("start", "gpu", "ticker", "--json", config=config)
+    assert started.code == 0, started.stderr
+    job = json.loads(started.stdout)
+    assert job["name"] == "ticker"
+    assert job["state"] in ("starting", "running")
+
+    listed = await run_cli("jobs", "gpu", config=config)
+    assert listed.code == 0, listed.stderr
+    assert job["id"] in listed.stdout
+    assert "ticker" in listed.stdout
+
+    stopped = await run_cli("stop", "gpu", "ticker", config=config)
+    assert stopped.code == 0, stopped.stderr
+    assert "Its process group will get SIGTERM, then SIGKILL after 5 s" in stopped.stdout
+    assert f"ticker ({job['id']}): stopped (SIGTERM)" in stopped.stdout
+
+    unknown = await run_cli("stop", "gpu", "nothing-such", config=config)
+    assert unknown.code == 1
+    assert "no job 'nothing-such'" in unknown.stderr
+
+    refused = await run_cli("start", "gpu", "nothing-such", config=config)
+    assert refused.code == 1
+    assert "no job 'nothing-such' in the host config (configured: ticker)" in refused.stderr
+
+
+async def test_the_autopilot_is_started_seen_and_paused_from_a_script(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    config = local_config(tmp_path, state_dir)
+    off = await run_cli("autopilot", "box", config=config)
+    assert off.code == 0, off.stderr
+    assert "autopilot off" in off.stdout
+
+    started = await run_cli("autopilot", "box", "start", config=config)
+    assert started.code == 0, started.stderr
+    assert "generate every dataset to its budget" in started.stdout, "the plan is shown first"
+    assert "autopilot running" in started.stdout
+
+    status = await run_cli("autopilot", "box", "status", "--json", config=config)
+    state = json.loads(status.stdout)
+    assert state["state"] == "running"
+    assert [s["name"] for s in state["stages"]][:2] == ["generate", "export"]
+
+    paused = await run_cli("autopilot", "box", "pause", config=config)
+    assert paused.code == 0
+    assert "autopilot PAUSED" in paused.stdout
+    resumed = await run_cli("autopilot", "box", "resume", "--json", config=config)
+    assert json.loads(resumed.stdout)["state"] == "running"
+    await run_cli("autopilot", "box", "pause", config=config)  # leave nothing to act later
+
+
+async def test_autostart_shows_the_boot_line_and_installs_it_only_where_cron_is(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    config = local_config(tmp_path, state_dir)
+    status = await run_cli("autostart", "box", config=config)
+    assert status.code == 0, status.stderr
+    assert f"-m agent start --state-dir {state_dir}" in status.stdout
+    if shutil.which("crontab") is None:
+        refused = await run_cli("autostart", "box", "--install", config=config)
+        assert refused.code == 1
+        assert "no crontab on this box" in refused.stderr
+        return
+    installed = await run_cli("autostart", "box", "--install", "--json", config=config)
+    try:
+        assert json.loads(installed.stdout)["installed"] is True
+        crontab = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=False)
+        assert f"-m agent start --state-dir {state_dir}" in crontab.stdout
+        assert crontab.stdout.count(f"eagle-console agent {state_dir}") == 1
+    finally:
+        removed = await run_cli("autostart", "box", "--remove", "--json", config=config)
+    assert json.loads(removed.stdout)["installed"] is False
+    crontab = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=False)
+    assert str(tmp_path / "state") not in crontab.stdout
+
+
+@pytest.mark.parametrize("verb", ["start", "stop", "autopilot"])
+async def test_a_read_only_host_refuses_every_change(
+    tmp_path: Path, state_dir: Path, verb: str
+) -> None:
+    config = local_config(tmp_path, state_dir)
+    config.write_text(
+        config.read_text().replace('ssh = "local"', 'ssh = "local"\nread_only = true')
+    )
+    args = {"start": ["ticker"], "stop": ["ticker"], "autopilot": ["start"]}[verb]
+    result = await run_cli(verb, "box", *args, config=config)
+    assert result.code == 1
+    assert "read_only" in result.stderr
