@@ -164,8 +164,9 @@ class AgentCore:
         )  # fmt: skip
         self.observer.listeners.append(self.restarts.heard)
         self.autopilot = Autopilot(
-            paths.root, self, self.announcer, self.state_health.failed, self.changed.set
-        )
+            paths.root, self, self.announcer, self.tasks, self.state_health.failed,
+            self.changed.set,
+        )  # fmt: skip
         self.observer.listeners.append(self.autopilot.heard)
         self.end_watch = EndWatch(self.changed.set)
         """Wakes the observer the moment a job ends (restarts and the autopilot act on it)."""

@@ -11,6 +11,7 @@ event on the timeline and goes to the webhook.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from agent.protocol import (
     StageState,
 )
 from agent.state import read_json, write_json_atomic
+from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +60,19 @@ class Autopilot:
     """One autopilot per agent, on or off, and the stage it is at."""
 
     def __init__(
-        self, state_dir: Path, box: Box, announcer: Announcer,
+        self, state_dir: Path, box: Box, announcer: Announcer, tasks: TaskOwner,
         write_failed: Callable[[OSError], None], wake: Callable[[], None],
     ) -> None:  # fmt: skip
         self.path = state_dir / FILE_NAME
         self.box = box
         self.announcer = announcer
+        self.tasks = tasks
+        """Runs each move: a stop that waits out a grace must not hold up the observer."""
         self.write_failed = write_failed
         self.wake = wake
         """Asks the observer for a snapshot now, so a request is acted on at once."""
         self.record: dict[str, Any] = _loaded(read_json(self.path))
-        self._acting = False
+        self._moving: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------ requests
 
@@ -114,14 +118,16 @@ class Autopilot:
     # ------------------------------------------------------------ moving on
 
     async def heard(self, snapshot: Snapshot) -> None:
-        """Move the current stage on from this snapshot (an observer listener)."""
-        if self.record["state"] != "running" or self._acting:
+        """Move the current stage on from this snapshot (an observer listener; never waits).
+
+        One move at a time: a snapshot that comes while one is under way is passed over (the
+        observer scans again as soon as a job changes).
+        """
+        if self.record["state"] != "running":
             return
-        self._acting = True
-        try:
-            await self._advance(snapshot)
-        finally:
-            self._acting = False
+        if self._moving is not None and not self._moving.done():
+            return
+        self._moving = self.tasks.spawn(self._advance(snapshot), "autopilot move")
 
     async def _advance(self, snapshot: Snapshot) -> None:
         while self.record["state"] == "running":

@@ -93,6 +93,13 @@ def generate(ctx: Context) -> Decision:
         return Wait(f"a dataset under {ctx.pipeline.datasets.root} (none there yet)")
     left = [d for d in datasets if not d.generation_done]
     if not left:
+        past = [
+            job for job in ctx.snapshot.jobs
+            if job.kind == "inference" and job.state in LIVE_JOB_STATES and not job.external
+        ]  # fmt: skip
+        if past:  # a run with no budget of its own (--max-samples) would go on past it
+            return StopJobs(tuple(j.id for j in past), f"stopping {len(past)} run(s) done "
+                            "with their dataset's budget")  # fmt: skip
         ended = max((d.last_response_at or 0.0) for d in datasets)
         return Done(f"{len(datasets)} dataset(s) at their budget or out of prompts", ended)
     name = next((n for n, s in ctx.pipeline.jobs.items() if s.kind == "inference" and s.per_dataset), None)  # fmt: skip
@@ -129,10 +136,11 @@ def job_stage(
             return Launch(LaunchParams(names[0]), kind, f"starting {names[0]}")
         if job.state in LIVE_JOB_STATES or _restart_pending(job, ctx):
             return Wait(f"{job.name} {job.state}" + _note(job))
+        verdict = gate(ctx, job) if gate is not None and job.state in ("exited", "failed") else None
+        if isinstance(verdict, Fail):  # a gate that failed is not mended by running it again
+            return verdict
         if job.state == "exited":
-            return (gate(ctx, job) if gate else None) or Done(
-                f"{job.name} exited 0", job.ended_at or ctx.snapshot.taken_at
-            )
+            return verdict or Done(f"{job.name} exited 0", job.ended_at or ctx.snapshot.taken_at)
         if _stopped_on_request(job, ctx):
             return Fail(f"{_named(job)} was stopped on request; resume to start it again")
         return Launch(LaunchParams(names[0]), kind, f"starting {names[0]} again", _ending(job))
@@ -143,7 +151,7 @@ def job_stage(
 def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
     """An export whose conversations do not reproduce the ids is not training data."""
     export = ctx.snapshot.export
-    if export is None:
+    if export is None or export.job_id != job.id:
         return Wait("the export's report")
     if export.roundtrip_flagged:
         share = "—" if export.roundtrip_share is None else f"{export.roundtrip_share:.1%}"
@@ -158,7 +166,7 @@ def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
 def evaluate_gate(ctx: Context, job: JobInfo) -> Decision | None:
     """The evaluation is done once its verdict is read."""
     evaluation = ctx.snapshot.evaluation
-    if evaluation is None:
+    if evaluation is None or evaluation.job_id != job.id:
         return Wait("the evaluation's eval.json")
     return Done(evaluation.verdict, job.ended_at or ctx.snapshot.taken_at)
 

@@ -28,8 +28,10 @@ def build_tokenizer(out_dir: Path, vocab_size: int = 32000) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    words = [*SPECIAL_TOKENS, *string.ascii_letters, *string.digits, *string.punctuation]
-    words += COMMON_WORDS
+    # Each word once: "a" is a letter and a word, and a second entry left the first id unmapped,
+    # a hole in the ids the simulator samples (the demo's round trip failed on it).
+    listed = [*SPECIAL_TOKENS, *string.ascii_letters, *string.digits, *string.punctuation]
+    words = list(dict.fromkeys(listed + COMMON_WORDS))
     words += [f"w{i}" for i in range(len(words), vocab_size)]
     vocab = {word: index for index, word in enumerate(words[:vocab_size])}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))

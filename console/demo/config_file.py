@@ -22,6 +22,8 @@ DRAFTER_ACCEPT_LENGTH = 2.7
 """The demo's "trained drafter": about what the stand-in trainer's last eval acceptance says."""
 DRAFTER_DRAFT_TOKENS = 8
 """Verified per step: at concurrency 32 the drafter costs more than it saves (0.66x)."""
+RESTART = {"restart": "on-failure", "restart_delay_s": 2}
+"""The servers and the runs come back by themselves when they crash (the demo crashes each once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,17 +116,17 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
     train = ["{python}", "-m", "agent.simulator.train", "--steps", "600", "--step-s", "0.1",
              "--log-interval", "30"]  # fmt: skip
     jobs: dict[str, dict[str, object]] = {
-        "sglang": {"argv": server, "kind": "server", "gpu": True, "grace_s": 10},
+        "sglang": {"argv": server, "kind": "server", "gpu": True, "grace_s": 10, **RESTART},
         "inference": {"argv": [*runner, "--token-budget", "{budget}"], "kind": "inference",
-                      "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15},
+                      "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15, **RESTART},
         "inference-old": {"argv": [*runner, "--max-samples", "1000"], "kind": "inference",
-                          "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15},
+                          "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15, **RESTART},
         "vocab": {"argv": vocab, "kind": "vocab"},
         "train": {"argv": train, "kind": "train", "gpu": True, "stop_signal": "SIGINT", "grace_s": 10},
         "export": {"argv": export, "kind": "export"},
         # the drafter's server: gpu = false only because the demo's "GPUs" are imaginary; on a box
         # it runs on GPUs of its own, or the evaluation runs without --baseline
-        "sglang-drafter": {"argv": drafter, "kind": "drafter_server", "grace_s": 10},
+        "sglang-drafter": {"argv": drafter, "kind": "drafter_server", "grace_s": 10, **RESTART},
         "evaluate": {"argv": evaluate, "kind": "evaluate", "stop_signal": "SIGINT", "grace_s": 10},
     }  # fmt: skip
     lines = []

@@ -8,9 +8,11 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 from console.config import HostConfig, console_log_path
+from console.demo.chaos import misbehave
 from console.demo.config_file import write_demo_config
 from console.demo.interrupts import DemoInterrupts
 from console.demo.processes import end_demo_processes
@@ -18,6 +20,7 @@ from console.demo.services import (
     free_port,
     launch_runs,
     launch_server,
+    start_autopilot,
     start_ssh_server,
     wait_for_health,
 )
@@ -76,13 +79,17 @@ def _opener(host: HostConfig) -> Opener:
 
 
 async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
-    """The server as the agent's GPU job, then, once it answers, one run per dataset."""
+    """The server, then (once it answers) one run per dataset, then the autopilot.
+
+    With no key pressed, the box takes it from there to the drafter's verdict.
+    """
     link = await opener()
     try:
         await launch_server(link, nonce)
         url = host.pipeline.sglang_url or ""
         await wait_for_health(url, Path(host.pipeline.sglang_log or ""))
         await launch_runs(link, nonce)
+        await start_autopilot(link, nonce)
     finally:
         await link.close()
 
@@ -95,6 +102,14 @@ def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts) -
     def exit_soon() -> None:  # called from a signal handler: only schedule
         asyncio.get_running_loop().call_soon_threadsafe(app.exit)
 
+    def tell(line: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the app may be gone already
+            app.call_from_thread(app.notify, line, severity="warning", timeout=15)
+
+    chaos = threading.Thread(
+        target=asyncio.run, args=(misbehave(opener, tell),), name="demo mishaps", daemon=True
+    )
+    chaos.start()
     with interrupts.console(exit_soon):
         app.run()
 

@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.protocol import JOBS_LAUNCH, LaunchParams
+from agent.protocol import AUTOPILOT_CONTROL, JOBS_LAUNCH, AutopilotParams, LaunchParams
 from console.demo.config_file import SshAccess
 from console.demo.workspace import DATASETS, OLD_RUN, Workspace, bundle_env
 from console.link.agent_link import AgentLink, LinkError
@@ -85,6 +85,12 @@ async def launch_runs(link: AgentLink, nonce: str) -> None:
         job = "inference-old" if name == OLD_RUN else "inference"
         key = f"demo-{nonce}-{name}"
         await link.call(JOBS_LAUNCH, LaunchParams(job, name), idempotency_key=key)
+
+
+async def start_autopilot(link: AgentLink, nonce: str) -> None:
+    """The autopilot, on from the start: the demo's runs go on to the verdict by themselves."""
+    key = f"demo-{nonce}-autopilot"
+    await link.call(AUTOPILOT_CONTROL, AutopilotParams("start"), idempotency_key=key)
 
 
 def _wait_until(done: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:

@@ -135,12 +135,16 @@ def test_a_stage_with_no_job_configured_is_skipped() -> None:
 
 def test_the_export_gate_stops_on_a_round_trip_below_its_threshold() -> None:
     exported = job("export", "exited", exit_code=0, ended_at=20.0)
-    flagged = ExportSummary("e", "/out", 1.0, 0.42, 0.99, True, 10, 1.0, ())
+    flagged = ExportSummary(exported.id, "/out", 1.0, 0.42, 0.99, True, 10, 1.0, ())
     decision = job_stage("export", export_gate)(ctx(jobs=(exported,), export=flagged))
     assert isinstance(decision, Fail)
     assert "42.0%" in decision.reason
     assert "99%" in decision.reason
-    good = ExportSummary("e", "/out", 1.0, 1.0, 0.99, False, 10, 1.0, ())
+    refused = job("export", "failed", exit_code=1, ended_at=20.0)  # the export exits 1 on it
+    assert isinstance(job_stage("export", export_gate)(ctx(jobs=(refused,), export=flagged)), Fail)
+    older = ExportSummary("an-older-export", "/out", 1.0, 1.0, 0.99, False, 10, 1.0, ())
+    assert isinstance(job_stage("export", export_gate)(ctx(jobs=(exported,), export=older)), Wait)
+    good = ExportSummary(exported.id, "/out", 1.0, 1.0, 0.99, False, 10, 1.0, ())
     assert job_stage("export", export_gate)(ctx(jobs=(exported,), export=good)) == Done(
         "export exited 0", 20.0
     )
@@ -171,6 +175,14 @@ def test_serve_starts_the_drafter_then_the_baseline_the_evaluation_compares_with
 def test_the_evaluation_is_done_with_its_verdict() -> None:
     finished = job("evaluate", "exited", exit_code=0, ended_at=90.0)
     assert isinstance(job_stage("evaluate", evaluate_gate)(ctx(jobs=(finished,))), Wait)
-    verdict = DrafterEvaluation("e", "/out", 1.0, "2.1x at concurrency 1", False, ())
+    verdict = DrafterEvaluation(finished.id, "/out", 1.0, "2.1x at concurrency 1", False, ())
     decision = job_stage("evaluate", evaluate_gate)(ctx(jobs=(finished,), evaluation=verdict))
     assert decision == Done("2.1x at concurrency 1", 90.0)
+
+
+def test_generate_stops_runs_still_writing_datasets_already_at_their_budget() -> None:
+    overrunning = job("inference", "running", dataset="B3")
+    decision = generate(ctx((dataset("B3", 180, last_response_at=9.0),), (overrunning,)))
+    assert decision == StopJobs(
+        (overrunning.id,), "stopping 1 run(s) done with their dataset's budget"
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
 from agent.simulator.tokens import LengthProfile, TokenSource
 
@@ -20,3 +21,15 @@ def test_longer_prompts_get_longer_answers_only_when_the_profile_says_so() -> No
     short, long = mean_length(source, scaled, 10), mean_length(source, scaled, 300)
     assert abs(short - 220) < 10
     assert abs(long - 800) < 15
+
+
+def test_the_demo_tokenizer_has_an_entry_for_every_id_the_simulator_samples(
+    tmp_path: Path,
+) -> None:
+    from transformers import AutoTokenizer
+
+    from agent.simulator.tokenizer import build_tokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(build_tokenizer(tmp_path / "tok", 32000)))
+    assert len(tokenizer) == 32000
+    assert sorted(tokenizer.get_vocab().values()) == list(range(32000))
