@@ -106,9 +106,12 @@ def generate(ctx: Context) -> Decision:
     if name is None:
         return Fail("no per-dataset job of kind inference is configured to generate with")
     lines = {job.dataset: job for job in latest_per_line(ctx.snapshot.jobs) if job.name == name}
+    redeploying = _under_operation(ctx.snapshot)
     for dataset in left:
         job = lines.get(dataset.name)
         if dataset.writer_active or dataset.writer or (job and job.state in LIVE_JOB_STATES):
+            continue
+        if dataset.name in redeploying:  # a redeploy stops and starts its run: not ours to touch
             continue
         if job is not None and _restart_pending(job, ctx):
             continue
@@ -220,6 +223,16 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("serve", serve),
     ("evaluate", job_stage("evaluate", evaluate_gate)),
 )
+
+
+def _under_operation(snapshot: Snapshot) -> set[str | None]:
+    """The datasets whose run an operation under way stops and starts again."""
+    jobs = {job.id: job for job in snapshot.jobs}
+    return {
+        jobs[info.job_id].dataset
+        for info in snapshot.operations
+        if not info.ended and info.job_id in jobs
+    }
 
 
 def _latest(jobs: tuple[JobInfo, ...], names: set[str], since: float) -> JobInfo | None:

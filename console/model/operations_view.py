@@ -43,21 +43,21 @@ class OperationsSeen:
 
 
 def _news(host: str, before: OperationInfo | None, now: OperationInfo) -> list[Toast]:
-    name = f"{sanitise(host)}: {now.kind} of {sanitise(now.subject)}"
+    """`gpu: redeploy stop done: inference (B3): SIGINT`, ..., `gpu: redeploy done: ...`."""
+    name, subject = f"{sanitise(host)}: {now.kind}", sanitise(now.subject)
     toasts = []
     if now.kind in STEPS_TOLD:
         told = {(s.name, s.state) for s in (before.steps if before else ())}
         for step in now.steps:
             if step.state != "running" and (step.name, step.state) not in told:
                 level: Severity = "warning" if step.state == "failed" else "info"
-                toasts.append(
-                    Toast(f"{name}: {step.name} {step.state}: {sanitise(step.detail)}", level)
-                )
+                detail = sanitise(step.detail)
+                toasts.append(Toast(f"{name} {step.name} {step.state}: {subject}: {detail}", level))
     if now.ended and not (before is not None and before.ended):
         outcome = sanitise(now.outcome)
-        toasts.append(
-            Toast(f"{name} {now.state.replace('_', ' ')}: {outcome}", END_SEVERITY[now.state])
-        )
+        said = outcome if outcome.startswith(subject) else f"{subject}: {outcome}"
+        state = now.state.replace("_", " ")
+        toasts.append(Toast(f"{name} {state}: {said}", END_SEVERITY[now.state]))
     return toasts
 
 

@@ -28,6 +28,7 @@ from agent.protocol import (
     JobSpec,
     JobState,
     LaunchParams,
+    OperationInfo,
     PipelineConfig,
     Snapshot,
 )
@@ -186,3 +187,11 @@ def test_generate_stops_runs_still_writing_datasets_already_at_their_budget() ->
     assert decision == StopJobs(
         (overrunning.id,), "stopping 1 run(s) done with their dataset's budget"
     )
+
+
+def test_generate_leaves_a_dataset_alone_while_a_redeploy_stops_and_starts_its_run() -> None:
+    stopped = job("inference", "stopped", dataset="B3", ended_at=60.0)
+    redeploy = OperationInfo("r-1", "redeploy", "inference (B3)", "running", (), 55.0,
+                             job_id=stopped.id)  # fmt: skip
+    decision = generate(ctx((dataset("B3", 5),), (stopped,), operations=(redeploy,)))
+    assert isinstance(decision, Wait)

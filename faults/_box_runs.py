@@ -1,0 +1,244 @@
+"""Shared parts of the scenarios in which the box carries the run by itself (DESIGN §10).
+
+The real runner as the agent's per-dataset job, the simulator beside it or as the agent's own
+server job, each under `restart = "on-failure"`; each dataset's responses file followed by byte
+offset while the faults land (every complete line seen is a record the runner acknowledged);
+and the final count: lost, duplicated, corrupt, and the budget met by the one done rule.
+Nothing here injects a fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.protocol import (
+    EVENTS_LIST,
+    LIVE_JOB_STATES,
+    SNAPSHOT,
+    DatasetsConfig,
+    EventsList,
+    EventsParams,
+    JobInfo,
+    JobSpec,
+    PipelineConfig,
+    Snapshot,
+    SnapshotParams,
+    generation_done,
+)
+from console.link.agent_link import AgentLink
+from faults._runner_kill_files import ResponsesFollower, read_final, write_prompts
+from faults.result import ScenarioResult
+from tests.support.runner_files import status
+
+RUNNER = "inference"
+SERVER = "sglang"
+LOOK_S = 0.03
+"""How often the responses files are looked at while faults land."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunShape:
+    """How big a dataset's run is, and how the runner runs it."""
+
+    prompts: int
+    budget: int
+    concurrency: int
+    max_new_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A job's restart policy, as `[hosts.X.jobs.Y]` would set it."""
+
+    max_restarts: int
+    restart_window_s: float
+    restart_delay_s: float
+
+
+def runner_spec(shape: RunShape, policy: Policy, grace_s: float = 20.0) -> JobSpec:
+    """The real runner on `{dataset_dir}` to `{budget}`, finishing what is in flight at the end."""
+    argv = (
+        "{python}", "-m", "agent.pipeline.inference", "--server", "{sglang_url}",
+        "--dataset-dir", "{dataset_dir}", "--token-budget", "{budget}",
+        "--concurrency", str(shape.concurrency), "--max-new-tokens", str(shape.max_new_tokens),
+        "--on-budget", "finish", "--progress-interval", "1",
+    )  # fmt: skip
+    return JobSpec(
+        argv, kind="inference", per_dataset=True, stop_signal="SIGINT", grace_s=grace_s,
+        restart="on-failure", max_restarts=policy.max_restarts,
+        restart_window_s=policy.restart_window_s, restart_delay_s=policy.restart_delay_s,
+    )  # fmt: skip
+
+
+def server_spec(port: int, log_file: Path, args: tuple[str, ...], policy: Policy) -> JobSpec:
+    """The SGLang simulator as the agent's server job on a fixed port (the runners' --server)."""
+    argv = (
+        "{python}", "-m", "agent.simulator", "--port", str(port), "--log-file", str(log_file),
+        *args,
+    )  # fmt: skip
+    return JobSpec(
+        argv, kind="server", grace_s=5.0, term_grace_s=2.0, restart="on-failure",
+        max_restarts=policy.max_restarts, restart_window_s=policy.restart_window_s,
+        restart_delay_s=policy.restart_delay_s,
+    )  # fmt: skip
+
+
+def box_pipeline(
+    root: Path, budget: int, url: str, jobs: dict[str, JobSpec], log: Path | None = None
+) -> PipelineConfig:
+    """The host config the agent is given: the datasets under `root`, one budget, the jobs."""
+    return PipelineConfig(
+        datasets=DatasetsConfig(str(root), budget=budget, low_disk_floor_bytes=0),
+        sglang_url=url, sglang_log=str(log) if log else None, jobs=jobs,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- the datasets, followed
+
+
+@dataclass
+class DatasetWatch:
+    """One dataset's responses file, followed by byte offset while the faults land."""
+
+    folder: Path
+    prompt_ids: list[str]
+    follower: ResponsesFollower
+    acknowledged: set[str] = field(default_factory=set)
+    bad_offsets: list[int] = field(default_factory=list)
+    landed: list[float] = field(default_factory=list)
+    """Monotonic times of the looks that found new complete records."""
+
+    @classmethod
+    def create(cls, folder: Path, prompts: int) -> DatasetWatch:
+        """Write the dataset's prompts and follow its responses file from the start."""
+        folder.mkdir(parents=True, exist_ok=True)
+        ids = write_prompts(folder / "prompts.jsonl", prompts)
+        return cls(folder, ids, ResponsesFollower(folder / "raw_responses.jsonl"))
+
+    @property
+    def name(self) -> str:
+        """The dataset's name (its folder's)."""
+        return self.folder.name
+
+    def look(self) -> int:
+        """Read the complete lines appended since the last look; returns how many."""
+        seen = self.follower.observe()
+        self.acknowledged.update(seen.new_ids)
+        self.bad_offsets += seen.bad_offsets
+        if seen.new_ids:
+            self.landed.append(time.monotonic())
+        return len(seen.new_ids)
+
+    def landed_after(self, since: float) -> float | None:
+        """When the first look after `since` found a new record."""
+        return next((at for at in self.landed if at > since), None)
+
+    def records(self) -> int:
+        """Complete records seen so far."""
+        return len(self.follower.sizes)
+
+
+async def watch_until(
+    watches: list[DatasetWatch], done: Callable[[], Awaitable[bool]], timeout_s: float
+) -> bool:
+    """Look at every dataset every LOOK_S until `done` holds (True) or `timeout_s` passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for watch in watches:
+            watch.look()
+        if await done():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(LOOK_S)
+
+
+# ---------------------------------------------------------------- the final count
+
+
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """Where a dataset's run ended against its budget."""
+
+    tokens: int
+    overshoot: int
+    largest: int
+    """The longest response in the file, in tokens."""
+
+
+def count_final(result: ScenarioResult, watch: DatasetWatch, shape: RunShape) -> Landing:
+    """Lost, duplicated and corrupt records; the budget met by the one rule, within one answer."""
+    watch.look()
+    path = watch.folder / "raw_responses.jsonl"
+    final = read_final(path)
+    result.attempted += len(watch.acknowledged | final.ids.keys())
+    result.acknowledged += len(watch.acknowledged)
+    result.lost += len(watch.acknowledged - final.ids.keys())
+    result.duplicated += sum(count - 1 for count in final.ids.values())
+    result.corrupt += final.corrupt_lines + len(watch.bad_offsets)
+    landing = _landing(path, shape.budget)
+    left = len(set(watch.prompt_ids) - final.ids.keys()) - _failed_marks(watch.folder)
+    if not generation_done(landing.tokens, shape.budget, left):
+        result.violate(
+            f"{watch.name}: ended at {landing.tokens:,} tokens of {shape.budget:,} with {left} "
+            "prompts left: not done by the one rule"
+        )
+    elif not 0 <= landing.overshoot <= shape.max_new_tokens:
+        result.violate(
+            f"{watch.name}: ended {landing.overshoot:+,} tokens from its budget of "
+            f"{shape.budget:,} (more than one response: max_new_tokens {shape.max_new_tokens})"
+        )
+    reason = status(watch.folder).get("stop_reason")
+    if reason != "budget":
+        result.violate(f"{watch.name}: the last run's stop_reason is {reason!r}, not 'budget'")
+    return landing
+
+
+def _landing(path: Path, budget: int) -> Landing:
+    lengths = [
+        int(json.loads(line)["completion_tokens"])
+        for line in path.read_bytes().splitlines(keepends=True)
+        if line.endswith(b"\n")
+    ]
+    return Landing(sum(lengths), sum(lengths) - budget, max(lengths, default=0))
+
+
+def _failed_marks(folder: Path) -> int:
+    path = folder / "errors.jsonl"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def error_lines(folder: Path) -> int:
+    """Lines in the dataset's errors.jsonl (prompts marked failed)."""
+    return _failed_marks(folder)
+
+
+# ---------------------------------------------------------------- asking the agent
+
+
+def line_of(jobs: tuple[JobInfo, ...], name: str, dataset: str | None = None) -> list[JobInfo]:
+    """The agent's own jobs of one line (a job name and its dataset), oldest first."""
+    found = [j for j in jobs if not j.external and j.name == name and j.dataset == dataset]
+    return sorted(found, key=lambda j: (j.started_at or 0.0, j.id))
+
+
+def live(jobs: list[JobInfo]) -> list[JobInfo]:
+    """Those still starting, running or stopping."""
+    return [job for job in jobs if job.state in LIVE_JOB_STATES]
+
+
+async def events_of(link: AgentLink, kind: str) -> list[str]:
+    """The messages of the agent's timeline events of one kind."""
+    found: EventsList = await link.call(EVENTS_LIST, EventsParams())
+    return [event.message for event in found.events if event.kind == kind]
+
+
+async def alerts_of(link: AgentLink, kind: str) -> list[str]:
+    """The subjects of the current snapshot's alerts of one kind."""
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+    return [alert.subject for alert in snapshot.alerts if alert.kind == kind]

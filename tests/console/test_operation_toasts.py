@@ -1,0 +1,71 @@
+"""The agent's operations reach the user as toasts: each finished step once, and how it ended.
+
+An operation comes by two paths (its `operation` event at each step, and every snapshot) and
+again after a reconnect; a step must be told once whatever path brought it, and an operation
+over before this console looked at its host is history, not news.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agent.protocol import Event, HelloResult, OperationInfo, OperationStep
+from console.model.operations_view import OperationsSeen
+from console.ui.app import ConsoleApp
+from tests.console.scripted_agent import ScriptedAgent
+from tests.console.test_hostile_text import wait_for
+from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
+
+STOPPED = OperationStep("stop", "done", "SIGINT → SIGTERM", NOW)
+STARTING = OperationInfo("redeploy-1", "redeploy", "inference (B3_math)", "running",
+                         (STOPPED, OperationStep("deploy", "running", "", NOW)), NOW)  # fmt: skip
+DONE = dataclasses.replace(
+    STARTING, state="done", ended_at=NOW + 5,
+    steps=(STOPPED, OperationStep("deploy", "done", "swapped in: /r/x.py", NOW)),
+    outcome="inference (B3_math) runs the new code: running",
+)  # fmt: skip
+OLD = OperationInfo("redeploy-0", "redeploy", "inference (B1)", "failed", (), NOW - 600,
+                    NOW - 500, outcome="could not start")  # fmt: skip
+
+
+def toasts(app: ConsoleApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_each_step_is_told_once_whichever_way_it_came() -> None:
+    agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {}, file_content=b"")
+    app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
+        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, operations=(OLD,))))
+        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        agent.push(Event("operation", STARTING))
+        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, operations=(OLD, STARTING))))
+        agent.push(Event("operation", DONE))
+        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, operations=(OLD, DONE))))
+        await wait_for(pilot, lambda: any("redeploy done" in t for t in toasts(app)))
+        told = [t for t in toasts(app) if "redeploy" in t]
+    assert told == [
+        "gpu: redeploy stop done: inference (B3_math): SIGINT → SIGTERM",
+        "gpu: redeploy deploy done: inference (B3_math): swapped in: /r/x.py",
+        "gpu: redeploy done: inference (B3_math) runs the new code: running",
+    ]
+
+
+def test_an_operation_over_before_the_console_looked_is_not_news() -> None:
+    seen = OperationsSeen()
+    assert seen.heard("gpu", [OLD, STARTING]) == []
+    said = [t.message for t in seen.heard("gpu", [OLD, DONE])]
+    assert said == [
+        "gpu: redeploy deploy done: inference (B3_math): swapped in: /r/x.py",
+        "gpu: redeploy done: inference (B3_math) runs the new code: running",
+    ]
+
+
+def test_a_redeploy_that_left_its_run_stopped_is_an_error_naming_the_job() -> None:
+    seen = OperationsSeen()
+    seen.heard("gpu", [])
+    failed = dataclasses.replace(OLD, id="redeploy-2", outcome="the run is STOPPED: start it")
+    [toast] = seen.heard("gpu", [failed])
+    assert toast.severity == "error"
+    assert toast.message == "gpu: redeploy failed: inference (B1): the run is STOPPED: start it"

@@ -1,0 +1,92 @@
+"""The plain demo, left alone, ends with an evaluated drafter: the box carries the run (#26).
+
+Run in tmux as a person would start it, with no key pressed until the verdict is on the screen;
+on the way the demo kills a runner and the SGLang stand-in once each, and both must come back by
+their restart policy. Long (about five minutes on two cores): the whole pipeline runs.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_demo_tmux import Tmux, demo_processes, end_leftovers
+
+VERDICT_TIMEOUT_S = 900.0
+KILLED = ("killed runner", "killed the SGLang stand-in")
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    server = Tmux(f"eagle-test-{secrets.token_hex(4)}")
+    try:
+        yield server
+    finally:
+        subprocess.run(
+            ["tmux", "-L", server.socket, "kill-server"], capture_output=True, check=False
+        )
+        end_leftovers(tmp_path)
+
+
+@pytest.mark.timeout(1200)
+def test_the_demo_left_alone_reaches_the_verdict_through_a_runner_and_a_server_crash(
+    tmp_path: Path,
+    tmux: Tmux,  # noqa: F811
+) -> None:
+    workspace = tmp_path / "demo"
+    console = Path(sys.executable).parent / "eagle-console"
+    exited = tmp_path / "exited"
+    command = f"{console} demo --dir {workspace} --keep; echo $? > {exited}"
+    tmux.run("new-session", "-d", "-s", "demo", "-x", "200", "-y", "50", command)
+
+    seen = _watch_until_verdict(tmux)
+
+    assert set(KILLED) <= seen, f"the demo's own crashes were not both told: {seen}"
+    restarted = _restarted_jobs(workspace / "agent-state" / "jobs")
+    assert {"inference", "sglang"} <= restarted, f"restarted by their policy: {restarted}"
+    events = (workspace / "agent-state" / "autopilot.json").read_text()
+    assert json.loads(events)["state"] == "done"
+
+    tmux.keys("q")
+    deadline = time.monotonic() + 150
+    while not exited.exists():
+        assert time.monotonic() < deadline, f"the demo did not exit:\n{tmux.screen()}"
+        time.sleep(0.2)
+    assert exited.read_text().strip() == "0"
+    assert demo_processes(workspace) == []
+
+
+def _watch_until_verdict(tmux: Tmux) -> set[str]:
+    """Read the screen until the autopilot's verdict shows; returns the mishaps it told."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + VERDICT_TIMEOUT_S
+    while True:
+        screen = tmux.screen()
+        seen |= {said for said in KILLED if said in screen}
+        if "autopilot done" in screen and "at concurrency 1" in screen:
+            return seen
+        if "autopilot PAUSED" in screen:
+            pytest.fail(f"the autopilot paused:\n{screen}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no verdict in {VERDICT_TIMEOUT_S:g} s; the screen shows:\n{screen}")
+        time.sleep(0.5)
+
+
+def _restarted_jobs(jobs: Path) -> set[str]:
+    """Names of the jobs a restart policy started (their job.json says whom they replaced)."""
+    names = set()
+    for record in jobs.glob("*/job.json"):
+        job = json.loads(record.read_text())
+        if job.get("restart_of"):
+            names.add(str(job["name"]))
+    return names
