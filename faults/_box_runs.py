@@ -10,12 +10,16 @@ Nothing here injects a fault.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.host.procfs import is_same_process, start_ticks
 from agent.protocol import (
     EVENTS_LIST,
     LIVE_JOB_STATES,
@@ -39,6 +43,7 @@ RUNNER = "inference"
 SERVER = "sglang"
 LOOK_S = 0.03
 """How often the responses files are looked at while faults land."""
+GONE_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +221,53 @@ def _failed_marks(folder: Path) -> int:
 def error_lines(folder: Path) -> int:
     """Lines in the dataset's errors.jsonl (prompts marked failed)."""
     return _failed_marks(folder)
+
+
+# ---------------------------------------------------------------- killing a job
+
+
+@dataclass(frozen=True, slots=True)
+class Kill:
+    """One SIGKILL: the job it hit, when, and when its process was seen gone."""
+
+    job: JobInfo
+    at: float
+    gone_at: float
+    wall: float
+    """The kill's epoch time, to compare with the agent's `started_at` of the restart."""
+
+
+async def sigkill(job: JobInfo, watches: list[DatasetWatch]) -> Kill:
+    """SIGKILL the job's own process (its shim records the end), and wait until it is gone.
+
+    The datasets are looked at once it is gone: what it wrote before it died is not counted as
+    the restarted run generating again.
+    """
+    pid = job.pid or 0
+    ticks = start_ticks(pid)
+    at, wall = time.monotonic(), time.time()
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + GONE_TIMEOUT_S
+    while ticks is not None and is_same_process(pid, ticks) and time.monotonic() < deadline:
+        await asyncio.sleep(LOOK_S / 3)
+    for watch in watches:
+        watch.look()
+    return Kill(job, at, time.monotonic(), wall)
+
+
+def check_restarts(result: ScenarioResult, line: list[JobInfo], kills: list[Kill]) -> None:
+    """One run per kill plus the first, each the restart of the one killed before it."""
+    if len(line) != len(kills) + 1:
+        result.violate(f"{len(line)} runs of {kills[0].job.name if kills else 'the line'} for "
+                       f"{len(kills)} kills")  # fmt: skip
+    for kill, after in zip(kills, line[1:], strict=False):
+        result.detection_s.append((after.started_at or kill.wall) - kill.wall)
+        if after.restart_of != kill.job.id:
+            result.violate(f"{after.id} restarts {after.restart_of}, not {kill.job.id}")
+    for before in line[:-1]:
+        if (before.state, before.exit_signal) != ("killed", "SIGKILL"):
+            result.violate(f"{before.id} ended {before.state}/{before.exit_signal}, not killed")
 
 
 # ---------------------------------------------------------------- asking the agent
