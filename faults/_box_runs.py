@@ -256,18 +256,23 @@ async def sigkill(job: JobInfo, watches: list[DatasetWatch]) -> Kill:
     return Kill(job, at, time.monotonic(), wall)
 
 
-def check_restarts(result: ScenarioResult, line: list[JobInfo], kills: list[Kill]) -> None:
-    """One run per kill plus the first, each the restart of the one killed before it."""
+def check_restarts(
+    result: ScenarioResult, line: list[JobInfo], kills: list[Kill],
+    ended: tuple[str, str | None] = ("killed", "SIGKILL"),
+) -> None:  # fmt: skip
+    """One run per kill plus the first, each the restart of the one before it, which `ended`."""
     if len(line) != len(kills) + 1:
-        result.violate(f"{len(line)} runs of {kills[0].job.name if kills else 'the line'} for "
-                       f"{len(kills)} kills")  # fmt: skip
+        name = line[0].name if line else "the line"
+        result.violate(f"{len(line)} runs of {name} for {len(kills)} kills")
+    for before, after in zip(line, line[1:], strict=False):
+        if after.restart_of != before.id:
+            result.violate(f"{after.id} restarts {after.restart_of}, not {before.id}")
+        if (before.state, before.exit_signal) != ended:
+            result.violate(
+                f"{before.id} ended {before.state}/{before.exit_signal}, not {ended[0]}"
+            )
     for kill, after in zip(kills, line[1:], strict=False):
         result.detection_s.append((after.started_at or kill.wall) - kill.wall)
-        if after.restart_of != kill.job.id:
-            result.violate(f"{after.id} restarts {after.restart_of}, not {kill.job.id}")
-    for before in line[:-1]:
-        if (before.state, before.exit_signal) != ("killed", "SIGKILL"):
-            result.violate(f"{before.id} ended {before.state}/{before.exit_signal}, not killed")
 
 
 # ---------------------------------------------------------------- asking the agent

@@ -59,7 +59,7 @@ FINISH_TIMEOUT_S = 180.0
 
 
 async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
-    """`scale.pick(5, 1)` kills of the server over two runs of `scale.pick(80_000, 25_000)`."""
+    """`scale.pick(5, 2)` kills of the server over two runs of `scale.pick(80_000, 25_000)`."""
     result = ScenarioResult("server_restarts", TITLE, seed)
     shape = RunShape(scale.pick(3000, 1000), scale.pick(80_000, 25_000), 8, 600)
     root, port = workdir / "datasets", free_port()
@@ -71,7 +71,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     pipeline = box_pipeline(root, shape.budget, f"http://127.0.0.1:{port}", jobs)
     async with local_agent(workdir / "state", pipeline) as link:
         drill = _Drill(link, watches, shape, random.Random(seed), result)
-        await drill.play(scale.pick(5, 1))
+        await drill.play(scale.pick(5, 2))
     for watch in watches:
         count_final(result, watch, shape)
     drill.write_notes()

@@ -8,6 +8,7 @@ screens do. Regenerate with `--snapshot-update` and look at every diff.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,10 +18,15 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 
 from agent.protocol import (
+    AutopilotStage,
+    AutopilotStatus,
     DatasetDetail,
     ErrorSummary,
     EventsList,
+    JobInfo,
     JobSpec,
+    OperationInfo,
+    OperationStep,
     ResponseSummary,
     TimelineEvent,
     TokensAt,
@@ -29,6 +35,7 @@ from console.link.agent_link import AgentLink
 from console.link.deploy import FilePlan
 from console.link.host_keys import OfferedKey
 from console.model.consequences import stop_consequences
+from console.ui.messages import SnapshotReceived
 from console.ui.screens.dataset import DatasetScreen
 from console.ui.screens.deploy import DeployScreen
 from console.ui.screens.events import EventsScreen
@@ -163,3 +170,57 @@ def test_dashboard_light_at_size(snap_compare: Any, size: tuple[int, int]) -> No
     tokens, ETA and status at every size, and a footer that keeps ? Help and q Quit."""
     app = fixed_app("textual-light")
     assert snap_compare(app, terminal_size=size, run_before=show_crowded)
+
+
+AUTOPILOT = AutopilotStatus(
+    "running",
+    (
+        AutopilotStage("generate", "done", "8 dataset(s) at their budget or out of prompts"),
+        AutopilotStage("export", "done", "export exited 0", 1),
+        AutopilotStage("vocab", "done", "vocab exited 0", 1),
+        AutopilotStage("free gpus", "done", "no server of the agent's holds the GPUs"),
+        AutopilotStage("hidden states", "skipped", "no job of kind hidden_states is configured"),
+        AutopilotStage("train", "running", "", 2),
+    ),
+    "train", "train running (restart 1)", 3, NOW - 7200,
+)  # fmt: skip
+REDEPLOYING = OperationInfo(
+    "redeploy-1", "redeploy", "inference (B3_math)", "running",
+    (OperationStep("stop", "done", "SIGINT", NOW), OperationStep("watch", "running",
+     "waiting for the new run to run the new code", NOW)), NOW - 30, job_id="inference-1",
+)  # fmt: skip
+CRASHED = JobInfo("train-2", "train", "train", "failed", ("python", "-m", "train"), exit_code=1,
+                  started_at=NOW - 900, ended_at=NOW - 60, restarts=1,
+                  restart_note="restarting at 13:47:00 (restart 2 of 5 within 1 h)")  # fmt: skip
+AUTOPILOTED = dataclasses.replace(
+    SNAPSHOT, autopilot=AUTOPILOT, operations=(REDEPLOYING,), jobs=(*SNAPSHOT.jobs, CRASHED)
+)
+
+
+async def show_autopilot(pilot: Pilot[Any]) -> None:
+    await show_fixed(pilot)
+    pilot.app.post_message(SnapshotReceived("gpu", AUTOPILOTED))
+    await pilot.pause()
+    pilot.app.clear_notifications()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_dashboard_with_the_autopilot_on(snap_compare: Any, theme: str) -> None:
+    """The datasets panel's subtitle says the autopilot runs, at train (train running, restart
+    1), next serve, 3 restarts; the jobs panel's subtitle shows the redeploy of inference
+    (B3_math) at its watch step; the crashed train job reads `failed · restarting` in red."""
+    assert snap_compare(fixed_app(theme), terminal_size=(120, 40), run_before=show_autopilot)
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_pipeline_with_the_autopilot_on(snap_compare: Any, theme: str) -> None:
+    """Below the stages, the autopilot's line and its table: generate to free gpus done, hidden
+    states skipped, train running with 2 tries, serve and evaluate pending."""
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await show_autopilot(pilot)
+        await pilot.app.push_screen(PipelineScreen("gpu", AUTOPILOTED))
+        await pilot.pause(0.3)
+
+    assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)
