@@ -268,9 +268,7 @@ def check_restarts(
         if after.restart_of != before.id:
             result.violate(f"{after.id} restarts {after.restart_of}, not {before.id}")
         if (before.state, before.exit_signal) != ended:
-            result.violate(
-                f"{before.id} ended {before.state}/{before.exit_signal}, not {ended[0]}"
-            )
+            result.violate(f"{before.id} ended {before.state}/{before.exit_signal}, not {ended[0]}")
     for kill, after in zip(kills, line[1:], strict=False):
         result.detection_s.append((after.started_at or kill.wall) - kill.wall)
 

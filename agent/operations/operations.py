@@ -22,6 +22,7 @@ from agent.operations.generate import Generate
 from agent.operations.journal import Journal
 from agent.operations.records import OperationRecord, OperationStore, new_id
 from agent.operations.redeploy import Redeploy
+from agent.operations.sequence import Sequence
 from agent.operations.staged_files import check_uploads
 from agent.protocol import (
     LIVE_JOB_STATES,
@@ -34,6 +35,7 @@ from agent.protocol import (
     OperationsParams,
     RedeployParams,
     Request,
+    SequenceParams,
     to_wire,
 )
 from agent.tasks import TaskOwner
@@ -96,6 +98,20 @@ class Operations:
         record = OperationRecord(
             new_id("generate"), "generate", subject, to_wire(params), time.time(), asked_by
         )
+        return self._begin(record)
+
+    async def sequence(self, request: Request[SequenceParams], asked_by: str) -> OperationInfo:
+        """Record steps to take in order (a GPU hand-over, B) and run them."""
+        params = request.params
+        for step in params.steps:
+            if step.action == "start" and step.job not in self.box.pipeline.jobs:
+                raise AgentError(ErrorCode.NOT_FOUND, f"no job {step.job!r} in the host config")
+            if step.action == "stop" and not step.job_id:
+                raise AgentError(ErrorCode.INVALID_PARAMS, "a stop step needs the job's id")
+        record = OperationRecord(
+            new_id("sequence"), "sequence", params.subject[:200], to_wire(params), time.time(),
+            asked_by,
+        )  # fmt: skip
         return self._begin(record)
 
     async def listing(self, request: Request[OperationsParams]) -> OperationsList:
@@ -174,11 +190,13 @@ class Operations:
         _ = self.tasks.spawn(self._run(record), f"operation {record.id}")
 
     async def _run(self, record: OperationRecord) -> None:
-        steps = (
-            Redeploy(record, self.box, self.journal, self._roots)
-            if record.kind == "redeploy"
-            else Generate(record, self.box, self.journal)
-        )
+        steps: Redeploy | Generate | Sequence
+        if record.kind == "redeploy":
+            steps = Redeploy(record, self.box, self.journal, self._roots)
+        elif record.kind == "sequence":
+            steps = Sequence(record, self.box, self.journal)
+        else:
+            steps = Generate(record, self.box, self.journal)
         try:
             await steps.run()
         except asyncio.CancelledError:

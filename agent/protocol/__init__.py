@@ -124,6 +124,7 @@ from agent.protocol.methods import (
     OPERATIONS_GENERATE,
     OPERATIONS_LIST,
     OPERATIONS_REDEPLOY,
+    OPERATIONS_SEQUENCE,
     PING,
     SNAPSHOT,
     SNAPSHOT_WATCH,
@@ -142,6 +143,9 @@ from agent.protocol.operations import (
     OperationState,
     OperationStep,
     RedeployParams,
+    SequenceAction,
+    SequenceParams,
+    SequenceStep,
     StagedFile,
     StepState,
 )
@@ -164,6 +168,10 @@ from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
 __all__ = [
+    "OPERATIONS_SEQUENCE",
+    "SequenceAction",
+    "SequenceParams",
+    "SequenceStep",
     "STAGE_NAMES",
     "AutopilotAction",
     "AutopilotParams",

@@ -61,6 +61,7 @@ from agent.protocol.operations import (
     OperationsList,
     OperationsParams,
     RedeployParams,
+    SequenceParams,
 )
 from agent.protocol.snapshot import Snapshot, SnapshotParams
 from agent.protocol.timeline import EventsList, EventsParams
@@ -102,6 +103,7 @@ EVENTS_LIST = Method("events.list", EventsParams, EventsList)
 NOTIFY_STATUS = Method("notify.status", NotifyStatusParams, NotifyStatus)
 OPERATIONS_REDEPLOY = Method("operations.redeploy", RedeployParams, OperationInfo, mutating=True)
 OPERATIONS_GENERATE = Method("operations.generate", GenerateParams, OperationInfo, mutating=True)
+OPERATIONS_SEQUENCE = Method("operations.sequence", SequenceParams, OperationInfo, mutating=True)
 OPERATIONS_LIST = Method("operations.list", OperationsParams, OperationsList)
 AUTOPILOT_STATUS = Method("autopilot.status", AutopilotStatusParams, AutopilotStatus)
 AUTOPILOT_CONTROL = Method("autopilot.control", AutopilotParams, AutopilotStatus, mutating=True)
@@ -135,6 +137,7 @@ METHODS: dict[str, AnyMethod] = {
         NOTIFY_STATUS,
         OPERATIONS_REDEPLOY,
         OPERATIONS_GENERATE,
+        OPERATIONS_SEQUENCE,
         OPERATIONS_LIST,
         AUTOPILOT_STATUS,
         AUTOPILOT_CONTROL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-OperationKind = Literal["redeploy", "generate"]
+OperationKind = Literal["redeploy", "generate", "sequence"]
 OperationState = Literal["running", "done", "failed", "rolled_back"]
 """rolled_back: the new code did not run, and the job runs its old code again."""
 StepState = Literal["running", "done", "failed", "skipped"]
@@ -43,6 +43,31 @@ class GenerateParams:
 
     job: str
     datasets: tuple[str, ...]
+
+
+SequenceAction = Literal["stop", "wait_gpus", "start"]
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceStep:
+    """One step of a sequence: stop job `job_id`, wait for the GPUs, or start job `job`."""
+
+    action: SequenceAction
+    job_id: str | None = None
+    job: str | None = None
+    dataset: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceParams:
+    """Steps to take in order, each once the one before it is done.
+
+    A GPU hand-over: stop the holders, wait for the memory, start the job. B: the servers, then
+    the evaluation.
+    """
+
+    subject: str
+    steps: tuple[SequenceStep, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from agent.protocol import (
     LogReadParams,
     RedeployParams,
     Request,
+    SequenceParams,
     StagedFile,
     WatchParams,
 )
@@ -64,6 +65,7 @@ LENGTHS: dict[tuple[type, str], int] = {
     (RedeployParams, "argv"): 10_000,
     (RedeployParams, "files"): 1_000,
     (GenerateParams, "datasets"): 10_000,
+    (SequenceParams, "steps"): 100,
 }
 """Most items in a sequence field."""
 

@@ -18,7 +18,7 @@ from console.model.toasts import Toast
 END_SEVERITY: dict[str, Severity] = {"done": "info", "rolled_back": "warning", "failed": "error"}
 ALERTS_TOLD_HERE = frozenset({"redeploy_failed", "redeploy_rolled_back"})
 """Alerts that repeat an operation's end: its own toast tells it, the alert strip keeps it."""
-STEPS_TOLD = ("redeploy",)
+STEPS_TOLD = ("redeploy", "sequence")
 """Kinds whose steps are told one by one; the others (a start on 40 datasets) only their end."""
 
 

@@ -27,5 +27,5 @@ def test_only_the_changing_methods_need_an_idempotency_key() -> None:
     mutating = sorted(name for name, method in METHODS.items() if method.mutating)
     assert mutating == [
         "autopilot.control", "autostart.set", "files.install", "files.rollback", "jobs.launch",
-        "jobs.stop", "operations.generate", "operations.redeploy",
+        "jobs.stop", "operations.generate", "operations.redeploy", "operations.sequence",
     ]  # fmt: skip

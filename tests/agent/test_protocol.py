@@ -80,6 +80,8 @@ from agent.protocol import (
     Response,
     ResponseSummary,
     RollbackParams,
+    SequenceParams,
+    SequenceStep,
     Snapshot,
     SnapshotParams,
     StagedFile,
@@ -221,6 +223,19 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
         Request(21, "operations.generate", GenerateParams("inference", ("B1", "B2")), "k-6"),
         '{"id":21,"method":"operations.generate","params":{"job":"inference","datasets":'
         '["B1","B2"]},"idempotency_key":"k-6"}',
+    ),
+    (
+        Request(
+            27,
+            "operations.sequence",
+            SequenceParams(
+                "hand-over", (SequenceStep("stop", job_id="j1"), SequenceStep("start", job="train"))
+            ),
+            "k-9",
+        ),  # fmt: skip
+        '{"id":27,"method":"operations.sequence","params":{"subject":"hand-over","steps":['
+        '{"action":"stop","job_id":"j1","job":null,"dataset":null},{"action":"start",'
+        '"job_id":null,"job":"train","dataset":null}]},"idempotency_key":"k-9"}',
     ),
     (
         Request(22, "operations.list", OperationsParams("redeploy-1")),
@@ -408,6 +423,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '{"id":1,"result":' + OPERATION_LINE + "}",
     ),
     ("operations.generate", OPERATION, '{"id":1,"result":' + OPERATION_LINE + "}"),
+    ("operations.sequence", OPERATION, '{"id":1,"result":' + OPERATION_LINE + "}"),
     (
         "operations.list",
         OperationsList((OPERATION,)),

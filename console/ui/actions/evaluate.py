@@ -1,15 +1,23 @@
 """B benchmarks the drafter; X shows the export's report; a toast offers B after training.
 
-B starts the drafter's server (a job of kind drafter_server), and the baseline server too when
-the evaluate job compares against one (--baseline), then the evaluate job, which waits for both.
+B asks the agent for one sequence: the drafter's server (a job of kind drafter_server), the
+baseline server too when the evaluate job compares against one (--baseline), then the evaluate
+job, which waits for both. A server refused stops the sequence there, saying why.
 """
 
 from __future__ import annotations
 
 import secrets
 
-from agent.protocol import JOBS_LAUNCH, LIVE_JOB_STATES, Alert, JobInfo, LaunchParams
-from console.link.agent_link import AgentRequestError, LinkError
+from agent.protocol import (
+    LIVE_JOB_STATES,
+    OPERATIONS_SEQUENCE,
+    Alert,
+    JobInfo,
+    SequenceParams,
+    SequenceStep,
+)
+from console.link.agent_link import LinkError
 from console.ui.actions.base import HostActions
 from console.ui.intents import EvaluateRequested, ExportReportRequested
 from console.ui.screens.export import ExportScreen
@@ -38,22 +46,19 @@ class EvaluateActions(HostActions):
         if not names:
             self.app.notify(f"no job of kind evaluate in hosts.{host}.jobs", severity="warning")
             return
+        servers = self._servers_for(host, names[0])
+        steps = (*(SequenceStep("start", job=name) for name in servers),
+                 SequenceStep("start", job=names[0]))  # fmt: skip
+        params = SequenceParams(f"the drafter's evaluation ({names[0]})", steps)
         try:
-            for server in self._servers_for(host, names[0]):
-                started: JobInfo = await link.call(
-                    JOBS_LAUNCH, LaunchParams(server), idempotency_key=f"B-{secrets.token_hex(6)}"
-                )
-                self.app.notify(f"started {started.name} for the evaluation")
-            job: JobInfo = await link.call(
-                JOBS_LAUNCH, LaunchParams(names[0]), idempotency_key=f"B-{secrets.token_hex(6)}"
+            await link.call(
+                OPERATIONS_SEQUENCE, params, idempotency_key=f"B-{secrets.token_hex(6)}"
             )
-        except AgentRequestError as exc:
+        except LinkError as exc:
             self.app.notify(f"evaluation not started: {exc}", severity="error", timeout=20)
             return
-        except LinkError as exc:
-            self.app.notify(str(exc), severity="error")
-            return
-        self.app.notify(f"started {job.name}: it waits for the servers, then measures each level")
+        first = f"{', '.join(servers)}, then " if servers else ""
+        self.app.notify(f"{host}: the agent starts {first}{names[0]}; it waits for the servers")
 
     def export_report(self, intent: ExportReportRequested) -> None:
         """The latest export's quality report."""

@@ -6,7 +6,17 @@ import asyncio
 import secrets
 import time
 
-from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopParams, StopResult
+from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    OPERATIONS_SEQUENCE,
+    JobInfo,
+    LaunchParams,
+    SequenceParams,
+    SequenceStep,
+    StopParams,
+    StopResult,
+)
 from console.link.agent_link import AgentRequestError, LinkError
 from console.model.consequences import nothing_to_stop
 from console.model.formatting import started_as
@@ -151,45 +161,25 @@ class JobActions(HostActions):
         )
 
     async def _hand_over(self, host: str, holders: list[JobInfo], job_name: str) -> None:
+        """Ask the agent for the whole hand-over, which it carries whatever the link does.
+
+        It stops the holders, waits for the GPUs and starts the job; its steps come back as toasts.
+        """
         link = self.hosts.connections[host].link
         if link is None:
             return
-        before = self._gpu_used_gib(host)
+        steps = (
+            *(SequenceStep("stop", job_id=holder.id) for holder in holders),
+            SequenceStep("wait_gpus"),
+            SequenceStep("start", job=job_name),
+        )
+        params = SequenceParams(f"GPU hand-over to {job_name}", steps)
         try:
-            for holder in holders:
-                await link.call(
-                    JOBS_STOP,
-                    StopParams(holder.id),
-                    idempotency_key=f"handover-{holder.id}",
-                    timeout_s=STOP_TIMEOUT_S,
-                )
-            freed = await self._gpu_freed(host, before)
-            job: JobInfo = await link.call(
-                JOBS_LAUNCH,
-                LaunchParams(job_name),
-                idempotency_key=f"handover-{secrets.token_hex(6)}",
+            await link.call(
+                OPERATIONS_SEQUENCE, params, idempotency_key=f"handover-{secrets.token_hex(6)}"
             )
         except LinkError as exc:
-            self.app.notify(f"hand-over stopped: {exc}", severity="error", timeout=20)
+            self.app.notify(f"hand-over not started: {exc}", severity="error", timeout=20)
             return
-        self.app.notify(
-            f"stopped {', '.join(h.name for h in holders)}; {freed}; started {job.name}"
-        )
-
-    def _gpu_used_gib(self, host: str) -> float | None:
-        snapshot = self.snapshot(host)
-        if snapshot is None or not snapshot.gpus:
-            return None
-        return sum(g.memory_used_mib or 0 for g in snapshot.gpus) / 1024
-
-    async def _gpu_freed(self, host: str, before: float | None, timeout_s: float = 60.0) -> str:
-        """Wait until the GPUs' memory drops (fresh readings come every few seconds); say by how much."""
-        if before is None:
-            return "no GPU reading to check"
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            now = self._gpu_used_gib(host)
-            if now is not None and now < before - 1.0:
-                return f"GPU memory freed: {before:.1f} -> {now:.1f} GiB"
-            await asyncio.sleep(1.0)
-        return f"GPU memory still {self._gpu_used_gib(host) or 0:.1f} GiB after {timeout_s:.0f} s"
+        names = ", ".join(h.name for h in holders)
+        self.app.notify(f"{host}: the agent stops {names}, then starts {job_name}")
