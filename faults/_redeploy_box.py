@@ -1,6 +1,6 @@
-"""The box of the redeploy_cuts scenario: a job that ignores its stop signal, two versions of
-its code, the host's config as a file, and the watch on the agent's operation records.
+"""The box of the redeploy_cuts scenario, and the watch on the agent's operation records.
 
+A job that ignores its stop signal, two versions of its code, the host's config as a file.
 The job is a per-dataset "runner" (kind inference, so the one-writer rule applies) whose script
 ignores SIGINT: a stop waits out its grace, then SIGTERM ends it. Each version changes the
 script and a large companion file, so a deploy swaps two files and takes long enough to be hit.
@@ -179,12 +179,17 @@ def catch_stop_recording(
     return ""
 
 
-def _reached(record: object, phase: str) -> bool:
+def _reached(record: object, aim: str) -> bool:
+    """The record is at `aim` or past it; a stop counts once its signal was sent."""
     found = _phase(record)
-    if found is None:
+    if found is None or PHASES.index(found) < PHASES.index(aim):
         return False
-    target = "begin" if phase == "stop" else phase
-    return PHASES.index(found) >= PHASES.index(target)
+    if found != "stop" or not isinstance(record, dict):
+        return True
+    steps = record.get("steps")
+    return isinstance(steps, list) and any(
+        isinstance(step, list) and step[:2] == ["stop", "running"] for step in steps
+    )
 
 
 def _phase(record: object) -> str | None:
@@ -192,6 +197,14 @@ def _phase(record: object) -> str | None:
         return None
     phase = record.get("phase")
     return phase if phase in PHASES else None
+
+
+def caught_now(folder: Path, known: set[str]) -> Caught | None:
+    """The one record made since `known` was taken, at the phase it holds now."""
+    new = sorted(known_operations(folder) - known)
+    if len(new) != 1:
+        return None
+    return Caught(new[0], _phase(read_json(folder / f"{new[0]}.json")) or "?")
 
 
 def known_operations(folder: Path) -> set[str]:

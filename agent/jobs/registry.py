@@ -54,6 +54,9 @@ class Registry:
     def __init__(self, root: Path) -> None:
         self.root = root
         root.mkdir(mode=0o700, exist_ok=True)
+        self._by_key: dict[str, Path] | None = None
+        """Each launch's idempotency key and its folder: read once, then kept as jobs are made
+        (a launch looked through every job.json, on the event loop, and restarts add many)."""
 
     def create(self, name: str, record: dict[str, Any]) -> JobFiles:
         """A new job folder holding `job.json`."""
@@ -71,6 +74,9 @@ class Registry:
             except OSError:
                 shutil.rmtree(folder, ignore_errors=True)  # no half-made job left behind
                 raise
+            key = record.get("idempotency_key")
+            if isinstance(key, str) and key and self._by_key is not None:
+                self._by_key[key] = folder
             return files
         raise RuntimeError(f"cannot create a job folder for {name} under {self.root}")
 
@@ -88,11 +94,14 @@ class Registry:
 
     def by_idempotency_key(self, key: str) -> JobFiles | None:
         """The job a launch with this key already started."""
-        for files in self.all():
-            record = files.read(JOB_FILE)
-            if record and record.get("idempotency_key") == key:
-                return files
-        return None
+        if self._by_key is None:
+            self._by_key = {}
+            for files in self.all():
+                found = (files.read(JOB_FILE) or {}).get("idempotency_key")
+                if isinstance(found, str) and found:
+                    self._by_key[found] = files.folder
+        folder = self._by_key.get(key)
+        return JobFiles(folder) if folder is not None and (folder / JOB_FILE).exists() else None
 
 
 def _slug(name: str) -> str:
