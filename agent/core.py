@@ -10,16 +10,14 @@ import asyncio
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agent.bundle import running_bundle_sha256
 from agent.datasets.detail import dataset_detail
-from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
-from agent.datasets.writers import WriterFinder, second_writer_refusal
 from agent.errors import AgentError
 from agent.files import (
     FileError,
@@ -30,12 +28,9 @@ from agent.files import (
     rollback,
     sha256_of,
 )
-from agent.host.procfs import process_info
+from agent.jobs.control import JobControl
 from agent.jobs.end_watch import EndWatch
-from agent.jobs.external import external_target, find_external
-from agent.jobs.spec import GpuBusyError, SpecError
-from agent.jobs.stopper import StopPlan, StopTarget
-from agent.jobs.supervisor import Supervisor, launch_params
+from agent.jobs.supervisor import Supervisor
 from agent.logs import NamedLog, log_size, read_chunk
 from agent.operations.announce import Announcer
 from agent.operations.autopilot import Autopilot
@@ -45,7 +40,6 @@ from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
 from agent.protocol import (
     AGENT_VERSION,
-    LIVE_JOB_STATES,
     PROTOCOL_VERSION,
     AuditParams,
     AuditResult,
@@ -65,10 +59,6 @@ from agent.protocol import (
     InstallParams,
     InstallResult,
     JobEvent,
-    JobInfo,
-    JobsList,
-    JobsParams,
-    LaunchParams,
     LogChunk,
     LogInfo,
     LogReadParams,
@@ -83,8 +73,6 @@ from agent.protocol import (
     RollbackParams,
     Snapshot,
     SnapshotParams,
-    StopParams,
-    StopResult,
     TokenizerCheck,
     TokenizerCheckParams,
     from_wire,
@@ -135,19 +123,23 @@ class AgentCore:
         self.state_health = StateHealth(paths.root)
         self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
         self.probes = ProbeCache(self.tasks)
-        self.writers = WriterFinder()
-        self.assembly = SnapshotAssembly(self.probes, self.writers, self.state_health)
-        self._launching = asyncio.Lock()
-        """Held from the one-writer check to the job's start, so two launches cannot both pass."""
         self.changed = asyncio.Event()
         """Set on every job event (and by a new watcher); the observer clears it as it scans."""
+        self.end_watch = EndWatch(self.changed.set)
+        """Wakes the observer the moment a job ends (restarts and the autopilot act on it)."""
+        self.jobs = JobControl(
+            self.supervisor, self.probes, self.state_health, lambda: self.pipeline,
+            lambda: self._tracker, self._snapshot_now, self.end_watch,
+        )  # fmt: skip
+        """Every launch and stop, whoever asks: the one-writer rule and the GPU guard live there."""
+        self.assembly = SnapshotAssembly(self.probes, self.jobs.writers, self.state_health)
         self.observer = Observer(self._snapshot_now, self.files_signature, self.changed)
         """The one scanner: the daemon runs it on `tasks`; sessions only receive from it."""
         self.recorder = Recorder(self.history, self.tasks)
         self.observer.listeners.append(self.recorder.heard)
         self.audit.listeners.append(self.recorder.audited)
         self.guard = BudgetGuard(
-            lambda: self.pipeline, self.supervisor.stop, self._stop_adopted, self.audit,
+            lambda: self.pipeline, self.supervisor.stop, self.jobs.stop_adopted, self.audit,
             self.history, self.recorder, self.tasks,
         )  # fmt: skip
         self.observer.listeners.append(self.guard.heard)
@@ -155,23 +147,21 @@ class AgentCore:
         self.observer.listeners.append(self.notifier.heard)
         self.announcer = Announcer(self.history, self.notifier, broadcast, self.tasks)
         self.operations = Operations(
-            paths.root, self, self.announcer, self.tasks, self.state_health.failed
+            paths.root, self.jobs, self.announcer, self.tasks, self.state_health.failed
         )
         """Redeploys and starts on many datasets: asked once, carried here to their end."""
         self.restarts = Restarts(
-            self.supervisor.registry, self, self.announcer, self.tasks,
+            self.supervisor.registry, self.jobs, self.announcer, self.tasks,
             self.operations.handles_end_of,
         )  # fmt: skip
         self.observer.listeners.append(self.restarts.heard)
         self.autopilot = Autopilot(
-            paths.root, self, self.announcer, self.tasks, self.state_health.failed,
+            paths.root, self.jobs, self.announcer, self.tasks, self.state_health.failed,
             self.changed.set,
         )  # fmt: skip
         self.observer.listeners.append(self.autopilot.heard)
-        self.end_watch = EndWatch(self.changed.set)
-        """Wakes the observer the moment a job ends (restarts and the autopilot act on it)."""
         self.observer.listeners.append(self.end_watch.heard)
-        self._finish = Finish(self.all_jobs, self._with_own_alerts)
+        self._finish = Finish(self.jobs.all_jobs, self._with_own_alerts)
 
     async def hello(self, request: Request[HelloParams]) -> HelloResult:
         """Check the console speaks our protocol, and take its pipeline config."""
@@ -205,109 +195,6 @@ class AgentCore:
     async def ping(self, request: Request[PingParams]) -> PingResult:
         """The agent's clock."""
         return PingResult(agent_time=time.time())
-
-    def gpu_holders(self) -> list[str]:
-        """What holds the GPUs now: running GPU jobs, and any process nvidia-smi sees using one."""
-        jobs = self.all_jobs()
-        holders = [
-            f"{job.name} ({job.id})" for job in jobs if job.gpu and job.state in LIVE_JOB_STATES
-        ]
-        own = {job.pgid for job in jobs if job.pgid is not None and job.gpu}
-        for gpu in self.probes.gpus.gpus:
-            for pid in gpu.pids:
-                info = process_info(pid)
-                if info is not None and info.pgid not in own:
-                    holders.append(f"pid {pid} on GPU{gpu.index}")
-        return holders
-
-    def all_jobs(self) -> tuple[JobInfo, ...]:
-        """The agent's own jobs, then the external processes that match the configured patterns."""
-        own = self.supervisor.jobs()
-        own_groups = {job.pgid for job in own if job.pgid is not None}
-        return own + find_external(self.pipeline.external, own_groups)
-
-    async def jobs_list(self, request: Request[JobsParams]) -> JobsList:
-        """Every job: the agent's own and external ones."""
-        return JobsList(await asyncio.to_thread(self.all_jobs))
-
-    async def jobs_launch(self, request: Request[LaunchParams]) -> JobInfo:
-        """Start a configured job (a retried request returns the job it started)."""
-        return await self.launch(request.params, request.idempotency_key or "")
-
-    async def launch(
-        self, params: LaunchParams, key: str, lineage: Mapping[str, Any] | None = None
-    ) -> JobInfo:
-        """Start a configured job, for a console, an operation or a restart policy alike.
-
-        An inference job is refused while its dataset has a writer (one writer per dataset), a
-        GPU job while something holds the GPUs.
-        """
-        async with self._launching:
-            if not self.supervisor.launched(key):
-                await self._refuse_a_second_writer(params)
-            try:
-                holders = await asyncio.to_thread(self.gpu_holders)
-                job = await self.supervisor.launch(
-                    params, key, self.pipeline, self._dataset_names(), holders, lineage
-                )
-                self.state_health.wrote(self.supervisor.registry.root)
-                self.end_watch.watch([job])
-                return job
-            except GpuBusyError as exc:
-                raise AgentError(ErrorCode.GPU_BUSY, str(exc)) from None
-            except SpecError as exc:
-                raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
-            except OSError as exc:  # its records could not be written: nothing was left running
-                self.state_health.failed(exc)
-                raise AgentError(
-                    ErrorCode.STORAGE,
-                    f"cannot write {exc.filename or self.paths.root}: {exc.strerror}; nothing was "
-                    f"started (a job whose records cannot be kept is not run). Free space in "
-                    f"{self.paths.root} and launch again",
-                ) from None
-
-    async def _refuse_a_second_writer(self, params: LaunchParams) -> None:
-        spec = self.pipeline.jobs.get(params.job)
-        if spec is None or spec.kind != "inference" or params.dataset is None:
-            return
-        if self._tracker is None or params.dataset not in self._dataset_names():
-            return  # the launch itself says what is wrong
-        files = self._tracker.dataset_files([params.dataset])
-        jobs = await asyncio.to_thread(self.all_jobs)
-        found = await asyncio.to_thread(self.writers.find, files, jobs, fresh=True)
-        writers = found.get(params.dataset, [])
-        if writers:
-            raise AgentError(ErrorCode.DATASET_BUSY, second_writer_refusal(params.dataset, writers))
-
-    async def jobs_stop(self, request: Request[StopParams]) -> StopResult:
-        """Stop a job: its stop signal, grace, SIGTERM, SIGKILL, with pid checks before each."""
-        params = request.params
-        target = external_target(params.job_id)
-        if target is not None:
-            jobs = await asyncio.to_thread(self.all_jobs)
-            return await self.supervisor.stop_external(params.job_id, target, jobs)
-        return await self.stop(params.job_id)
-
-    async def stop(self, job_id: str) -> StopResult:
-        """Stop one of the agent's own jobs with its plan."""
-        try:
-            return await self.supervisor.stop(job_id)
-        except KeyError:
-            raise AgentError(ErrorCode.NOT_FOUND, f"no job {job_id!r}") from None
-
-    async def own_job(self, job_id: str) -> JobInfo | None:
-        """One of the agent's own jobs as it stands now."""
-        files = self.supervisor.registry.get(job_id)
-        return None if files is None else await asyncio.to_thread(self.supervisor.info, files)
-
-    def launch_params(self, job_id: str) -> LaunchParams | None:
-        """The request that started one of the agent's own jobs."""
-        files = self.supervisor.registry.get(job_id)
-        return None if files is None else launch_params(files)
-
-    async def fresh_snapshot(self) -> Snapshot:
-        """A snapshot taken now (shared with one being taken)."""
-        return await self._snapshot_now()
 
     def named_logs(self) -> dict[str, NamedLog]:
         """The logs a console may read: the agent's own, SGLang's, and every job's output."""
@@ -393,7 +280,7 @@ class AgentCore:
         """Latest responses, finish reasons, length histogram and errors of one dataset."""
         params = request.params
         datasets = self.pipeline.datasets
-        if datasets is None or params.name not in self._dataset_names():
+        if datasets is None or params.name not in self.jobs.dataset_names():
             raise AgentError(
                 ErrorCode.NOT_FOUND, f"no dataset {params.name!r} under the datasets root"
             )
@@ -462,10 +349,6 @@ class AgentCore:
             autopilot=self.autopilot.status(taken),
         )  # fmt: skip
 
-    async def _stop_adopted(self, job_id: str, target: StopTarget, plan: StopPlan) -> StopResult:
-        jobs = await asyncio.to_thread(self.all_jobs)
-        return await self.supervisor.stop_external(job_id, target, jobs, plan)
-
     def _tracker_for(self, pipeline: PipelineConfig) -> DatasetTracker | None:
         if pipeline.datasets is None:
             return None
@@ -473,14 +356,6 @@ class AgentCore:
 
     async def _snapshot_now(self) -> Snapshot:
         return await self.snapshot(Request(0, "snapshot", SnapshotParams()))
-
-    def _dataset_names(self) -> set[str]:
-        if self._tracker is None:
-            return set()
-        try:
-            return set(self._tracker.names())
-        except DatasetsRootError:
-            return set()
 
 
 def _file_states(targets: list[Path]) -> list[FileState]:

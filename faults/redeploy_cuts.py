@@ -32,7 +32,6 @@ from pathlib import Path
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams, OperationInfo
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
-from console.link.local_link import open_local_link
 from console.link.redeploy import follow_operation, start_redeploy
 from console.link.ssh_link import open_ssh_link
 from faults._box_runs import line_of, live
@@ -291,7 +290,7 @@ class _Drill:
 
     async def _settled(self, name: str, expected: Version) -> JobInfo | None:
         """Once nothing starts, stops or waits to restart: the one running job, checked."""
-        link = await open_local_link(self.box.state, self.host.pipeline)
+        link = await self._reopen()
         try:
             line = await _quiet_line(link)
         finally:
@@ -311,7 +310,7 @@ class _Drill:
         return job
 
     async def _running_job(self, name: str) -> JobInfo | None:
-        link = await open_local_link(self.box.state, self.host.pipeline)
+        link = await self._reopen()
         try:
             running = live(line_of(await jobs_now(link), JOB, DATASET))
         finally:
