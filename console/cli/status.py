@@ -19,6 +19,8 @@ from agent.protocol import SNAPSHOT, Snapshot, SnapshotParams, to_wire
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.host_link import open_host_link
+from console.model.autopilot_view import autopilot_line
+from console.model.operations_view import under_way
 from console.model.safe_text import literal, sanitise
 
 
@@ -80,6 +82,8 @@ def print_tables(statuses: list[HostStatus], console: Console) -> None:
         if status.failed or status.snapshot is None:
             continue  # its one line goes to stderr
         console.print(datasets_table(status.host, status.snapshot))
+        for line in box_lines(status.snapshot):
+            console.print(literal(f"  {line}"))
         for alert in status.snapshot.alerts:
             console.print(
                 Text.assemble(
@@ -89,6 +93,12 @@ def print_tables(statuses: list[HostStatus], console: Console) -> None:
                     literal(alert.message),
                 )  # fmt: skip
             )
+
+
+def box_lines(snapshot: Snapshot) -> list[str]:
+    """What the box is doing by itself: the autopilot, and each operation under way."""
+    line = autopilot_line(snapshot.autopilot)
+    return ([line] if line else []) + under_way(snapshot.operations)
 
 
 def datasets_table(host: str, snapshot: Snapshot) -> Table:

@@ -43,9 +43,11 @@ class PipelineScreen(Screen[None]):
         items = stages(self.snapshot)
         upcoming = next_stage(items)
         hint = f"next: {upcoming.name} (key {upcoming.key})" if upcoming else "every stage is done"
+        autopilot = self.snapshot.autopilot
+        if autopilot is not None and autopilot.state in ("running", "paused"):
+            hint = f"the autopilot is {autopilot.state} (A on the dashboard)"
         title = Text.assemble(literal(self.host, "bold"), f" · pipeline · {hint}")
         yield Static(title, id="pipeline-title")
-        autopilot = self.snapshot.autopilot
         if autopilot is not None and autopilot.state != "off":
             yield Static(literal(autopilot_line(autopilot)), id="autopilot-line")
             steps: DataTable[Text | str] = DataTable(id="autopilot-table", cursor_type="none")
