@@ -44,8 +44,10 @@ SIZE = (170, 50)
 async def wait_for(
     pilot: Pilot[None], predicate: Callable[[], bool], timeout_s: float = 30.0
 ) -> None:
+    """Until `predicate` holds and the screen on display has composed its widgets (a pushed
+    screen is `app.screen` before they are mounted)."""
     deadline = time.monotonic() + timeout_s
-    while not predicate():
+    while not (predicate() and pilot.app.screen.is_mounted):
         assert time.monotonic() < deadline, f"the screen never showed it; {describe(pilot.app)}"
         await pilot.pause(0.05)
 

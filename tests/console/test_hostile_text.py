@@ -141,8 +141,13 @@ def check_screen(app: ConsoleApp, *labels: str) -> str:
 
 
 async def wait_for(pilot: Pilot[None], predicate: Callable[[], bool]) -> None:
+    """Until `predicate` holds and the screen on display has composed its widgets.
+
+    A pushed screen is `app.screen` before its widgets are mounted: a query right after a wait
+    for the screen alone would race its compose.
+    """
     deadline = time.monotonic() + 20
-    while not predicate():
+    while not (predicate() and pilot.app.screen.is_mounted):
         assert time.monotonic() < deadline, f"never happened; on screen: {type(pilot.app.screen)}"
         await pilot.pause(0.05)
 
