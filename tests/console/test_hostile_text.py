@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.command import CommandPalette
 from textual.geometry import Region
 from textual.pilot import Pilot
@@ -152,6 +153,7 @@ async def wait_for(pilot: Pilot[None], predicate: Callable[[], bool]) -> None:
         await pilot.pause(0.05)
 
 
+@pytest.mark.slow
 async def test_hostile_text_in_every_field_shows_literally_on_every_screen(tmp_path: Path) -> None:
     snapshot = hostile_snapshot()
     agent = hostile_agent(snapshot)
