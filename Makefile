@@ -6,8 +6,12 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 SOURCES := agent console tests benchmarks faults
+# Most tests wait on subprocesses, servers and terminals, so more workers than cores pays: on a
+# 2-core machine 6 workers keep both cores busy. loadgroup keeps tests of one xdist_group on one worker.
+PYTEST_WORKERS ?= 6
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
-.PHONY: demo test lint typecheck bench faults install system-tools clean
+.PHONY: demo test test-fast lint typecheck bench faults install system-tools clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,7 +44,11 @@ typecheck: install
 	$(BIN)/mypy
 
 test: install system-tools lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_PARALLEL)
+
+# The inner loop: lint, types and the tests not marked slow, sshd or tmux (what CI runs is `test`).
+test-fast: install lint typecheck
+	$(BIN)/pytest $(PYTEST_PARALLEL) -m "not slow and not sshd and not tmux"
 
 demo: install
 	$(BIN)/eagle-console demo

@@ -118,6 +118,11 @@ async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
         loop.add_signal_handler(signum, stop.set)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(SOCKET_NAME)
+    started = core.tasks.spawn(
+        core.history.add_event("agent_started", "agent", f"agent {AGENT_VERSION} started"),
+        "history: agent started",
+    )
+    _ = await asyncio.wait({started})  # the timeline a first console reads opens with the start
     server = await asyncio.start_unix_server(
         lambda r, w: _serve_client(core, hub, r, w), SOCKET_NAME, limit=MAX_LINE_BYTES
     )
@@ -126,10 +131,6 @@ async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
     _point_boot_entry(paths)
     core.operations.resume()
     _ = core.tasks.spawn(core.observer.run(), "observer")
-    _ = core.tasks.spawn(
-        core.history.add_event("agent_started", "agent", f"agent {AGENT_VERSION} started"),
-        "history: agent started",
-    )
     if started_in is not None:
         _ = core.tasks.spawn(leave_when_gone(paths, started_in, stop), "state folder watch")
     log.info("agent %s serving in %s", AGENT_VERSION, paths.root)

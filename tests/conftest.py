@@ -13,6 +13,17 @@ from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, the slow tests are handed out first.
+
+    Workers take tests in collection order, and a 50 s test handed out last would run on while
+    the other workers sit idle. The sort is stable, so every worker collects the same order, as
+    xdist requires.
+    """
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

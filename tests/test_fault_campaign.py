@@ -12,6 +12,7 @@ from tests.support.router_process import router_missing
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
+@pytest.mark.slow
 async def test_the_short_campaign_scenario_passes(name: str, tmp_path: Path) -> None:
     if name == "router_outage" and (reason := router_missing()) is not None:
         pytest.skip(reason)

@@ -10,6 +10,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.protocol import (
     SNAPSHOT,
@@ -55,6 +57,7 @@ def wait_for_exit(process: subprocess.Popen[str]) -> int:
         raise AssertionError("the guard never stopped the runner") from None
 
 
+@pytest.mark.slow
 async def test_a_hand_started_runner_capped_only_by_samples_is_stopped_at_its_budget(
     tmp_path: Path, state_dir: Path
 ) -> None:

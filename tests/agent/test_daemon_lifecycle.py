@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.host.procfs import process_info
 from agent.protocol import (
     JOBS_LAUNCH,
@@ -86,12 +88,14 @@ async def test_agent_stop_ends_the_daemon_and_leaves_its_jobs_running(state_dir:
     assert [(j.id, j.state) for j in listed.jobs] == [(job.id, "running")]
 
 
+@pytest.mark.slow
 async def test_a_daemon_whose_state_folder_is_deleted_leaves_by_itself(state_dir: Path) -> None:
     daemon = await started_daemon(state_dir, PipelineConfig())
     shutil.rmtree(state_dir)
     assert await gone_within(daemon, LEAVE_WITHIN_S)
 
 
+@pytest.mark.slow
 async def test_a_daemon_whose_state_folder_is_replaced_leaves_the_new_one_alone(
     tmp_path: Path, state_dir: Path
 ) -> None:

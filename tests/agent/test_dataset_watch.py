@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.protocol import (
     JOBS_LAUNCH,
     SNAPSHOT,
@@ -24,6 +26,7 @@ from tests.support.runner_files import write_id_prompts
 from tests.support.simulator_process import running_simulator
 
 
+@pytest.mark.slow
 async def test_a_sample_capped_run_raises_a_projected_overrun_alert(
     tmp_path: Path, state_dir: Path
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,8 @@ from agent.protocol import (
 from console.link.local_link import open_local_link
 from tests.agent.test_jobs import wait_for_job
 
-MARKER = "eagle-external-canary-7f3"
+MARKER = f"eagle-external-canary-{secrets.token_hex(4)}"
+"""Unique to this run: the pattern matches every process on the machine, another run's too."""
 SLEEPER = f"import time  # {MARKER}\ntime.sleep(300)"
 
 

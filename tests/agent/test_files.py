@@ -161,6 +161,7 @@ for n in range(100000):
 """
 
 
+@pytest.mark.slow
 def test_sigkill_during_installs_leaves_the_target_old_or_new(root: Path) -> None:
     target = root / "scripts" / "model.bin"
     target.write_bytes(b"A" * 2_000_000)

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agent.attach import stop_daemon
 from agent.protocol import SNAPSHOT, DatasetsConfig, PipelineConfig, Snapshot, SnapshotParams
 from agent.state import StatePaths, read_json
@@ -60,6 +62,7 @@ def one_dataset(tmp_path: Path) -> tuple[PipelineConfig, Path]:
     return config, root / "B1_chat"
 
 
+@pytest.mark.slow
 async def test_with_no_console_attached_history_keeps_points_and_events_and_seeds_rates(
     tmp_path: Path, state_dir: Path
 ) -> None:
@@ -93,6 +96,7 @@ async def test_with_no_console_attached_history_keeps_points_and_events_and_seed
     assert rate > 0
 
 
+@pytest.mark.slow
 async def test_a_sigkilled_daemon_leaves_a_history_that_opens_with_every_point_it_wrote(
     tmp_path: Path, state_dir: Path
 ) -> None:

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -77,6 +79,7 @@ async def read_until_lagged(reader: asyncio.StreamReader) -> tuple[bytes, dict[s
             return text, message["data"]
 
 
+@pytest.mark.slow
 async def test_a_console_that_stops_reading_delays_no_one_and_resumes_without_a_gap(
     tmp_path: Path, state_dir: Path
 ) -> None:

@@ -43,6 +43,7 @@ async def run_check(
         await link.close()
 
 
+@pytest.mark.slow
 async def test_a_trusted_kimi_like_tokenizer_is_described(
     state_dir: Path, kimi: KimiLikeTokenizer
 ) -> None:
@@ -67,6 +68,7 @@ async def test_no_configured_tokenizer_says_so(state_dir: Path) -> None:
     assert "no path under [tokenizer]" in check.detail
 
 
+@pytest.mark.slow
 async def test_a_load_that_hangs_is_cut_off_and_its_process_killed(
     state_dir: Path, tmp_path: Path
 ) -> None:

@@ -44,8 +44,10 @@ SIZE = (170, 50)
 async def wait_for(
     pilot: Pilot[None], predicate: Callable[[], bool], timeout_s: float = 30.0
 ) -> None:
+    """Until `predicate` holds and the screen on display has composed its widgets (a pushed
+    screen is `app.screen` before they are mounted)."""
     deadline = time.monotonic() + timeout_s
-    while not predicate():
+    while not (predicate() and pilot.app.screen.is_mounted):
         assert time.monotonic() < deadline, f"the screen never showed it; {describe(pilot.app)}"
         await pilot.pause(0.05)
 
@@ -107,6 +109,7 @@ async def app_factory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
         yield over_ssh
 
 
+@pytest.mark.slow
 async def test_the_dashboard_shows_the_numbers_and_follows_appends(
     tmp_path: Path, state_dir: Path, app_factory: MakeApp
 ) -> None:
@@ -157,6 +160,7 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
         assert isinstance(app.screen, DashboardScreen)
 
 
+@pytest.mark.slow
 async def test_a_lost_link_turns_stale_and_recovers_by_itself(
     tmp_path: Path, state_dir: Path, app_factory: MakeApp
 ) -> None:
@@ -211,6 +215,7 @@ async def test_stopping_a_job_asks_first_with_cancel_focused(
         await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state") == "stopped")
 
 
+@pytest.mark.slow
 async def test_the_log_viewer_follows_pauses_searches_and_filters(
     tmp_path: Path, state_dir: Path
 ) -> None:

@@ -66,6 +66,7 @@ async def stop_all(app: ConsoleApp) -> None:
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.slow
 async def test_after_training_b_serves_the_drafter_and_the_verdict_reaches_the_panel(
     state_dir: Path, tmp_path: Path
 ) -> None:
@@ -105,6 +106,7 @@ async def test_after_training_b_serves_the_drafter_and_the_verdict_reaches_the_p
             await stop_all(app)
 
 
+@pytest.mark.slow
 async def test_x_exports_and_capital_x_shows_the_quality_report(
     state_dir: Path, tmp_path: Path
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent.protocol import JOBS_STOP, DatasetsConfig, JobInfo, JobSpec, PipelineConfig, StopParams
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
@@ -34,6 +36,7 @@ async def stop_all(app: ConsoleApp) -> None:
         )
 
 
+@pytest.mark.slow
 async def test_g_starts_the_selected_dataset_once_and_g_again_says_why_not(
     tmp_path: Path, state_dir: Path
 ) -> None:

@@ -88,6 +88,7 @@ def running_jobs(app: ConsoleApp) -> list[JobInfo]:
     return [j for j in snapshot.jobs if j.state == "running"] if snapshot else []
 
 
+@pytest.mark.slow
 async def test_s_starts_the_server_says_when_it_is_ready_and_stops_it(state_dir: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

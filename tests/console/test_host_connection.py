@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.protocol import Event, LogChunk, PipelineConfig, Snapshot
 from agent.state import read_json
 from console.config import HostConfig, SshTarget
@@ -27,6 +29,7 @@ async def wait_until(predicate: object, timeout_s: float = 20.0) -> None:
     assert predicate(), "condition not met in time"  # type: ignore[operator]
 
 
+@pytest.mark.slow
 async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state_dir: Path) -> None:
     log = tmp_path / "sglang.log"
     log.write_text("first\n")
@@ -71,6 +74,7 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
     assert any(s.latency_ms is not None for s in states)
 
 
+@pytest.mark.slow
 async def test_an_unreachable_host_backs_off_and_keeps_trying() -> None:
     from console.link.agent_link import LinkError
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.command import CommandPalette
 from textual.geometry import Region
 from textual.pilot import Pilot
@@ -141,12 +142,18 @@ def check_screen(app: ConsoleApp, *labels: str) -> str:
 
 
 async def wait_for(pilot: Pilot[None], predicate: Callable[[], bool]) -> None:
+    """Until `predicate` holds and the screen on display has composed its widgets.
+
+    A pushed screen is `app.screen` before its widgets are mounted: a query right after a wait
+    for the screen alone would race its compose.
+    """
     deadline = time.monotonic() + 20
-    while not predicate():
+    while not (predicate() and pilot.app.screen.is_mounted):
         assert time.monotonic() < deadline, f"never happened; on screen: {type(pilot.app.screen)}"
         await pilot.pause(0.05)
 
 
+@pytest.mark.slow
 async def test_hostile_text_in_every_field_shows_literally_on_every_screen(tmp_path: Path) -> None:
     snapshot = hostile_snapshot()
     agent = hostile_agent(snapshot)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -32,6 +34,7 @@ def alert_kinds(app: ConsoleApp) -> set[str]:
     return {alert.kind for alert in snapshot.alerts} if snapshot is not None else set()
 
 
+@pytest.mark.slow
 async def test_r_redeploys_the_selected_runner_onto_the_new_code(
     tmp_path: Path, state_dir: Path
 ) -> None:

@@ -33,6 +33,7 @@ def crowded(taken_at: float) -> Snapshot:
 
 
 @pytest.mark.parametrize("table_id", ["#jobs", "#datasets"])
+@pytest.mark.slow
 async def test_a_refresh_keeps_the_cursor_and_the_scroll_of_the_table(table_id: str) -> None:
     app = fixed_app()
     async with app.run_test(size=(150, 42)) as pilot:

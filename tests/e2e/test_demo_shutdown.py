@@ -52,6 +52,7 @@ def demo_on_screen(workspace: Path, *flags: str) -> PtyTerminal:
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow
 def test_q_gives_the_terminal_back_without_draining_and_leaves_nothing(workspace: Path) -> None:
     terminal = demo_on_screen(workspace)
     try:
@@ -68,6 +69,7 @@ def test_q_gives_the_terminal_back_without_draining_and_leaves_nothing(workspace
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow
 def test_ctrl_c_twice_during_the_teardown_finishes_it(workspace: Path) -> None:
     terminal = demo_on_screen(workspace, "--keep")
     try:
@@ -88,6 +90,7 @@ def test_ctrl_c_twice_during_the_teardown_finishes_it(workspace: Path) -> None:
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow
 def test_sigterm_while_the_console_runs_puts_the_terminal_back_first(workspace: Path) -> None:
     terminal = demo_on_screen(workspace)
     try:

@@ -45,6 +45,7 @@ def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_every_command_of_the_demo_tip_works_as_printed(workspace: Path) -> None:
     terminal = start_demo(workspace)
     try:

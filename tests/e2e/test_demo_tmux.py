@@ -29,7 +29,10 @@ from console.demo.config_file import BUDGET
 SCREEN_TIMEOUT_S = 150.0
 PROGRESS = re.compile(r"B1_sharegpt\s+([1-9]\d*) / \d+")
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
 
 
 class Tmux:
@@ -101,6 +104,7 @@ def demo_processes(workspace: Path) -> list[str]:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("flags", ["", "--ssh"], ids=["local", "ssh"])
+@pytest.mark.slow
 def test_the_demo_shows_progress_and_r_redeploys_the_run_heading_over_budget(
     tmp_path: Path, tmux: Tmux, flags: str
 ) -> None:

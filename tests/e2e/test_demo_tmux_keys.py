@@ -19,7 +19,10 @@ import pytest
 
 from tests.e2e.test_demo_tmux import SCREEN_TIMEOUT_S, Tmux, demo_processes, end_leftovers
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
 CONSOLE = Path(sys.executable).parent / "eagle-console"
 
 
@@ -65,6 +68,7 @@ def closed_port() -> int:
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_at_80x24_r_d_and_k_open_and_cancel_and_q_exits_leaving_nothing(
     tmp_path: Path, tmux: Tmux
 ) -> None:
@@ -95,6 +99,7 @@ def test_at_80x24_r_d_and_k_open_and_cancel_and_q_exits_leaving_nothing(
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 def test_h_to_a_host_that_is_down_says_so_and_shows_none_of_the_first_hosts_rows(
     tmp_path: Path, tmux: Tmux
 ) -> None:

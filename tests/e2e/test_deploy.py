@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_status_over_ssh import run_cli
 from tests.support.ssh_servers import SshEndpoint
 
@@ -31,6 +33,7 @@ def setup(
     return config, local, root / "eagle3-train"
 
 
+@pytest.mark.slow
 async def test_deploy_shows_drift_swaps_atomically_and_rolls_back(
     asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
 ) -> None:

@@ -55,6 +55,7 @@ def tokenizer_line(stdout: str) -> str:
          ["assistant turn opens with <think>", "job(s) inference do not pass {trust_remote_code}"]),
     ],
 )  # fmt: skip
+@pytest.mark.slow
 async def test_doctor_loads_the_configured_tokenizer_on_the_host(
     asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, kimi: KimiLikeTokenizer,
     trust: str, flag: str, verdict: str, fragments: list[str],

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_status_over_ssh import run_cli, write_config
 from tests.support.datasets import response_line, write_prompts
 from tests.support.ssh_servers import SshEndpoint
 
 
+@pytest.mark.slow
 async def test_events_print_what_happened_while_nobody_watched(
     asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
 ) -> None:

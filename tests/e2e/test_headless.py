@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_status_over_ssh import run_cli
 from tests.support.datasets import write_sample_root
 from tests.support.simulator_process import running_simulator
@@ -22,6 +24,7 @@ def config_with_sglang(
     return path
 
 
+@pytest.mark.slow
 async def test_doctor_checks_every_precondition(
     asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
 ) -> None:

@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.protocol import JOBS_LAUNCH, SNAPSHOT, LaunchParams, Snapshot, SnapshotParams
 from console.config import load_config
 from console.link.local_link import open_local_link
@@ -57,6 +59,7 @@ async def dataset_state(state_dir: Path, config: Path) -> Snapshot:
         await link.close()
 
 
+@pytest.mark.slow
 async def test_redeploy_moves_a_stale_runner_to_the_new_code_without_loss(
     asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
 ) -> None:

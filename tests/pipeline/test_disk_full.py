@@ -73,6 +73,7 @@ def test_a_failed_append_cuts_its_partial_line_and_keeps_every_record(
     assert all(line.endswith(b"\n") for line in lines)
 
 
+@pytest.mark.slow
 def test_a_run_that_hits_a_file_size_limit_stops_with_its_code_then_resumes_exactly(
     simulator: SimulatorProcess, tmp_path: Path
 ) -> None:
@@ -94,6 +95,7 @@ def test_a_run_that_hits_a_file_size_limit_stops_with_its_code_then_resumes_exac
     resume_exactly(folder, simulator, ids)
 
 
+@pytest.mark.slow
 def test_a_full_filesystem_stops_the_run_and_a_rerun_after_space_returns_is_exact(
     simulator: SimulatorProcess, tmp_path: Path
 ) -> None:

@@ -43,6 +43,7 @@ def eval_json(tmp_path: Path) -> dict[str, Any]:
     return record
 
 
+@pytest.mark.slow
 def test_accept_length_3_against_no_drafter(tmp_path: Path) -> None:
     """Alone, a request decodes A / (1 + overhead) = 3 / 1.25 = 2.4 times faster."""
     with running_simulator(tmp_path / "d", *TARGET, "--speculative-accept-length", "3") as drafter, \
@@ -69,6 +70,7 @@ def test_accept_length_3_against_no_drafter(tmp_path: Path) -> None:
     assert "evaluate: concurrency 1: " in ran.stderr
 
 
+@pytest.mark.slow
 def test_a_drafter_that_slows_decoding_gets_the_slower_verdict(tmp_path: Path) -> None:
     """Accept length 1.5 at twice the step cost: 0.75 of the plain speed."""
     slow = ("--speculative-accept-length", "1.5", "--speculative-step-overhead", "1.0")
@@ -85,6 +87,7 @@ def test_a_drafter_that_slows_decoding_gets_the_slower_verdict(tmp_path: Path) -
     assert record["slower"] is True
 
 
+@pytest.mark.slow
 def test_without_a_baseline_the_verdict_asks_for_one(tmp_path: Path) -> None:
     with running_simulator(tmp_path / "d", *TARGET, "--speculative-accept-length", "2") as drafter:
         ran = evaluate(tmp_path, drafter.url, None)

@@ -46,6 +46,7 @@ def kimi(tmp_path_factory: pytest.TempPathFactory) -> KimiLikeTokenizer:
     return build_kimi_like_tokenizer(tmp_path_factory.mktemp("models") / "kimi")
 
 
+@pytest.mark.slow
 def test_all_three_prompt_shapes_export_the_exact_ids_sent_and_generated(
     tmp_path: Path, kimi: KimiLikeTokenizer
 ) -> None:
@@ -100,6 +101,7 @@ def _think_dataset(root: Path, vocab: dict[str, int]) -> tuple[list[int], list[i
     return sent, output
 
 
+@pytest.mark.slow
 def test_a_template_that_drops_the_think_markers_is_caught_by_the_round_trip(
     tmp_path: Path,
 ) -> None:

@@ -108,6 +108,7 @@ def run_vocab(root: Path, out: Path) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_vocab_refuses_a_fifo_and_skips_a_symlink_loop(tmp_path: Path) -> None:
     root = tmp_path / "datasets"
     (root / "A").mkdir(parents=True)

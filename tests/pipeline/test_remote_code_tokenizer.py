@@ -55,6 +55,7 @@ def generate_requests(simulator: SimulatorProcess) -> float:
                if line.startswith("sglang:num_requests_total"))  # fmt: skip
 
 
+@pytest.mark.slow
 def test_chat_prompts_get_exactly_the_ids_of_the_template_and_encoding(
     simulator: SimulatorProcess, tmp_path: Path, kimi: KimiLikeTokenizer
 ) -> None:
@@ -80,6 +81,7 @@ def test_chat_prompts_get_exactly_the_ids_of_the_template_and_encoding(
         assert got[key]["output_ids"] == want[key]["output_ids"], key
 
 
+@pytest.mark.slow
 def test_vocab_job_reads_v_from_the_tokenizer_only_with_the_flag(
     tmp_path: Path, kimi: KimiLikeTokenizer
 ) -> None:
@@ -217,6 +219,7 @@ class LateTokenizer(PreTrainedTokenizer):
 """
 
 
+@pytest.mark.slow
 def test_a_package_imported_only_when_encoding_refuses_the_run_not_every_prompt(
     simulator: SimulatorProcess, tmp_path: Path
 ) -> None:

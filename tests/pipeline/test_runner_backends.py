@@ -136,6 +136,7 @@ def think_tokenizer(tmp_path: Path) -> tuple[Path, Any]:
     return folder, AutoTokenizer.from_pretrained(str(folder))
 
 
+@pytest.mark.slow
 def test_chat_with_ids_records_them_exactly(
     tmp_path: Path, think_tokenizer: tuple[Path, Any]
 ) -> None:
@@ -159,6 +160,7 @@ def test_chat_with_ids_records_them_exactly(
     assert status(folder)["reencoded"] == 0
 
 
+@pytest.mark.slow
 def test_chat_against_sglang_records_the_ids_native_generate_gives_for_the_same_seed(
     tmp_path: Path, think_tokenizer: tuple[Path, Any]
 ) -> None:
@@ -187,6 +189,7 @@ def test_chat_against_sglang_records_the_ids_native_generate_gives_for_the_same_
     assert status(chat)["reencoded"] == 0
 
 
+@pytest.mark.slow
 def test_a_text_only_answer_is_the_tokenizers_own_encoding_of_the_turn(
     tmp_path: Path, think_tokenizer: tuple[Path, Any]
 ) -> None:
@@ -220,6 +223,7 @@ def test_a_text_only_answer_is_the_tokenizers_own_encoding_of_the_turn(
     assert final["reencode_mismatch_share"] == 0.0
 
 
+@pytest.mark.slow
 def test_a_template_that_drops_the_think_markers_shows_in_the_mismatch_share_across_resumes(
     tmp_path: Path,
 ) -> None:
@@ -246,6 +250,7 @@ def test_a_template_that_drops_the_think_markers_shows_in_the_mismatch_share_acr
     assert final["cost"] < final["dataset_cost"]
 
 
+@pytest.mark.slow
 def test_a_429_storm_pauses_dispatch_fails_no_prompt_and_keeps_the_budget(
     tmp_path: Path, think_tokenizer: tuple[Path, Any]
 ) -> None:
@@ -279,6 +284,7 @@ def test_a_429_storm_pauses_dispatch_fails_no_prompt_and_keeps_the_budget(
     assert shown[0] == f"rate limit: {final['rate_limited']:,} × 429 this run · not paused"
 
 
+@pytest.mark.slow
 def test_an_error_inside_a_stream_is_retried_not_kept(
     tmp_path: Path, think_tokenizer: tuple[Path, Any]
 ) -> None:

@@ -19,6 +19,7 @@ MAX_NEW = 400
 
 
 @pytest.mark.parametrize("concurrency", [1, 64])
+@pytest.mark.slow
 def test_finish_lands_within_one_response_of_the_budget(
     simulator: SimulatorProcess, tmp_path: Path, concurrency: int
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.support.runner_files import (
     RUN_TIMEOUT_S,
     response_ids,
@@ -19,6 +21,7 @@ from tests.support.simulator_process import running_simulator
 SLOW = ("--speed", "2", "--mean-tokens", "300", "--sd-tokens", "50")
 
 
+@pytest.mark.slow
 def test_sigint_drains_in_flight_requests_and_keeps_them(tmp_path: Path) -> None:
     folder = tmp_path / "B1"
     write_id_prompts(folder, 200)
@@ -37,6 +40,7 @@ def test_sigint_drains_in_flight_requests_and_keeps_them(tmp_path: Path) -> None
     assert sum(response_ids(folder).values()) == final["completed"]
 
 
+@pytest.mark.slow
 def test_a_second_sigint_cancels_at_once(tmp_path: Path) -> None:
     folder = tmp_path / "B2"
     write_id_prompts(folder, 200)
@@ -55,6 +59,7 @@ def test_a_second_sigint_cancels_at_once(tmp_path: Path) -> None:
     assert "second SIGINT" in (folder / "runner.log").read_text()
 
 
+@pytest.mark.slow
 def test_http_500s_are_retried_until_every_prompt_is_done(tmp_path: Path) -> None:
     folder = tmp_path / "B3"
     ids = write_id_prompts(folder, 200)
@@ -69,6 +74,7 @@ def test_http_500s_are_retried_until_every_prompt_is_done(tmp_path: Path) -> Non
     assert status(folder)["errors"] == 0
 
 
+@pytest.mark.slow
 def test_an_outage_pauses_dispatch_and_the_run_completes(tmp_path: Path) -> None:
     folder = tmp_path / "B4"
     ids = write_id_prompts(folder, 300)
@@ -137,6 +143,7 @@ def test_length_capped_answers_are_counted_and_can_be_dropped(tmp_path: Path) ->
     assert (dropped / "errors.jsonl").read_text().count("max_new_tokens") == truncated
 
 
+@pytest.mark.slow
 def test_the_server_dying_for_good_fails_the_run_after_the_timeout(tmp_path: Path) -> None:
     folder = tmp_path / "B7"
     write_id_prompts(folder, 50)

@@ -18,6 +18,7 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tokenizer(tmp_path_factory.mktemp("tokenizer"))
 
 
+@pytest.mark.slow
 def test_chat_prompts_go_through_the_chat_template(
     simulator: SimulatorProcess, tmp_path: Path, tokenizer_dir: Path
 ) -> None:
@@ -143,6 +144,7 @@ def test_bad_prompts_are_refused_with_the_line(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_a_bad_tokenizer_path_is_refused(simulator: SimulatorProcess, tmp_path: Path) -> None:
     folder = tmp_path / "B7"
     folder.mkdir()

@@ -7,6 +7,7 @@ import random
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ from tests.support.simulator_process import running_simulator
 KILLS = 50
 
 
+@pytest.mark.slow
 def test_repeated_sigkill_and_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "B1"
     ids = write_id_prompts(folder, 2000)

@@ -65,6 +65,7 @@ def errors(folder: Path) -> list[str]:
 FAST = ("--speed", "20", "--mean-tokens", "80", "--sd-tokens", "30")
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_and_fails_nothing(tmp_path: Path, tokenizer: Path) -> None:
     folder = tmp_path / "R1"
     ids = write_id_prompts(folder, 240)
@@ -88,6 +89,7 @@ def test_a_worker_killed_mid_run_loses_and_fails_nothing(tmp_path: Path, tokeniz
     assert "is an sglang-router" in log
 
 
+@pytest.mark.slow
 def test_an_outage_of_every_worker_is_waited_out(tmp_path: Path, tokenizer: Path) -> None:
     folder = tmp_path / "R2"
     ids = write_id_prompts(folder, 200)
@@ -114,6 +116,7 @@ def test_an_outage_of_every_worker_is_waited_out(tmp_path: Path, tokenizer: Path
     assert "no_available_workers" in log or "No available workers" in log or "unhealthy" in log
 
 
+@pytest.mark.slow
 def test_a_run_started_with_every_worker_dead_does_not_exit_0(
     tmp_path: Path, tokenizer: Path
 ) -> None:
@@ -171,6 +174,7 @@ async def generate_forever(url: str, first_id: int) -> None:
 BUSY = ("--speed", "1", "--mean-tokens", "100000", "--sd-tokens", "1", "--context-length", "300000")
 
 
+@pytest.mark.slow
 async def test_the_probe_shows_a_router_as_one_with_its_workers(
     tmp_path: Path, tokenizer: Path
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from agent.datasets.progress import Counts, Liveness, dataset_progress
 from agent.datasets.rates import RateHistory
 from agent.datasets.runner_status import read_runner_status
@@ -21,6 +23,7 @@ from tests.support.runner_files import (
 from tests.support.simulator_process import running_simulator
 
 
+@pytest.mark.slow
 def test_a_warming_server_is_waited_for_and_shown_as_waiting(tmp_path: Path) -> None:
     folder = tmp_path / "W1"
     ids = write_id_prompts(folder, 30)
@@ -50,6 +53,7 @@ def test_a_warming_server_is_waited_for_and_shown_as_waiting(tmp_path: Path) -> 
     assert response_ids(folder) == dict.fromkeys(ids, 1)
 
 
+@pytest.mark.slow
 def test_the_wait_is_bounded(tmp_path: Path) -> None:
     folder = tmp_path / "W2"
     write_id_prompts(folder, 5)

@@ -89,6 +89,7 @@ def check(path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_check_reports_class_vocab_template_and_think_marker(kimi: KimiLikeTokenizer) -> None:
     result = check(kimi.path, "--trust-remote-code")
     assert result.returncode == 0, result.stderr
@@ -140,6 +141,7 @@ class NestedTokenizer(PreTrainedTokenizer):
 """
 
 
+@pytest.mark.slow
 def test_trusted_code_that_loads_more_code_gets_no_question_either(tmp_path: Path) -> None:
     folder = folder_with(tmp_path / "nested", {})
     folder_with(folder, {

@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from agent.datasets.writer_lock import LOCK_NAME, lock_holder
 from agent.pipeline.inference.options import EXIT_LOCKED
 from tests.support.runner_files import (
@@ -30,6 +32,7 @@ def folder_state(folder: Path) -> dict[str, tuple[int, int]]:
     }
 
 
+@pytest.mark.slow
 def test_a_second_runner_on_a_dataset_exits_at_once_naming_the_first(tmp_path: Path) -> None:
     folder = tmp_path / "B1"
     ids = write_id_prompts(folder, 120)

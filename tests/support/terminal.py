@@ -138,8 +138,14 @@ class PtyTerminal:
 
 
 def _take_terminal() -> None:
-    """In the child, after setsid: make the pty (its stdin) the session's controlling terminal."""
+    """In the child, after setsid: make the pty (its stdin) the session's controlling terminal.
+
+    A terminal window starts its program with the default hang-up and interrupt actions, whatever
+    started the tests (`nohup` ignores SIGHUP, a shell's background job SIGINT): reset them.
+    """
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    for signum in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _tail(output: bytearray, size: int = 3000) -> str:
