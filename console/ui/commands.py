@@ -52,7 +52,7 @@ DASHBOARD_COMMANDS: tuple[Command, ...] = (
     Command("X", "export_report", "Export report", show=False),
     Command("B", "evaluate_drafter", "Bench drafter", show=False),
     Command("p", "pipeline", "Pipeline"),
-    Command("A", "autopilot", "Autopilot", short="Autopilot"),
+    Command("A", "autopilot", "Autopilot", short="Auto"),
     Command("e", "app.events", "Events", show=False),
     Command("h", "app.next_host", "Next host", short="Host"),
     Command("enter", "select_cursor", "Dataset detail (datasets table)", bound=False),
