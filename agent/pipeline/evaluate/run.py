@@ -117,8 +117,8 @@ def report(
     """eval.json: the levels in the fixed shape, the verdict, and the details beside them."""
     rows, details, summary = [], [], []
     for concurrency, drafter, baseline in levels:
-        speedup = (
-            drafter.tokens_per_s / baseline.tokens_per_s
+        speedup = (  # rounded once, so the verdict's words and the level's figure agree
+            round(drafter.tokens_per_s / baseline.tokens_per_s, 3)
             if baseline and baseline.tokens_per_s
             else None
         )
@@ -126,7 +126,7 @@ def report(
             "concurrency": concurrency,
             "tokens_per_s": round(drafter.tokens_per_s, 2),
             "baseline_tokens_per_s": round(baseline.tokens_per_s, 2) if baseline else None,
-            "speedup": round(speedup, 3) if speedup is not None else None,
+            "speedup": speedup,
             "accept_length": round(drafter.accept_length, 3) if drafter.accept_length else None,
             "latency_p50_s": round(drafter.latency_p50_s, 4),
             "latency_p95_s": round(drafter.latency_p95_s, 4),
