@@ -23,6 +23,7 @@ from agent.protocol import (
     JOBS_STOP,
     PING,
     Event,
+    JobEvent,
     JobInfo,
     JobSpec,
     LaunchParams,
@@ -53,6 +54,19 @@ async def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0) -
     assert predicate(), "condition not met in time"
 
 
+async def sent_sigint(link: AgentLink, job_id: str) -> None:
+    """Returns once the agent says it sent the job its stop signal (events on the link)."""
+    async with asyncio.timeout(30):
+        while True:
+            event = await link.next_event()
+            assert event is not None, "the link closed before the stop signal was sent"
+            payload = event.data
+            if not isinstance(payload, JobEvent) or payload.job.id != job_id:
+                continue
+            if payload.message.startswith("sent SIGINT"):
+                return
+
+
 def deaf_pipeline(grace_s: float) -> PipelineConfig:
     deaf = JobSpec((sys.executable, "-c", DEAF), stop_signal="SIGINT", grace_s=grace_s)
     return PipelineConfig(jobs={"deaf": deaf})
@@ -67,6 +81,7 @@ async def test_a_ping_is_answered_while_a_stop_waits_out_its_grace(state_dir: Pa
         stop = asyncio.ensure_future(
             link.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop-1", timeout_s=900)
         )
+        await sent_sigint(link, job.id)  # before it, a kill would leave nothing to stop
         for _ in range(3):  # each answered while the stop still waits on a job ignoring SIGINT
             await link.call(PING, PingParams(), timeout_s=30)
             assert not stop.done()
