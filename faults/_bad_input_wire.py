@@ -104,10 +104,17 @@ class RawWire:
         self.stdin.write(raw)
         await self.stdin.drain()
 
-    async def answers_until(self, request_id: int) -> tuple[list[dict[str, Any]], Any]:
-        """The answers before the one to `request_id`, and that one (None if the link died)."""
+    async def answers_until(
+        self, request_id: int, also: int | None = None
+    ) -> tuple[list[dict[str, Any]], Any]:
+        """The other answers, and the one to `request_id` (None if the link died).
+
+        The agent answers requests concurrently, so an answer to an earlier request (`also`) may
+        come after `request_id`'s: with `also`, reading goes on until both are in.
+        """
         before: list[dict[str, Any]] = []
-        while True:
+        found: Any = None
+        while found is None or (also is not None and not _answered(before, also)):
             try:
                 line = await asyncio.wait_for(self.stdout.readline(), ANSWER_TIMEOUT_S)
             except (TimeoutError, ValueError):
@@ -118,8 +125,10 @@ class RawWire:
             if "event" in answer:
                 continue
             if answer.get("id") == request_id:
-                return before, answer
-            before.append(answer)
+                found = answer
+            else:
+                before.append(answer)
+        return before, found
 
     async def close(self) -> None:
         """End input and wait for attach to exit (killing it if it hangs)."""
@@ -130,6 +139,22 @@ class RawWire:
         except TimeoutError:
             self.process.kill()
             await self.process.wait()
+
+
+def _answered(answers: list[dict[str, Any]], request_id: int) -> bool:
+    return any(answer.get("id") == request_id for answer in answers)
+
+
+def answered_by_id(line: bytes, expected: str) -> int | None:
+    """The id the answer to a bad line carries (None: the line is no request it could name)."""
+    if expected in (DROPPED, "malformed", "oversized"):
+        return None
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return request_id if type(request_id) is int else None
 
 
 def hello(request_id: int) -> bytes:

@@ -31,6 +31,7 @@ from faults._bad_input_wire import (
     BAD_LINES,
     RawWire,
     alive,
+    answered_by_id,
     clear_error,
     daemon_pid,
     greeted_wire,
@@ -156,7 +157,7 @@ async def _feed_line(
     """Send one bad line and a ping; returns the wire, or None once the connection died."""
     try:
         await wire.send(line + ping(ping_id))
-        before, answer = await wire.answers_until(ping_id)
+        before, answer = await wire.answers_until(ping_id, also=answered_by_id(line, expected))
     except ConnectionError:
         before, answer = [], None
     if answer is None:
