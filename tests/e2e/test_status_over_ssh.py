@@ -38,7 +38,12 @@ async def run_cli(*args: str, config: Path, stdin: bytes = b"") -> CliResult:
         stderr=asyncio.subprocess.PIPE,
         env=dict(os.environ, COLUMNS="200"),
     )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(stdin), CLI_TIMEOUT_S)
+    try:
+        out, err = await asyncio.wait_for(process.communicate(stdin), CLI_TIMEOUT_S)
+    except TimeoutError:  # ended here, so its pipes and sockets do not leak into the next test
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"eagle-console {' '.join(args)} ran past {CLI_TIMEOUT_S} s") from None
     assert process.returncode is not None
     return CliResult(process.returncode, out.decode(), err.decode())
 
