@@ -15,7 +15,8 @@ SCENARIOS = (
     "injection", "bad_input", "short_budget", "two_writers", "frozen_writer", "disk_full",
     "state_full", "terminal_text", "demo_hangup", "remote_code", "router_outage",
     "hostile_files", "slow_client", "request_limits", "clock_steps", "export_kill",
-    "runner_restarts", "server_restarts", "reboot", "redeploy_cuts",
+    "runner_restarts", "server_restarts", "reboot", "redeploy_cuts", "stop_recording",
+    "crash_loop", "loaded_stops",
 )  # fmt: skip
 """In the order the report lists them."""
 

@@ -34,7 +34,7 @@ from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.redeploy import follow_operation, start_redeploy
 from console.link.ssh_link import open_ssh_link
-from faults._box_runs import line_of, live
+from faults._box_runs import events_of, line_of, live
 from faults._link_harness import agent_cleanup, loopback_server, pin_known_hosts
 from faults._link_relay import CuttableRelay
 from faults._redeploy_box import (
@@ -49,11 +49,12 @@ from faults._redeploy_box import (
     daemon_pid,
     known_operations,
     on_disk,
+    quiet_line,
     write_config,
     write_version,
 )
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import jobs_now, observer_scans
+from tests.support.operations import jobs_now
 from tests.support.simulator_process import agent_env
 
 TITLE = "Link cut, console killed, agent killed at every step of a redeploy"
@@ -66,7 +67,6 @@ QUICK_TRIALS = (("stop", "daemon"), ("install", "cut"), ("start", "console"), ("
 BLOB_BYTES = (8 << 20, 2 << 20)
 AIM_TIMEOUT_S = 60.0
 END_TIMEOUT_S = 120.0
-SETTLE_TIMEOUT_S = 60.0
 
 Trial = tuple[str, str]
 """(aim, fault)."""
@@ -89,6 +89,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
             await drill.set_up()
             for index, (aim, fault) in enumerate(trials):
                 await drill.trial(f"trial {index + 1} ({fault} at {aim})", aim, fault)
+            await drill.count_restart_attempts()
         finally:
             await relay.close()
     drill.write_notes()
@@ -139,6 +140,7 @@ class _Drill:
         known = known_operations(self.box.operations)
         injected = await self._inject(name, aim, fault, job, known)
         if injected is None:
+            await self._after_a_failed_trial(name, known, old, new)
             return
         caught, fault_at = injected
         self.landed[f"{fault} at {caught.phase}"] += 1
@@ -225,14 +227,13 @@ class _Drill:
         try:
             caught = await asyncio.to_thread(
                 catch_phase, self.box.operations, known, aim, AIM_TIMEOUT_S,
-                lambda: os.kill(console.pid, signal.SIGKILL),
+                lambda: _sigkill(console.pid),
             )  # fmt: skip
             fault_at = time.monotonic()
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                console.kill()
+            _sigkill(console.pid)
             code = await console.wait()
-        if caught is None or code != -signal.SIGKILL:
+        if caught is None:
             self.result.violate(f"{name}: the console exited {code} before {aim} was reached")
             return None
         self.result.faults += 1  # whether it heard the answer, nobody can tell: not acknowledged
@@ -247,6 +248,17 @@ class _Drill:
         self.result.acknowledged += 1
 
     # ------------------------------------------------------------ after
+
+    async def _after_a_failed_trial(
+        self, name: str, known: set[str], old: Version, new: Version
+    ) -> None:
+        """Let a redeploy the trial did start end, so the next trial starts from a quiet box."""
+        caught = caught_now(self.box.operations, known)
+        if caught is not None:
+            await self._follow(name, caught.operation_id)
+        await self._settled(name, None)
+        is_new = on_disk(self.box.remote) == (new.script_sha256, new.blob_sha256)
+        self.current = new if is_new else old
 
     async def _follow(self, name: str, operation_id: str) -> OperationInfo | None:
         """A console reconnects and follows the operation to its end."""
@@ -288,11 +300,11 @@ class _Drill:
             self.result.corrupt += 1
             self.result.violate(f"{name}: the files on the box are a mix of old and new")
 
-    async def _settled(self, name: str, expected: Version) -> JobInfo | None:
+    async def _settled(self, name: str, expected: Version | None) -> JobInfo | None:
         """Once nothing starts, stops or waits to restart: the one running job, checked."""
         link = await self._reopen()
         try:
-            line = await _quiet_line(link)
+            line = await quiet_line(link, JOB, DATASET)
         finally:
             await link.close()
         running = live(line)
@@ -305,6 +317,8 @@ class _Drill:
         job = running[0]
         log = Path(job.log_path or "")
         said = log.read_text(errors="replace") if log.is_file() else ""
+        if expected is None:
+            return job
         if job.code_sha256 != expected.script_sha256 or expected.said not in said:
             self.result.violate(f"{name}: {job.id} does not run v{expected.number}: {said[-80:]!r}")
         return job
@@ -320,6 +334,22 @@ class _Drill:
             return None
         return running[0]
 
+    async def count_restart_attempts(self) -> None:
+        """A job a redeploy stopped is never restarted by its policy: not even tried."""
+        link = await self._reopen()
+        try:
+            restarted = await events_of(link, "job_restarted")
+            refused = await events_of(link, "restart_refused")
+        finally:
+            await link.close()
+        if restarted:
+            self.result.violate(f"the restart policy restarted a stopped job: {restarted[0]}")
+        if refused:
+            self.result.violate(
+                f"the restart policy tried {len(refused)} time(s) to restart a job a redeploy "
+                f"stopped; only the one-writer rule refused it: {refused[0]}"
+            )
+
     def write_notes(self) -> None:
         """Where each fault landed, how the redeploys ended."""
         landed = ", ".join(f"{count} {where}" for where, count in sorted(self.landed.items()))
@@ -333,24 +363,9 @@ class _Drill:
         self.result.notes += [f"kill at the stop's recording missed: {m}" for m in self.missed]
 
 
-async def _quiet_line(link: AgentLink) -> list[JobInfo]:
-    """The line once no job starts or stops and no restart waits, over three more scans."""
-    deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while True:
-        line = line_of(await jobs_now(link), JOB, DATASET)
-        late = time.monotonic() > deadline
-        if _quiet(line) or late:
-            await observer_scans(link, 3)
-            again = line_of(await jobs_now(link), JOB, DATASET)
-            if late or [(j.id, j.state) for j in again] == [(j.id, j.state) for j in line]:
-                return again
-        await asyncio.sleep(0.1)
-
-
-def _quiet(line: list[JobInfo]) -> bool:
-    busy = [job for job in line if job.state in ("starting", "stopping")]
-    pending = [job for job in line if (job.restart_note or "").startswith(("restarting", "wait"))]
-    return not busy and not pending
+def _sigkill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _ignore(_: object) -> None:

@@ -58,6 +58,8 @@ EXTERNAL_STATE_AFTER: dict[StopOutcome, JobState] = {
 }
 """An external process's state once a stop ends (an outcome is not a state: already_exited)."""
 STOP_OUTCOMES: tuple[StopOutcome, ...] = typing.get_args(StopOutcome)
+STOP_ASKED = "asked"
+"""stop.json's outcome from a stop's first signal until its end is recorded over it."""
 
 
 class Supervisor:
@@ -214,6 +216,7 @@ class Supervisor:
         async def report(step: StopStep) -> None:
             await self.emit(JobEvent(self.info(files), f"sent {step.action} to {list(step.pids)}"))
 
+        self._write_asked(files)
         self._stopping.add(job_id)
         try:
             outcome, steps = await stop_group(identity, plan, report)
@@ -232,6 +235,17 @@ class Supervisor:
         info = self.info(files)
         await self.emit(JobEvent(info, f"stop of {info.name}: {outcome}{said}"))
         return StopResult(info, outcome, tuple(steps))
+
+    def _write_asked(self, files: JobFiles) -> None:
+        """Write the stop down before its first signal (#26).
+
+        An agent killed mid-stop then leaves a record that the job ended because it was asked
+        to, so no restart policy undoes the stop.
+        """
+        try:
+            files.write(STOP_FILE, {"outcome": STOP_ASKED, "steps": [], "at": time.time()})
+        except OSError as exc:  # the stop goes on; only a restart after an agent crash could follow
+            self.write_failed(exc)
 
     async def stop_external(
         self, job_id: str, target: StopTarget, jobs: tuple[JobInfo, ...],
@@ -305,7 +319,7 @@ def _state(
     if ended is not None:
         code, signal_name = ended.get("exit_code"), ended.get("exit_signal")
         state: JobState = "exited" if code == 0 else ("killed" if signal_name else "failed")
-        if stopped is not None and stopped.get("outcome") == "stopped":
+        if _asked_to_stop(stopped):
             state = "stopped"  # ended because the user stopped it, whatever its exit code says
         elif stopping:
             state = (
@@ -325,7 +339,7 @@ def _state(
             "stopping" if stopping else ("running" if child is not None else "starting")
         )
         return live, None, None, None
-    if stopped is not None and stopped.get("outcome") == "stopped":
+    if stopped is not None and _asked_to_stop(stopped):
         return (
             "stopped",
             None,
@@ -335,9 +349,14 @@ def _state(
     return "lost", None, None, None
 
 
+def _asked_to_stop(stopped: Mapping[str, Any] | None) -> bool:
+    """Whether a stop record says the job was stopped, or asked to stop by a stop cut short."""
+    return stopped is not None and stopped.get("outcome") in ("stopped", STOP_ASKED)
+
+
 def _recorded_outcome(recorded: Mapping[str, Any]) -> StopOutcome:
     """The outcome a stop record holds; already_exited when the record is not one we wrote."""
-    outcome = recorded.get("outcome")
+    outcome = "stopped" if recorded.get("outcome") == STOP_ASKED else recorded.get("outcome")
     return next((known for known in STOP_OUTCOMES if known == outcome), "already_exited")
 
 
