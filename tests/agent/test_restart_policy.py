@@ -201,6 +201,19 @@ def test_a_process_recorded_under_another_boot_is_never_taken_for_the_job() -> N
     assert job_state(False, me, None, None, None)[0] == "starting"  # older records: no boot id
 
 
+def test_a_job_that_ended_after_its_stop_was_asked_reads_stopped_even_if_the_end_was_not_recorded() -> (
+    None
+):
+    """The agent killed between a stop's SIGTERM and its record left stop.json saying `asked`."""
+    asked = {"outcome": "asked", "steps": [], "at": 1.0}
+    killed = {"exit_code": None, "exit_signal": "SIGTERM", "ended_at": 2.0}
+    assert job_state(False, None, None, killed, asked)[0] == "stopped"
+    assert job_state(False, None, None, killed, None)[0] == "killed"  # no stop asked: a crash
+    gone = {"pid": 2**22 + 1, "start_ticks": 1}  # no such process: the job is gone, unrecorded
+    assert job_state(False, gone, gone, None, asked)[0] == "stopped"
+    assert job_state(False, gone, gone, None, None)[0] == "lost"
+
+
 def _my_ticks() -> int:
     from agent.host.procfs import start_ticks
 
