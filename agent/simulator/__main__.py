@@ -8,10 +8,11 @@ import contextlib
 import signal
 from pathlib import Path
 
+from agent.simulator.config import SimulatorConfig
 from agent.simulator.engine import EngineSettings
 from agent.simulator.faults import Faults
 from agent.simulator.flavors import FLAVORS, FlavorSettings
-from agent.simulator.server import Simulator, SimulatorConfig
+from agent.simulator.server import Simulator
 from agent.simulator.speculative import Speculation
 from agent.simulator.tokens import LengthProfile
 

@@ -14,13 +14,11 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent.protocol import to_wire
+from agent.simulator.config import SimulatorConfig
 from agent.simulator.ranks import Ranks
-
-if TYPE_CHECKING:
-    from agent.simulator.server import SimulatorConfig
 
 
 def server_info(config: SimulatorConfig, ranks: Ranks, port: int) -> dict[str, Any]:

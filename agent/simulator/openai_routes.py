@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from agent.simulator import openai_wire as wire
+from agent.simulator.config import SimulatorConfig
 from agent.simulator.engine import TICK_S, SimRequest
+from agent.simulator.faults import FaultDice
 from agent.simulator.flavors import FlavorSettings
 from agent.simulator.openai_requests import (
     OpenAIPrompt,
@@ -27,11 +29,24 @@ from agent.simulator.openai_requests import (
     chat_prompt,
     completion_prompt,
 )
+from agent.simulator.ranks import Ranks
+from agent.simulator.tokens import TokenSource
 from agent.simulator.validation import PromptIn
 from agent.simulator.vllm_metrics import FinishCounts, vllm_metrics_text
 
-if TYPE_CHECKING:
-    from agent.simulator.server import Simulator
+
+class SimulatorCore(Protocol):
+    """What the OpenAI routes use of the simulator: its config, ranks, tokens and dice."""
+
+    config: SimulatorConfig
+    ranks: Ranks
+    tokens: TokenSource
+    dice: FaultDice
+
+    def submit(self, prompt: PromptIn) -> SimRequest:
+        """Queue a prompt on a rank."""
+        ...
+
 
 RATE_LIMIT_MESSAGE = "Rate limit exceeded: free-models-per-min. "
 SGLANG_STREAM_IDS_MESSAGE = (  # paraphrased: serving_chat.py:1310-1320 refuses the combination
@@ -43,7 +58,7 @@ SGLANG_STREAM_IDS_MESSAGE = (  # paraphrased: serving_chat.py:1310-1320 refuses 
 class OpenAIRoutes:
     """/v1/completions, /v1/chat/completions, /v1/models and vLLM's /metrics."""
 
-    def __init__(self, simulator: Simulator, settings: FlavorSettings) -> None:
+    def __init__(self, simulator: SimulatorCore, settings: FlavorSettings) -> None:
         self.sim = simulator
         self.settings = settings
         self.finishes = FinishCounts()

@@ -7,8 +7,6 @@ import json
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -16,14 +14,14 @@ from aiohttp import web
 from agent.protocol import to_wire
 from agent.simulator import info
 from agent.simulator.auth import api_key_middleware
-from agent.simulator.engine import TICK_S, EngineSettings, SimRequest
-from agent.simulator.faults import FaultDice, Faults
-from agent.simulator.flavors import FlavorSettings
+from agent.simulator.config import SimulatorConfig
+from agent.simulator.engine import TICK_S, SimRequest
+from agent.simulator.faults import FaultDice
 from agent.simulator.metrics import prometheus_text
 from agent.simulator.openai_routes import OpenAIRoutes
 from agent.simulator.ranks import Ranks
 from agent.simulator.sglang_log import SglangLog, quiet_bad_requests
-from agent.simulator.tokens import LengthProfile, TokenSource
+from agent.simulator.tokens import TokenSource
 from agent.simulator.validation import (
     ContractError,
     PromptIn,
@@ -36,32 +34,6 @@ FLUSH_TEXT = (
     "Cache flushed.\nPlease check backend logs for more details. "
     "(When there are running or waiting requests, the operation will not be performed.)\n"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SimulatorConfig:
-    """Everything the simulator is started with."""
-
-    host: str = "127.0.0.1"
-    port: int = 30000
-    seed: int = 0
-    vocab_size: int = 32000
-    context_length: int = 32768
-    model_path: str = "sim/eagle-target-sim"
-    skip_tokenizer_init: bool = False
-    log_file: Path | None = None
-    port_file: Path | None = None
-    lengths: LengthProfile = field(default_factory=LengthProfile)
-    engine: EngineSettings = field(default_factory=EngineSettings)
-    faults: Faults = field(default_factory=Faults)
-    dp_size: int = 1
-    max_running_requests_flag: int | None = None
-    """--max-running-requests as given (None when left out), which /server_info echoes."""
-    api_key: str | None = None
-    warmup_s: float = 0.0
-    """Simulated seconds after start during which /health answers 503, as while SGLang warms up."""
-    flavor: FlavorSettings = field(default_factory=FlavorSettings)
-    """Which server it pretends to be: SGLang (native API), vLLM or a hosted API (/v1)."""
 
 
 class Simulator:
