@@ -73,3 +73,18 @@ def test_the_wheel_carries_the_agent_and_the_themes(tmp_path: Path) -> None:
         "agent/__main__.py",
         "console/cli/main.py",
     } <= names
+
+
+@pytest.mark.parametrize("package", ["agent", "console"])
+def test_no_module_imports_one_that_imports_it_back(package: str) -> None:
+    """Import circles, typing-only ones included: each is a knot a reader must hold at once."""
+    import grimp
+
+    graph = grimp.build_graph(package, include_external_packages=False)
+    circles = sorted(
+        (module, imported)
+        for module in graph.modules
+        for imported in graph.find_modules_directly_imported_by(module)
+        if module < imported and graph.find_shortest_chain(importer=imported, imported=module)
+    )
+    assert circles == [], f"modules that import each other, directly or around a circle: {circles}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 from agent.core import AgentCore, Handler
 from agent.host import autostart
@@ -43,12 +43,32 @@ from agent.protocol import (
     SNAPSHOT_WATCH,
     TOKENIZER_CHECK,
     AnyMethod,
+    Done,
+    LogSubscribeParams,
+    LogUnsubscribeParams,
     Method,
     Request,
+    WatchParams,
 )
 
-if TYPE_CHECKING:
-    from agent.serving.session import Session
+
+class Session(Protocol):
+    """What the handlers use of one console's session: its subscriptions and who it is."""
+
+    client: str
+
+    async def watch_snapshots(self, request: Request[WatchParams]) -> Done:
+        """Send snapshots to this console every interval."""
+        ...
+
+    async def subscribe_log(self, request: Request[LogSubscribeParams]) -> Done:
+        """Send a log's new lines to this console."""
+        ...
+
+    async def unsubscribe_log(self, request: Request[LogUnsubscribeParams]) -> Done:
+        """Stop sending a log's lines."""
+        ...
+
 
 P = TypeVar("P")
 R = TypeVar("R")
