@@ -27,16 +27,7 @@ from agent.protocol.autopilot import (
     StageState,
 )
 from agent.protocol.budget import generation_done
-from agent.protocol.codec import (
-    WireMemo,
-    WireTypeError,
-    decode,
-    encode,
-    encode_result,
-    from_wire,
-    parse_result,
-    to_wire,
-)
+from agent.protocol.codec import decode, parse_result
 from agent.protocol.config import (
     DatasetsConfig,
     GuardMode,
@@ -56,6 +47,7 @@ from agent.protocol.datasets import (
     TokensAt,
 )
 from agent.protocol.drafter import DrafterEvaluation, EvalLevel, ExportDatasetQuality, ExportSummary
+from agent.protocol.encoding import WireMemo, encode, encode_result, to_wire
 from agent.protocol.envelopes import ErrorResponse, Event, Message, Request, Response
 from agent.protocol.errors import ErrorCode, ErrorInfo, ProtocolError
 from agent.protocol.files import (
@@ -164,6 +156,7 @@ from agent.protocol.snapshot import (
     TrainingProgress,
 )
 from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
+from agent.protocol.typed_decoding import WireTypeError, from_wire
 from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 

@@ -95,10 +95,10 @@ from agent.protocol import (
     WatchParams,
     WireMemo,
     bundle_digest,
-    codec,
     decode,
     encode,
     encode_result,
+    encoding,
     parse_result,
     to_wire,
 )
@@ -646,13 +646,13 @@ def test_a_memo_encodes_only_the_fields_that_changed_since_the_last_message(
     encode(Event("snapshot", SNAPSHOT), memo)
     encode(Event("snapshot", replace(SNAPSHOT, datasets=(settled,))), memo)
     encoded: list[Any] = []
-    text = codec._text
+    text = encoding._text
 
     def recording(value: Any, *args: Any) -> str:
         encoded.append(value)
         return text(value, *args)
 
-    monkeypatch.setattr(codec, "_text", recording)
+    monkeypatch.setattr(encoding, "_text", recording)
     moved = replace(settled, last_response_at=1699999941.25)
     line = encode(Event("snapshot", replace(SNAPSHOT, datasets=(moved,))), memo)
     assert 1699999941.25 in encoded
