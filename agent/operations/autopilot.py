@@ -73,6 +73,9 @@ class Autopilot:
         """Asks the observer for a snapshot now, so a request is acted on at once."""
         self.record: dict[str, Any] = _loaded(read_json(self.path))
         self._moving: asyncio.Task[None] | None = None
+        self._launched: str | None = None
+        """The job the last move launched, until a snapshot lists it: one taken before cannot
+        show it, and would start the stage's job again."""
 
     # ------------------------------------------------------------ requests
 
@@ -127,6 +130,10 @@ class Autopilot:
             return
         if self._moving is not None and not self._moving.done():
             return
+        if self._launched is not None:
+            if all(job.id != self._launched for job in snapshot.jobs):
+                return  # the launch's job event, or the next idle scan, brings one that does
+            self._launched = None
         self._moving = self.tasks.spawn(self._advance(snapshot), "autopilot move")
 
     async def _advance(self, snapshot: Snapshot) -> None:
@@ -196,7 +203,7 @@ class Autopilot:
             f"autopilot-{self.record['run']}-{self.record.get('round', 0)}-{key}-{attempts[key]}"
         )
         try:
-            await self.box.launch(decision.params, launch_key)
+            self._launched = (await self.box.launch(decision.params, launch_key)).id
         except AgentError as exc:
             attempts[key] -= 1  # not started: this try does not count
             if exc.code in WAIT_CODES:
