@@ -12,26 +12,14 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from agent.bundle import running_bundle_sha256
-from agent.datasets.detail import dataset_detail
 from agent.datasets.tracker import DatasetTracker
 from agent.errors import AgentError
-from agent.files import (
-    FileError,
-    NothingToRollBackError,
-    Roots,
-    install,
-    remove_stale_uploads,
-    rollback,
-    sha256_of,
-)
 from agent.jobs.control import JobControl
 from agent.jobs.end_watch import EndWatch
 from agent.jobs.supervisor import Supervisor
-from agent.logs import NamedLog, log_size, read_chunk
 from agent.operations.announce import Announcer
 from agent.operations.autopilot import Autopilot
 from agent.operations.operations import Operations
@@ -41,36 +29,19 @@ from agent.probes.tokenizer import check_tokenizer
 from agent.protocol import (
     AGENT_VERSION,
     PROTOCOL_VERSION,
-    AuditParams,
-    AuditResult,
     AutopilotStatus,
     AutopilotStatusParams,
-    DatasetDetail,
-    DetailParams,
     ErrorCode,
     Event,
-    EventsList,
-    EventsParams,
-    FilesHashParams,
-    FilesHashResult,
-    FileState,
     HelloParams,
     HelloResult,
-    InstallParams,
-    InstallResult,
     JobEvent,
-    LogChunk,
-    LogInfo,
-    LogReadParams,
-    LogsList,
-    LogsParams,
     NotifyStatus,
     NotifyStatusParams,
     PingParams,
     PingResult,
     PipelineConfig,
     Request,
-    RollbackParams,
     Snapshot,
     SnapshotParams,
     TokenizerCheck,
@@ -79,8 +50,11 @@ from agent.protocol import (
     to_wire,
 )
 from agent.serving.audit import AuditLog
+from agent.serving.file_methods import FileMethods
 from agent.serving.idempotency import IdempotentRequests
 from agent.serving.idempotency_store import AnswerStore
+from agent.serving.log_methods import LogMethods
+from agent.serving.record_methods import RecordMethods
 from agent.state import StatePaths, read_json, write_json_atomic
 from agent.state.health import StateHealth
 from agent.tasks import TaskOwner
@@ -94,9 +68,6 @@ from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 Handler = Callable[[Request[Any]], Awaitable[object]]
 """A handler whose params type is not known statically: what a table of mixed methods holds."""
 Broadcast = Callable[[Event], Coroutine[Any, Any, None]]
-TOKEN_CURVE_SPAN_S = 24 * 3600.0
-"""The dataset detail's tokens-over-time curve covers this much of the history."""
-TOKEN_CURVE_POINTS = 240
 PROBE_WATCHED_S = REFRESH_S
 """How often the server and GPUs are probed while a console watches."""
 PROBE_IDLE_S = 15.0
@@ -104,7 +75,11 @@ PROBE_IDLE_S = 15.0
 
 
 class AgentCore:
-    """The daemon's long-lived state and the handlers for every method it serves."""
+    """The daemon's long-lived state and the parts that keep watch and act.
+
+    It answers what is about the agent itself (hello, ping, snapshot, the autopilot's and the
+    webhook's status); files, logs and records have handlers of their own (agent/serving/).
+    """
 
     def __init__(self, paths: StatePaths, broadcast: Broadcast) -> None:
         self.paths = paths
@@ -161,6 +136,11 @@ class AgentCore:
         )  # fmt: skip
         self.observer.listeners.append(self.autopilot.heard)
         self.observer.listeners.append(self.end_watch.heard)
+        self.files = FileMethods(lambda: self.pipeline, self.operations.staged_paths)
+        self.logs = LogMethods(paths.daemon_log, lambda: self.pipeline, self.supervisor)
+        self.records = RecordMethods(
+            lambda: self.pipeline, self.jobs.dataset_names, self.history, self.audit
+        )
         self._finish = Finish(self.jobs.all_jobs, self._with_own_alerts)
 
     async def hello(self, request: Request[HelloParams]) -> HelloResult:
@@ -196,122 +176,10 @@ class AgentCore:
         """The agent's clock."""
         return PingResult(agent_time=time.time())
 
-    def named_logs(self) -> dict[str, NamedLog]:
-        """The logs a console may read: the agent's own, SGLang's, and every job's output."""
-        logs = {"agent": NamedLog("agent", self.paths.daemon_log)}
-        if self.pipeline.sglang_log:
-            logs["sglang"] = NamedLog("sglang", Path(self.pipeline.sglang_log))
-        for job in self.supervisor.jobs():
-            if job.log_path:
-                logs[f"job:{job.id}"] = NamedLog(f"job:{job.id}", Path(job.log_path))
-        return logs
-
-    def named_log(self, name: str) -> NamedLog:
-        """One named log, or a not_found error listing the names there are."""
-        logs = self.named_logs()
-        if name not in logs:
-            raise AgentError(
-                ErrorCode.NOT_FOUND, f"no log {name!r}; logs: {', '.join(sorted(logs))}"
-            )
-        return logs[name]
-
-    async def logs_list(self, request: Request[LogsParams]) -> LogsList:
-        """Every named log with its size."""
-        return LogsList(await asyncio.to_thread(self._log_list))
-
-    def _log_list(self) -> tuple[LogInfo, ...]:
-        return tuple(
-            LogInfo(log.name, str(log.path), log_size(log.path))
-            for log in self.named_logs().values()
-        )
-
-    async def logs_read(self, request: Request[LogReadParams]) -> LogChunk:
-        """Whole lines of one log after an offset."""
-        params = request.params
-        log = await asyncio.to_thread(self.named_log, params.name)
-        try:
-            return await asyncio.to_thread(
-                read_chunk, log, params.offset, params.inode, params.max_bytes
-            )
-        except OSError as exc:
-            raise AgentError(ErrorCode.UNREADABLE, f"log {params.name}: {exc}") from None
-
-    def _confine(self, path: str) -> Path:
-        try:
-            return Roots.of(self.pipeline.deploy_roots).confine(path)
-        except FileError as exc:
-            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
-
-    async def files_hash(self, request: Request[FilesHashParams]) -> FilesHashResult:
-        """sha256, size and mode of each file (None for a missing one)."""
-        params = request.params
-        targets = [self._confine(path) for path in params.paths]
-        try:
-            return FilesHashResult(tuple(await asyncio.to_thread(_file_states, targets)))
-        except FileError as exc:
-            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
-
-    async def files_install(self, request: Request[InstallParams]) -> InstallResult:
-        """Verify an uploaded file and swap it in atomically, keeping a backup."""
-        params = request.params
-        target, staged = self._confine(params.target), self._confine(params.staged)
-        try:
-            previous, backup = await asyncio.to_thread(
-                install, target, staged, params.sha256, params.mode
-            )
-        except FileError as exc:
-            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
-        keep = self.operations.staged_paths()
-        removed = await asyncio.to_thread(remove_stale_uploads, target.parent, keep=keep)
-        return InstallResult(str(target), params.sha256, previous, backup, tuple(map(str, removed)))
-
-    async def files_rollback(self, request: Request[RollbackParams]) -> InstallResult:
-        """Restore the version the last install replaced."""
-        target = self._confine(request.params.target)
-        try:
-            restored = await asyncio.to_thread(rollback, target)
-        except NothingToRollBackError as exc:
-            raise AgentError(ErrorCode.NOTHING_TO_ROLL_BACK, str(exc)) from None
-        except FileError as exc:
-            raise AgentError(ErrorCode.NOT_FOUND, str(exc)) from None
-        return InstallResult(str(target), restored, None, None)
-
-    async def datasets_detail(self, request: Request[DetailParams]) -> DatasetDetail:
-        """Latest responses, finish reasons, length histogram and errors of one dataset."""
-        params = request.params
-        datasets = self.pipeline.datasets
-        if datasets is None or params.name not in self.jobs.dataset_names():
-            raise AgentError(
-                ErrorCode.NOT_FOUND, f"no dataset {params.name!r} under the datasets root"
-            )
-        folder = Path(datasets.root) / params.name
-        try:
-            detail = await asyncio.to_thread(
-                dataset_detail, params.name, folder, datasets.responses_file, params.recent
-            )
-        except OSError as exc:
-            raise AgentError(ErrorCode.UNREADABLE, f"dataset {params.name}: {exc}") from None
-        since = time.time() - TOKEN_CURVE_SPAN_S
-        curve = await asyncio.to_thread(
-            self.history.token_curve, params.name, since, TOKEN_CURVE_POINTS
-        )
-        budget = datasets.budgets.get(params.name, datasets.budget)
-        return replace(detail, tokens_over_time=curve, budget=budget)
-
     async def tokenizer_check(self, request: Request[TokenizerCheckParams]) -> TokenizerCheck:
         """Load the configured tokenizer with the configured trust setting, bounded in time."""
         params = request.params
         return await check_tokenizer(self.pipeline, params.timeout_s)
-
-    async def audit_read(self, request: Request[AuditParams]) -> AuditResult:
-        """The newest audit entries."""
-        return AuditResult(tuple(await asyncio.to_thread(self.audit.last, request.params.limit)))
-
-    async def events_list(self, request: Request[EventsParams]) -> EventsList:
-        """The timeline of the last `since_s` seconds, from the history."""
-        params = request.params
-        since = time.time() - params.since_s
-        return await asyncio.to_thread(self.history.timeline, since, params.limit)
 
     async def autopilot_status(self, request: Request[AutopilotStatusParams]) -> AutopilotStatus:
         """Where the autopilot stands, with the restarts counted from a fresh snapshot."""
@@ -356,20 +224,6 @@ class AgentCore:
 
     async def _snapshot_now(self) -> Snapshot:
         return await self.snapshot(Request(0, "snapshot", SnapshotParams()))
-
-
-def _file_states(targets: list[Path]) -> list[FileState]:
-    states = []
-    for target in targets:
-        try:
-            info = target.stat()
-        except FileNotFoundError:
-            states.append(FileState(str(target), None))
-            continue
-        states.append(
-            FileState(str(target), sha256_of(target), info.st_size, info.st_mode & 0o7777)
-        )
-    return states
 
 
 def _load_pipeline(paths: StatePaths) -> PipelineConfig:

@@ -103,7 +103,7 @@ class Session:
     async def subscribe_log(self, request: Request[LogSubscribeParams]) -> Done:
         """Push new lines of a log to this console (logs.subscribe)."""
         params = request.params
-        log = await asyncio.to_thread(self.core.named_log, params.name)
+        log = await asyncio.to_thread(self.core.logs.named_log, params.name)
         self._stop_task(params.name)
         self._follows[params.name] = self.tasks.spawn(
             self._follow(log, params.offset, params.inode), f"follow {params.name}"
