@@ -199,7 +199,8 @@ class _Drill:
             self.result.violate(f"{len(refused)} restart(s) of a stopped job refused: {refused[0]}")
         self.result.notes.append(
             "each trial freezes the daemon once the job's exit.json exists and before its "
-            f"stop.json does (the window was missed {self.missed} time(s)), then SIGKILLs it"
+            "stop.json records the stop's end (it says `asked` from the first signal on; the "
+            f"window was missed {self.missed} time(s)), then SIGKILLs it"
         )
 
 
