@@ -5,7 +5,8 @@ job stays in it. The shim ignores the stop signals sent to the group (it must ou
 record its end) but the job gets default handlers, because Python handlers do not survive exec.
 The exit code or signal is written atomically to `exit.json`; a SIGKILL to the group takes the
 shim too, and then whoever sent it records the end. The shim is a child subreaper: a worker the
-job double-forks or that leaves the group with setsid stays below it, where a stop finds it.
+job double-forks or that leaves the group with setsid stays below it, where a stop finds it, and
+whatever the job leaves running when its main process ends is ended before the end is recorded.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ import sys
 import time
 from pathlib import Path
 
-from agent.host.procfs import boot_id, descendants, start_ticks
+from agent.host.procfs import boot_id, descendants, group_members, start_ticks
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
 
 PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
                 signal.SIGUSR2)  # fmt: skip
 """Every stop signal a job may configure but SIGKILL: the shim outlives them to record the end."""
+LEFTOVER_GRACE_S = 5.0
+"""How long the processes a job left running get after SIGTERM, before SIGKILL."""
+LEFTOVER_POLL_S = 0.05
 EXIT_UNRECORDED = 75
 """The job's pid or end could not be recorded (a full state folder); a job not yet ended was
 killed at once, so none runs that the agent cannot find."""
@@ -68,12 +72,61 @@ def run_shim(job_dir: Path) -> int:
     code = child.wait()
     signal_name = signal.Signals(-code).name if code < 0 else None
     ended = {"exit_code": code if code >= 0 else None, "exit_signal": signal_name}
+    left = end_leftovers()
+    if left:
+        ended["leftovers_ended"] = left
+        _say(f"shim: the job's main process ended; ended {left} process(es) it left running")
     try:
         files.write(EXIT_FILE, {**ended, "ended_at": time.time()})
     except OSError as exc:
         _say(f"shim: the job ended ({ended}) but {exc.filename} cannot be written: {exc.strerror}")
         return EXIT_UNRECORDED
     return 0
+
+
+def end_leftovers() -> int:
+    """End what the job left running once its main process ended; returns how many there were.
+
+    A worker that stayed in the job's group, or left it with setsid and so re-parented to the
+    shim, would otherwise outlive the job unseen: once the shim records the end, no stop can
+    prove such a process is the job's. They get SIGTERM, LEFTOVER_GRACE_S, then SIGKILL.
+    """
+    left = _leftovers()
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while _leftovers() and time.monotonic() < deadline:
+        _reap_orphans()
+        time.sleep(LEFTOVER_POLL_S)
+    for pid in _leftovers():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while _leftovers() and time.monotonic() < deadline:  # SIGKILL ends a process at once
+        _reap_orphans()
+        time.sleep(LEFTOVER_POLL_S)
+    _reap_orphans()
+    return len(left)
+
+
+def _leftovers() -> list[int]:
+    """Live processes of the job's group but the shim, and everything re-parented below it."""
+    me = os.getpid()
+    below = {info.pid for info in descendants(me)}
+    in_group = {info.pid for info in group_members(os.getpgid(0))}
+    return sorted((below | in_group) - {me})
+
+
+def _reap_orphans() -> None:
+    """Wait for the shim's ended children (orphans re-parented to it), so none stays a zombie."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _stop_unrecorded(child: subprocess.Popen[bytes], error: OSError) -> int:

@@ -1,0 +1,81 @@
+"""A job is its whole process tree: what it leaves running when its main process ends is ended (#28).
+
+A worker that stayed in the job's group, or left it with setsid (re-parented to the shim, a child
+subreaper), used to outlive the job: once the end was recorded, no stop could prove it was the
+job's, so it ran on unseen. Each worker here writes its pid to a file, then sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent.host.procfs import process_info
+from agent.protocol import JOBS_LAUNCH, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from agent.state import read_json
+from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
+from tests.support.operations import jobs_where, text_appears
+
+PY = sys.executable
+WORKER = (
+    "import os, subprocess, sys, time\n"
+    "mode, pid_file = sys.argv[1], sys.argv[2]\n"
+    "if mode == 'worker':\n"
+    "    if sys.argv[3] == 'setsid':\n"
+    "        os.setsid()\n"
+    "    open(pid_file, 'w').write(str(os.getpid()))\n"
+    "    time.sleep(600)\n"
+    "else:\n"
+    "    subprocess.Popen([sys.executable, __file__, 'worker', pid_file, mode])\n"
+    "    while not os.path.exists(pid_file) or not open(pid_file).read():\n"
+    "        time.sleep(0.01)\n"
+    "    print('worker started', flush=True)\n"
+)
+
+
+def pipeline(tmp_path: Path) -> PipelineConfig:
+    script = tmp_path / "leaves_a_worker.py"
+    script.write_text(WORKER)
+    return PipelineConfig(
+        jobs={
+            f"{mode}_job": JobSpec((PY, str(script), mode, str(tmp_path / f"{mode}.pid")))
+            for mode in ("setsid", "group")
+        }
+    )
+
+
+@pytest.fixture
+async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
+    agent = await open_local_link(state_dir, pipeline(tmp_path))
+    yield agent
+    await agent.close()
+
+
+def alive(pid: int) -> bool:
+    info = process_info(pid)
+    return info is not None and info.alive
+
+
+@pytest.mark.parametrize("mode", ["setsid", "group"])
+async def test_a_worker_left_running_when_the_job_ends_is_ended_with_it(
+    link: AgentLink, tmp_path: Path, state_dir: Path, mode: str
+) -> None:
+    job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams(f"{mode}_job"), idempotency_key=mode)
+    await text_appears(Path(job.log_path or ""), "worker started")
+    worker = int((tmp_path / f"{mode}.pid").read_text())
+    try:
+        ended = await jobs_where(link, lambda jobs: jobs[0].state not in ("starting", "running"))
+        assert ended[0].state == "exited", ended[0]
+        assert not alive(worker), f"the job's {mode} worker {worker} outlived the job"
+        record = read_json(state_dir / "jobs" / job.id / "exit.json")
+        assert isinstance(record, dict)
+        assert record["leftovers_ended"] == 1
+        assert "ended 1 process(es) it left running" in Path(job.log_path or "").read_text()
+    finally:
+        if alive(worker):
+            os.kill(worker, 9)
