@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agent.bundle import AGENT_PACKAGE, running_bundle_sha256
+from agent.host.signals import UnsafeSignalError, kill_process
 from agent.state import SOCKET_NAME, StatePaths, read_json
 
 START_TIMEOUT_S = 15.0
@@ -89,8 +90,14 @@ def stop_daemon(paths: StatePaths) -> bool:
     info = read_json(paths.daemon_info)
     if not isinstance(info, dict) or not _lock_is_held(paths.daemon_lock):
         return False
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(int(info["pid"]), signal.SIGTERM)
+    try:
+        kill_process(int(info["pid"]), signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    except (UnsafeSignalError, KeyError, TypeError, ValueError) as exc:
+        raise AttachError(
+            f"{paths.daemon_info} names no daemon pid ({exc}); not signalled"
+        ) from None
     deadline = time.monotonic() + START_TIMEOUT_S
     while _lock_is_held(paths.daemon_lock):
         if time.monotonic() > deadline:

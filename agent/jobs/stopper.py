@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from agent.host.procfs import descendants, group_members, is_same_process
+from agent.host.signals import kill_group, kill_process
 from agent.protocol import StopOutcome, StopStep
 
 POLL_S = 0.05
@@ -29,7 +29,8 @@ _now = time.monotonic  # the stop plan's clock; tests replace it
 class GroupIdentity:
     """What names a job's process group: the group id and the processes that prove it is ours."""
 
-    pgid: int
+    pgid: int | None
+    """None where no record proves a group (a job half launched): its known processes only."""
     known: tuple[tuple[int, int], ...]
     """(pid, start ticks) of the shim and the job, whichever were recorded."""
     seen_escaped: set[tuple[int, int]] = field(default_factory=set)
@@ -41,6 +42,8 @@ class GroupIdentity:
 
     def members(self) -> list[int]:
         """Pids alive in the group, and the shim's descendants that left it."""
+        if self.pgid is None:
+            return [pid for pid, ticks in self.known if is_same_process(pid, ticks)]
         return [info.pid for info in group_members(self.pgid)] + self.escaped()
 
     def escaped(self) -> list[int]:
@@ -51,7 +54,7 @@ class GroupIdentity:
         their start times, so they are still stopped if the shim goes first.
         """
         shim = next(((pid, ticks) for pid, ticks in self.known if pid == self.pgid), None)
-        if shim is not None and is_same_process(*shim):
+        if self.pgid is not None and shim is not None and is_same_process(*shim):
             self.seen_escaped.update(
                 (info.pid, info.start_ticks)
                 for info in descendants(self.pgid)
@@ -61,12 +64,15 @@ class GroupIdentity:
 
     def send(self, signum: signal.Signals) -> None:
         """Signal the whole group, and each escaped descendant by pid."""
-        escaped = self.escaped()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.pgid, signum)
-        for pid in escaped:
+        if self.pgid is None:  # no group proven: the recorded processes alone, each by pid
+            singles = self.members()
+        else:
+            singles = self.escaped()
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
+                kill_group(self.pgid, signum)
+        for pid in singles:
+            with contextlib.suppress(ProcessLookupError):
+                kill_process(pid, signum)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +95,7 @@ class TreeIdentity:
         """Signal the process and its descendants, each by pid."""
         for pid in self.members():
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
+                kill_process(pid, signum)
 
 
 class StopTarget(Protocol):

@@ -22,7 +22,8 @@ from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
 from agent.files import FileError, sha256_of
-from agent.host.procfs import boot_id, is_same_process, same_boot, start_ticks
+from agent.host.procfs import boot_id, is_same_process, process_info, same_boot, start_ticks
+from agent.host.signals import kill_group
 from agent.jobs.registry import (
     CHILD_FILE,
     EXIT_FILE,
@@ -58,6 +59,9 @@ EXTERNAL_STATE_AFTER: dict[StopOutcome, JobState] = {
 }
 """An external process's state once a stop ends (an outcome is not a state: already_exited)."""
 STOP_OUTCOMES: tuple[StopOutcome, ...] = typing.get_args(StopOutcome)
+HALF_LAUNCHED_S = 60.0
+"""A job with neither shim.json nor child.json this long after its launch is lost: its daemon
+died between writing job.json and starting the shim."""
 STOP_ASKED = "asked"
 """stop.json's outcome from a stop's first signal until its end is recorded over it."""
 
@@ -89,7 +93,7 @@ class Supervisor:
         shim, child = files.read(SHIM_FILE), files.read(CHILD_FILE)
         ended, stopped = files.read(EXIT_FILE), files.read(STOP_FILE)
         state, code, signal_name, ended_at = _state(
-            files.id in self._stopping, shim, child, ended, stopped
+            files.id in self._stopping, shim, child, ended, stopped, _number(job.get("launched_at"))
         )
         restarts, decision = job.get("restarts"), files.read(RESTART_FILE) or {}
         return JobInfo(
@@ -275,7 +279,7 @@ class Supervisor:
 def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:
     """SIGKILL the group of a shim not yet reaped (so its pid cannot have been reused)."""
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(shim.pid, signal.SIGKILL)
+        kill_group(shim.pid, signal.SIGKILL)
     shim.wait()
 
 
@@ -288,7 +292,25 @@ def _identity(files: JobFiles) -> GroupIdentity:
         if record.get("pid") and record.get("start_ticks") is not None
         and same_boot(record.get("boot_id"))
     )  # fmt: skip
-    return GroupIdentity(int(shim.get("pid", 0)), known)
+    return GroupIdentity(_proven_group(shim, child), known)
+
+
+def _proven_group(shim: Mapping[str, Any], child: Mapping[str, Any]) -> int | None:
+    """The job's group, or None when no record proves one (never 0: that is our own group).
+
+    The shim's pid leads the group; for a job half launched (the daemon died before writing
+    shim.json) it is the group of the recorded job process, once /proc shows that very process.
+    """
+    shim_pid = shim.get("pid")
+    if isinstance(shim_pid, int) and shim_pid > 1:
+        return shim_pid
+    pid, ticks = child.get("pid"), child.get("start_ticks")
+    if not (isinstance(pid, int) and isinstance(ticks, int) and same_boot(child.get("boot_id"))):
+        return None
+    info = process_info(pid)
+    if info is None or info.start_ticks != ticks or info.pgid <= 1 or info.pgid == os.getpgid(0):
+        return None
+    return info.pgid
 
 
 def launch_params(files: JobFiles) -> LaunchParams:
@@ -304,6 +326,10 @@ def launch_params(files: JobFiles) -> LaunchParams:
     )
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -314,6 +340,7 @@ def _state(
     child: Mapping[str, Any] | None,
     ended: Mapping[str, Any] | None,
     stopped: Mapping[str, Any] | None,
+    launched_at: float | None = None,
 ) -> tuple[JobState, int | None, str | None, float | None]:
     """(state, exit code, exit signal, ended at) from a job's files and /proc."""
     if ended is not None:
@@ -326,8 +353,9 @@ def _state(
                 "stopping"  # it exited on the stop's signal; `stopped` once the stop is recorded
             )
         return state, code, signal_name, ended.get("ended_at")
-    if shim is None:
-        return "starting", None, None, None
+    if shim is None and child is None:  # a launch under way, or one its daemon died in
+        fresh = launched_at is None or time.time() - launched_at < HALF_LAUNCHED_S
+        return ("starting" if fresh else "lost"), None, None, None
     alive = any(
         record is not None
         and same_boot(record.get("boot_id"))

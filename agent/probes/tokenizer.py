@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
+from agent.host.signals import kill_group
 from agent.pipeline.tokenizer import TRUST_FLAG
 from agent.protocol import PipelineConfig, TokenizerCheck, from_wire
 
@@ -83,4 +84,4 @@ def _last_json_object(out: bytes) -> dict[str, Any] | None:
 
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+        kill_group(pid, signal.SIGKILL)
