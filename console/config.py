@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import typing
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from agent.protocol import (
     RestartPolicy,
     ServerApi,
     Severity,
+    StopSignal,
 )
 
 CONFIG_NAME = "eagle-console.toml"
@@ -321,7 +323,7 @@ _JOB_KINDS = {
     "inference", "server", "vocab", "hidden_states", "train", "command",
     "export", "evaluate", "drafter_server",
 }  # fmt: skip
-_SIGNALS = {"SIGINT", "SIGTERM", "SIGKILL", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
+_SIGNALS: dict[str, StopSignal] = {name: name for name in typing.get_args(StopSignal)}
 
 
 def _job(reader: _Reader, jobs: Mapping[str, Any], name: str, where: str) -> JobSpec:
@@ -350,7 +352,7 @@ def _job(reader: _Reader, jobs: Mapping[str, Any], name: str, where: str) -> Job
         env={key: reader.text(env, key, f"{where}.env") for key in env},
         gpu=bool(reader.optional(table, "gpu", where, bool, "true or false")),
         per_dataset=bool(reader.optional(table, "per_dataset", where, bool, "true or false")),
-        stop_signal=stop_signal,
+        stop_signal=_SIGNALS[stop_signal],
         grace_s=reader.seconds(table, "grace_s", where, 30.0),
         term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0),
         **_restart(reader, table, where),

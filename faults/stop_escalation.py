@@ -26,7 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.host.procfs import all_pids, group_members, is_same_process, process_info, start_ticks
-from agent.protocol import JOBS_LAUNCH, JobInfo, JobSpec, LaunchParams, PipelineConfig, StopResult
+from agent.protocol import (
+    JOBS_LAUNCH,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopResult,
+    StopSignal,
+)
 from console.link.agent_link import AgentLink
 from faults._hostile_common import (
     job_states,
@@ -42,7 +50,7 @@ TITLE = "Stop escalation: a job that ignores SIGTERM and forks workers"
 
 TOLERANCE_S = 1.0
 READY_TIMEOUT_S = 20.0
-STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1")
+STOP_SIGNALS: tuple[StopSignal, ...] = ("SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1")
 STUBBORN_JOB = """
 import os, signal, sys, time
 for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
@@ -69,7 +77,7 @@ class Trial:
     """One stubborn job and how it is configured to be stopped."""
 
     index: int
-    stop_signal: str
+    stop_signal: StopSignal
     grace_s: float
     term_grace_s: float
     workers: int
@@ -86,7 +94,7 @@ class Trial:
     def expected_steps(self) -> list[str]:
         """The signals the plan sends, in order (it skips a second SIGTERM)."""
         return (
-            [self.stop_signal]
+            [str(self.stop_signal)]
             + ([] if self.stop_signal == "SIGTERM" else ["SIGTERM"])
             + ["SIGKILL"]
         )

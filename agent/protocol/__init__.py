@@ -36,6 +36,7 @@ from agent.protocol.config import (
     PipelineConfig,
     RestartPolicy,
     ServerApi,
+    StopSignal,
     TokenizerCheck,
     TokenizerCheckParams,
 )
@@ -240,6 +241,7 @@ __all__ = [
     "DatasetsConfig",
     "GuardMode",
     "RestartPolicy",
+    "StopSignal",
     "ServerApi",
     "DetailParams",
     "Done",

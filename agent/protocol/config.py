@@ -11,6 +11,8 @@ ServerApi = Literal["sglang", "openai-completions", "openai-chat"]
 GuardMode = Literal["alert", "stop"]
 """What the agent does when a dataset reaches its budget: raise an alert, or stop its writer too."""
 
+StopSignal = Literal["SIGINT", "SIGTERM", "SIGKILL", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"]
+"""The signals a job may be stopped with; any other name is refused where the config is read."""
 RestartPolicy = Literal["no", "on-failure"]
 """Whether the agent starts a job again after it fails (systemd's Restart=)."""
 
@@ -61,7 +63,7 @@ class JobSpec:
     env: dict[str, str] = field(default_factory=dict)
     gpu: bool = False
     per_dataset: bool = False
-    stop_signal: str = "SIGTERM"
+    stop_signal: StopSignal = "SIGTERM"
     grace_s: float = 30.0
     """Seconds between the stop signal and SIGTERM."""
     term_grace_s: float = 10.0

@@ -9,6 +9,7 @@ import pytest
 
 from agent.protocol import (
     JOBS_STOP,
+    PROTOCOL_VERSION,
     ErrorCode,
     Event,
     JobEvent,
@@ -108,3 +109,16 @@ def test_a_wrong_value_deep_in_a_snapshot_names_its_place() -> None:
     ):
         from_wire(Snapshot, {"taken_at": 1.0, "host_name": "h", "datasets_root": None,
                              "datasets": [dataset]})  # fmt: skip
+
+
+def test_a_stop_signal_that_is_no_signal_is_refused_at_hello_naming_the_choices() -> None:
+    """ "SIGNOPE" was accepted, launched, and then jobs.stop answered `internal` (#28)."""
+    pipeline = {"jobs": {"run": {"argv": ["x"], "stop_signal": "SIGNOPE"}}}
+    line = json.dumps({"id": 3, "method": "hello", "params": {
+        "protocol_version": PROTOCOL_VERSION, "client_version": "t", "pipeline": pipeline}})  # fmt: skip
+    with pytest.raises(ProtocolError) as refused:
+        decode(line)
+    assert refused.value.code == ErrorCode.INVALID_PARAMS
+    assert "stop_signal" in refused.value.message
+    assert "SIGNOPE" in refused.value.message
+    assert "SIGTERM" in refused.value.message
