@@ -20,6 +20,8 @@ from typing import Any
 
 import aiohttp
 
+from agent.datasets.response_lines import MAX_LINE_BYTES
+from agent.host.bounded_http import BodyTooLargeError, bounded_body, bounded_text, strict_json
 from agent.host.sglang_auth import bearer_headers
 
 log = logging.getLogger("runner")
@@ -70,6 +72,20 @@ class RejectedError(Exception):
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
         self.server_message = message
+
+
+MAX_ANSWER_BYTES = MAX_LINE_BYTES
+"""An answer that could not fit in one response line once written is refused while read."""
+
+
+async def bounded_json(response: aiohttp.ClientResponse) -> Any:
+    """The body as strict JSON (no NaN), at most MAX_ANSWER_BYTES; TransientError otherwise."""
+    try:
+        return strict_json(await bounded_body(response, MAX_ANSWER_BYTES))
+    except BodyTooLargeError as exc:
+        raise TransientError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        raise TransientError(f"answer is not JSON: {exc}") from None
 
 
 def backoff_s(attempt: int, rng: random.Random) -> float:
@@ -128,9 +144,11 @@ class SglangClient:
             ) as response:  # fmt: skip
                 if response.status >= 400:
                     raise await failure_of(response)
-                body = await response.json(content_type=None)
+                body = await bounded_json(response)
         except (aiohttp.ClientConnectionError, ConnectionError) as exc:
             raise TransientError(f"cannot reach {server.url}: {exc}", server_down=True) from None
+        except aiohttp.ClientPayloadError as exc:
+            raise TransientError(f"the answer broke off: {exc}") from None
         except asyncio.TimeoutError:
             raise TransientError(f"no answer within {timeout.total:g} s") from None
         except (aiohttp.ContentTypeError, ValueError) as exc:
@@ -153,7 +171,7 @@ class SglangClient:
             async with self.session.get(
                 server.url + server.health_path, timeout=timeout, headers=self.headers
             ) as response:
-                detail = _readiness_reason(await response.text()) if server.is_router else ""
+                detail = _readiness_reason(await bounded_text(response)) if server.is_router else ""
                 ready = response.status == 200
             if not ready or not server.is_router:
                 return ready, f"{server.health_path} answered HTTP {response.status}{detail}"
@@ -175,7 +193,7 @@ class SglangClient:
         async with self.session.get(
             server.url + ROUTER_HEALTH_PATH, timeout=timeout, headers=self.headers
         ) as response:
-            body = _json_or_none(await response.text())
+            body = _json_or_none(await bounded_text(response))
         router = isinstance(body, dict) and ("healthy_workers" in body or "status" in body)
         if router:
             log.info(
@@ -200,7 +218,7 @@ class SglangClient:
 
 async def failure_of(response: aiohttp.ClientResponse) -> Exception:
     """The exception an error answer stands for: an outage, a retryable error or a refusal."""
-    text = await response.text()
+    text = await bounded_text(response)
     message = error_message(text) or response.reason or ""
     status = response.status
     if status == 503 and _error_code(text) == NO_WORKERS_CODE:

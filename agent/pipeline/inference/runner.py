@@ -22,6 +22,7 @@ from typing import Any
 import aiohttp
 
 from agent.datasets.writer_lock import take_writer_lock
+from agent.pipeline.inference.answer_checks import usable_answer
 from agent.pipeline.inference.backends import Backend, Sampling, make_backend
 from agent.pipeline.inference.backends.base import Generation, PromptRequest
 from agent.pipeline.inference.backends.keys import key_source, read_key
@@ -294,7 +295,7 @@ class Runner:
             self.in_flight[task] = (server, request.rid)
             self.gate.sent(task, time.monotonic())
             try:
-                answer = await client.generate(server, request)
+                answer = await usable_answer(client, server, request)
                 pool.succeeded(server)
             except TransientError as exc:
                 failures += self._note_transient(exc, server, pool)

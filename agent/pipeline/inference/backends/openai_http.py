@@ -19,12 +19,15 @@ from typing import Any
 
 import aiohttp
 
+from agent.host.bounded_http import bounded_text, strict_json
 from agent.host.sglang_auth import bearer_headers
 from agent.pipeline.inference.client import (
     HEALTH_TIMEOUT_S,
+    MAX_ANSWER_BYTES,
     AbortOutcome,
     Server,
     TransientError,
+    bounded_json,
     error_message,
     failure_of,
 )
@@ -101,7 +104,7 @@ class OpenAIClient:
             async with self.session.get(
                 url, headers=self.headers, timeout=aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
             ) as response:
-                text = await response.text()
+                text = await bounded_text(response)
                 if response.status in (200, 401, 403):  # up; a refused key shows on the
                     return True, "ready"  # first request, in words that name the key's variable
                 return False, f"/v1/models answered HTTP {response.status}: {error_message(text)}"
@@ -118,7 +121,7 @@ class OpenAIClient:
             async with self.session.get(
                 url, headers=self.headers, timeout=aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
             ) as response:
-                await response.read()
+                await bounded_text(response)
                 return response.status == 200
         except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
             reason = str(exc) or type(exc).__name__
@@ -130,15 +133,16 @@ class OpenAIClient:
 
 
 async def _json(response: aiohttp.ClientResponse) -> Any:
-    try:
-        return await response.json(content_type=None)
-    except (aiohttp.ContentTypeError, ValueError) as exc:
-        raise TransientError(f"answer is not JSON: {exc}") from None
+    return await bounded_json(response)
 
 
 async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
     """The JSON events of an SSE body; a stream cut before [DONE] is an error."""
+    received = 0
     async for raw in response.content:
+        received += len(raw)
+        if received > MAX_ANSWER_BYTES:
+            raise TransientError(f"the stream passed the {MAX_ANSWER_BYTES:,}-byte limit")
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
@@ -146,8 +150,8 @@ async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, A
         if data == "[DONE]":
             return
         try:
-            event = json.loads(data)
-        except ValueError:
+            event = strict_json(data.encode())
+        except (ValueError, RecursionError):
             raise TransientError(f"a stream event is not JSON: {data[:120]}") from None
         if isinstance(event, dict):
             yield event
