@@ -10,6 +10,7 @@ import asyncio
 import os
 import socket
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from typing import Any
@@ -152,6 +153,11 @@ class AgentCore:
                 f"console {params.client_version} speaks protocol {params.protocol_version}, "
                 f"agent {AGENT_VERSION} speaks protocol {PROTOCOL_VERSION}; "
                 "run the same eagle-console version on both sides",
+            )
+        notify = params.pipeline.notify if params.pipeline is not None else None
+        if notify is not None and urllib.parse.urlsplit(notify.url).scheme not in ("http", "https"):
+            raise AgentError(  # the console's config refuses it too; a peer's hello may not
+                ErrorCode.INVALID_PARAMS, "notify.url must be an http or https URL"
             )
         if params.pipeline is not None and params.pipeline != self.pipeline:
             self.pipeline = params.pipeline

@@ -2,7 +2,7 @@
 
 The notifier listens to the observer's snapshots and queues each alert raised since the last
 one at or above the configured severity; a sender task of its own POSTs them one by one (stdlib
-urllib in a thread, a timeout, retries with backoff). Nothing here ever makes the scanner wait:
+http.client in a thread, bounded in time and size, retries with backoff). Nothing here ever makes the scanner wait:
 queuing is a deque append, a full queue or a burst past the rate limit drops the notification
 and counts it as a dead letter, as does one that failed every try. The URL may hold a secret
 (ntfy topics, Slack hooks): logs and alerts name only its scheme and host.
@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import http.client
 import json
 import logging
 import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -30,6 +33,11 @@ log = logging.getLogger(__name__)
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 LEVELS: dict[str, Severity] = {"info": "info", "warning": "warning", "error": "error"}
 TIMEOUT_S = 5.0
+"""Each socket operation of a POST."""
+POST_DEADLINE_S = 15.0
+"""A whole POST, answer included: past it the connection is closed and the try has failed."""
+ANSWER_READ_BYTES = 4096
+"""Of a hook's answer only the status matters; this much of the body is read, the rest not."""
 TRIES = 3
 BACKOFF_S = 1.0
 """The wait before the second try; doubled before each further one."""
@@ -40,13 +48,66 @@ RATE_PER_MINUTE = 30
 Post = Callable[[str, bytes, float], None]
 
 
-def post_json(url: str, body: bytes, timeout_s: float) -> None:
-    """POST `body` as JSON; raises OSError (URLError, HTTPError) on any failure. Blocking."""
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=timeout_s) as answer:  # noqa: S310 (http(s) only: the console checks)
-        answer.read()
+class WebhookPoster:
+    """POSTs with the stdlib, bounded in time and size, and abortable from another thread.
+
+    urllib's timeout is per socket operation, so a hook that drips a byte every 2 s held the
+    sender for good, and a blocked thread kept the agent from stopping; its answer was read
+    whole (an endless 200 took the agent to 5-6 GB), and redirects were followed as a GET and
+    counted as sent. Here the connection is ours: `abort` closes it from the event loop's
+    thread, which ends a blocked read at once; at most ANSWER_READ_BYTES of an answer are read;
+    a 3xx is a failure; only http and https are spoken.
+    """
+
+    def __init__(self) -> None:
+        self._live: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, url: str, body: bytes, timeout_s: float) -> None:
+        """POST `body` as JSON; raises OSError or ValueError on any failure. Blocking."""
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"a webhook URL must be http or https, not {parts.scheme or '?'}")
+        kind = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = kind(parts.hostname, parts.port, timeout=timeout_s)
+        connection.connect()
+        sock = connection.sock  # kept: once the answer begins, the connection lets go of it
+        with self._lock:
+            self._live.add(sock)
+        try:
+            path = parts.path or "/"
+            connection.request("POST", f"{path}?{parts.query}" if parts.query else path, body,
+                               {"Content-Type": "application/json"})  # fmt: skip
+            answer = connection.getresponse()
+            answer.read(ANSWER_READ_BYTES)
+            if not 200 <= answer.status < 300:
+                raise WebhookRefusedError(answer.status)
+        finally:
+            with self._lock:
+                self._live.discard(sock)
+            connection.close()
+
+    def abort(self) -> None:
+        """Close every POST under way: a read blocked on it ends with an OSError."""
+        with self._lock:
+            live = list(self._live)
+        for sock in live:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class WebhookDeadlineError(OSError):
+    """The whole POST took longer than POST_DEADLINE_S; it was aborted."""
+
+
+class WebhookRefusedError(OSError):
+    """The hook answered, but not 2xx (a redirect is not followed: it is not delivery)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
 
 
 def redacted(url: str) -> str:
@@ -68,11 +129,11 @@ class Notifier:
     """Queues new alerts for the webhook and sends them from a task of its own."""
 
     def __init__(
-        self, pipeline: Callable[[], PipelineConfig], tasks: TaskOwner, post: Post = post_json
+        self, pipeline: Callable[[], PipelineConfig], tasks: TaskOwner, post: Post | None = None
     ) -> None:
         self._pipeline = pipeline
         self._tasks = tasks
-        self._post = post
+        self._post: Post = post if post is not None else WebhookPoster()
         self._queue: collections.deque[tuple[NotifyConfig, bytes]] = collections.deque()
         self._wake = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
@@ -160,7 +221,7 @@ class Notifier:
         reason = "not sent"
         for attempt in range(TRIES):
             try:
-                await asyncio.to_thread(self._post, config.url, body, TIMEOUT_S)
+                await self._post_within_deadline(config.url, body)
             except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
                 reason = _reason(exc)
                 log.warning(
@@ -174,11 +235,34 @@ class Notifier:
             return
         self._lost(reason)
 
+    async def _post_within_deadline(self, url: str, body: bytes) -> None:
+        """One POST in a thread; past POST_DEADLINE_S, or when the agent stops, it is aborted."""
+        posting = asyncio.ensure_future(asyncio.to_thread(self._post, url, body, TIMEOUT_S))
+        try:
+            await asyncio.wait_for(asyncio.shield(posting), POST_DEADLINE_S)
+        except TimeoutError:
+            self._abort()
+            raise WebhookDeadlineError(f"no answer within {POST_DEADLINE_S:g} s") from None
+        except asyncio.CancelledError:  # the agent stops: its thread must not hold it up
+            self._abort()
+            raise
+
+    def _abort(self) -> None:
+        abort = getattr(self._post, "abort", None)
+        if callable(abort):
+            abort()
+
 
 def _reason(exc: Exception) -> str:
     """Why a POST failed, without the URL (urllib puts it in some messages)."""
     if isinstance(exc, urllib.error.HTTPError):
         return f"HTTP {exc.code}"
+    if isinstance(exc, WebhookRefusedError):
+        return f"HTTP {exc.status}"
+    if isinstance(exc, WebhookDeadlineError):
+        return str(exc)
+    if isinstance(exc, ValueError):
+        return str(exc)
     if isinstance(exc, urllib.error.URLError):
         return str(exc.reason)
     if isinstance(exc, (socket.timeout, TimeoutError)):

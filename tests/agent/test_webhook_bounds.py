@@ -1,0 +1,162 @@
+"""A webhook that misbehaves never holds the sender, bloats the agent or passes for delivery (#28).
+
+Real hooks on loopback: one that answers 200 and then never ends its body, one that drips a byte
+every second, one that redirects. Before: the endless body was read whole (the agent at +5 GB),
+the drip held the sender for good (1 POST for 12 alerts) and kept the agent from stopping, and a
+redirect was followed as a GET and counted as sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.protocol import Alert, NotifyConfig, PipelineConfig, Snapshot
+from agent.tasks import TaskOwner
+from agent.watch import notify
+from agent.watch.notify import Notifier
+from console.link.agent_link import LinkError
+from console.link.local_link import open_local_link
+
+DEADLINE_S = 30.0
+
+
+@contextlib.contextmanager
+def hook(behaviour: str) -> Iterator[tuple[str, list[int]]]:
+    """A hook on loopback that behaves as named; yields its URL and a count of POSTs."""
+    posts: list[int] = []
+    stop = threading.Event()
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            posts.append(1)
+            if behaviour == "redirect":
+                self.send_response(302)
+                self.send_header("Location", "/elsewhere")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                while not stop.is_set():  # endless: as fast as it goes, or a byte a second
+                    self.wfile.write(b"x" * (1 << 16) if behaviour == "endless" else b"x")
+                    if behaviour == "drip":
+                        stop.wait(1.0)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            """Quiet."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/topic", posts
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+def notifier_for(url: str) -> tuple[Notifier, TaskOwner]:
+    tasks = TaskOwner("test")
+    pipeline = PipelineConfig(notify=NotifyConfig(url))
+    return Notifier(lambda: pipeline, tasks), tasks
+
+
+async def alert(notifier: Notifier, kind: str) -> None:
+    alerts = (Alert(kind, "error", f"{kind} happened", "B1", 1.0),)
+    await notifier.heard(Snapshot(1.0, "gpu-0", None, (), alerts))
+
+
+async def settled(notifier: Notifier, done: int) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while notifier.sent + notifier.dead_letters < done:
+        assert time.monotonic() < deadline, (notifier.sent, notifier.dead_letters)
+        await asyncio.sleep(0.05)
+
+
+async def test_an_endless_answer_is_not_read_past_its_status() -> None:
+    with hook("endless") as (url, posts):
+        notifier, tasks = notifier_for(url)
+        try:
+            await alert(notifier, "one")
+            await settled(notifier, 1)
+        finally:
+            await tasks.close()
+    assert (notifier.sent, notifier.dead_letters, len(posts)) == (1, 0, 1)
+
+
+async def test_a_dripping_hook_costs_one_deadline_per_try_and_later_alerts_still_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(notify, "POST_DEADLINE_S", 1.5)
+    monkeypatch.setattr(notify, "BACKOFF_S", 0.1)
+    with hook("drip") as (url, posts):
+        notifier, tasks = notifier_for(url)
+        try:
+            for kind in ("first", "second"):
+                await alert(notifier, kind)
+            await settled(notifier, 2)
+        finally:
+            await tasks.close()
+    assert (notifier.sent, notifier.dead_letters) == (0, 2)
+    assert len(posts) == 2 * notify.TRIES, "each try of each alert reached the hook"
+    assert notifier.last_failure is not None
+    assert "no answer within 1.5 s" in notifier.last_failure[0]
+
+
+async def test_the_agent_stops_at_once_while_a_post_hangs() -> None:
+    with hook("drip") as (url, posts):
+        notifier, tasks = notifier_for(url)
+        await alert(notifier, "one")
+        deadline = time.monotonic() + DEADLINE_S
+        while not posts:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        started = time.monotonic()
+        await tasks.close()
+        await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), 5.0)
+    assert time.monotonic() - started < notify.POST_DEADLINE_S
+
+
+async def test_a_redirect_is_no_delivery() -> None:
+    with hook("redirect") as (url, posts):
+        notifier, tasks = notifier_for(url)
+        try:
+            await alert(notifier, "one")
+            await settled(notifier, 1)
+        finally:
+            await tasks.close()
+    assert (notifier.sent, notifier.dead_letters) == (0, 1)
+    assert notifier.last_failure is not None
+    assert notifier.last_failure[0] == "HTTP 302"
+    assert len(posts) == notify.TRIES, "the redirect was not followed"
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/x"])
+async def test_only_http_and_https_are_spoken(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(notify, "BACKOFF_S", 0.01)
+    notifier, tasks = notifier_for(url)
+    try:
+        await alert(notifier, "one")
+        await settled(notifier, 1)
+    finally:
+        await tasks.close()
+    assert notifier.dead_letters == 1
+    assert notifier.last_failure is not None
+    assert "must be http or https" in notifier.last_failure[0]
+
+
+async def test_a_hello_with_a_webhook_that_is_not_http_is_refused(state_dir: Path) -> None:
+    hostile = PipelineConfig(notify=NotifyConfig("file:///x"))
+    with pytest.raises(LinkError, match="notify.url must be an http or https URL"):
+        await open_local_link(state_dir, hostile)
