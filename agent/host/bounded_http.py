@@ -9,9 +9,10 @@ parsed strictly: a bare NaN or Infinity is not JSON, and no reader of our files 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
+if TYPE_CHECKING:  # aiohttp is where SGLang is; the agent itself runs without it
+    import aiohttp
 
 READ_CHUNK = 64 * 1024
 """A body is read this much at a time, so a limit is noticed within a chunk of passing it."""

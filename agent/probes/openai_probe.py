@@ -9,9 +9,12 @@ Every failure is a reading that says what failed, never an exception to the daem
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from agent.host.bounded_http import bounded_body
 from agent.probes import prometheus
+from agent.probes.http_reads import MAX_JSON_BYTES, get_text
 from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerStats
 
@@ -26,7 +29,7 @@ async def probe_openai(session: Any, url: str, model: str | None) -> ServerStats
         return ServerStats(url=url, healthy=False, detail=f"unreachable: {_reason(exc)}")
     if status != 200:
         return ServerStats(url=url, healthy=False, detail=f"/v1/models answered HTTP {status}")
-    if prometheus.parse(await _text(session, f"{url}/metrics"), "vllm"):
+    if prometheus.parse(await get_text(session, f"{url}/metrics"), "vllm"):
         healthy, detail = await _health(session, url)
         if stats := await probe_vllm(session, url, healthy, detail):
             return stats
@@ -46,13 +49,13 @@ def hosted_stats(url: str, model: str | None, listed: list[str]) -> ServerStats:
 
 
 async def _models(session: Any, url: str) -> tuple[int, list[str]]:
-    """The status of `/v1/models` and the model ids it lists."""
+    """The status of `/v1/models` and the model ids it lists (raises when it cannot be reached)."""
     async with session.get(f"{url}/v1/models") as response:
         if response.status != 200:
             return response.status, []
         try:
-            body = await response.json(content_type=None)
-        except ValueError:
+            body = json.loads(await bounded_body(response, MAX_JSON_BYTES))
+        except ValueError:  # not JSON, or past its bound
             return 200, []
     data = body.get("data") if isinstance(body, dict) else None
     entries = data if isinstance(data, list) else []
@@ -65,14 +68,6 @@ async def _health(session: Any, url: str) -> tuple[bool, str]:
             return response.status == 200, f"/health answered HTTP {response.status}"
     except Exception as exc:  # /v1/models answered: a missing /health is a detail, not a crash
         return False, f"/health failed: {_reason(exc)}"
-
-
-async def _text(session: Any, url: str) -> str:
-    try:
-        async with session.get(url) as response:
-            return await response.text() if response.status == 200 else ""
-    except Exception:  # no metrics: a hosted API
-        return ""
 
 
 def _reason(exc: BaseException) -> str:

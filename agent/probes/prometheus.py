@@ -14,6 +14,7 @@ package (prometheus_client is not always in the Python that runs the agent).
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ def parse(text: str, prefix: str = "sglang") -> list[Sample]:
         try:
             value = float(match[3])
         except ValueError:
+            continue
+        if not math.isfinite(value):  # NaN is legal (no value now): a missing figure, not a sum
             continue
         labels = {key: value for key, value in _LABEL.findall(match[2] or "")}
         samples.append(Sample(match[1][len(prefix) + 1 :], labels, value))

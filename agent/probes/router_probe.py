@@ -10,18 +10,19 @@ What tells the truth (sglang-router 0.3.2, checked against the real binary):
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from agent.probes import prometheus
+from agent.probes.http_reads import get_json, get_text
+from agent.probes.values import count, figure
 from agent.protocol import ServerPart, ServerStats
 
 
 async def probe_router(session: Any, url: str) -> ServerStats:
     """One reading of the router at `url` and its workers."""
-    ready_status, readiness = await _get_json(session, f"{url}/readiness")
-    _, listing = await _get_json(session, f"{url}/workers")
-    samples = prometheus.parse(await _get_text(session, f"{url}/engine_metrics"))
+    ready_status, readiness = await get_json(session, f"{url}/readiness", any_status=True)
+    _, listing = await get_json(session, f"{url}/workers", any_status=True)
+    samples = prometheus.parse(await get_text(session, f"{url}/engine_metrics"))
     workers = [w for w in listing.get("workers") or [] if isinstance(w, dict)]
     healthy_count = sum(1 for w in workers if w.get("is_healthy") is True)
     total = prometheus.totals(samples)
@@ -30,15 +31,15 @@ async def probe_router(session: Any, url: str) -> ServerStats:
         healthy=ready_status == 200 and (healthy_count > 0 or not workers),
         detail=_detail(ready_status, readiness, healthy_count, len(workers)),
         model_path=next((str(w["model_id"]) for w in workers if w.get("model_id")), None),
-        running_requests=_int(total.get("num_running_reqs")),
-        queued_requests=_int(total.get("num_queue_reqs")),
-        token_usage=total.get("token_usage"),
-        gen_throughput_tokens_per_s=total.get("gen_throughput"),
-        cache_hit_rate=total.get("cache_hit_rate"),
-        accept_length=total.get("spec_accept_length"),
+        running_requests=count(total.get("num_running_reqs")),
+        queued_requests=count(total.get("num_queue_reqs")),
+        token_usage=figure(total.get("token_usage")),
+        gen_throughput_tokens_per_s=figure(total.get("gen_throughput")),
+        cache_hit_rate=figure(total.get("cache_hit_rate")),
+        accept_length=figure(total.get("spec_accept_length")),
         is_router=True,
-        healthy_workers=_int(readiness.get("healthy_workers"), healthy_count),
-        total_workers=_int(readiness.get("total_workers"), len(workers)),
+        healthy_workers=count(readiness.get("healthy_workers"), healthy_count),
+        total_workers=count(readiness.get("total_workers"), len(workers)),
         parts=_worker_parts(workers, prometheus.by_part(samples, "worker_addr")),
     )
 
@@ -63,39 +64,11 @@ def _worker_parts(
                 healthy=worker.get("is_healthy")
                 if isinstance(worker.get("is_healthy"), bool)
                 else None,
-                load=_int(worker.get("load")),
-                running_requests=_int(mine.get("num_running_reqs")),
-                queued_requests=_int(mine.get("num_queue_reqs")),
+                load=count(worker.get("load")),
+                running_requests=count(mine.get("num_running_reqs")),
+                queued_requests=count(mine.get("num_queue_reqs")),
                 gen_throughput_tokens_per_s=mine.get("gen_throughput"),
                 token_usage=mine.get("token_usage"),
             )
         )
     return tuple(parts)
-
-
-async def _get_json(session: Any, url: str) -> tuple[int, dict[str, Any]]:
-    """Status and JSON object of a GET, whatever the status (a 503 says why, too)."""
-    try:
-        async with session.get(url) as response:
-            status, text = response.status, await response.text()
-    except Exception:  # a failed probe is a missing field, not a crash
-        return 0, {}
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return status, {}
-    return status, body if isinstance(body, dict) else {}
-
-
-async def _get_text(session: Any, url: str) -> str:
-    try:
-        async with session.get(url) as response:
-            return await response.text() if response.status == 200 else ""
-    except Exception:  # metrics are optional
-        return ""
-
-
-def _int(value: object, default: int | None = None) -> int | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
-    return default

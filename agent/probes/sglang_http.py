@@ -21,8 +21,10 @@ from typing import Any
 
 from agent.host.sglang_auth import bearer_headers
 from agent.probes import prometheus
+from agent.probes.http_reads import get_json, get_text
 from agent.probes.openai_probe import probe_openai
 from agent.probes.router_probe import probe_router
+from agent.probes.values import count, figure, text
 from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerApi, ServerPart, ServerStats
 
@@ -58,7 +60,7 @@ async def probe_sglang(
         if other := await _not_sglang(session, url, status, api, model, (healthy, detail)):
             return other
         _, model_info = await _current_or_deprecated(session, url, "model_info")
-        samples = prometheus.parse(await _text(session, f"{url}/metrics"))
+        samples = prometheus.parse(await get_text(session, f"{url}/metrics"))
     if status in (401, 403):
         detail = _join(detail, f"/server_info answered HTTP {status}: {key_note or _KEY_HINT}")
     return _stats(url, healthy, detail, info, model_info, samples)
@@ -91,15 +93,15 @@ def _stats(
     total = prometheus.totals(samples)
     return ServerStats(
         url=url, healthy=healthy, detail=detail,
-        model_path=str(model.get("model_path") or info.get("model_path") or "") or None,
-        speculative_algorithm=info.get("speculative_algorithm"),
+        model_path=text(model.get("model_path")) or text(info.get("model_path")),
+        speculative_algorithm=text(info.get("speculative_algorithm")),
         max_running_requests=max_running_requests(info),
-        running_requests=_int(total.get("num_running_reqs")),
-        queued_requests=_int(total.get("num_queue_reqs")),
-        token_usage=total.get("token_usage"),
-        gen_throughput_tokens_per_s=total.get("gen_throughput"),
-        cache_hit_rate=total.get("cache_hit_rate"),
-        accept_length=total.get("spec_accept_length"),
+        running_requests=count(total.get("num_running_reqs")),
+        queued_requests=count(total.get("num_queue_reqs")),
+        token_usage=figure(total.get("token_usage")),
+        gen_throughput_tokens_per_s=figure(total.get("gen_throughput")),
+        cache_hit_rate=figure(total.get("cache_hit_rate")),
+        accept_length=figure(total.get("spec_accept_length")),
         parts=rank_parts(samples),
     )  # fmt: skip
 
@@ -116,9 +118,9 @@ def max_running_requests(info: dict[str, Any]) -> int | None:
         value
         for state in (states if isinstance(states, list) else [])
         if isinstance(state, dict)
-        and (value := _int(state.get("effective_max_running_requests_per_dp"))) is not None
+        and (value := count(state.get("effective_max_running_requests_per_dp"))) is not None
     ]
-    return sum(per_dp) if per_dp else _int(info.get("max_running_requests"))
+    return sum(per_dp) if per_dp else count(info.get("max_running_requests"))
 
 
 def rank_parts(samples: list[prometheus.Sample]) -> tuple[ServerPart, ...]:
@@ -129,8 +131,8 @@ def rank_parts(samples: list[prometheus.Sample]) -> tuple[ServerPart, ...]:
     return tuple(
         ServerPart(
             name=f"DP{rank}",
-            running_requests=_int(figures.get("num_running_reqs")),
-            queued_requests=_int(figures.get("num_queue_reqs")),
+            running_requests=count(figures.get("num_running_reqs")),
+            queued_requests=count(figures.get("num_queue_reqs")),
             gen_throughput_tokens_per_s=figures.get("gen_throughput"),
             token_usage=figures.get("token_usage"),
         )
@@ -147,34 +149,11 @@ async def _health(session: Any, url: str) -> tuple[bool, str]:
 
 async def _current_or_deprecated(session: Any, url: str, name: str) -> tuple[int, dict[str, Any]]:
     """The current path's JSON; the deprecated `get_` path only when the current one is 404."""
-    status, body = await _json(session, f"{url}/{name}")
+    status, body = await get_json(session, f"{url}/{name}")
     if status == 404:
-        status, body = await _json(session, f"{url}/get_{name}")
+        status, body = await get_json(session, f"{url}/get_{name}")
     return status, body
-
-
-async def _json(session: Any, url: str) -> tuple[int, dict[str, Any]]:
-    try:
-        async with session.get(url) as response:
-            if response.status != 200:
-                return response.status, {}
-            body = await response.json(content_type=None)
-            return 200, body if isinstance(body, dict) else {}
-    except Exception:  # a failed probe is a missing field, not a crash
-        return 0, {}
-
-
-async def _text(session: Any, url: str) -> str:
-    try:
-        async with session.get(url) as response:
-            return await response.text() if response.status == 200 else ""
-    except Exception:  # metrics are optional (--enable-metrics)
-        return ""
 
 
 def _join(detail: str, more: str) -> str:
     return f"{detail}; {more}" if detail else more
-
-
-def _int(value: object) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

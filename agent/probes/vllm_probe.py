@@ -13,6 +13,8 @@ import time
 from typing import Any
 
 from agent.probes import prometheus
+from agent.probes.http_reads import get_json, get_text
+from agent.probes.values import count
 from agent.protocol import ServerStats
 
 _last_count: dict[str, tuple[float, float]] = {}
@@ -21,12 +23,12 @@ _last_count: dict[str, tuple[float, float]] = {}
 
 async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> ServerStats | None:
     """A reading of `url` as a vLLM server; None when /v1/models says it is not one."""
-    models = await _get_json(session, f"{url}/v1/models")
+    _, models = await get_json(session, f"{url}/v1/models")
     data = models.get("data")
     entry = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else None
     if entry is None:
         return None
-    total = prometheus.totals(prometheus.parse(await _get_text(session, f"{url}/metrics"), "vllm"))
+    total = prometheus.totals(prometheus.parse(await get_text(session, f"{url}/metrics"), "vllm"))
     context = entry.get("max_model_len")
     about = f"vLLM, max context {context:,} tokens" if isinstance(context, int) else "vLLM"
     return ServerStats(
@@ -34,8 +36,8 @@ async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> Serv
         healthy=healthy,
         detail=f"{detail}; {about}" if detail else about,
         model_path=str(entry.get("id") or "") or None,
-        running_requests=_int(total.get("num_requests_running")),
-        queued_requests=_int(total.get("num_requests_waiting")),
+        running_requests=count(total.get("num_requests_running")),
+        queued_requests=count(total.get("num_requests_waiting")),
         gen_throughput_tokens_per_s=generation_rate(url, total.get("generation_tokens_total")),
     )
 
@@ -50,24 +52,3 @@ def generation_rate(url: str, count: float | None, now: float | None = None) -> 
     if previous is None or count < previous[0] or now <= previous[1]:
         return None
     return round((count - previous[0]) / (now - previous[1]), 2)
-
-
-async def _get_json(session: Any, url: str) -> dict[str, Any]:
-    try:
-        async with session.get(url) as response:
-            body = await response.json(content_type=None) if response.status == 200 else {}
-    except Exception:  # a failed probe is a missing figure
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
-async def _get_text(session: Any, url: str) -> str:
-    try:
-        async with session.get(url) as response:
-            return await response.text() if response.status == 200 else ""
-    except Exception:  # metrics are optional
-        return ""
-
-
-def _int(value: object) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
