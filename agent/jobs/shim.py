@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from agent.host.procfs import boot_id, descendants, group_members, start_ticks
+from agent.host.signals import kill_process
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, JobFiles
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -94,14 +95,14 @@ def end_leftovers() -> int:
     left = _leftovers()
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
+            kill_process(pid, signal.SIGTERM)
     deadline = time.monotonic() + LEFTOVER_GRACE_S
     while _leftovers() and time.monotonic() < deadline:
         _reap_orphans()
         time.sleep(LEFTOVER_POLL_S)
     for pid in _leftovers():
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            kill_process(pid, signal.SIGKILL)
     deadline = time.monotonic() + LEFTOVER_GRACE_S
     while _leftovers() and time.monotonic() < deadline:  # SIGKILL ends a process at once
         _reap_orphans()
@@ -133,7 +134,7 @@ def _stop_unrecorded(child: subprocess.Popen[bytes], error: OSError) -> int:
     """A job the agent could not find again is not left running: kill it and all below, say why."""
     for process in descendants(os.getpid()):
         with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGKILL)
+            kill_process(process.pid, signal.SIGKILL)
     child.wait()
     _say(
         f"shim: stopped the job at once: cannot record its pid in {error.filename}: "
