@@ -19,6 +19,26 @@ TAIL_MAX_BYTES = 32 * 1024 * 1024
 """audit.read looks no further back than this (10,000 entries fit many times over)."""
 
 
+MAX_TEXT_CHARS = 128
+"""A peer's string (a key, a client name) is kept this far in an entry, with its length after."""
+MAX_OUTCOME_CHARS = 1024
+MAX_PARAMS_BYTES = 4096
+"""A request's params past this many bytes are summarised: a refused request's 7 MB key or
+argv must not make each audit line 7 MB (60 of them made audit.jsonl 420 MB)."""
+
+
+def _bounded(text: str | None, limit: int = MAX_TEXT_CHARS) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _bounded_params(params: object) -> object:
+    wire = to_wire(params)
+    size = len(json.dumps(wire, separators=(",", ":")))
+    return wire if size <= MAX_PARAMS_BYTES else {"omitted": f"{size:,} bytes of params"}
+
+
 class AuditLog:
     """Appends one line per mutation."""
 
@@ -33,14 +53,15 @@ class AuditLog:
         """Append one entry; the line is written in one call so entries never interleave."""
         line = json.dumps(
             {
-                "ts": time.time(), "client": client, "method": method,
-                "params": to_wire(params), "idempotency_key": key, "outcome": outcome,
+                "ts": time.time(), "client": _bounded(client), "method": _bounded(method),
+                "params": _bounded_params(params), "idempotency_key": _bounded(key),
+                "outcome": _bounded(outcome, MAX_OUTCOME_CHARS),
             },
             separators=(",", ":"),
         )  # fmt: skip
         data = (line + "\n").encode()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         try:

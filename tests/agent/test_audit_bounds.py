@@ -1,0 +1,51 @@
+"""Each audit entry is bounded, whatever a peer sends (#28).
+
+Each refused launch with a 7 MB idempotency key was answered "at most 128 are kept", yet the
+audit stored the whole key: 60 requests made audit.jsonl 420 MB and `audit.read limit=1`
+answered 7 MB. A planted symlink in place of audit.jsonl is not written through.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent.protocol import AUDIT_READ, JOBS_LAUNCH, AuditParams, AuditResult, LaunchParams
+from agent.serving.audit import MAX_PARAMS_BYTES, AuditLog
+from console.link.agent_link import AgentRequestError
+from console.link.local_link import open_local_link
+
+HUGE_KEY = "k" * (7 << 20)
+
+
+async def test_refused_requests_with_huge_keys_leave_small_audit_lines(state_dir: Path) -> None:
+    link = await open_local_link(state_dir, None)
+    try:
+        for _ in range(5):
+            with pytest.raises(AgentRequestError, match="at most 128 are kept"):
+                await link.call(JOBS_LAUNCH, LaunchParams("x"), idempotency_key=HUGE_KEY)
+        read: AuditResult = await link.call(AUDIT_READ, AuditParams(limit=1))
+    finally:
+        await link.close()
+    assert (state_dir / "audit.jsonl").stat().st_size < 5 * 2048
+    [entry] = read.entries
+    assert entry.idempotency_key is not None
+    assert entry.idempotency_key.endswith(f"… ({len(HUGE_KEY):,} characters)")
+    assert len(entry.idempotency_key) < 200
+
+
+def test_huge_params_are_summarised_and_a_planted_link_is_not_followed(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    audit.record("c", "jobs.launch", LaunchParams("x", argv=("a" * 100_000,)), "k", "ok")
+    [entry] = audit.last(1)
+    assert set(entry.params) == {"omitted"}
+    assert (tmp_path / "audit.jsonl").stat().st_size < MAX_PARAMS_BYTES
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("")
+    (tmp_path / "audit.jsonl").unlink()
+    os.symlink(elsewhere, tmp_path / "audit.jsonl")
+    with pytest.raises(OSError, match="audit.jsonl"):
+        audit.record("c", "jobs.stop", LaunchParams("x"), "k2", "ok")
+    assert elsewhere.read_text() == ""
