@@ -7,55 +7,8 @@ server panel stayed empty. An endless /metrics took the agent to +4 GB within th
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-
-from aiohttp import web
-
 from agent.probes.sglang_http import probe_sglang
-
-METRICS = """# TYPE sglang:num_running_reqs gauge
-sglang:num_running_reqs{dp_rank="0"} 7
-sglang:num_running_reqs{dp_rank="1"} 5
-sglang:num_queue_reqs{dp_rank="0"} NaN
-sglang:num_queue_reqs{dp_rank="1"} 2
-sglang:token_usage{dp_rank="0"} +Inf
-sglang:gen_throughput{dp_rank="0"} 100.5
-sglang:gen_throughput{dp_rank="1"} NaN
-"""
-SERVER_INFO = (
-    '{"model_path": ["not", "a", "name"], "speculative_algorithm": 5, '
-    '"max_running_requests": NaN, "internal_states": [{"effective_max_running_requests_per_dp": '
-    '"many"}, {"effective_max_running_requests_per_dp": 48}, "junk"]}'
-)
-
-
-@contextlib.asynccontextmanager
-async def server(metrics: str = "endless") -> AsyncIterator[str]:
-    async def endless(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse()
-        await response.prepare(request)
-        while True:  # until the probe stops reading and goes
-            await response.write(b'sglang:num_running_reqs{dp_rank="0"} 1\n' * 4096)
-
-    def fixed(text: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def answer(request: web.Request) -> web.Response:
-            return web.Response(text=text, content_type="application/json")
-
-        return answer
-
-    app = web.Application()
-    app.router.add_get("/health", fixed("ok"))
-    app.router.add_get("/server_info", fixed(SERVER_INFO))
-    app.router.add_get("/model_info", fixed('{"model_path": "m/real"}'))
-    app.router.add_get("/metrics", endless if metrics == "endless" else fixed(metrics))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+from tests.support.hostile_metrics import METRICS, server
 
 
 async def test_nan_samples_and_wrong_types_are_missing_figures_and_the_rest_is_shown() -> None:
