@@ -7,12 +7,17 @@ Streamed answers (SSE, cumulative by default) give the time to the first token.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.host.bounded_http import bounded_body, bounded_text, strict_json
+
 MAX_ERROR_CHARS = 300
+MAX_ANSWER_BYTES = 16 << 20
+"""An answer or a stream is read this far; past it, the request is an error."""
+MAX_TOKENS = 1 << 24
+"""More completion tokens than any context holds: a count no server could mean."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +83,13 @@ async def send(session: Any, url: str, ids: list[int], request: Request) -> Answ
             timeout=aiohttp.ClientTimeout(total=request.timeout_s),
         ) as response:  # fmt: skip
             if response.status != 200:
-                text = (await response.text())[:MAX_ERROR_CHARS]
+                text = (await bounded_text(response))[:MAX_ERROR_CHARS]
                 return Answer(
                     time.perf_counter() - started, error=f"HTTP {response.status}: {text}"
                 )
             if request.stream:
                 return await _streamed(response, started)
-            body = await response.json(content_type=None)
+            body = strict_json(await bounded_body(response, MAX_ANSWER_BYTES))
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
         return Answer(
             time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
@@ -95,12 +100,21 @@ async def send(session: Any, url: str, ids: list[int], request: Request) -> Answ
 async def _streamed(response: Any, started: float) -> Answer:
     first: float | None = None
     last: dict[str, Any] = {}
+    received = 0
     async for raw in response.content:
+        received += len(raw)
+        if received > MAX_ANSWER_BYTES:
+            return Answer(time.perf_counter() - started, error="the stream passed its size bound")
         line = raw.decode(errors="replace").strip()
         if not line.startswith("data:") or line == "data: [DONE]":
             continue
-        chunk = json.loads(line[5:])
-        if isinstance(chunk, dict) and "error" in chunk:
+        chunk = strict_json(line[5:])
+        if not isinstance(chunk, dict):  # a list, a number: no event SGLang sends
+            return Answer(
+                time.perf_counter() - started,
+                error=f"a stream event is JSON {type(chunk).__name__}, not an object",
+            )
+        if "error" in chunk:
             return Answer(
                 time.perf_counter() - started, error=str(chunk["error"])[:MAX_ERROR_CHARS]
             )
@@ -116,6 +130,9 @@ def _answer(body: Any, latency_s: float, ttft_s: float | None) -> Answer:
         return Answer(latency_s, error="the answer has no meta_info")
     tokens = meta.get("completion_tokens")
     if type(tokens) is not int:
-        tokens = len(body.get("output_ids") or [])
+        ids = body.get("output_ids")
+        tokens = len(ids) if isinstance(ids, list) else 0
+    if tokens < 0 or tokens > MAX_TOKENS:
+        return Answer(latency_s, error=f"completion_tokens is {tokens:,}, not a count")
     verify = meta.get("spec_verify_ct")
     return Answer(latency_s, tokens, verify if type(verify) is int and verify > 0 else None, ttft_s)

@@ -1,0 +1,54 @@
+"""The evaluation believes no answer unchecked: -500 completion tokens reported -11,346 tok/s and
+a -145x speedup with exit 0, and a stream event that was a JSON list gave a 37-line traceback."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from agent.pipeline.evaluate.measure import Request, send
+
+ANSWERS = {
+    "negative": '{"output_ids": [1], "meta_info": {"completion_tokens": -500}}',
+    "huge": '{"output_ids": [1], "meta_info": {"completion_tokens": 1000000000000}}',
+    "nan": '{"output_ids": [1], "meta_info": {"completion_tokens": 1, "x": NaN}}',
+    "list_event": "data: [1, 2, 3]\n\ndata: [DONE]\n\n",
+}
+
+
+@contextlib.asynccontextmanager
+async def answering(kind: str) -> AsyncIterator[str]:
+    async def generate(request: web.Request) -> web.Response:
+        return web.Response(text=ANSWERS[kind], content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/generate", generate)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [("negative", "completion_tokens is -500, not a count"),
+     ("huge", "completion_tokens is 1,000,000,000,000, not a count"),
+     ("nan", "NaN is not JSON"),
+     ("list_event", "a stream event is JSON list, not an object")],
+)  # fmt: skip
+async def test_a_hostile_answer_is_an_error_with_its_reason_never_a_figure(
+    kind: str, said: str
+) -> None:
+    request = Request(max_new_tokens=8, temperature=0.0, stream=kind == "list_event")
+    async with answering(kind) as url, aiohttp.ClientSession() as session:
+        answer = await send(session, url, [1, 2], request)
+    assert answer.completion_tokens == 0
+    assert answer.error is not None
+    assert said in answer.error
