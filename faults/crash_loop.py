@@ -4,10 +4,11 @@ Each job fails the moment it starts, a different way: it exits 1, it SIGKILLs it
 cannot import what it needs (exit 1 with a traceback). The restart policy starts each again
 after a short back-off that doubles, and past its cap (`max_restarts` in the window) gives up.
 
-Checks: each line is launched exactly 1 + its cap times, each restart naming the run before it;
-one `job_restarted` event per restart, exactly one `restart_gave_up` event and exactly one
-`crash_loop` alert per line (naming its last run); nothing more happens over further observer
-scans; and no busy loop: the daemon's CPU time (utime + stime from /proc) stays under
+Checks: each line is launched exactly 1 + its cap times, each restart naming the run before it
+and started no sooner than its back-off after that run ended (a lower bound, which load cannot
+break); one `job_restarted` event per restart, exactly one `restart_gave_up` event and exactly
+one `crash_loop` alert per line (naming its last run); nothing more happens over further
+observer scans; and no busy loop: the daemon's CPU time (utime + stime from /proc) stays under
 BUSY_SHARE of the wall time while it loops and gives up, and under IDLE_SHARE once it gave up.
 detection_s is the first launch to the give-up, per line.
 """
@@ -47,7 +48,10 @@ CRASHES = {
 DELAY_S = 0.05
 BUSY_SHARE = 0.8
 """Most the daemon may use of one core while the jobs crash and restart (a busy loop is ~1)."""
-IDLE_SHARE = 0.05
+IDLE_SHARE = 0.1
+"""Most it may use once every line gave up: its observer's scans and a console's snapshots."""
+CLOCK_SLACK_S = 0.005
+"""How much shorter than its back-off a restart may seem, for rounding in the recorded times."""
 IDLE_WINDOW_S = 3.0
 GIVE_UP_TIMEOUT_S = 90.0
 
@@ -126,9 +130,7 @@ async def _check_lines(link: AgentLink, loopers: list[Looper], result: ScenarioR
         result.acknowledged += len(line)
         if len(line) != 1 + looper.cap:
             result.violate(f"{looper.name}: launched {len(line)} times, cap {looper.cap}")
-        for before, after in zip(line, line[1:], strict=False):
-            if after.restart_of != before.id:
-                result.violate(f"{looper.name}: {after.id} restarts {after.restart_of}")
+        _check_chain(looper, line, result)
     restarted = await events_of(link, "job_restarted")
     gave_up = await events_of(link, "restart_gave_up")
     alerts = await alerts_of(link, "crash_loop")
@@ -140,6 +142,19 @@ async def _check_lines(link: AgentLink, loopers: list[Looper], result: ScenarioR
     last_runs = sorted(line_of(jobs, looper.name)[-1].id for looper in loopers)
     if sorted(alerts) != last_runs:
         result.violate(f"crash_loop alerts name {sorted(alerts)}, not the last runs {last_runs}")
+
+
+def _check_chain(looper: Looper, line: list[JobInfo], result: ScenarioResult) -> None:
+    """Each restart names the run before it and waited out its back-off (DELAY_S doubling)."""
+    for number, (before, after) in enumerate(zip(line, line[1:], strict=False)):
+        if after.restart_of != before.id:
+            result.violate(f"{looper.name}: {after.id} restarts {after.restart_of}")
+        waited = (after.started_at or 0.0) - (before.ended_at or float("inf"))
+        if waited < DELAY_S * 2**number - CLOCK_SLACK_S:
+            result.violate(
+                f"{looper.name}: restart {number + 1} came {waited:.3f} s after the end, "
+                f"its back-off is {DELAY_S * 2**number:g} s"
+            )
 
 
 async def _idle(

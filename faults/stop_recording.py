@@ -9,8 +9,9 @@ Both jobs carry `restart = "on-failure"`.
 
 Checks, once the box is quiet (nothing starting, stopping or waiting to restart, three more
 observer scans): a stop that was asked for is never undone by the restart policy (no job of the
-line names the stopped one in `restart_of`, no restart attempted); after `k` nothing of the line
-runs; after `R` exactly one job of the line runs (a second one counts as duplicated).
+line names the stopped one in `restart_of`, no restart attempted) and the new daemon lists the
+job as stopped (not killed or lost); after `k` nothing of the line runs; after `R` exactly one
+job of the line runs (a second one counts as duplicated).
 """
 
 from __future__ import annotations
@@ -185,7 +186,9 @@ class _Drill:
             self.result.violate(
                 f"{trial}: {len(running)} live jobs of the line, {live_wanted} wanted"
             )
-        if not by_policy and len(running) == live_wanted:
+        if (now := _state_of(stopped.id, line)) != "stopped":
+            self.result.violate(f"{trial}: {stopped.id}, stopped on request, reads {now}")
+        if not by_policy and len(running) == live_wanted and now == "stopped":
             self.result.acknowledged += 1
 
     async def count_attempts(self) -> None:
@@ -205,4 +208,4 @@ class _Drill:
 
 
 def _state_of(job_id: str, line: list[JobInfo]) -> str:
-    return next((f"{job.state}/{job.exit_signal}" for job in line if job.id == job_id), "gone")
+    return next((job.state for job in line if job.id == job_id), "gone")
