@@ -7,9 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from agent.state import StateDirError, prepare_state_dir, read_json
-
-DEFAULT_STATE_DIR = "~/.eagle-agent"
+from agent.state import DEFAULT_STATE_DIR, StateDirError, prepare_state_dir, read_json
 
 
 def build_parser() -> argparse.ArgumentParser:

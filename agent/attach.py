@@ -26,8 +26,12 @@ from typing import Protocol
 from agent.bundle import AGENT_PACKAGE, running_bundle_sha256
 from agent.host.signals import UnsafeSignalError, kill_process
 from agent.state import SOCKET_NAME, StatePaths, read_json
+from agent.state.private_files import open_private
 
 START_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 15.0
+"""A SIGTERMed daemon has this long to let go of its lock; then it is SIGKILLed."""
+KILL_TIMEOUT_S = 5.0
 POLL_S = 0.02
 
 
@@ -64,7 +68,7 @@ def ensure_daemon(paths: StatePaths) -> None:
 
 @contextlib.contextmanager
 def _held(lock_path: Path) -> Iterator[None]:
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(lock_path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -81,34 +85,53 @@ def _accepts_connections() -> bool:
     return True
 
 
-def stop_daemon(paths: StatePaths) -> bool:
+def stop_daemon(paths: StatePaths, timeout_s: float = STOP_TIMEOUT_S) -> bool:
     """SIGTERM the daemon of `paths` and wait until it has let go of its lock; jobs live on.
 
-    The pid comes from `daemon.json`, and the signal goes only to a process that still holds
-    the daemon lock (a recycled pid never does). Returns False when no daemon was running.
+    The pid comes from `daemon.json`, and a signal goes only to a process that still holds
+    the daemon lock (a recycled pid never does). One that still holds it after `timeout_s` is
+    SIGKILLed: a daemon stuck on a peer must not keep every later attach out (#28). Returns
+    False when no daemon was running.
     """
     info = read_json(paths.daemon_info)
     if not isinstance(info, dict) or not _lock_is_held(paths.daemon_lock):
         return False
     try:
-        kill_process(int(info["pid"]), signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    except (UnsafeSignalError, KeyError, TypeError, ValueError) as exc:
+        pid = int(info["pid"])
+    except (KeyError, TypeError, ValueError) as exc:
         raise AttachError(
             f"{paths.daemon_info} names no daemon pid ({exc}); not signalled"
         ) from None
-    deadline = time.monotonic() + START_TIMEOUT_S
+    if not _signalled(paths, pid, signal.SIGTERM, timeout_s):
+        if not _signalled(paths, pid, signal.SIGKILL, KILL_TIMEOUT_S):
+            raise AttachError(f"agent daemon {pid} did not stop, even on SIGKILL")
+        print(f"agent daemon {pid} did not stop within {timeout_s:g} s; killed", file=sys.stderr)  # noqa: T201
+    return True
+
+
+def _signalled(paths: StatePaths, pid: int, signum: signal.Signals, timeout_s: float) -> bool:
+    """Send `signum` to the lock's holder `pid`; whether the lock was let go within `timeout_s`."""
+    if not _lock_is_held(paths.daemon_lock):
+        return True
+    try:
+        kill_process(pid, signum)
+    except ProcessLookupError:
+        pass
+    except UnsafeSignalError as exc:
+        raise AttachError(
+            f"{paths.daemon_info} names no daemon pid ({exc}); not signalled"
+        ) from None
+    deadline = time.monotonic() + timeout_s
     while _lock_is_held(paths.daemon_lock):
         if time.monotonic() > deadline:
-            raise AttachError(f"agent daemon {info['pid']} did not stop within {START_TIMEOUT_S} s")
+            return False
         time.sleep(POLL_S)
     return True
 
 
 def _lock_is_held(path: Path) -> bool:
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_private(path, os.O_RDONLY)
     except FileNotFoundError:
         return False
     try:
@@ -122,7 +145,8 @@ def _lock_is_held(path: Path) -> bool:
 
 def _start_daemon(paths: StatePaths) -> None:
     env = dict(os.environ, PYTHONPATH=str(AGENT_PACKAGE.parent))
-    with paths.daemon_log.open("ab") as log_file:
+    log_fd = open_private(paths.daemon_log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(log_fd, "ab") as log_file:
         daemon = subprocess.Popen(
             [sys.executable, "-m", "agent", "serve", "--state-dir", str(paths.root)],
             stdin=subprocess.DEVNULL,

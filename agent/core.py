@@ -209,7 +209,7 @@ class AgentCore:
         return await self.assembly.take(self._finish, self._tracker, self.pipeline, probe_every_s)
 
     def _with_own_alerts(self, taken: Snapshot) -> Snapshot:
-        """Alerts of the guard, the webhook, the operations and the restart policies added.
+        """Alerts of the guard, the webhook, the operations, the restarts and the history added.
 
         Also where the operations and the autopilot stand (called in the snapshot's thread).
         """
@@ -217,7 +217,8 @@ class AgentCore:
         now = taken.taken_at
         notices = (
             self.notifier.alerts(now) + self.operations.alerts(now) + self.restarts.alerts(taken)
-        )
+            + self.history.alerts(now)
+        )  # fmt: skip
         return replace(
             taken, alerts=taken.alerts + tuple(notices), operations=self.operations.recent(now),
             autopilot=self.autopilot.status(taken),

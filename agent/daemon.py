@@ -4,7 +4,9 @@ It is started detached by `attach` and outlives every console. Exactly one runs 
 directory: it holds an exclusive lock on `daemon.lock` for its whole life, and leaves by itself
 when that directory is deleted or replaced. On SIGTERM or SIGINT it
 ends its console sessions, then its background tasks, then closes its socket and exits; jobs it started are not its children's children in any way that
-would make them die with it.
+would make them die with it. From the stop signal on it has EXIT_DEADLINE_S to end: whatever it
+still waits on then (a peer that drips, a thread that will not return), it exits as it is, so a
+stop always frees the lock for the next daemon.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,10 +29,17 @@ from agent.host.autostart import CODE_LINK, point_code_link
 from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event, encode
 from agent.serving.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
+from agent.state.private_files import open_private
 from agent.state.watch import FolderIdentity, identity_of, leave_when_gone
 from agent.tasks import CLOSE_TIMEOUT_S
 
 log = logging.getLogger(__name__)
+
+HISTORY_START_WAIT_S = 2.0
+"""The socket opens after the start is in the history, or after this long (a huge or locked file)."""
+
+EXIT_DEADLINE_S = 12.0
+"""From a stop signal to the process's end; within the 15 s `stop_daemon` waits before SIGKILL."""
 
 
 def daemon_identity() -> dict[str, object]:
@@ -64,7 +74,7 @@ def serve(paths: StatePaths) -> int:
 
 
 def _take_daemon_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -118,11 +128,9 @@ async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
         loop.add_signal_handler(signum, stop.set)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(SOCKET_NAME)
-    started = core.tasks.spawn(
-        core.history.add_event("agent_started", "agent", f"agent {AGENT_VERSION} started"),
-        "history: agent started",
-    )
-    _ = await asyncio.wait({started})  # the timeline a first console reads opens with the start
+    await core.history.add_event("agent_started", "agent", f"agent {AGENT_VERSION} started")
+    # The timeline a first console reads opens with the start, unless the history is held up.
+    await asyncio.to_thread(core.history.written, HISTORY_START_WAIT_S)
     server = await asyncio.start_unix_server(
         lambda r, w: _serve_client(core, hub, r, w), SOCKET_NAME, limit=MAX_LINE_BYTES
     )
@@ -135,7 +143,27 @@ async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
         _ = core.tasks.spawn(leave_when_gone(paths, started_in, stop), "state folder watch")
     log.info("agent %s serving in %s", AGENT_VERSION, paths.root)
     await stop.wait()
+    exit_within(EXIT_DEADLINE_S)
     await _shut_down(hub, core, server)
+
+
+def exit_within(seconds: float) -> threading.Timer:
+    """End the process `seconds` from now unless it has ended by itself.
+
+    A daemon thread's timer: the orderly shutdown still runs, and it is never waited for.
+    """
+    timer = threading.Timer(seconds, _exit_now, args=(seconds,))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _exit_now(seconds: float) -> None:
+    log.error(
+        "agent did not stop within %g s of its stop signal (a task or thread would not end); "
+        "exiting as it is", seconds,
+    )  # fmt: skip
+    os._exit(1)
 
 
 def _point_boot_entry(paths: StatePaths) -> None:

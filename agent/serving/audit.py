@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.protocol import AuditEntry, from_wire, to_wire
+from agent.state.private_files import open_private
 
 TAIL_BLOCK_BYTES = 64 * 1024
 TAIL_MAX_BYTES = 32 * 1024 * 1024
@@ -61,7 +62,7 @@ class AuditLog:
         )  # fmt: skip
         data = (line + "\n").encode()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(self.path)) from None
         try:
@@ -96,7 +97,7 @@ def tail_lines(path: Path, count: int, max_bytes: int) -> list[bytes]:
     if count <= 0:
         return []
     try:
-        handle = path.open("rb")
+        handle = os.fdopen(open_private(path, os.O_RDONLY), "rb")
     except FileNotFoundError:
         return []
     with handle:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.protocol import Request, to_wire
+from agent.state.private_files import open_private
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class AnswerStore:
             log.warning("could not keep the answer to key %r in %s: %s", key, self.path, exc)
 
     def _append(self, line: str) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
             os.write(fd, (line + "\n").encode())
             os.fsync(fd)
@@ -119,7 +120,7 @@ class AnswerStore:
 
     def _load(self) -> None:
         try:
-            with self.path.open("rb") as handle:
+            with os.fdopen(open_private(self.path, os.O_RDONLY), "rb") as handle:
                 for raw in handle:
                     self._lines += 1
                     self._take(raw)

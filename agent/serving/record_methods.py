@@ -22,7 +22,7 @@ from agent.protocol import (
     Request,
 )
 from agent.serving.audit import AuditLog
-from agent.watch.history import History
+from agent.watch.history import History, HistoryUnavailable
 
 TOKEN_CURVE_SPAN_S = 24 * 3600.0
 """The dataset detail's tokens-over-time curve covers this much of the history."""
@@ -60,9 +60,12 @@ class RecordMethods:
         except OSError as exc:
             raise AgentError(ErrorCode.UNREADABLE, f"dataset {params.name}: {exc}") from None
         since = time.time() - TOKEN_CURVE_SPAN_S
-        curve = await asyncio.to_thread(
-            self._history.token_curve, params.name, since, TOKEN_CURVE_POINTS
-        )
+        try:  # a history that cannot be read costs the curve, never the detail
+            curve = await asyncio.to_thread(
+                self._history.token_curve, params.name, since, TOKEN_CURVE_POINTS
+            )
+        except HistoryUnavailable:
+            curve = ()
         budget = datasets.budgets.get(params.name, datasets.budget)
         return replace(detail, tokens_over_time=curve, budget=budget)
 
@@ -70,7 +73,10 @@ class RecordMethods:
         """The timeline of the last `since_s` seconds, from the history."""
         params = request.params
         since = time.time() - params.since_s
-        return await asyncio.to_thread(self._history.timeline, since, params.limit)
+        try:
+            return await asyncio.to_thread(self._history.timeline, since, params.limit)
+        except HistoryUnavailable as exc:
+            raise AgentError(ErrorCode.UNAVAILABLE, str(exc)) from None
 
     async def audit_read(self, request: Request[AuditParams]) -> AuditResult:
         """The newest audit entries."""

@@ -1,21 +1,26 @@
 """The agent's state directory: where the daemon's socket, identity, logs and registries live.
 
 The directory is private (mode 0700): the unix socket inside it is the agent's only door, and
-file permissions are what keep other users of a shared GPU box out of it.
+file permissions are what keep other users of a shared GPU box out of it. So a folder the agent
+did not make is taken only if it is already ours alone; its files are opened through
+`private_files`, never through a link.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent.host.regular_files import open_regular
+from agent.state.private_files import planted_entries
 
 MAX_JSON_BYTES = 4 * 1024 * 1024
+DEFAULT_STATE_DIR = "~/.eagle-agent"
 SOCKET_NAME = "agent.sock"
 """Relative on purpose: the daemon and attach chdir into the state directory, so a long state
 path never hits the ~107-byte limit of unix socket addresses."""
@@ -57,24 +62,81 @@ class StatePaths:
         return self.root / "idempotency.jsonl"
 
     @property
+    def audit_log(self) -> Path:
+        """One line per request that changed something, and who asked."""
+        return self.root / "audit.jsonl"
+
+    @property
     def pipeline_config(self) -> Path:
         """The last pipeline config a console sent, so a restarted daemon still knows it."""
         return self.root / "pipeline.json"
 
 
+OWN_FILES = (
+    "daemon.json", "daemon.lock", "start.lock", "agent.log", "idempotency.jsonl", "audit.jsonl",
+    "pipeline.json", "autopilot.json", "history.sqlite3", "history.sqlite3-wal",
+    "history.sqlite3-shm",
+)  # fmt: skip
+"""The files the agent keeps directly in its state folder (agent-code is a link it makes itself)."""
+OWN_FOLDERS = ("jobs", "operations")
+"""Its folders there: a link in their place would have job logs and records written elsewhere."""
+
+
 def prepare_state_dir(path: str | Path) -> StatePaths:
-    """Create the state directory with mode 0700, or check that an existing one is private."""
+    """The state directory, made with mode 0700 if missing, or checked to be ours alone.
+
+    A folder the agent did not make is never changed: one that belongs to another user, or
+    that others may write to (a shared 1777 folder like /tmp), is refused, and so is one that
+    holds a link or odd file where the agent's own files go.
+    """
     root = Path(path).expanduser().absolute()
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        made = _make_if_missing(root)
         info = root.stat()
     except OSError as exc:
         raise StateDirError(f"cannot create state directory {root}: {exc.strerror}") from None
-    if info.st_uid != os.getuid():
-        raise StateDirError(f"state directory {root} belongs to uid {info.st_uid}, not to us")
-    if info.st_mode & 0o077:
-        root.chmod(0o700)
+    if made:
+        root.chmod(0o700)  # ours, just made: private whatever the umask
+    else:
+        _check_ours_alone(root, info)
+    planted = planted_entries(root, OWN_FILES, OWN_FOLDERS)
+    if planted:
+        raise StateDirError(
+            f"state directory {root}: {'; '.join(planted)}. The agent writes nothing through "
+            "these: remove them (and find out who put them there), then start it again"
+        )
     return StatePaths(root)
+
+
+def _make_if_missing(root: Path) -> bool:
+    """Make `root` (mode 0700) and any missing parents; True when `root` itself was made here."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(mode=0o700)
+    except FileExistsError:
+        return False
+    return True
+
+
+def _check_ours_alone(root: Path, info: os.stat_result) -> None:
+    choose = (
+        "choose a folder of its own for the agent (state_dir in the host's config, "
+        f"e.g. {DEFAULT_STATE_DIR}) that it can create"
+    )
+    if not stat.S_ISDIR(info.st_mode):
+        raise StateDirError(f"state directory {root} is not a folder; {choose}")
+    if info.st_uid != os.getuid():
+        raise StateDirError(
+            f"state directory {root} belongs to uid {info.st_uid}, not to us ({os.getuid()}); "
+            f"{choose}"
+        )
+    if info.st_mode & 0o022:
+        raise StateDirError(
+            f"state directory {root} may be written by others (mode "
+            f"{stat.S_IMODE(info.st_mode):04o}): the agent keeps its socket, logs and history "
+            f"there and must own it alone; {choose}, or make this one private (chmod 700) "
+            "if it is yours alone"
+        )
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
