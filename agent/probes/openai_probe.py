@@ -15,6 +15,7 @@ from typing import Any
 from agent.host.bounded_http import bounded_body
 from agent.probes import prometheus
 from agent.probes.http_reads import MAX_JSON_BYTES, get_text
+from agent.probes.values import text
 from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerStats
 
@@ -59,7 +60,7 @@ async def _models(session: Any, url: str) -> tuple[int, list[str]]:
             return 200, []
     data = body.get("data") if isinstance(body, dict) else None
     entries = data if isinstance(data, list) else []
-    return 200, [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
+    return 200, [name for e in entries if isinstance(e, dict) and (name := text(e.get("id")))]
 
 
 async def _health(session: Any, url: str) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.probes import prometheus
 from agent.probes.http_reads import get_json, get_text
-from agent.probes.values import count, figure
+from agent.probes.values import count, figure, text
 from agent.protocol import ServerPart, ServerStats
 
 
@@ -23,14 +23,15 @@ async def probe_router(session: Any, url: str) -> ServerStats:
     ready_status, readiness = await get_json(session, f"{url}/readiness", any_status=True)
     _, listing = await get_json(session, f"{url}/workers", any_status=True)
     samples = prometheus.parse(await get_text(session, f"{url}/engine_metrics"))
-    workers = [w for w in listing.get("workers") or [] if isinstance(w, dict)]
+    listed = listing.get("workers")
+    workers = [w for w in listed if isinstance(w, dict)] if isinstance(listed, list) else []
     healthy_count = sum(1 for w in workers if w.get("is_healthy") is True)
     total = prometheus.totals(samples)
     return ServerStats(
         url=url,
         healthy=ready_status == 200 and (healthy_count > 0 or not workers),
         detail=_detail(ready_status, readiness, healthy_count, len(workers)),
-        model_path=next((str(w["model_id"]) for w in workers if w.get("model_id")), None),
+        model_path=next((name for w in workers if (name := text(w.get("model_id")))), None),
         running_requests=count(total.get("num_running_reqs")),
         queued_requests=count(total.get("num_queue_reqs")),
         token_usage=figure(total.get("token_usage")),
@@ -47,7 +48,7 @@ async def probe_router(session: Any, url: str) -> ServerStats:
 def _detail(status: int, readiness: dict[str, Any], healthy: int, total: int) -> str:
     if status == 200 and (healthy or not total):
         return f"sglang-router: {healthy} of {total} workers healthy"
-    reason = readiness.get("reason") or f"/readiness answered HTTP {status}"
+    reason = text(readiness.get("reason")) or f"/readiness answered HTTP {status}"
     return f"sglang-router: no healthy worker ({healthy} of {total}; {reason})"
 
 
@@ -56,7 +57,7 @@ def _worker_parts(
 ) -> tuple[ServerPart, ...]:
     parts = []
     for worker in workers:
-        name = str(worker.get("url") or "?")
+        name = text(worker.get("url")) or "?"
         mine = figures.get(name, {})
         parts.append(
             ServerPart(

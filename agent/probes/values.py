@@ -1,19 +1,24 @@
 """A peer's value taken only if it is what the field holds: a server's JSON is never trusted.
 
-A NaN (json.loads reads one), an infinity, a bool, a string or a list where a count belongs is
-a missing figure, never an exception at every refresh (#28).
+A NaN (json.loads reads one), an infinity, a bool, a string, a list or a negative number where
+a count belongs is a missing figure, never an exception at every refresh (#28).
 """
 
 from __future__ import annotations
 
 import math
 
+MAX_COUNT = 1 << 53
+"""Past this no count of requests, workers or tokens is real (and a float holds it exactly)."""
+MAX_TEXT_CHARS = 4096
+"""A model path or a reason this long is not one: it would ride in every snapshot."""
+
 
 def count(value: object, default: int | None = None) -> int | None:
-    """A finite number as an int, else `default`."""
+    """A finite number from 0 to MAX_COUNT as an int, else `default`."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
-    return int(value) if math.isfinite(value) else default
+    return int(value) if math.isfinite(value) and 0 <= value <= MAX_COUNT else default
 
 
 def figure(value: object) -> float | None:
@@ -24,5 +29,5 @@ def figure(value: object) -> float | None:
 
 
 def text(value: object) -> str | None:
-    """A non-empty string, else None."""
-    return value if isinstance(value, str) and value else None
+    """A non-empty string of at most MAX_TEXT_CHARS, else None."""
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_TEXT_CHARS else None

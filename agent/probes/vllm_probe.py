@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.probes import prometheus
 from agent.probes.http_reads import get_json, get_text
-from agent.probes.values import count
+from agent.probes.values import count, text
 from agent.protocol import ServerStats
 
 _last_count: dict[str, tuple[float, float]] = {}
@@ -29,13 +29,13 @@ async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> Serv
     if entry is None:
         return None
     total = prometheus.totals(prometheus.parse(await get_text(session, f"{url}/metrics"), "vllm"))
-    context = entry.get("max_model_len")
-    about = f"vLLM, max context {context:,} tokens" if isinstance(context, int) else "vLLM"
+    context = count(entry.get("max_model_len"))
+    about = f"vLLM, max context {context:,} tokens" if context is not None else "vLLM"
     return ServerStats(
         url=url,
         healthy=healthy,
         detail=f"{detail}; {about}" if detail else about,
-        model_path=str(entry.get("id") or "") or None,
+        model_path=text(entry.get("id")),
         running_requests=count(total.get("num_requests_running")),
         queued_requests=count(total.get("num_requests_waiting")),
         gen_throughput_tokens_per_s=generation_rate(url, total.get("generation_tokens_total")),

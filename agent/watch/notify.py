@@ -17,6 +17,7 @@ import http.client
 import json
 import logging
 import socket
+import ssl
 import threading
 import time
 import urllib.error
@@ -54,9 +55,10 @@ class WebhookPoster:
     urllib's timeout is per socket operation, so a hook that drips a byte every 2 s held the
     sender for good, and a blocked thread kept the agent from stopping; its answer was read
     whole (an endless 200 took the agent to 5-6 GB), and redirects were followed as a GET and
-    counted as sent. Here the connection is ours: `abort` closes it from the event loop's
-    thread, which ends a blocked read at once; at most ANSWER_READ_BYTES of an answer are read;
-    a 3xx is a failure; only http and https are spoken.
+    counted as sent. Here the connection is ours from its TCP connect on: `abort` shuts it
+    down from the event loop's thread, which ends a blocked read at once, in a TLS handshake
+    too (a hook that dripped its handshake held the agent's exit 5 s); at most
+    ANSWER_READ_BYTES of an answer are read; a 3xx is a failure; only http and https are spoken.
     """
 
     def __init__(self) -> None:
@@ -66,28 +68,20 @@ class WebhookPoster:
     def __call__(self, url: str, body: bytes, timeout_s: float) -> None:
         """POST `body` as JSON; raises OSError or ValueError on any failure. Blocking."""
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        host = parts.hostname
+        if parts.scheme not in ("http", "https") or not host:
             raise ValueError(f"a webhook URL must be http or https, not {parts.scheme or '?'}")
-        kind = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
-        connection = kind(parts.hostname, parts.port, timeout=timeout_s)
-        connection.connect()
-        sock = connection.sock  # kept: once the answer begins, the connection lets go of it
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        tcp = socket.create_connection((host, port), timeout_s)
+        handle = tcp.dup()  # TLS takes `tcp` over; the dup still reaches the connection to abort
         with self._lock:
-            self._live.add(sock)
+            self._live.add(handle)
         try:
-            path = parts.path or "/"
-            connection.request("POST", f"{path}?{parts.query}" if parts.query else path, body,
-                               {"Content-Type": "application/json"})  # fmt: skip
-            answer = connection.getresponse()
-            answer.read(ANSWER_READ_BYTES)
-            if not 200 <= answer.status < 300:
-                raise WebhookRefusedError(answer.status)
+            _exchange(_connection(parts, host, tcp, timeout_s), parts, body)
         finally:
             with self._lock:
-                self._live.discard(sock)
-            connection.close()
+                self._live.discard(handle)
+            handle.close()
 
     def abort(self) -> None:
         """Close every POST under way: a read blocked on it ends with an OSError."""
@@ -96,6 +90,39 @@ class WebhookPoster:
         for sock in live:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+
+def _connection(
+    parts: urllib.parse.SplitResult, host: str, tcp: socket.socket, timeout_s: float
+) -> http.client.HTTPConnection:
+    """A connection over `tcp` to `host`, TLS-wrapped for https (the handshake is abortable too)."""
+    if parts.scheme == "http":
+        connection = http.client.HTTPConnection(host, parts.port, timeout=timeout_s)
+        connection.sock = tcp
+        return connection
+    connection = http.client.HTTPSConnection(host, parts.port, timeout=timeout_s)
+    try:
+        connection.sock = ssl.create_default_context().wrap_socket(tcp, server_hostname=host)
+    except BaseException:
+        tcp.close()
+        raise
+    return connection
+
+
+def _exchange(
+    connection: http.client.HTTPConnection, parts: urllib.parse.SplitResult, body: bytes
+) -> None:
+    """Send the POST and read its status and at most ANSWER_READ_BYTES of its answer."""
+    try:
+        path = parts.path or "/"
+        connection.request("POST", f"{path}?{parts.query}" if parts.query else path, body,
+                           {"Content-Type": "application/json"})  # fmt: skip
+        answer = connection.getresponse()
+        answer.read(ANSWER_READ_BYTES)
+        if not 200 <= answer.status < 300:
+            raise WebhookRefusedError(answer.status)
+    finally:
+        connection.close()
 
 
 class WebhookDeadlineError(OSError):
