@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.host.regular_files import NotRegularFileError, open_regular
+from agent.host.regular_files import NotRegularFileError, file_kind, open_regular
 
 STAGE_MARK = ".eagle-upload-"
 BACKUP_SUFFIX = ".eagle-backup"
@@ -25,6 +26,10 @@ STALE_UPLOAD_S = 60.0
 
 class FileError(Exception):
     """A path or an install that is refused; the message says why."""
+
+
+class UnsafeBackupError(FileError):
+    """The backup is a link or not a regular file: someone else put it there."""
 
 
 class NothingToRollBackError(FileError):
@@ -109,17 +114,43 @@ def install(
 
 
 def rollback(target: Path) -> str:
-    """Put the previous version back (atomically); returns its sha256."""
+    """Put the previous version back (atomically); returns its sha256.
+
+    The backup is hard-linked to a temp name first (link() does not follow a symlink) and only
+    that temp, checked to be a regular file, is renamed over the target: a planted
+    `.eagle-backup` symlink can neither make the target a link out of the deploy roots nor be
+    read through, even if it is swapped in after a check.
+    """
     backup = backup_path(target)
-    if not backup.is_file():
-        raise FileError(f"{target}: no previous version to roll back to")
-    refuse_identical_rollback(target, backup)
     temp = target.with_name(f".{target.name}{STAGE_MARK}rollback-{os.getpid()}")
     temp.unlink(missing_ok=True)
-    os.link(backup, temp)
+    try:
+        os.link(backup, temp, follow_symlinks=False)
+    except FileNotFoundError:
+        raise FileError(f"{target}: no previous version to roll back to") from None
+    try:
+        _refuse_unless_regular(temp, backup)
+        refuse_identical_rollback(target, temp)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
     os.replace(temp, target)
     _fsync_dir(target.parent)
     return sha256_of(target) or ""
+
+
+def _refuse_unless_regular(linked: Path, backup: Path) -> None:
+    """UnsafeBackupError unless `linked` (a hard link of `backup`) is a regular file itself."""
+    mode = os.lstat(linked).st_mode
+    if not stat.S_ISREG(mode):
+        raise UnsafeBackupError(
+            f"{backup} is {_kind(mode)}, not a file this agent kept: it is not rolled back to; "
+            "remove it and install the version wanted instead"
+        )
+
+
+def _kind(mode: int) -> str:
+    return "a symbolic link" if stat.S_ISLNK(mode) else file_kind(mode)
 
 
 def refuse_identical_rollback(target: Path, backup: Path) -> None:

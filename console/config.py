@@ -28,6 +28,10 @@ from agent.protocol import (
     ServerApi,
     Severity,
     StopSignal,
+    field_range,
+    in_range,
+    range_text,
+    show_number,
 )
 
 CONFIG_NAME = "eagle-console.toml"
@@ -353,8 +357,8 @@ def _job(reader: _Reader, jobs: Mapping[str, Any], name: str, where: str) -> Job
         gpu=bool(reader.optional(table, "gpu", where, bool, "true or false")),
         per_dataset=bool(reader.optional(table, "per_dataset", where, bool, "true or false")),
         stop_signal=_SIGNALS[stop_signal],
-        grace_s=reader.seconds(table, "grace_s", where, 30.0),
-        term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0),
+        grace_s=reader.seconds(table, "grace_s", where, 30.0, JobSpec),
+        term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0, JobSpec),
         **_restart(reader, table, where),
     )
 
@@ -369,15 +373,12 @@ def _restart(reader: _Reader, table: Mapping[str, Any], where: str) -> dict[str,
     if policy not in _RESTART_POLICIES:
         raise reader.error(f"{where}.restart", f"got {policy!r}", 'one of "no", "on-failure"')
     most = reader.optional(table, "max_restarts", where, int, "a whole number of restarts")
-    if most is not None and not 0 <= most <= 1000:
-        raise reader.error(f"{where}.max_restarts", f"got {most}", "a number from 0 to 1000")
-    window = reader.seconds(table, "restart_window_s", where, 3600.0)
-    if window < 1:
-        raise reader.error(f"{where}.restart_window_s", f"got {window:g}", "at least 1 second")
+    if most is not None:
+        reader.in_range(most, _join(where, "max_restarts"), JobSpec, "a number of restarts")
     return {
         "restart": _RESTART_POLICIES[policy], "max_restarts": 5 if most is None else most,
-        "restart_window_s": window,
-        "restart_delay_s": reader.seconds(table, "restart_delay_s", where, 10.0),
+        "restart_window_s": reader.seconds(table, "restart_window_s", where, 3600.0, JobSpec),
+        "restart_delay_s": reader.seconds(table, "restart_delay_s", where, 10.0, JobSpec),
     }  # fmt: skip
 
 
@@ -394,16 +395,33 @@ def _datasets(reader: _Reader, host: Mapping[str, Any], where: str) -> DatasetsC
         prompts_file=reader.text(table, "prompts", where, "prompts.jsonl"),
         responses_file=reader.text(table, "responses", where, "raw_responses.jsonl"),
         budget=reader.count(table, "budget", where),
-        budgets={name: reader.count(budgets, name, f"{where}.budgets") or 0 for name in budgets},
-        stall_after_s=reader.seconds(table, "stall_after_s", where, 600.0),
-        overrun_alert_share=reader.seconds(table, "overrun_alert_share", where, 0.02),
-        low_disk_floor_bytes=round(reader.seconds(table, "low_disk_floor_gib", where, 1.0) * 2**30),
+        budgets={
+            name: reader.count(budgets, name, f"{where}.budgets", "budgets") or 0
+            for name in budgets
+        },
+        stall_after_s=reader.seconds(table, "stall_after_s", where, 600.0, DatasetsConfig),
+        overrun_alert_share=reader.seconds(
+            table, "overrun_alert_share", where, 0.02, DatasetsConfig
+        ),
+        low_disk_floor_bytes=_disk_floor(reader, table, where),
         guard=_guard(reader, table, "guard", where),
         guards={name: _guard(reader, guards, name, f"{where}.guards") for name in guards},
         stall_guard_s=(
-            reader.seconds(table, "stall_guard_s", where, 0.0) if "stall_guard_s" in table else None
+            reader.seconds(table, "stall_guard_s", where, 0.0, DatasetsConfig)
+            if "stall_guard_s" in table
+            else None
         ),
     )
+
+
+def _disk_floor(reader: _Reader, table: Mapping[str, Any], where: str) -> int:
+    """`low_disk_floor_gib`, in bytes, within the protocol's range for the floor."""
+    gib = reader.seconds(table, "low_disk_floor_gib", where, 1.0)
+    if not in_range(DatasetsConfig, "low_disk_floor_bytes", gib * 2**30):  # inf for 1e300
+        _, high = field_range(DatasetsConfig, "low_disk_floor_bytes")
+        expected = f"a size in GiB from 0 to {show_number(high / 2**30)}"
+        raise reader.error(_join(where, "low_disk_floor_gib"), f"got {gib:g}", expected)
+    return round(gib * 2**30)
 
 
 def _guard(reader: _Reader, table: Mapping[str, Any], key: str, where: str) -> GuardMode:
@@ -464,13 +482,38 @@ class _Reader:
             raise self.error(_join(where, key), "empty", "a non-empty string")
         return value if value is not None else default
 
-    def count(self, table: Mapping[str, Any], key: str, where: str) -> int | None:
+    def count(
+        self, table: Mapping[str, Any], key: str, where: str, field: str = "budget"
+    ) -> int | None:
+        """A budget in tokens: positive, within the protocol's range for `DatasetsConfig.field`."""
         value = self.optional(table, key, where, int, "a whole number of tokens")
         if value is not None and value <= 0:
             raise self.error(_join(where, key), f"got {value}", "a positive number of tokens")
+        if value is not None:
+            self.in_range(value, _join(where, key), DatasetsConfig, "a number of tokens", field)
         return value
 
-    def seconds(self, table: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    def in_range(
+        self, value: float, key: str, owner: type, unit: str, field: str | None = None
+    ) -> None:
+        """Refuse, naming the config key, a value the agent would refuse at hello.
+
+        The range is the protocol's one table (`agent.protocol.ranges`), by `owner` and `field`
+        (the key's last part unless given): the agent checks the same bounds.
+        """
+        name = field or key.rsplit(".", 1)[-1]
+        if not in_range(owner, name, value):
+            raise self.error(key, f"got {show_number(value)}", f"{unit} {range_text(owner, name)}")
+
+    def seconds(
+        self,
+        table: Mapping[str, Any],
+        key: str,
+        where: str,
+        default: float,
+        owner: type | None = None,
+    ) -> float:
+        """A number of seconds >= 0 (or a share, a size), within `owner`'s range for `key`."""
         value = table.get(key, default)
         if (
             isinstance(value, bool)
@@ -481,6 +524,9 @@ class _Reader:
             raise self.error(
                 _join(where, key), f"got {_describe(value)}", "a number of seconds >= 0"
             )
+        if owner is not None:
+            unit = "a number of seconds" if key.endswith("_s") else "a number"
+            self.in_range(value, _join(where, key), owner, unit)
         return float(value)
 
     def optional(

@@ -21,6 +21,9 @@ from agent.datasets.tracker import DatasetTracker, ResponseCounter
 from agent.pipeline.inference.records import CorruptRecordError, recover
 from agent.protocol import DatasetsConfig
 
+NO_OTHER_WRITER = 0.0
+"""This process alone writes the sweep's files: a repair has no writer to wait out."""
+
 
 def sample_records(output_tokens: int, rng: random.Random) -> bytes:
     """Five responses as a runner and as other scripts write them, one with multibyte UTF-8."""
@@ -116,7 +119,7 @@ class TruncationSweep:
         self.resume_path.write_bytes(data)
         torn_path = self.resume_path.with_suffix(".torn")
         torn_path.unlink(missing_ok=True)
-        state = recover(self.resume_path, repair=False)
+        state = recover(self.resume_path, repair=False, settle_s=NO_OTHER_WRITER)
         tail = data[len(expected.kept) :]
         moved = torn_path.read_bytes() if torn_path.exists() else b""
         return _compare(
@@ -185,12 +188,12 @@ def _corrupt_checks(path: Path, data: bytes, bad: bytes) -> list[str]:
         "reader", (counter.responses, counter.corrupt_offsets), (2, [len(GOOD_BEFORE)])
     )
     try:
-        recover(path, repair=False)
+        recover(path, repair=False, settle_s=NO_OTHER_WRITER)
         problems.append("resume went on past the corrupt line")
     except CorruptRecordError as exc:
         if f"byte {len(GOOD_BEFORE)}" not in str(exc) or "--repair" not in str(exc):
             problems.append(f"resume refused it unclearly: {exc}")
-    state = recover(path, repair=True)
+    state = recover(path, repair=True, settle_s=NO_OTHER_WRITER)
     aside = path.with_suffix(".corrupt").read_bytes()
     return problems + _compare(
         "resume --repair", (state.done_ids, state.corrupt_lines_moved, path.read_bytes(), aside),

@@ -9,6 +9,8 @@ ours to roll back.
 
 from __future__ import annotations
 
+import os
+
 from agent.files import (
     FileError,
     NothingToRollBackError,
@@ -45,7 +47,7 @@ def swap_in(roots: Roots, item: StagedFile) -> None:
 def put_back(roots: Roots, target: str) -> str:
     """Restore the version a swap replaced; says what happened in a few words."""
     path = roots.confine(target)
-    if not backup_path(path).is_file():
+    if not os.path.lexists(backup_path(path)):
         return f"{target}: kept (it was new: there is no older version)"
     try:
         _ = rollback(path)

@@ -142,6 +142,7 @@ from agent.protocol.operations import (
     StagedFile,
     StepState,
 )
+from agent.protocol.ranges import RANGES, field_range, in_range, range_text, show_number
 from agent.protocol.receiver import receive_messages
 from agent.protocol.server import GpuSample, ServerPart, ServerStats
 from agent.protocol.snapshot import (
@@ -242,6 +243,11 @@ __all__ = [
     "GuardMode",
     "RestartPolicy",
     "StopSignal",
+    "RANGES",
+    "field_range",
+    "in_range",
+    "range_text",
+    "show_number",
     "ServerApi",
     "DetailParams",
     "Done",

@@ -11,6 +11,7 @@ from agent.files import (
     FileError,
     NothingToRollBackError,
     Roots,
+    UnsafeBackupError,
     install,
     remove_stale_uploads,
     rollback,
@@ -68,6 +69,8 @@ class FileMethods:
             restored = await asyncio.to_thread(rollback, target)
         except NothingToRollBackError as exc:
             raise AgentError(ErrorCode.NOTHING_TO_ROLL_BACK, str(exc)) from None
+        except UnsafeBackupError as exc:
+            raise AgentError(ErrorCode.INVALID_PARAMS, str(exc)) from None
         except FileError as exc:
             raise AgentError(ErrorCode.NOT_FOUND, str(exc)) from None
         return InstallResult(str(target), restored, None, None)

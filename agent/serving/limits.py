@@ -4,7 +4,8 @@ The codec checks types; this checks sizes. A `logs.read` of -1 bytes would read 
 into memory, a watch interval of 0 would spin, an idempotency key of 8 MB would be kept for
 hours. Each bound is named by its dataclass and field, so it holds wherever that type travels
 (a JobSpec inside a hello's pipeline config too), and a refusal names the field. Numbers
-without a bound of their own must still fit in 64 bits and be finite.
+without a bound of their own must still fit in 64 bits and be finite. The numeric ranges are
+the protocol's one table (agent/protocol/ranges.py), which the console checks its config by.
 """
 
 from __future__ import annotations
@@ -15,49 +16,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.protocol import (
-    AuditParams,
-    DatasetsConfig,
-    DetailParams,
-    EventsParams,
+    RANGES,
     FilesHashParams,
     GenerateParams,
-    InstallParams,
     JobSpec,
     LaunchParams,
-    LogReadParams,
     RedeployParams,
     Request,
     SequenceParams,
-    StagedFile,
-    WatchParams,
+    show_number,
 )
 
 MAX_IDEMPOTENCY_KEY_CHARS = 128
-MAX_LOG_READ_BYTES = 1024 * 1024
 MAX_INT = 2**63 - 1
-DAY_S = 86400.0
 
-RANGES: dict[tuple[type, str], tuple[float, float]] = {
-    (WatchParams, "interval_s"): (0.1, 3600.0),
-    (LogReadParams, "max_bytes"): (1, MAX_LOG_READ_BYTES),
-    (DetailParams, "recent"): (1, 1000),
-    (AuditParams, "limit"): (1, 10_000),
-    (EventsParams, "since_s"): (0.0, 366 * DAY_S),
-    (EventsParams, "limit"): (1, 10_000),
-    (DatasetsConfig, "stall_guard_s"): (1.0, 365 * DAY_S),
-    (InstallParams, "mode"): (0, 0o7777),
-    (DatasetsConfig, "budget"): (0, 2**62),
-    (DatasetsConfig, "budgets"): (0, 2**62),
-    (DatasetsConfig, "stall_after_s"): (1.0, 365 * DAY_S),
-    (DatasetsConfig, "overrun_alert_share"): (0.0, 100.0),
-    (JobSpec, "grace_s"): (0.0, 7 * DAY_S),
-    (JobSpec, "term_grace_s"): (0.0, 7 * DAY_S),
-    (JobSpec, "max_restarts"): (0, 1000),
-    (JobSpec, "restart_window_s"): (1.0, 30 * DAY_S),
-    (JobSpec, "restart_delay_s"): (0.0, DAY_S),
-    (StagedFile, "mode"): (0, 0o7777),
-}
-"""Inclusive bounds of numeric fields (of each value, for a dict field)."""
 LENGTHS: dict[tuple[type, str], int] = {
     (FilesHashParams, "paths"): 10_000,
     (LaunchParams, "argv"): 10_000,
@@ -131,14 +103,7 @@ def _check_number(number: float, path: str, bound: tuple[float, float] | None) -
     if isinstance(number, float) and not math.isfinite(number):
         raise LimitError(f"{path} must be a finite number, got {number!r}")
     if not low <= number <= high:
+        shown = show_number(number)
         raise LimitError(
-            f"{path} must be between {_show(low)} and {_show(high)}, got {_show(number)}"
+            f"{path} must be between {show_number(low)} and {show_number(high)}, got {shown}"
         )
-
-
-def _show(number: float) -> str:
-    if isinstance(number, int) and abs(number) >= 10**30:
-        return f"a number of {len(str(abs(number))):,} digits"
-    if isinstance(number, int) or number.is_integer() and abs(number) < 1e15:
-        return f"{int(number):,}"
-    return f"{number:g}"

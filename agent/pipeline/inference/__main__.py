@@ -20,6 +20,7 @@ from agent.pipeline.inference.prompts import PromptsError
 from agent.pipeline.inference.records import CorruptRecordError
 from agent.pipeline.inference.runner import RunFailedError, Runner
 from agent.pipeline.inference.storage import StorageError
+from agent.pipeline.inference.torn_tail import ConcurrentWriterError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return asyncio.run(Runner(options).run())
-    except DatasetLockedError as exc:
+    except (DatasetLockedError, ConcurrentWriterError) as exc:
         return _said(exc, EXIT_LOCKED)
     except (PromptsError, WriterLockError, ApiKeyError) as exc:
         return _said(exc, EXIT_USAGE)

@@ -2,9 +2,10 @@
 
 Resume never counts lines: every complete valid line is a done id (the first one wins if an id
 repeats). A torn last line, normal after a kill, is moved to `raw_responses.torn` and the file
-is cut back to its last newline. A line in the middle that is not a response (by the one
-definition in `agent.datasets.response_lines`, the agent's and vocab's too), or a torn record
-glued to a complete one (`agent.datasets.glued_lines`), stops the run with its byte offset, unless
+is cut back to its last newline, once it is proven that no other process is writing it
+(`torn_tail`). A line in the middle that is not a response (by the one definition in
+`agent.datasets.response_lines`, the agent's and vocab's too), or a torn record glued to a
+complete one (`agent.datasets.glued_lines`), stops the run with its byte offset, unless
 `--repair` moves the line to `raw_responses.corrupt` and keeps the rest, and every complete record
 in it.
 """
@@ -25,6 +26,7 @@ from agent.datasets.glued_lines import LineRecords, read_line
 from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response, why_not_response
 from agent.host.regular_files import NotRegularFileError, open_regular, open_regular_for_append
 from agent.pipeline.inference.storage import StorageError, cut_back
+from agent.pipeline.inference.torn_tail import SETTLE_S, check_size, move_torn_tail, prove_still
 
 COPY_CHUNK_BYTES = 1024 * 1024
 
@@ -61,12 +63,14 @@ class CorruptLines:
         self.count += 1
 
 
-def recover(path: Path, *, repair: bool) -> ResumeState:
+def recover(path: Path, *, repair: bool, settle_s: float = SETTLE_S) -> ResumeState:
     """Read what is done, cutting off a torn tail and, with `repair`, moving corrupt lines.
 
     Memory stays bounded whatever the file holds: lines are read a window at a time, a line
     longer than the window is corrupt, and corrupt lines are counted, not kept (a repair reads
-    the file again). A path that is not a regular file raises NotRegularFileError unread.
+    the file again). A path that is not a regular file raises NotRegularFileError unread. No
+    byte is moved unless the file held still for `settle_s` with no other process writing it
+    (ConcurrentWriterError otherwise).
     """
     state = ResumeState()
     try:
@@ -85,9 +89,10 @@ def recover(path: Path, *, repair: bool) -> ResumeState:
         )
     try:
         if end_of_valid < size:
-            state.torn_bytes_moved = _move_torn_tail(path, end_of_valid)
+            state.torn_bytes_moved = move_torn_tail(path, end_of_valid, size, settle_s)
+            size = end_of_valid
         if corrupt.count:
-            _move_corrupt_lines(path)
+            _move_corrupt_lines(path, size, settle_s)
             state.corrupt_lines_moved = corrupt.count
     except OSError as exc:
         where = Path(exc.filename) if exc.filename else path
@@ -146,24 +151,17 @@ def _count(state: ResumeState, response_id: str, tokens: int) -> None:
     state.lengths.append(tokens)
 
 
-def _move_torn_tail(path: Path, keep_bytes: int) -> int:
-    with path.open("rb+") as handle, path.with_suffix(".torn").open("ab") as torn:
-        moved = _copy_range(handle, keep_bytes, os.fstat(handle.fileno()).st_size, torn)
-        torn.write(b"\n")
-        torn.flush()
-        os.fsync(torn.fileno())
-        handle.truncate(keep_bytes)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return moved
+def _move_corrupt_lines(path: Path, size: int, settle_s: float) -> None:
+    """Each line that is not a response goes aside whole; complete records in it stay, one a line.
 
-
-def _move_corrupt_lines(path: Path) -> None:
-    """Each line that is not a response goes aside whole; complete records in it stay, one a line."""
+    The file is rewritten, so it must hold still first and still be `size` bytes at the swap:
+    a record another process appended meanwhile would be left in the replaced file.
+    """
     tmp = path.with_suffix(".repairing")
     with path.open("rb") as source, path.with_suffix(".corrupt").open("ab") as aside:
+        prove_still(source.fileno(), path, size, settle_s)
         with tmp.open("wb") as target:
-            for item in LineBlocks(source, 0, os.fstat(source.fileno()).st_size):
+            for item in LineBlocks(source, 0, size):
                 if isinstance(item, OverlongLine):
                     end = item.offset + item.size_bytes + 1
                     _copy_range(source, item.offset, end, aside)
@@ -178,6 +176,7 @@ def _move_corrupt_lines(path: Path) -> None:
             os.fsync(target.fileno())
         aside.flush()
         os.fsync(aside.fileno())
+        check_size(source.fileno(), path, size)
     os.replace(tmp, path)
 
 
@@ -246,8 +245,13 @@ class AppendLog:
         self._dirty = False
 
     def append(self, record: dict[str, Any]) -> None:
-        """Write one record as one line, in one write call (more only on odd filesystems)."""
-        data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        """Write one record as one line of strict JSON (a NaN raises ValueError, nothing written)."""
+        self.append_line(
+            (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        )
+
+    def append_line(self, data: bytes) -> None:
+        """Write one encoded line, in one write call (more only on odd filesystems)."""
         try:
             written = self._write(self._fd, data)
             while written < len(data):
