@@ -16,7 +16,8 @@ SCENARIOS = (
     "state_full", "terminal_text", "demo_hangup", "remote_code", "router_outage",
     "hostile_files", "slow_client", "request_limits", "clock_steps", "export_kill",
     "runner_restarts", "server_restarts", "reboot", "redeploy_cuts", "stop_recording",
-    "crash_loop", "loaded_stops", "hostile_peers",
+    "crash_loop", "loaded_stops", "hostile_peers", "hostile_servers", "hostile_state",
+    "hostile_writes",
 )  # fmt: skip
 """In the order the report lists them."""
 
