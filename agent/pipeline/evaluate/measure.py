@@ -11,13 +11,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.datasets.response_lines import MAX_RESPONSE_TOKENS
 from agent.host.bounded_http import bounded_body, bounded_text, strict_json
 
 MAX_ERROR_CHARS = 300
 MAX_ANSWER_BYTES = 16 << 20
 """An answer or a stream is read this far; past it, the request is an error."""
-MAX_TOKENS = 1 << 24
-"""More completion tokens than any context holds: a count no server could mean."""
+MAX_TOKENS = MAX_RESPONSE_TOKENS
+"""The most completion tokens one response may count, as the response line defines it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +91,11 @@ async def send(session: Any, url: str, ids: list[int], request: Request) -> Answ
             if request.stream:
                 return await _streamed(response, started)
             body = strict_json(await bounded_body(response, MAX_ANSWER_BYTES))
-    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, RecursionError) as exc:
         return Answer(
             time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
         )
-    return _answer(body, time.perf_counter() - started, None)
+    return _answer(body, time.perf_counter() - started, None, whole=True)
 
 
 async def _streamed(response: Any, started: float) -> Answer:
@@ -124,15 +125,17 @@ async def _streamed(response: Any, started: float) -> Answer:
     return _answer(last, time.perf_counter() - started, first)
 
 
-def _answer(body: Any, latency_s: float, ttft_s: float | None) -> Answer:
+def _answer(body: Any, latency_s: float, ttft_s: float | None, *, whole: bool = False) -> Answer:
+    """The figures of an answer; `whole` when its output_ids are all of them (not a stream's)."""
     meta = body.get("meta_info") if isinstance(body, dict) else None
     if not isinstance(meta, dict):
         return Answer(latency_s, error="the answer has no meta_info")
-    tokens = meta.get("completion_tokens")
+    tokens, ids = meta.get("completion_tokens"), body.get("output_ids")
     if type(tokens) is not int:
-        ids = body.get("output_ids")
         tokens = len(ids) if isinstance(ids, list) else 0
     if tokens < 0 or tokens > MAX_TOKENS:
         return Answer(latency_s, error=f"completion_tokens is {tokens:,}, not a count")
+    if whole and isinstance(ids, list) and tokens != len(ids):
+        return Answer(latency_s, error=f"completion_tokens {tokens:,} for {len(ids):,} output ids")
     verify = meta.get("spec_verify_ct")
     return Answer(latency_s, tokens, verify if type(verify) is int and verify > 0 else None, ttft_s)

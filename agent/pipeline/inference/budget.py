@@ -118,59 +118,51 @@ class BudgetGate:
 class LengthIndex:
     """Counts and sums of response lengths: how many, and how long, were longer than n.
 
-    Two Fenwick trees over the length value, so adding a length and asking are O(log n) however
-    many responses a dataset has.
+    Two Fenwick trees over the length value, kept sparse (a node exists once a length under it
+    was added), so adding a length and asking are O(log n) in time and memory whatever the
+    lengths are: a response of 2**22 tokens costs 23 nodes, not a table of 2**22 (#28, where
+    growing the table froze the runner's loop for 15 s and a negative length never ended).
     """
 
     def __init__(self, size: int = 1024) -> None:
-        self._counts = [0] * (size + 1)
-        self._sums = [0] * (size + 1)
+        self._size = 1 << max(size - 1, 0).bit_length()
+        """Lengths below this are covered; it doubles, at O(1) each time, as longer ones come."""
+        self._counts: dict[int, int] = {}
+        self._sums: dict[int, int] = {}
         self.count = 0
         self.total = 0
 
     def add(self, length: int) -> None:
-        """Count one response of `length` tokens."""
-        while length >= len(self._counts) - 1:
-            self._grow()
-        self._update(length, 1)
+        """Count one response of `length` tokens; ValueError for a length that is no count."""
+        if type(length) is not int or length < 0:
+            raise ValueError(f"a response length of {length!r} tokens is not a count")
+        while length >= self._size:
+            self._double()
+        index = length + 1
+        while index <= self._size:
+            self._counts[index] = self._counts.get(index, 0) + 1
+            self._sums[index] = self._sums.get(index, 0) + length
+            index += index & -index
         self.count += 1
         self.total += length
 
     def longer_than(self, length: int) -> tuple[int, int]:
         """(how many, total tokens) of the responses longer than `length`."""
-        if length >= len(self._counts) - 1:
+        if length >= self._size:
             return 0, 0
         count, total = self._prefix(max(length, -1))
         return self.count - count, self.total - total
 
-    def _update(self, length: int, count: int) -> None:
-        index = length + 1
-        while index < len(self._counts):
-            self._counts[index] += count
-            self._sums[index] += length * count
-            index += index & -index
-
     def _prefix(self, length: int) -> tuple[int, int]:
         index, count, total = length + 1, 0, 0
         while index > 0:
-            count += self._counts[index]
-            total += self._sums[index]
+            count += self._counts.get(index, 0)
+            total += self._sums.get(index, 0)
             index -= index & -index
         return count, total
 
-    def _grow(self) -> None:
-        lengths = [(value, n) for value, n in self._histogram() if n]
-        size = 2 * (len(self._counts) - 1)
-        self._counts = [0] * (size + 1)
-        self._sums = [0] * (size + 1)
-        for value, n in lengths:
-            self._update(value, n)
-
-    def _histogram(self) -> list[tuple[int, int]]:
-        previous = 0
-        histogram = []
-        for value in range(len(self._counts) - 1):
-            count = self._prefix(value)[0]
-            histogram.append((value, count - previous))
-            previous = count
-        return histogram
+    def _double(self) -> None:
+        """Cover twice the lengths: the one new node that spans them all holds everything so far."""
+        self._size *= 2
+        self._counts[self._size] = self.count
+        self._sums[self._size] = self.total

@@ -15,6 +15,7 @@ import asyncio
 import re
 import secrets
 
+from agent.pipeline.inference.answer_checks import usable_answer
 from agent.pipeline.inference.backends.base import Backend, PromptRequest
 from agent.pipeline.inference.client import RejectedError, Server, TransientError
 
@@ -76,7 +77,7 @@ class RejectionJudge:
     async def _try_canary(self, server: Server, request: PromptRequest) -> bool | None:
         canary = request.canary(f"canary-{secrets.token_hex(4)}")
         try:
-            await self.backend.generate(server, canary)
+            await usable_answer(self.backend, server, canary)  # a broken answer tells nothing
         except RejectedError:
             return True
         except TransientError:

@@ -6,6 +6,10 @@ this run, so a resumed run first adds up the records already there (`usage.cost`
 `"tokens": "reencoded"` and the two lengths). It runs after resume has cut off any torn tail;
 a line that does not parse is skipped here (resume has judged it already). Only the
 OpenAI-compatible backends write these fields, so the native backend never pays for the pass.
+
+A record is written only as `encoded_line` makes it: strict JSON (a NaN is no JSON, and no
+reader of ours takes it), checked against the one definition of a response line the agent, resume
+and vocab read with (`agent.datasets.response_lines`), within the line limit they enforce (#28).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent.datasets.response_lines import MAX_LINE_BYTES, parse_response_line, why_not_response
 from agent.host.regular_files import open_regular
 from agent.pipeline.inference.backends.base import Generation
 from agent.pipeline.inference.prompts import Prompt
@@ -38,6 +43,26 @@ def response_line(prompt: Prompt, answer: Generation, latency_s: float, api: str
         record |= {"api": api, "prompt_ids": answer.prompt_ids, "stop_reason": answer.stop_reason,
                    "usage": answer.usage}  # fmt: skip
     return record | answer.record_fields
+
+
+class NotAResponseError(ValueError):
+    """A record that is no response line by the reader's definition: never written."""
+
+
+def encoded_line(record: dict[str, Any]) -> bytes:
+    """The record as one compact line and its newline; NotAResponseError if readers refuse it."""
+    try:
+        text = json.dumps(record, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise NotAResponseError(f"it cannot be written as strict JSON ({exc})") from None
+    line = text.encode()
+    if len(line) > MAX_LINE_BYTES:
+        raise NotAResponseError(
+            f"its line would be {len(line):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit"
+        )
+    if parse_response_line(line) is None:
+        raise NotAResponseError(f"it is not a response line: {why_not_response(line)}")
+    return line + b"\n"
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 
 from agent.datasets.writer_lock import take_writer_lock
-from agent.pipeline.inference.answer_checks import usable_answer
+from agent.pipeline.inference.answer_checks import usable_answer, writable_line
 from agent.pipeline.inference.backends import Backend, Sampling, make_backend
 from agent.pipeline.inference.backends.base import Generation, PromptRequest
 from agent.pipeline.inference.backends.keys import key_source, read_key
@@ -56,7 +56,7 @@ from agent.pipeline.inference.rejections import (
     RequestRejectedError,
     run_level_message,
 )
-from agent.pipeline.inference.response_line import DatasetTally, response_line, tally_responses
+from agent.pipeline.inference.response_line import DatasetTally, tally_responses
 from agent.pipeline.inference.status import (
     RunStats,
     progress_line,
@@ -72,6 +72,7 @@ log = logging.getLogger("runner")
 ABORT_GRACE_S = 5.0
 """How long aborted requests get to come back with their partial counts before being cancelled."""
 EMPTY_PROMPT = "the prompt encodes to no tokens (input_ids cannot be empty)"
+ABORTED = "the server aborted the request (finish_reason abort)"
 
 
 class RunFailedError(Exception):
@@ -98,10 +99,14 @@ class Runner:
         """stop_reason of a failed run: server_down, not_ready, rejected or nothing_generated."""
         self.pool: ServerPool | None = None
         self.stop_requested = False
+        self.stopping = asyncio.Event()
+        """Set with stop_requested: a prompt waiting to try again stops waiting (and trying)."""
         self.cancelling = False
         self.changed = asyncio.Event()
         self.hard_stop = asyncio.Event()
         self.tasks: set[asyncio.Task[None]] = set()
+        self.prompt_of: dict[asyncio.Task[None], Prompt] = {}
+        """Each task's prompt, so a task that fails in a way nobody foresaw still gets it marked."""
         self.in_flight: dict[asyncio.Task[None], tuple[Server, str]] = {}
         self.rng = random.Random()
         self.prompts: list[Prompt] = []
@@ -221,6 +226,7 @@ class Runner:
         if self.failure is None:
             self.failure, self.failure_reason = message, reason
         self.stop_requested = True
+        self.stopping.set()
         self.changed.set()
 
     async def _dispatch_all(self, client: Backend, pool: ServerPool) -> None:
@@ -254,6 +260,7 @@ class Runner:
     def _launch(self, prompt: Prompt, client: Backend, pool: ServerPool) -> None:
         task = asyncio.create_task(self._serve(prompt, client, pool), name=f"prompt {prompt.id}")
         self.tasks.add(task)
+        self.prompt_of[task] = prompt
         self.gate.sent(task, time.monotonic())
         self.stats.dispatched += 1
         task.add_done_callback(self._task_done)
@@ -261,15 +268,17 @@ class Runner:
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
         self.in_flight.pop(task, None)
+        prompt = self.prompt_of.pop(task)
         self.gate.answered(task, None, time.monotonic())
         if not task.cancelled() and (exc := task.exception()) is not None:
             if isinstance(exc, ServerDownError):
                 self._fail_run(str(exc), "server_down")
             elif isinstance(exc, RequestRejectedError):
                 self._fail_run(str(exc), "rejected")
-            else:
+            else:  # never dropped silently: the prompt is marked with what went wrong
                 log.error("[%s] %s failed: %r", self.name, task.get_name(), exc)
-                self.stats.errors += 1
+                reason = f"the runner failed on it: {type(exc).__name__}: {exc}"
+                self._fail(prompt, reason, permanent=False)
         self.changed.set()
 
     # ------------------------------------------------------------ one prompt
@@ -296,6 +305,7 @@ class Runner:
             self.gate.sent(task, time.monotonic())
             try:
                 answer = await usable_answer(client, server, request)
+                line = writable_line(prompt, answer, time.monotonic() - started, self.options.api)
                 pool.succeeded(server)
             except TransientError as exc:
                 failures += self._note_transient(exc, server, pool)
@@ -313,12 +323,15 @@ class Runner:
                 continue
             finally:
                 pool.release(server)
-            if self._keep(prompt, answer, time.monotonic() - started):
+            if self._keep(prompt, answer, line):
+                return
+            failures += 1  # aborted by someone else: tried again, but not for ever
+            if not await self._wait_to_retry(prompt, failures, TransientError(ABORTED)):
                 return
             request = PromptRequest(prompt, input_ids, self._rid(prompt))
 
     async def _wait_to_retry(self, prompt: Prompt, failures: int, exc: Exception) -> bool:
-        """Wait before another try; False (the prompt noted) past --max-retries.
+        """Wait before another try; False past --max-retries (the prompt marked) or on a stop.
 
         The server's Retry-After (429/503) is honoured when it gives one, else the runner's own
         capped backoff; a rate limit (429) pauses every dispatch, not just this prompt's.
@@ -329,10 +342,10 @@ class Runner:
         retry_after = exc.retry_after_s if isinstance(exc, TransientError) else None
         if isinstance(exc, TransientError) and exc.rate_limited:
             self._pause_dispatch(retry_after if retry_after is not None else backoff_s(1, self.rng))
-        await asyncio.sleep(
-            retry_after if retry_after is not None else backoff_s(failures, self.rng)
-        )
-        return True
+        delay_s = retry_after if retry_after is not None else backoff_s(failures, self.rng)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), delay_s)
+        return not self.stop_requested  # once a stop is asked, the prompt stays to do: no retry
 
     def _pause_dispatch(self, seconds: float) -> None:
         """Send nothing new for `seconds`: the API's rate limit is the whole run's, not a prompt's."""
@@ -368,8 +381,8 @@ class Runner:
     def _rid(self, prompt: Prompt) -> str:
         return f"{self.name}-{prompt.id}-{secrets.token_hex(4)}"
 
-    def _keep(self, prompt: Prompt, answer: Generation, latency_s: float) -> bool:
-        """Write one answer; False if it was aborted by someone else and should be retried."""
+    def _keep(self, prompt: Prompt, answer: Generation, line: bytes) -> bool:
+        """Write one answer's checked line; False if it was aborted by someone else (retried)."""
         finish, tokens = answer.finish_reason, answer.completion_tokens
         if finish == "abort":
             if self.cancelling:
@@ -388,7 +401,7 @@ class Runner:
                 )
                 return True
         try:
-            self.writer.append(response_line(prompt, answer, latency_s, self.options.api))
+            self.writer.append_line(line)
         except StorageError as exc:
             self._storage_failed(exc, tokens)
             return True
@@ -430,6 +443,7 @@ class Runner:
         self.storage_error = exc
         self.failure = str(exc)
         self.stop_requested = True
+        self.stopping.set()
         self.cancelling = True
         self.changed.set()
 
@@ -488,6 +502,7 @@ class Runner:
         else:
             log.warning("[%s] %s: draining, send again to cancel at once", self.name, name)
             self.stop_requested = True
+            self.stopping.set()
             self.stop_reason = "signal"
             self.state = "draining"
         self.changed.set()
@@ -509,10 +524,20 @@ class Runner:
         else:
             self.state = "stopped"
         self._report()
+        self._say_failed_prompts()
         if self.failure is not None:
             code = EXIT_USAGE if self.failure_reason == "rejected" else EXIT_FAILURE
             raise RunFailedError(self.failure, code)
         return EXIT_SIGNAL if self.stop_reason == "signal" else EXIT_OK
+
+    def _say_failed_prompts(self) -> None:
+        """The last word of a run that lost no prompt silently: how many failed, and where."""
+        if self.stats.errors and self.storage_error is None:
+            log.warning(
+                "[%s] %s: %d response(s) written, %d prompt failure(s) marked in %s",
+                self.name, self.stop_reason, self.stats.completed, self.stats.errors,
+                self.options.errors_path,
+            )  # fmt: skip
 
     def _stopped_by(self, exc: StorageError) -> None:
         """Say in runner.json (where there is room) and in the error why the run stopped."""

@@ -96,6 +96,8 @@ class OpenAIClient:
             raise TransientError(f"the answer broke off: {exc}") from None
         except asyncio.TimeoutError:
             raise TransientError(f"no answer within {timeout.total:g} s") from None
+        except aiohttp.ClientError as exc:  # an HTTP reply aiohttp could not read (#28)
+            raise TransientError(f"the answer could not be read: {exc}") from None
 
     async def healthy(self, server: Server) -> tuple[bool, str]:
         """Whether `GET /v1/models` answers (vLLM, SGLang and hosted APIs all serve it)."""
@@ -153,15 +155,24 @@ async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, A
             event = strict_json(data.encode())
         except (ValueError, RecursionError):
             raise TransientError(f"a stream event is not JSON: {data[:120]}") from None
-        if isinstance(event, dict):
-            yield event
+        if not isinstance(event, dict):  # no OpenAI-compatible server sends one (#28)
+            raise TransientError(f"a stream event is {_json_kind(event)}, not an object")
+        yield event
     raise TransientError("the stream ended before [DONE]")
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "a JSON list", str: "a JSON string", bool: "a JSON boolean"}
+    return "null" if value is None else kinds.get(type(value), "a JSON number")
 
 
 def _raise_on_error(event: dict[str, Any]) -> None:
     """An error inside a stream: an `error` object, or a choice finished with "error"."""
     error = event.get("error")
-    finished = [c.get("finish_reason") for c in event.get("choices") or () if isinstance(c, dict)]
+    choices = event.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        raise TransientError(f"a stream event's choices is {_json_kind(choices)}, not a list")
+    finished = [c.get("finish_reason") for c in choices or () if isinstance(c, dict)]
     if error is None and "error" not in finished:
         return
     message = error_message(json.dumps(event)) if error is not None else "finish_reason error"

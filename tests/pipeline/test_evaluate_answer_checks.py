@@ -1,0 +1,62 @@
+"""The evaluation takes no figure from an answer it cannot believe: a failed request with its reason,
+never a traceback, never a figure (#28).
+
+Before: a body or a stream event nested 100,000 deep raised RecursionError out of the level, a
+traceback instead of a failed request; 4,194,304 completion tokens for one output id counted as
+4,194,304 tokens, a tokens/s and a speedup no server made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from agent.pipeline.evaluate.measure import Request, send
+
+DEEP = "[" * 100_000 + "]" * 100_000
+ANSWERS = {
+    "body": '{"output_ids": [1], "meta_info": {"completion_tokens": 1, "x": ' + DEEP + "}}",
+    "event": f"data: {DEEP}\n\ndata: [DONE]\n\n",
+}
+
+
+@contextlib.asynccontextmanager
+async def answering(text: str) -> AsyncIterator[str]:
+    async def generate(request: web.Request) -> web.Response:
+        return web.Response(text=text, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/generate", generate)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("where", ["body", "event"])
+async def test_a_deeply_nested_answer_is_a_failed_request_with_its_reason(where: str) -> None:
+    request = Request(max_new_tokens=8, temperature=0.0, stream=where == "event")
+    async with answering(ANSWERS[where]) as url, aiohttp.ClientSession() as session:
+        answer = await send(session, url, [1, 2], request)
+    assert answer.completion_tokens == 0
+    assert answer.error is not None
+    assert answer.error.startswith("RecursionError: maximum recursion depth exceeded")
+    assert "\n" not in answer.error
+
+
+async def test_a_count_the_output_ids_do_not_bear_out_is_a_failed_request() -> None:
+    body = '{"output_ids": [1], "meta_info": {"completion_tokens": 4194304}}'
+    request = Request(max_new_tokens=8, temperature=0.0, stream=False)
+    async with answering(body) as url, aiohttp.ClientSession() as session:
+        answer = await send(session, url, [1, 2], request)
+    assert (answer.completion_tokens, answer.error) == (
+        0,
+        "completion_tokens 4,194,304 for 1 output ids",
+    )
