@@ -154,6 +154,7 @@ async def wait_for(pilot: Pilot[None], predicate: Callable[[], bool]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(480)  # every screen in turn: 30 s alone, past 120 s beside 5 busy workers
 async def test_hostile_text_in_every_field_shows_literally_on_every_screen(tmp_path: Path) -> None:
     snapshot = hostile_snapshot()
     agent = hostile_agent(snapshot)
