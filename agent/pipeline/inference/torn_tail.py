@@ -45,7 +45,10 @@ def move_torn_tail(path: Path, keep_bytes: int, scanned_bytes: int, settle_s: fl
         try:
             check_size(fd, path, scanned_bytes)
         except ConcurrentWriterError:
-            os.truncate(torn, torn_size)  # the tail stays where it was: no copy left behind
+            if torn_size:  # the tail stays where it was: no copy left behind
+                os.truncate(torn, torn_size)
+            else:  # nor a file this repair made
+                torn.unlink(missing_ok=True)
             raise
         os.ftruncate(fd, keep_bytes)
         os.fsync(fd)
