@@ -227,7 +227,10 @@ class Notifier:
     async def _send_all(self) -> None:
         while True:
             while self._queue:
-                config, body = self._queue.popleft()
+                _, body = self._queue.popleft()
+                config = self._pipeline().notify  # the hook configured now, not when it queued
+                if config is None:  # the webhook was taken out of the config: nobody to tell
+                    continue
                 if self._over_rate():
                     self._lost("over the rate limit")
                     continue
