@@ -56,6 +56,7 @@ def tokenizer_line(stdout: str) -> str:
     ],
 )  # fmt: skip
 @pytest.mark.slow
+@pytest.mark.timeout(480)  # each doctor run imports transformers on the host: minutes under load
 async def test_doctor_loads_the_configured_tokenizer_on_the_host(
     asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, kimi: KimiLikeTokenizer,
     trust: str, flag: str, verdict: str, fragments: list[str],

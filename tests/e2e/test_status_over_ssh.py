@@ -17,7 +17,8 @@ import pytest
 from tests.support.datasets import write_sample_root
 from tests.support.ssh_servers import SshEndpoint
 
-CLI_TIMEOUT_S = 60
+CLI_TIMEOUT_S = 180
+"""A bound, not an expectation: doctor imports transformers on the host, slow beside 5 busy workers."""
 
 
 @dataclass(frozen=True)
