@@ -14,6 +14,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -133,3 +135,24 @@ def resident_mb(pid: int | None) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
+
+
+def watch_peak_mb(process: subprocess.Popen[bytes], timeout_s: float) -> float:
+    """Wait for `process` to end (killed past `timeout_s`); its peak resident memory in MB.
+
+    VmHWM is read from /proc as it runs: the peak, so a late read loses nothing.
+    """
+    peak = 0.0
+    status_file = Path(f"/proc/{process.pid}/status")
+    deadline = time.monotonic() + timeout_s
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            line = next(x for x in status_file.read_text().splitlines() if x.startswith("VmHWM"))
+            peak = max(peak, int(line.split()[1]) / 1024)
+        except (OSError, StopIteration, ValueError):
+            pass
+        threading.Event().wait(0.02)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    return peak

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.datasets.response_lines import parse_response_line
+from faults._hostile_common import watch_peak_mb
 from faults.result import Scale, ScenarioResult
 from tests.support.hostile_answer_server import (
     CHAT,
@@ -86,7 +87,7 @@ def _kinds_part(
         runner_command(folder, url, "--api", api, "--max-retries", "1", *extra),
         env=agent_env(), stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    peak_mb = _watch_peak(runner, RUN_TIMEOUT_S)
+    peak_mb = watch_peak_mb(runner, RUN_TIMEOUT_S)
     took = time.monotonic() - started
     result.attempted += len(ids)
     result.faults += len(ids) - len(good)
@@ -116,7 +117,7 @@ def _stop_part(result: ScenarioResult, folder: Path, url: str, copies: int) -> N
     command = runner_command(folder, url, "--max-retries", "1000", "--concurrency", "4")
     runner = subprocess.Popen(command, env=agent_env(), stderr=subprocess.DEVNULL)
     peak: list[float] = []
-    watcher = threading.Thread(target=lambda: peak.append(_watch_peak(runner, RUN_TIMEOUT_S)))
+    watcher = threading.Thread(target=lambda: peak.append(watch_peak_mb(runner, RUN_TIMEOUT_S)))
     watcher.start()
     busy = _wait_for(lambda: int(status(folder).get("retries", 0)) >= 4 * len(BUSY_KINDS), 60.0)
     asked = time.monotonic()
@@ -196,21 +197,3 @@ def _wait_for(check: Callable[[], bool], timeout_s: float) -> bool:
             return True
         threading.Event().wait(0.05)
     return False
-
-
-def _watch_peak(process: subprocess.Popen[bytes], timeout_s: float) -> float:
-    """Wait for `process` to end, reading its peak resident memory (VmHWM) as it runs."""
-    peak = 0.0
-    status_file = Path(f"/proc/{process.pid}/status")
-    deadline = time.monotonic() + timeout_s
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            line = next(x for x in status_file.read_text().splitlines() if x.startswith("VmHWM"))
-            peak = max(peak, int(line.split()[1]) / 1024)
-        except (OSError, StopIteration, ValueError):
-            pass
-        threading.Event().wait(0.02)
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    return peak

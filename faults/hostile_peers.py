@@ -19,12 +19,12 @@ import asyncio
 import json
 import resource
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 from agent.probes.sglang_http import TIMEOUT_S, probe_sglang
 from agent.watch import notify
+from faults._hostile_common import watch_peak_mb
 from faults.result import Scale, ScenarioResult
 from tests.support.hostile_hooks import alert, hook, notifier_for, settled
 from tests.support.hostile_metrics import METRICS, server
@@ -62,7 +62,7 @@ def _runner_part(result: ScenarioResult, workdir: Path, prompts: int) -> None:
         started = time.monotonic()
         command = runner_command(folder, url, "--api", "sglang", "--max-retries", "1")
         runner = subprocess.Popen(command, env=agent_env(), stderr=subprocess.DEVNULL)
-        peak_mb = _watch_peak(runner)
+        peak_mb = watch_peak_mb(runner, RUN_TIMEOUT_S)
         took = time.monotonic() - started
     result.faults += prompts - len(good)
     result.attempted += prompts
@@ -85,24 +85,6 @@ def _runner_part(result: ScenarioResult, workdir: Path, prompts: int) -> None:
     )
     if peak_mb > RUNNER_RSS_LIMIT_MB:
         result.violate(f"runner: peak memory {peak_mb:.0f} MB")
-
-
-def _watch_peak(process: subprocess.Popen[bytes]) -> float:
-    """Wait for `process` to end, reading its peak resident memory (VmHWM) as it runs."""
-    peak = 0.0
-    status_file = Path(f"/proc/{process.pid}/status")
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            line = next(x for x in status_file.read_text().splitlines() if x.startswith("VmHWM"))
-            peak = max(peak, int(line.split()[1]) / 1024)
-        except (OSError, StopIteration, ValueError):
-            pass
-        threading.Event().wait(0.02)
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    return peak
 
 
 async def _webhook_part(result: ScenarioResult) -> None:
