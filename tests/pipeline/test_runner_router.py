@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from agent.pipeline.inference.runner import ABORT_GRACE_S
+from agent.pipeline.inference.in_flight import ABORT_GRACE_S
 from agent.probes.cache import ProbeCache
 from agent.probes.sglang_http import probe_sglang
 from agent.simulator.tokenizer import build_tokenizer

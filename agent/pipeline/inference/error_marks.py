@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,18 @@ def prompt_kind(message: str) -> str:
     if "max_new_tokens; dropped by --drop-truncated" in message:
         return "truncated"
     return "rejected"
+
+
+def error_mark(prompt_id: str, reason: str, permanent: bool, status: int | None) -> dict[str, Any]:
+    """One errors.jsonl line: a prompt that failed, why, and whether later runs skip it."""
+    return {
+        "id": prompt_id,
+        "reason": reason,
+        "status": status,
+        "permanent": permanent,
+        "kind": prompt_kind(reason) if permanent else "transient",
+        "ts": time.time(),
+    }
 
 
 def parse_retry_errors(text: str) -> tuple[str, ...]:

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import random
 import secrets
 import signal
 import sys
@@ -23,54 +22,39 @@ import aiohttp
 
 from agent.datasets.writer_lock import take_writer_lock
 from agent.pipeline.inference.answer_checks import usable_answer, writable_line
-from agent.pipeline.inference.backends import Backend, Sampling, make_backend
+from agent.pipeline.inference.backends import Backend
 from agent.pipeline.inference.backends.base import Generation, PromptRequest
 from agent.pipeline.inference.backends.keys import key_source, read_key
-from agent.pipeline.inference.backends.reencode import Reencoder
 from agent.pipeline.inference.budget import BudgetGate
-from agent.pipeline.inference.client import (
-    AbortOutcome,
-    RejectedError,
-    Server,
-    TransientError,
-    backoff_s,
-)
-from agent.pipeline.inference.error_marks import clear_permanent_marks, prompt_kind
-from agent.pipeline.inference.options import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    EXIT_SIGNAL,
-    EXIT_USAGE,
-    RunnerOptions,
-)
+from agent.pipeline.inference.client import RejectedError, Server, TransientError
+from agent.pipeline.inference.error_marks import error_mark
+from agent.pipeline.inference.in_flight import InFlight
+from agent.pipeline.inference.options import EXIT_FAILURE, RunnerOptions
 from agent.pipeline.inference.pool import ServerDownError, ServerPool
-from agent.pipeline.inference.prompts import Prompt, PromptEncoder, PromptsError, read_prompts
-from agent.pipeline.inference.records import (
-    AppendLog,
-    ResumeState,
-    permanently_failed_ids,
-    recover,
-)
+from agent.pipeline.inference.prompts import Prompt, PromptsError
+from agent.pipeline.inference.records import AppendLog, ResumeState
 from agent.pipeline.inference.rejections import (
     RejectionJudge,
     RequestRejectedError,
     run_level_message,
 )
-from agent.pipeline.inference.response_line import DatasetTally, tally_responses
-from agent.pipeline.inference.status import (
-    RunStats,
-    progress_line,
-    status_record,
-    write_status,
+from agent.pipeline.inference.response_line import DatasetTally
+from agent.pipeline.inference.retry_pacing import RetryPacing
+from agent.pipeline.inference.run_ending import how_it_ended
+from agent.pipeline.inference.run_report import (
+    dataset_tally,
+    options_fields,
+    progress_fields,
+    write_failed_detail,
 )
+from agent.pipeline.inference.run_setup import backend_for, prepare
+from agent.pipeline.inference.status import RunStats, progress_line, status_record, write_status
 from agent.pipeline.inference.storage import StorageError
 from agent.pipeline.inference.waiting import wait_for_servers
 from agent.protocol import generation_done
 
 log = logging.getLogger("runner")
 
-ABORT_GRACE_S = 5.0
-"""How long aborted requests get to come back with their partial counts before being cancelled."""
 EMPTY_PROMPT = "the prompt encodes to no tokens (input_ids cannot be empty)"
 ABORTED = "the server aborted the request (finish_reason abort)"
 
@@ -104,18 +88,13 @@ class Runner:
         self.cancelling = False
         self.changed = asyncio.Event()
         self.hard_stop = asyncio.Event()
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.prompt_of: dict[asyncio.Task[None], Prompt] = {}
-        """Each task's prompt, so a task that fails in a way nobody foresaw still gets it marked."""
-        self.in_flight: dict[asyncio.Task[None], tuple[Server, str]] = {}
-        self.rng = random.Random()
+        self.flight = InFlight(self.name)
+        self.pacing = RetryPacing(self.name, self.stats, self.stopping)
         self.prompts: list[Prompt] = []
         self.todo: deque[Prompt] = deque()
         self.resume = ResumeState()
         self.earlier = DatasetTally()
         """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
-        self.paused_until = 0.0
-        """Monotonic time before which nothing new is sent (an API's rate limit)."""
         self.gate = BudgetGate(
             options.token_budget, float(options.max_new_tokens), options.on_budget == "cancel"
         )
@@ -148,7 +127,7 @@ class Runner:
             raise
         self._report()  # "starting", with what resume found, before the first request
         async with aiohttp.ClientSession() as session:
-            client = self._backend(session, api_key)
+            client = backend_for(self.options, session, api_key, self.encoder)
             self.pool = pool = ServerPool(
                 client, self.options.servers, self.options.server_down_timeout_s, self.changed.set
             )
@@ -169,37 +148,15 @@ class Runner:
                 self.errors_log.close()
         return self._finish()
 
-    def _backend(self, session: aiohttp.ClientSession, api_key: str | None) -> Backend:
-        options = self.options
-        sampling = Sampling(
-            options.max_new_tokens, options.temperature, options.top_p, options.model
-        )
-        tokenizer = self.encoder.tokenizer
-        reencoder = Reencoder(tokenizer) if tokenizer is not None else None
-        return make_backend(
-            options.api, session, options.request_timeout_s, api_key, sampling, reencoder
-        )
-
     def _prepare(self) -> None:
-        options = self.options
-        if options.retry_errors:
-            cleared = clear_permanent_marks(options.errors_path, options.retry_errors)
-            log.info("[%s] --retry-errors: %d permanent mark(s) cleared", self.name, cleared)
-        self.prompts = read_prompts(options.prompts_path, options.max_samples)
-        self.encoder = PromptEncoder(
-            options.tokenizer, self.prompts, trust_remote_code=options.trust_remote_code
+        prepared = prepare(self.options, self.name)
+        self.prompts, self.encoder, self.resume = (
+            prepared.prompts,
+            prepared.encoder,
+            prepared.resume,
         )
-        self.resume = recover(options.responses_path, repair=options.repair)
-        if options.api != "sglang":
-            self.earlier = tally_responses(options.responses_path)
-        skip = self.resume.done_ids | permanently_failed_ids(options.errors_path)
-        self.todo = deque(p for p in self.prompts if p.id not in skip)
+        self.earlier, self.todo = prepared.earlier, prepared.todo
         self.gate.resume(self.resume.lengths)
-        log.info(
-            "[%s] %d prompts, %d done before (%d tokens), %d to go; torn tail moved: %d bytes",
-            self.name, len(self.prompts), len(self.resume.done_ids), self.resume.tokens,
-            len(self.todo), self.resume.torn_bytes_moved,
-        )  # fmt: skip
 
     def _refuse(self, reason: str) -> None:
         """Say in runner.json why the run never started: nothing was sent, no prompt failed."""
@@ -231,18 +188,18 @@ class Runner:
 
     async def _dispatch_all(self, client: Backend, pool: ServerPool) -> None:
         self.state = "running"
-        while not self.stop_requested and (self.todo or self.tasks):
+        while not self.stop_requested and (self.todo or self.flight):
             if self._may_dispatch():
                 self._launch(self.todo.popleft(), client, pool)
                 continue
-            if not self.tasks and self._done():
+            if not self.flight and self._done():
                 break
             if self.options.on_budget == "cancel" and self.gate.reached:
                 break
             self.changed.clear()
-            pause_s = self.paused_until - time.monotonic()
+            pause_s = self.pacing.paused_for(time.monotonic())
             with contextlib.suppress(asyncio.TimeoutError):  # a pause ends by itself
-                await asyncio.wait_for(self.changed.wait(), pause_s if pause_s > 0 else None)
+                await asyncio.wait_for(self.changed.wait(), pause_s or None)
 
     def _done(self) -> bool:
         """The one rule: the budget is met or no prompt is left (`generation_done`)."""
@@ -252,23 +209,20 @@ class Runner:
         """Room for one more request; while every server is down its task waits for one."""
         return (
             bool(self.todo)
-            and len(self.tasks) < self.options.concurrency
-            and time.monotonic() >= self.paused_until
+            and len(self.flight) < self.options.concurrency
+            and not self.pacing.paused_for(time.monotonic())
             and self.gate.may_dispatch(time.monotonic())
         )
 
     def _launch(self, prompt: Prompt, client: Backend, pool: ServerPool) -> None:
         task = asyncio.create_task(self._serve(prompt, client, pool), name=f"prompt {prompt.id}")
-        self.tasks.add(task)
-        self.prompt_of[task] = prompt
+        self.flight.add(task, prompt)
         self.gate.sent(task, time.monotonic())
         self.stats.dispatched += 1
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
-        self.tasks.discard(task)
-        self.in_flight.pop(task, None)
-        prompt = self.prompt_of.pop(task)
+        prompt = self.flight.finished(task)
         self.gate.answered(task, None, time.monotonic())
         if not task.cancelled() and (exc := task.exception()) is not None:
             if isinstance(exc, ServerDownError):
@@ -301,14 +255,14 @@ class Runner:
             server = await pool.acquire()
             task = asyncio.current_task()
             assert task is not None
-            self.in_flight[task] = (server, request.rid)
+            self.flight.sent(task, server, request.rid)
             self.gate.sent(task, time.monotonic())
             try:
                 answer = await usable_answer(client, server, request)
                 line = writable_line(prompt, answer, time.monotonic() - started, self.options.api)
                 pool.succeeded(server)
             except TransientError as exc:
-                failures += self._note_transient(exc, server, pool)
+                failures += self.pacing.counts_against_prompt(exc, server, pool)
                 if not await self._wait_to_retry(prompt, failures, exc):
                     return
                 request = PromptRequest(prompt, input_ids, self._rid(prompt))
@@ -331,29 +285,12 @@ class Runner:
             request = PromptRequest(prompt, input_ids, self._rid(prompt))
 
     async def _wait_to_retry(self, prompt: Prompt, failures: int, exc: Exception) -> bool:
-        """Wait before another try; False past --max-retries (the prompt marked) or on a stop.
-
-        The server's Retry-After (429/503) is honoured when it gives one, else the runner's own
-        capped backoff; a rate limit (429) pauses every dispatch, not just this prompt's.
-        """
+        """Wait before another try; False past --max-retries (the prompt marked) or on a stop."""
         if failures > self.options.max_retries:
             self._fail(prompt, f"gave up after {failures} failures: {exc}", permanent=False)
             return False
-        retry_after = exc.retry_after_s if isinstance(exc, TransientError) else None
-        if isinstance(exc, TransientError) and exc.rate_limited:
-            self._pause_dispatch(retry_after if retry_after is not None else backoff_s(1, self.rng))
-        delay_s = retry_after if retry_after is not None else backoff_s(failures, self.rng)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stopping.wait(), delay_s)
+        await self.pacing.wait(failures, exc)
         return not self.stop_requested  # once a stop is asked, the prompt stays to do: no retry
-
-    def _pause_dispatch(self, seconds: float) -> None:
-        """Send nothing new for `seconds`: the API's rate limit is the whole run's, not a prompt's."""
-        until = time.monotonic() + seconds
-        if until > self.paused_until:
-            self.paused_until = until
-            self.stats.rate_limited += 1
-            log.warning("[%s] rate limited: dispatch paused for %.1f s", self.name, seconds)
 
     async def _refused_for_good(
         self, prompt: Prompt, exc: RejectedError, server: Server, request: PromptRequest
@@ -367,16 +304,6 @@ class Runner:
         if verdict is False:
             self._fail(prompt, str(exc), permanent=True, status=exc.status)
         return verdict is False
-
-    def _note_transient(self, exc: TransientError, server: Server, pool: ServerPool) -> int:
-        self.stats.retries += 1
-        if exc.rate_limited:
-            return 0  # a rate limit is waited out, not counted against the prompt
-        if exc.server_down:
-            pool.mark_down(server, str(exc))
-            return 0  # an outage is waited out, not counted against the prompt
-        log.info("[%s] retrying after: %s", self.name, exc)
-        return 1
 
     def _rid(self, prompt: Prompt) -> str:
         return f"{self.name}-{prompt.id}-{secrets.token_hex(4)}"
@@ -421,16 +348,7 @@ class Runner:
         if self.storage_error is not None:
             return  # nowhere to note it; the prompt stays to do
         try:
-            self.errors_log.append(
-                {
-                    "id": prompt.id,
-                    "reason": reason,
-                    "status": status,
-                    "permanent": permanent,
-                    "kind": prompt_kind(reason) if permanent else "transient",
-                    "ts": time.time(),
-                }
-            )
+            self.errors_log.append(error_mark(prompt.id, reason, permanent, status))
         except StorageError as exc:
             self._storage_failed(exc, 0)
 
@@ -456,38 +374,19 @@ class Runner:
         if self.stop_requested:
             self.state = "draining"
             await self._drain()
-            if self.tasks:
+            if self.flight:
                 await self._cancel_in_flight(client)
             return
-        if self.tasks:  # --on-budget cancel, budget reached
+        if self.flight:  # --on-budget cancel, budget reached
             await self._cancel_in_flight(client)
 
     async def _drain(self) -> None:
-        deadline = time.monotonic() + self.options.drain_timeout_s
-        log.warning("[%s] draining %d request(s) in flight", self.name, len(self.tasks))
-        while self.tasks and not self.hard_stop.is_set() and time.monotonic() < deadline:
-            self.changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), deadline - time.monotonic())
+        await self.flight.drain(self.changed, self.hard_stop, self.options.drain_timeout_s)
 
     async def _cancel_in_flight(self, client: Backend) -> None:
         self.state = "cancelling"
         self.cancelling = True
-        log.warning("[%s] cancelling %d request(s) in flight", self.name, len(self.tasks))
-        outcomes = await asyncio.gather(
-            *(client.abort(s, rid) for s, rid in list(self.in_flight.values()))
-        )
-        if AbortOutcome.UNSUPPORTED in outcomes:  # sglang-router has no /abort_request
-            log.warning(
-                "[%s] /abort_request is not there (HTTP 404, a router?): closing %d in-flight "
-                "connection(s) at once", self.name, len(self.tasks),
-            )  # fmt: skip
-        elif self.tasks and not self.hard_stop.is_set():
-            await asyncio.wait(set(self.tasks), timeout=ABORT_GRACE_S)
-        for task in list(self.tasks):
-            task.cancel()
-            self.stats.cancelled_requests += 1
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.stats.cancelled_requests += await self.flight.cancel(client, self.hard_stop)
 
     def _install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -510,25 +409,17 @@ class Runner:
     def _finish(self) -> int:
         if self.storage_error is not None:
             raise self.storage_error
-        if self.failure is None and self.stop_reason != "signal" and self._nothing_generated():
-            self.failure, self.failure_reason = (
-                f"nothing could be generated: {self.stats.errors} prompt(s) failed "
-                f"(see {self.options.errors_path})",
-                "nothing_generated",
-            )
-        if self.failure is not None:
-            self.state, self.stop_reason = "failed", self.failure_reason
-        elif self.stop_reason != "signal":
-            self.state = "stopped"
-            self.stop_reason = "budget" if self.gate.reached else "exhausted"
-        else:
-            self.state = "stopped"
+        failure = (self.failure, self.failure_reason) if self.failure is not None else None
+        options = self.options
+        end = how_it_ended(
+            failure, self.stop_reason, self.stats, self.gate.reached, options.errors_path
+        )
+        self.state, self.stop_reason, self.failure = end.state, end.stop_reason, end.failure
         self._report()
         self._say_failed_prompts()
-        if self.failure is not None:
-            code = EXIT_USAGE if self.failure_reason == "rejected" else EXIT_FAILURE
-            raise RunFailedError(self.failure, code)
-        return EXIT_SIGNAL if self.stop_reason == "signal" else EXIT_OK
+        if end.failure is not None:
+            raise RunFailedError(end.failure, end.exit_code)
+        return end.exit_code
 
     def _say_failed_prompts(self) -> None:
         """The last word of a run that lost no prompt silently: how many failed, and where."""
@@ -542,32 +433,12 @@ class Runner:
     def _stopped_by(self, exc: StorageError) -> None:
         """Say in runner.json (where there is room) and in the error why the run stopped."""
         self.storage_error = self.storage_error or exc
-        stats = self.stats
-        said = [
-            f"kept every record written: {stats.completed:,} new this run, "
-            f"{self.gate.tokens_done:,} tokens in the dataset"
-        ]
-        if stats.cancelled_requests or stats.discarded_tokens:
-            said.append(
-                f"dropped {stats.cancelled_requests} request(s) in flight and "
-                f"{stats.discarded_tokens:,} tokens of answers there was no room for"
-            )
-        said.append("free space and rerun: it resumes exactly where it stopped")
+        said = write_failed_detail(self.stats, self.gate.tokens_done)
         self.storage_error.detail = "; ".join(filter(None, (self.storage_error.detail, *said)))
         self.state, self.stop_reason = "failed", "write_failed"
         self._report()
 
-    def _nothing_generated(self) -> bool:
-        """Requests went out and not one answer came back to keep."""
-        return self.stats.dispatched > 0 and self.stats.completed + self.stats.truncated == 0
-
     # ------------------------------------------------------------ reporting
-
-    def _live_state(self) -> str:
-        """The state to report: a running run with every server down is waiting for one."""
-        if self.state == "running" and self.pool is not None and self.pool.all_down:
-            return "waiting_for_server"
-        return self.state
 
     async def _report_forever(self) -> None:
         last_line = 0.0
@@ -583,52 +454,31 @@ class Runner:
                     print(progress_line(self.name, record), file=sys.stderr, flush=True)  # noqa: T201
                 last_line = time.monotonic()
 
-    def _dataset_tally(self) -> dict[str, Any]:
-        """Cost and re-encoding figures of the whole dataset: earlier records and this run's."""
-        stats = self.stats
-        tally = self.earlier.plus(stats.cost, stats.reencoded, stats.reencode_mismatches)
-        return {
-            "dataset_cost": tally.cost,
-            "dataset_reencoded": tally.reencoded,
-            "dataset_reencode_mismatches": tally.reencode_mismatches,
-            "reencode_mismatch_share": tally.mismatch_share,
-        }
+    def _live_state(self) -> str:
+        """The state to report: a running run with every server down is waiting for one."""
+        if self.state == "running" and self.pool is not None and self.pool.all_down:
+            return "waiting_for_server"
+        return self.state
 
     def _report(self) -> dict[str, Any]:
-        gate, options = self.gate, self.options
+        now = time.monotonic()
         record = status_record(
             {
                 "state": self._live_state(),
                 "stop_reason": self.stop_reason,
                 "failure": self.failure,
                 "refusal": self.refusal,
-                "dataset_dir": str(options.dataset_dir),
-                "servers": list(options.servers),
-                "api": options.api,
-                "model": options.model,
-                "rate_limited_until_s": round(max(self.paused_until - time.monotonic(), 0.0), 1),
-                **self._dataset_tally(),
-                "budget": options.token_budget,
-                "max_samples": options.max_samples,
-                "on_budget": options.on_budget,
-                "concurrency": options.concurrency,
-                "max_new_tokens": options.max_new_tokens,
+                "rate_limited_until_s": round(self.pacing.paused_for(now), 1),
                 "prompts": len(self.prompts),
-                "in_flight": len(self.tasks),
-                "responses": gate.responses_done,
-                "tokens": gate.tokens_done,
-                "expected_tokens_per_response": round(gate.expected_tokens, 1),
-                "projected_tokens": round(gate.projected_tokens(time.monotonic())),
-                "resumed_responses": len(self.resume.done_ids),
-                "resumed_tokens": self.resume.tokens,
-                "duplicates_skipped": self.resume.duplicates,
-                "torn_bytes_moved": self.resume.torn_bytes_moved,
-                "corrupt_lines_moved": self.resume.corrupt_lines_moved,
+                "in_flight": len(self.flight),
                 "write_error": self.storage_error.as_record() if self.storage_error else None,
+                **options_fields(self.options),
+                **progress_fields(self.gate, self.resume, now),
+                **dataset_tally(self.earlier, self.stats),
             },
             self.stats,
         )
-        write_status(options.status_path, record)
+        write_status(self.options.status_path, record)
         return record
 
 

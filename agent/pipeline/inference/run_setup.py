@@ -1,0 +1,69 @@
+"""What a run reads before its first request, and the backend that speaks the server's API.
+
+The prompts, the tokenizer, and what earlier runs left: records (a torn tail repaired), permanent
+failure marks and, for a text API, the cost and re-encodings so far.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass
+
+import aiohttp
+
+from agent.pipeline.inference.backends import Backend, Sampling, make_backend
+from agent.pipeline.inference.backends.reencode import Reencoder
+from agent.pipeline.inference.error_marks import clear_permanent_marks
+from agent.pipeline.inference.options import RunnerOptions
+from agent.pipeline.inference.prompts import Prompt, PromptEncoder, read_prompts
+from agent.pipeline.inference.records import ResumeState, permanently_failed_ids, recover
+from agent.pipeline.inference.response_line import DatasetTally, tally_responses
+
+log = logging.getLogger("runner")
+
+
+@dataclass
+class Prepared:
+    """The work of a run: every prompt, those still to do, and what resuming found."""
+
+    prompts: list[Prompt]
+    encoder: PromptEncoder
+    resume: ResumeState
+    earlier: DatasetTally
+    """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
+    todo: deque[Prompt]
+
+
+def prepare(options: RunnerOptions, name: str) -> Prepared:
+    """Read prompts and records (repairing a torn tail); raises PromptsError on unusable input."""
+    if options.retry_errors:
+        cleared = clear_permanent_marks(options.errors_path, options.retry_errors)
+        log.info("[%s] --retry-errors: %d permanent mark(s) cleared", name, cleared)
+    prompts = read_prompts(options.prompts_path, options.max_samples)
+    encoder = PromptEncoder(options.tokenizer, prompts, trust_remote_code=options.trust_remote_code)
+    resume = recover(options.responses_path, repair=options.repair)
+    earlier = tally_responses(options.responses_path) if options.api != "sglang" else DatasetTally()
+    skip = resume.done_ids | permanently_failed_ids(options.errors_path)
+    todo = deque(p for p in prompts if p.id not in skip)
+    log.info(
+        "[%s] %d prompts, %d done before (%d tokens), %d to go; torn tail moved: %d bytes",
+        name, len(prompts), len(resume.done_ids), resume.tokens, len(todo),
+        resume.torn_bytes_moved,
+    )  # fmt: skip
+    return Prepared(prompts, encoder, resume, earlier, todo)
+
+
+def backend_for(
+    options: RunnerOptions,
+    session: aiohttp.ClientSession,
+    api_key: str | None,
+    encoder: PromptEncoder,
+) -> Backend:
+    """The client of the run's API; text answers are re-encoded with the tokenizer when given."""
+    sampling = Sampling(options.max_new_tokens, options.temperature, options.top_p, options.model)
+    tokenizer = encoder.tokenizer
+    reencoder = Reencoder(tokenizer) if tokenizer is not None else None
+    return make_backend(
+        options.api, session, options.request_timeout_s, api_key, sampling, reencoder
+    )
