@@ -155,7 +155,7 @@ async def _hook_part(result: ScenarioResult, state: Path, peers: Peers, kind: st
         )
     result.notes.append(
         f"hook {kind}: {peers.posts[kind]} POST(s) so far; sent {sent}, lost {lost} "
-        f"({after.last_failure or '-'}) in {took:.1f} s"
+        f"({(after.last_failure if lost else None) or '-'}) in {took:.1f} s"
     )
 
 
