@@ -1,0 +1,73 @@
+"""`[hosts.NAME.jobs.JOB]`: a job's argv, kind, stop signal, graces and restart policy."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from agent.protocol import (
+    JobSpec,
+    RestartPolicy,
+    StopSignal,
+)
+from console.config.reader import TableReader, join_key
+
+_JOB_KINDS = {
+    "inference", "server", "vocab", "hidden_states", "train", "command",
+    "export", "evaluate", "drafter_server",
+}  # fmt: skip
+_SIGNALS: dict[str, StopSignal] = {name: name for name in typing.get_args(StopSignal)}
+
+
+def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: str) -> JobSpec:
+    """`[hosts.NAME.jobs.JOB]`, checked: argv a list of strings, a known kind and signal."""
+    table = reader.table(jobs, name, where)
+    where = f"{where}.{name}"
+    reader.only(table, where, {"argv", "kind", "cwd", "env", "gpu", "per_dataset", "stop_signal",
+                               "grace_s", "term_grace_s", *_RESTART_KEYS})  # fmt: skip
+    argv = reader.optional(table, "argv", where, list, "a list of strings (no shell string)")
+    if not argv or not all(isinstance(part, str) for part in argv):
+        raise reader.error(f"{where}.argv", f"got {argv!r}", "a non-empty list of strings")
+    kind = reader.text(table, "kind", where, "command")
+    if kind not in _JOB_KINDS:
+        raise reader.error(
+            f"{where}.kind", f"got {kind!r}", "one of " + ", ".join(sorted(_JOB_KINDS))
+        )
+    stop_signal = reader.text(table, "stop_signal", where, "SIGTERM")
+    if stop_signal not in _SIGNALS:
+        raise reader.error(
+            f"{where}.stop_signal", f"got {stop_signal!r}", "one of " + ", ".join(sorted(_SIGNALS))
+        )
+    env = reader.table(table, "env", where, required=False)
+    return JobSpec(
+        argv=tuple(argv),
+        kind=kind,
+        cwd=reader.optional(table, "cwd", where, str, "a folder path"),
+        env={key: reader.text(env, key, f"{where}.env") for key in env},
+        gpu=bool(reader.optional(table, "gpu", where, bool, "true or false")),
+        per_dataset=bool(reader.optional(table, "per_dataset", where, bool, "true or false")),
+        stop_signal=_SIGNALS[stop_signal],
+        grace_s=reader.seconds(table, "grace_s", where, 30.0, JobSpec),
+        term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0, JobSpec),
+        **_restart(reader, table, where),
+    )
+
+
+_RESTART_KEYS = ("restart", "max_restarts", "restart_window_s", "restart_delay_s")
+_RESTART_POLICIES: dict[str, RestartPolicy] = {"no": "no", "on-failure": "on-failure"}
+
+
+def _restart(reader: TableReader, table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The job's restart policy: restart = "no" | "on-failure", its cap, window and back-off."""
+    policy = reader.text(table, "restart", where, "no")
+    if policy not in _RESTART_POLICIES:
+        raise reader.error(f"{where}.restart", f"got {policy!r}", 'one of "no", "on-failure"')
+    most = reader.optional(table, "max_restarts", where, int, "a whole number of restarts")
+    if most is not None:
+        reader.in_range(most, join_key(where, "max_restarts"), JobSpec, "a number of restarts")
+    return {
+        "restart": _RESTART_POLICIES[policy], "max_restarts": 5 if most is None else most,
+        "restart_window_s": reader.seconds(table, "restart_window_s", where, 3600.0, JobSpec),
+        "restart_delay_s": reader.seconds(table, "restart_delay_s", where, 10.0, JobSpec),
+    }  # fmt: skip
