@@ -16,7 +16,7 @@ import contextlib
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -40,6 +40,7 @@ from faults._bad_input_wire import daemon_pid, log_tracebacks
 from faults._hostile_common import resident_mb, shut_down_agent
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
+from tests.support.sqlite_lock import locked_by_another_process
 
 T = TypeVar("T")
 BUDGET = 300
@@ -49,17 +50,6 @@ REQUEST_TOKENS_PER_S = 80
 TOKENS_PER_S = CONCURRENCY * REQUEST_TOKENS_PER_S
 """How fast the runner writes: the overrun is this times how late the guard acts."""
 GUARD_WAIT_S = 60.0
-
-HOLD_LOCK = """
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("PRAGMA journal_mode=WAL")
-db.execute("CREATE TABLE IF NOT EXISTS hold (x)")
-db.execute("BEGIN IMMEDIATE")
-db.execute("INSERT INTO hold VALUES (1)")
-print("locked", flush=True)
-sys.stdin.read()
-"""
 
 
 @dataclass(slots=True)
@@ -76,21 +66,6 @@ class Seen:
     stop_s: float = 0.0
     wal_peak_bytes: int = 0
     """The history's write-ahead log at its largest, sampled at each snapshot."""
-
-
-@contextlib.contextmanager
-def locked_by_another_process(path: Path) -> Iterator[None]:
-    """Another process holds the write lock on the SQLite file `path` until the block ends."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        if holder.stdout is None or holder.stdout.readline() != "locked\n":
-            raise RuntimeError("the lock holder did not take its lock")
-        yield
-    finally:
-        holder.communicate("", timeout=10)
 
 
 def dataset_root(workdir: Path) -> Path:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,32 +32,7 @@ from agent.watch.recorder import Recorder
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
 from tests.support.hostile_files import no_dac_prefix
-
-HOLD_LOCK = """
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], isolation_level=None)
-db.execute("PRAGMA journal_mode=WAL")
-db.execute("CREATE TABLE IF NOT EXISTS hold (x)")
-db.execute("BEGIN IMMEDIATE")
-db.execute("INSERT INTO hold VALUES (1)")
-print("locked", flush=True)
-sys.stdin.read()
-"""
-
-
-@contextlib.contextmanager
-def locked_by_another_process(path: Path) -> Iterator[None]:
-    """Another process holds the write lock of `path` until the block ends."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == "locked\n"
-        yield
-    finally:
-        holder.communicate("", timeout=10)
+from tests.support.sqlite_lock import locked_by_another_process
 
 
 async def until(check: Callable[[], bool], what: str) -> None:
