@@ -3,6 +3,7 @@
 Trials, each with a real agent daemon:
 - a job whose main process starts a worker that calls setsid (or a double-forked one, or one that
   stays in its group) and exits at once; the worker must not outlive the job;
+- a job that starts a setsid worker and SIGKILLs its own shim, then `k`: the worker is stopped;
 - the same jobs stopped with `k` while main and worker run; nothing of the tree may be left;
 - a job folder as a daemon killed mid-launch leaves it (job.json and child.json of a live process,
   no shim.json), then `k` on it: the process is stopped and the daemon lives (it used to
@@ -36,13 +37,16 @@ from faults.result import Scale, ScenarioResult
 from tests.support.operations import jobs_where, text_appears
 
 TITLE = "Process trees: workers that leave their job's group, and jobs half launched"
-MODES = ("setsid", "double_fork", "group")
+MODES = ("setsid", "double_fork", "group", "kills_shim")
+"""kills_shim: a double-forked setsid worker, then the job SIGKILLs its shim (the subreaper that
+held the worker below it); found by the job's mark. Stopped with k only: with its shim gone,
+nothing records the job's end to end what it left."""
 WORKER = """import os, sys, time
 mode, pid_file, stay = sys.argv[1], sys.argv[2], sys.argv[3] == "stay"
-if mode in ("setsid", "double_fork") and os.fork() == 0:
-    if mode == "setsid":
+if mode in ("setsid", "double_fork", "kills_shim") and os.fork() == 0:
+    if mode in ("setsid", "kills_shim"):
         os.setsid()
-    if mode == "double_fork" and os.fork() != 0:
+    if mode in ("double_fork", "kills_shim") and os.fork() != 0:
         os._exit(0)
     open(pid_file + ".tmp", "w").write(str(os.getpid()))
     os.rename(pid_file + ".tmp", pid_file)
@@ -53,6 +57,8 @@ if mode == "group" and os.fork() == 0:
     time.sleep(600)
 while not os.path.exists(pid_file):
     time.sleep(0.01)
+if mode == "kills_shim":
+    os.kill(os.getppid(), 9)
 print("worker started", flush=True)
 if stay:
     time.sleep(600)
@@ -69,7 +75,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     stops_s: list[float] = []
     for index in range(rounds):
         for mode in MODES:
-            for stay in ("exits", "stay"):
+            for stay in ("exits", "stay") if mode != "kills_shim" else ("stay",):
                 await _tree_trial(result, workdir / f"{mode}-{stay}-{index}", script, mode, stay,
                                   left, stops_s)  # fmt: skip
         await _half_launched_trial(result, workdir / f"half-{index}", stops_s)

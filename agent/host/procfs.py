@@ -84,6 +84,25 @@ def descendants(pid: int) -> list[ProcessInfo]:
     return found
 
 
+def carrying(name: str, value: str) -> list[ProcessInfo]:
+    """Live processes whose environment, as they were started, holds `name=value` exactly.
+
+    How a job's processes are found wherever they went: every process a job starts inherits the
+    mark the shim put in its environment, even one that left the group and lost its parent. Only
+    processes of the agent's own user (or every one, for root) can be read.
+    """
+    entry = f"{name}={value}".encode()
+    found = []
+    for pid in all_pids():
+        try:
+            environ = (PROC / str(pid) / "environ").read_bytes()
+        except OSError:
+            continue
+        if entry in environ.split(b"\0") and (info := process_info(pid)) is not None and info.alive:
+            found.append(info)
+    return found
+
+
 def command_line(pid: int) -> list[str]:
     """The argv of `pid` (empty for kernel threads or when unreadable)."""
     try:

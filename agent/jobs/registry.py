@@ -20,6 +20,9 @@ JOB_FILE, SHIM_FILE, CHILD_FILE, EXIT_FILE, STOP_FILE, RESTART_FILE = (
     "job.json", "shim.json", "child.json", "exit.json", "stop.json", "restart.json",
 )  # fmt: skip
 LOG_FILE = "output.log"
+MARK_ENV = "EAGLE_AGENT_JOB_MARK"
+"""Set by the shim in the job's environment to the random `mark` of its job.json: every process
+the job starts inherits it, so a stop finds the ones that left both the group and the shim."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agent.host.procfs import descendants, group_members, is_same_process
+from agent.host.procfs import carrying, descendants, group_members, is_same_process
 from agent.host.signals import kill_group, kill_process
+from agent.jobs.registry import MARK_ENV
 from agent.protocol import StopOutcome, StopStep
 
 POLL_S = 0.05
@@ -35,23 +36,27 @@ class GroupIdentity:
     """(pid, start ticks) of the shim and the job, whichever were recorded."""
     seen_escaped: set[tuple[int, int]] = field(default_factory=set)
     """(pid, start ticks) of descendants found outside the group during this stop."""
+    mark: str | None = None
+    """The job's mark (MARK_ENV in its processes' environment), where its job.json has one."""
 
     def still_ours(self) -> bool:
         """True while a recorded process, or a remembered escapee, lives with its start time."""
         return any(is_same_process(pid, ticks) for pid, ticks in (*self.known, *self.seen_escaped))
 
     def members(self) -> list[int]:
-        """Pids alive in the group, and the shim's descendants that left it."""
+        """Pids alive in the group, and the job's processes that left it."""
         if self.pgid is None:
-            return [pid for pid, ticks in self.known if is_same_process(pid, ticks)]
+            known = [pid for pid, ticks in self.known if is_same_process(pid, ticks)]
+            return known + [pid for pid in self.escaped() if pid not in known]
         return [info.pid for info in group_members(self.pgid)] + self.escaped()
 
     def escaped(self) -> list[int]:
-        """Descendants of the shim in another group (a worker that called setsid, say).
+        """The job's processes in another group (a worker that called setsid, say).
 
         The shim leads the group and is a child subreaper, so everything the job started stays
-        below it. They are found while the shim is the recorded process and remembered with
-        their start times, so they are still stopped if the shim goes first.
+        below it while it lives. Whatever carries the job's mark is the job's too, wherever it
+        went: that finds a worker whose shim the job killed. Both are remembered with their start
+        times, so they are still stopped when the shim and the job go first.
         """
         shim = next(((pid, ticks) for pid, ticks in self.known if pid == self.pgid), None)
         if self.pgid is not None and shim is not None and is_same_process(*shim):
@@ -60,11 +65,18 @@ class GroupIdentity:
                 for info in descendants(self.pgid)
                 if info.pgid != self.pgid
             )
+        if self.mark is not None:
+            known = {pid for pid, _ in self.known}
+            self.seen_escaped.update(
+                (info.pid, info.start_ticks)
+                for info in carrying(MARK_ENV, self.mark)
+                if info.pgid != self.pgid and info.pid not in known
+            )
         return [pid for pid, ticks in sorted(self.seen_escaped) if is_same_process(pid, ticks)]
 
     def send(self, signum: signal.Signals) -> None:
-        """Signal the whole group, and each escaped descendant by pid."""
-        if self.pgid is None:  # no group proven: the recorded processes alone, each by pid
+        """Signal the whole group, and each escaped process by pid."""
+        if self.pgid is None:  # no group proven: the recorded and marked processes, each by pid
             singles = self.members()
         else:
             singles = self.escaped()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -142,7 +143,7 @@ class Supervisor:
                 "argv": list(rendered.argv), "cwd": rendered.cwd, "env": rendered.env,
                 "gpu": spec.gpu, "stop_signal": spec.stop_signal, "grace_s": spec.grace_s,
                 "term_grace_s": spec.term_grace_s, "idempotency_key": key,
-                "launched_at": time.time(), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
+                "launched_at": time.time(), "mark": secrets.token_hex(16), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
                 "launch": {"job": params.job, "dataset": params.dataset,
                            "argv": list(params.argv) if params.argv is not None else None},
                 **(lineage or {}),
@@ -286,13 +287,14 @@ def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:
 def _identity(files: JobFiles) -> GroupIdentity:
     """The group to signal, proven by the processes recorded in this boot (none from another)."""
     shim, child = files.read(SHIM_FILE) or {}, files.read(CHILD_FILE) or {}
+    mark = (files.read(JOB_FILE) or {}).get("mark")
     known = tuple(
         (int(record["pid"]), int(record["start_ticks"]))
         for record in (shim, child)
         if record.get("pid") and record.get("start_ticks") is not None
         and same_boot(record.get("boot_id"))
     )  # fmt: skip
-    return GroupIdentity(_proven_group(shim, child), known)
+    return GroupIdentity(_proven_group(shim, child), known, mark=_text(mark))
 
 
 def _proven_group(shim: Mapping[str, Any], child: Mapping[str, Any]) -> int | None:

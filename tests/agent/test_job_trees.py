@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from agent.host.procfs import process_info
-from agent.protocol import JOBS_LAUNCH, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopParams,
+)
 from agent.state import read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -78,4 +86,52 @@ async def test_a_worker_left_running_when_the_job_ends_is_ended_with_it(
         assert "ended 1 process(es) it left running" in Path(job.log_path or "").read_text()
     finally:
         if alive(worker):
+            os.kill(worker, 9)
+
+
+KILLS_ITS_SHIM = (
+    "import os, signal, sys, time\n"
+    "pid_file = sys.argv[1]\n"
+    "if os.fork() == 0:\n"  # a worker in its own session, its parent gone: below the shim only
+    "    os.setsid()\n"
+    "    if os.fork():\n"
+    "        os._exit(0)\n"
+    "    open(pid_file + '.tmp', 'w').write(str(os.getpid()))\n"
+    "    os.rename(pid_file + '.tmp', pid_file)\n"
+    "    time.sleep(600)\n"
+    "while not os.path.exists(pid_file):\n"
+    "    time.sleep(0.01)\n"
+    "os.kill(os.getppid(), signal.SIGKILL)\n"  # the shim, which held the worker below it
+    "print('shim killed', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """With the shim gone the worker is in no group of the job's and below no process of it."""
+    script = tmp_path / "kills_its_shim.py"
+    script.write_text(KILLS_ITS_SHIM)
+    pid_file = tmp_path / "worker.pid"
+    spec = JobSpec((PY, str(script), str(pid_file)), grace_s=1.0)
+    agent = await open_local_link(state_dir, PipelineConfig(jobs={"rogue": spec}))
+    worker = 0
+    try:
+        job: JobInfo = await agent.call(JOBS_LAUNCH, LaunchParams("rogue"), idempotency_key="r")
+        await text_appears(Path(job.log_path or ""), "shim killed")
+        worker = int(pid_file.read_text())
+        shim = read_json(state_dir / "jobs" / job.id / "shim.json")
+        assert isinstance(shim, dict)
+        assert not alive(int(shim["pid"]))
+        info = process_info(worker)
+        assert info is not None
+        assert info.pgid != job.pgid
+        assert info.ppid != shim["pid"]
+        result = await agent.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop")
+        assert result.outcome == "stopped", result
+        assert not alive(worker), f"the worker {worker} outlived the stop of its job"
+    finally:
+        await agent.close()
+        if worker and alive(worker):
             os.kill(worker, 9)
