@@ -14,6 +14,7 @@ import enum
 import json
 import logging
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -233,13 +234,17 @@ async def failure_of(response: aiohttp.ClientResponse) -> Exception:
     return RejectedError(message, status)
 
 
+DELTA_SECONDS = re.compile(r"\d{1,12}(?:\.\d{1,6})?")
+"""Retry-After's delta-seconds (RFC 9110 §10.2.3: digits; a fraction tolerated)."""
+
+
 def retry_after_s(header: str | None) -> float | None:
     """Seconds a Retry-After header asks for (delta-seconds or an HTTP date), capped; None if absent."""
     if not header:
         return None
-    try:
+    if DELTA_SECONDS.fullmatch(header.strip()):  # not float(): "nan", "inf" and "1_0" are floats
         seconds = float(header)
-    except ValueError:
+    else:
         try:
             when = email.utils.parsedate_to_datetime(header)
         except (TypeError, ValueError):
