@@ -60,7 +60,8 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     await asyncio.to_thread(_build_tokenizer, tokenizer)
     with hostile_answer_server() as (url, _):
         for api, kinds in RUNS:
-            extra = ("--tokenizer", str(tokenizer)) if api == "openai-chat" else ()
+            chat = ("--tokenizer", str(tokenizer), "--reencode")  # its chat answers are text only
+            extra = chat if api == "openai-chat" else ()
             copies = scale.pick(full=4, quick=1)
             await asyncio.to_thread(
                 _kinds_part, result, workdir / api, url, api, kinds, copies, extra

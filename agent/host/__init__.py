@@ -1,1 +1,1 @@
-"""Facts about this machine read safely: /proc, regular files only, clocks that step, the SGLang key."""
+"""Facts about this machine read safely: /proc, regular files, clocks, the SGLang key, server kinds."""

@@ -18,6 +18,8 @@ READ_CHUNK = 64 * 1024
 """A body is read this much at a time, so a limit is noticed within a chunk of passing it."""
 MAX_TEXT_BYTES = 64 * 1024
 """Error messages, health and readiness answers: read this far, the rest ignored."""
+MAX_CONTAINERS = 100_000
+"""Lists and objects in one peer's JSON: an answer has a handful; each costs Python ~60 bytes."""
 
 
 class BodyTooLargeError(ValueError):
@@ -55,8 +57,22 @@ async def bounded_text(response: aiohttp.ClientResponse, limit: int = MAX_TEXT_B
         return data.decode("utf-8", "replace")
 
 
-def strict_json(data: bytes | str) -> Any:
-    """json.loads, with NaN, Infinity and -Infinity refused as the ValueError they are."""
+def strict_json(data: bytes | str, max_containers: int = MAX_CONTAINERS) -> Any:
+    """json.loads, with NaN, Infinity and -Infinity refused as the ValueError they are.
+
+    A body with more than `max_containers` lists and objects is refused before it is parsed
+    (counted as its `[` and `{`, strings included, so never fewer than there are): 15 MB of `[]`
+    inside an answer's meta_info, under every byte limit, became 2.6 million lists and took the
+    runner to 851 MB and froze its loop for 8 s.
+    """
+    if isinstance(data, bytes):
+        containers = data.count(b"[") + data.count(b"{")
+    else:
+        containers = data.count("[") + data.count("{")
+    if containers > max_containers:
+        raise ValueError(
+            f"it holds {containers:,} lists and objects, over the limit of {max_containers:,}"
+        )
     return json.loads(data, parse_constant=_not_json)
 
 

@@ -5,8 +5,9 @@ a per-priority breakdown beside the total, which carries `priority=""` (sglang
 srt/observability/metrics_collector.py:1382-1393, 1414-1426). With
 `--enable-metrics-for-all-schedulers` every TP rank repeats its DP rank's figures. Behind
 sglang-router, `/engine_metrics` carries every worker's series renamed `sglang_...` with a
-`worker_addr` label. So: breakdowns are dropped, one series is kept per (worker, DP rank), and
-those are summed, or averaged for ratios.
+`worker_addr` label. vLLM 0.34 labels every series `model_name` and `engine`, one series per
+data-parallel engine (vllm v1/metrics/loggers.py:499-545). So: breakdowns are dropped, one
+series is kept per (worker, DP rank, engine), and those are summed, or averaged for ratios.
 
 The text format is simple enough to read here: the agent's core must not need a third-party
 package (prometheus_client is not always in the Python that runs the agent).
@@ -23,7 +24,7 @@ _LINE = r"^({prefix}[:_][A-Za-z0-9_]+)(?:\{{(.*)\}})?\s+(\S+)(?:\s+\d+)?$"
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 RATIOS = frozenset({
     "token_usage", "cache_hit_rate", "spec_accept_length", "spec_accept_rate", "swa_token_usage",
-    "mamba_usage", "utilization",
+    "mamba_usage", "utilization", "kv_cache_usage_perc", "gpu_cache_usage_perc",
 })  # fmt: skip
 """Averaged across ranks and workers; everything else (counts, rates, totals) is summed."""
 _REPLICA_LABELS = ("tp_rank", "pp_rank", "moe_ep_rank")
@@ -38,9 +39,10 @@ class Sample:
     value: float
 
     @property
-    def part(self) -> tuple[str, str]:
-        """Which worker and DP rank it describes."""
-        return self.labels.get("worker_addr", ""), self.labels.get("dp_rank", "")
+    def part(self) -> tuple[str, str, str]:
+        """Which worker, DP rank (SGLang) and engine (vLLM) it describes."""
+        labels = self.labels
+        return labels.get("worker_addr", ""), labels.get("dp_rank", ""), labels.get("engine", "")
 
 
 def parse(text: str, prefix: str = "sglang") -> list[Sample]:
@@ -64,7 +66,7 @@ def parse(text: str, prefix: str = "sglang") -> list[Sample]:
 
 def one_per_part(samples: list[Sample]) -> list[Sample]:
     """Drop per-priority breakdowns and TP/PP/EP replicas: one series per (worker, rank)."""
-    kept: dict[tuple[str, tuple[str, str]], Sample] = {}
+    kept: dict[tuple[str, tuple[str, str, str]], Sample] = {}
     for sample in samples:
         if sample.labels.get("priority", ""):
             continue
@@ -87,7 +89,7 @@ def totals(samples: list[Sample]) -> dict[str, float]:
 
 
 def by_part(samples: list[Sample], label: str) -> dict[str, dict[str, float]]:
-    """Figures per value of `label` (dp_rank or worker_addr), combined within each."""
+    """Figures per value of `label` (dp_rank, worker_addr or engine), combined within each."""
     grouped: dict[str, list[Sample]] = defaultdict(list)
     for sample in one_per_part(samples):
         if label in sample.labels:

@@ -2,12 +2,14 @@
 
 The current paths come first (`/server_info`, `/model_info`); the deprecated `get_` forms log a
 WARNING in the server's log on every call (srt/entrypoints/http_server.py:802-809, 853-860), so
-they are asked only when the current path answers 404. A 404 on /server_info that
-`/get_server_info` answers with `router_manager` means the URL is an sglang-router, which is
-probed as one (router_probe.py); a 404 on both forms with a `/v1/models` answer means a vLLM
-server (vllm_probe.py). A configured `api` ends the guessing: `sglang` is probed as SGLang only;
-under `openai-*` SGLang (its /v1 routes) is still SGLang, and a server without /server_info is
-an OpenAI-compatible one (openai_probe.py: vLLM, or a hosted API). With
+they are asked only when the current path answers 404. Who answered is told by the keys of
+the answer (agent/host/server_identity.py), never by a 200 alone: `/get_server_info` with
+`router_manager` is an sglang-router, probed as one (router_probe.py); `vllm_config` is vLLM
+with VLLM_SERVER_DEV_MODE=1 (vllm entrypoints/serve/dev/server_info/api_router.py:43-59), probed
+as vLLM whatever the config says (vllm_probe.py); a 404 on both forms with a `/v1/models` answer
+is a vLLM server too. A configured `api` ends the guessing: `sglang` is never guessed into
+vLLM; under `openai-*` SGLang (its /v1 routes) is still SGLang, and a server without
+/server_info is an OpenAI-compatible one (openai_probe.py: vLLM, or a hosted API). With
 `--api-key` the key goes with every request.
 
 aiohttp is imported here, lazily: it is present wherever SGLang is, but the agent core must not
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agent.host.server_identity import server_info_kind
 from agent.host.sglang_auth import bearer_headers
 from agent.probes import prometheus
 from agent.probes.http_reads import get_json, get_text
@@ -55,8 +58,11 @@ async def probe_sglang(
                 url=url, healthy=False, detail=f"unreachable: {str(exc) or type(exc).__name__}"
             )
         status, info = await _current_or_deprecated(session, url, "server_info")
-        if info.get("router_manager"):
+        kind = server_info_kind(info)
+        if kind == "router":
             return await probe_router(session, url)
+        if kind == "vllm":
+            return await _vllm_by_its_info(session, url, healthy, detail)
         if other := await _not_sglang(session, url, status, api, model, (healthy, detail)):
             return other
         _, model_info = await _current_or_deprecated(session, url, "model_info")
@@ -81,6 +87,15 @@ async def _not_sglang(
     if api is not None:
         return await probe_openai(session, url, model)
     return await probe_vllm(session, url, *health) if status == 404 else None
+
+
+async def _vllm_by_its_info(session: Any, url: str, healthy: bool, detail: str) -> ServerStats:
+    """A server whose /server_info is vLLM's own: read as vLLM, never as an empty SGLang."""
+    stats = await probe_vllm(session, url, healthy, detail)
+    if stats is not None:
+        return stats
+    missing = "vLLM (by its /server_info), but /v1/models lists no model"
+    return ServerStats(url=url, healthy=False, detail=_join(detail, missing))
 
 
 _KEY_HINT = "set api_key_file under [hosts.NAME.sglang] (or SGLANG_API_KEY for the agent)"

@@ -1,10 +1,14 @@
-"""A vLLM server, probed as what it is: no /server_info, but /v1/models and `vllm:` metrics.
+"""A vLLM server, probed as what it is: /v1/models and `vllm:` metrics, one series per engine.
 
 `/v1/models` names the served model and its `max_model_len` (vllm entrypoints/serve/engine/
-protocol.py:105); `/metrics` has `vllm:num_requests_running`, `vllm:num_requests_waiting` and the
-counter `vllm:generation_tokens_total` (v1/metrics/loggers.py:528-809; openai-compat-wire.md §1).
-vLLM reports no throughput gauge, so tokens/s is the counter's rate between two readings of the
-same URL; the first reading has none. Every failure is a missing figure, never an exception.
+protocol.py:105); `/metrics` has `vllm:num_requests_running`, `vllm:num_requests_waiting`, the
+counter `vllm:generation_tokens_total` and the KV-cache share `vllm:kv_cache_usage_perc` (named
+`vllm:gpu_cache_usage_perc` before; vllm 0.34.0 v1/metrics/loggers.py:528-545, 620, 798-809).
+Every series carries `model_name` and `engine` labels, one per data-parallel engine
+(loggers.py:499-505): the header sums them (the KV share is their mean) and `parts` shows each
+engine, as the SGLang probe shows each DP rank. vLLM reports no throughput gauge, so tokens/s is
+the counter's rate between two readings of the same URL (and engine); the first reading has
+none. Every failure is a missing figure, never an exception.
 """
 
 from __future__ import annotations
@@ -14,11 +18,14 @@ from typing import Any
 
 from agent.probes import prometheus
 from agent.probes.http_reads import get_json, get_text
-from agent.probes.values import count, text
-from agent.protocol import ServerStats
+from agent.probes.values import count, figure, text
+from agent.protocol import ServerPart, ServerStats
+
+KV_CACHE_NAMES = ("kv_cache_usage_perc", "gpu_cache_usage_perc")
+"""vLLM's KV-cache share (1 = full): the current name, then the one before 0.34."""
 
 _last_count: dict[str, tuple[float, float]] = {}
-"""Per URL: the generation-token counter and when it was read (monotonic), for the rate."""
+"""Per URL (and URL#engine): the generation-token counter and when it was read (monotonic)."""
 
 
 async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> ServerStats | None:
@@ -28,7 +35,8 @@ async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> Serv
     entry = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else None
     if entry is None:
         return None
-    total = prometheus.totals(prometheus.parse(await get_text(session, f"{url}/metrics"), "vllm"))
+    samples = prometheus.parse(await get_text(session, f"{url}/metrics"), "vllm")
+    total = prometheus.totals(samples)
     context = count(entry.get("max_model_len"))
     about = f"vLLM, max context {context:,} tokens" if context is not None else "vLLM"
     return ServerStats(
@@ -38,7 +46,33 @@ async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> Serv
         model_path=text(entry.get("id")),
         running_requests=count(total.get("num_requests_running")),
         queued_requests=count(total.get("num_requests_waiting")),
+        token_usage=kv_cache_usage(total),
         gen_throughput_tokens_per_s=generation_rate(url, total.get("generation_tokens_total")),
+        parts=engine_parts(url, samples),
+    )
+
+
+def kv_cache_usage(figures: dict[str, float]) -> float | None:
+    """The KV-cache share under whichever name this vLLM uses."""
+    return next((figure(figures[name]) for name in KV_CACHE_NAMES if name in figures), None)
+
+
+def engine_parts(url: str, samples: list[prometheus.Sample]) -> tuple[ServerPart, ...]:
+    """Per-engine figures, when the metrics have more than one engine (vLLM's --data-parallel-size)."""
+    engines = prometheus.by_part(samples, "engine")
+    if len(engines) < 2:
+        return ()
+    return tuple(
+        ServerPart(
+            name=f"engine {engine}",
+            running_requests=count(figures.get("num_requests_running")),
+            queued_requests=count(figures.get("num_requests_waiting")),
+            gen_throughput_tokens_per_s=generation_rate(
+                f"{url}#{engine}", figures.get("generation_tokens_total")
+            ),
+            token_usage=kv_cache_usage(figures),
+        )
+        for engine, figures in engines.items()
     )
 
 

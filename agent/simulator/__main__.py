@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="hosted: share of chat streams that fail after they began",
     )
+    add(
+        "--vllm-dev-mode",
+        action="store_true",
+        help="vllm: answer /server_info with vLLM's config, as VLLM_SERVER_DEV_MODE=1 does",
+    )
     add("--host", default="127.0.0.1")
     add("--port", type=int, default=30000, help="0 picks a free port (see --port-file)")
     add("--port-file", type=Path, help="write the port here once listening")
@@ -131,6 +136,7 @@ def config_from(args: argparse.Namespace) -> SimulatorConfig:
         flavor=FlavorSettings(
             flavor=args.flavor, reasoning=args.reasoning, rate_limit_rate=args.rate_limit_rate,
             retry_after_s=args.retry_after, stream_error_rate=args.stream_error_rate,
+            vllm_dev_mode=args.vllm_dev_mode,
         ),
         faults=Faults(
             error_rate=args.error_rate, spike_rate=args.spike_rate, spike_s=args.spike_s,

@@ -57,6 +57,8 @@ class SimRequest:
     aborted: str | None = None
     verify_steps: float = 0.0
     """Speculative verify steps it took (0 without a drafter)."""
+    rank: int = 0
+    """The DP rank (vLLM: engine) it was given to."""
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     progressed: asyncio.Event = field(default_factory=asyncio.Event)
 

@@ -5,6 +5,8 @@ and, beside it, SGLang's own /v1 (ids per SGLang's rules, its flat errors, `reas
 openai-compat-wire.md §3); `vllm` answers /v1/completions and /v1/chat/completions with token ids
 (openai-compat-wire.md §1-2); `hosted` answers them with text only, rate-limits with 429 and
 `Retry-After`, reports `usage.cost` and can fail inside a stream, as OpenRouter documents (§4).
+Each follows its server's version of record (vLLM 0.34.0, SGLang 0.5.23), with the source lines
+in the modules that answer; tests/simulator holds a test per behaviour the runner relies on.
 """
 
 from __future__ import annotations
@@ -31,14 +33,18 @@ class FlavorSettings:
     """hosted: share of streams that fail after their first event (HTTP 200 already sent)."""
     usd_per_prompt_token: float = 0.5e-6
     usd_per_completion_token: float = 2e-6
+    vllm_dev_mode: bool = False
+    """vllm: answer /server_info with vLLM's own keys, as VLLM_SERVER_DEV_MODE=1 does."""
 
     def __post_init__(self) -> None:
-        """A hosted API's faults on a vLLM or SGLang stand-in would be silently ignored: refused."""
+        """A flag another flavour would silently ignore is refused."""
         if self.flavor != "hosted" and (self.rate_limit_rate or self.stream_error_rate):
             raise ValueError(
                 "--rate-limit-rate and --stream-error-rate are a hosted API's faults: "
                 "use them with --flavor hosted"
             )
+        if self.vllm_dev_mode and self.flavor != "vllm":
+            raise ValueError("--vllm-dev-mode is vLLM's: use it with --flavor vllm")
 
     @property
     def native(self) -> bool:

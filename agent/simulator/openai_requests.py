@@ -1,10 +1,23 @@
-"""Reading an OpenAI-compatible request the way vLLM 0.33 reads it, with its messages.
+"""Reading an OpenAI-compatible request the way each server reads it, with its messages.
 
-Sources (openai-compat-wire.md §1-2, paths under `vllm/`): a completion prompt is token ids or
-text (entrypoints/openai/completion/protocol.py:53,634), id prompts get no BOS and are not
-re-tokenized (renderers/base.py:716); `max_tokens` defaults to 16 (protocol.py:64) and is
-clamped silently to the context left after the prompt (entrypoints/serve/utils/api_utils.py:
-234-270); a prompt as long as the context is a 400 (renderers/params.py:405,544).
+vLLM 0.34.0 (0.33.0 alike; paths under `vllm/`, trainers-and-servers-2026-12.md), for the vllm
+and hosted flavours:
+- a completion prompt is token ids or text (entrypoints/openai/completion/protocol.py:53,634),
+  id prompts get no BOS and are not re-tokenized (renderers/base.py:716);
+- an unknown `model` is a 404 "The model `x` does not exist. Valid aliases: …"
+  (entrypoints/serve/engine/serving.py:49-84);
+- `max_tokens` (chat: `max_completion_tokens` first) past the context is a 400 "max_tokens=N
+  cannot be greater than max_model_len=M. Please request fewer output tokens."
+  (renderers/params.py:272-284, the names from chat_completion/protocol.py:686-703);
+- a prompt past the context is a 400 "This model's maximum context length is M tokens. However,
+  your prompt contains N input tokens, …" (renderers/params.py:535-552);
+- otherwise `max_tokens` (16 by default for completions, completion/protocol.py:64; the rest of
+  the context for chat) is clamped to the context left after the prompt
+  (entrypoints/serve/utils/api_utils.py:234-270): 0.33 and 0.34 clamp where 0.20 refused;
+  a prompt of exactly M tokens leaves 0, refused as "max_tokens must be at least 1, got 0."
+  (sampling_params.py:695-700).
+SGLang 0.5.23 (the sglang flavour's /v1): the `model` name is not checked, and the context
+checks are /generate's, no clamping (managers/tokenizer_manager.py:1337-1376, validation.py).
 """
 
 from __future__ import annotations
@@ -14,15 +27,27 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from agent.simulator.flavors import Flavor
+from agent.simulator.validation import RequestValueError, check_length
+
 DEFAULT_MAX_TOKENS = 16
 
 
 class OpenAIRequestError(ValueError):
-    """The request is refused: HTTP `status` with vLLM's message."""
+    """The request is refused: HTTP `status` with the server's message."""
 
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRules:
+    """What a request is checked against, and whose rules check it."""
+
+    served_model: str
+    context_length: int
+    flavor: Flavor
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +63,9 @@ class OpenAIPrompt:
     """SGLang's `return_output_ids_in_sglext` (serving_chat.py:1283; its header is not simulated)."""
 
 
-def completion_prompt(body: Any, served_model: str, context_length: int) -> OpenAIPrompt:
+def completion_prompt(body: Any, rules: RequestRules) -> OpenAIPrompt:
     """A /v1/completions body with a single prompt (ids or text)."""
-    body = _object(body, served_model)
+    body = _object(body, rules)
     prompt = body.get("prompt")
     if isinstance(prompt, list) and prompt and all(_is_int(i) for i in prompt):
         ids = list(prompt)
@@ -48,17 +73,17 @@ def completion_prompt(body: Any, served_model: str, context_length: int) -> Open
         ids = text_ids(prompt)
     else:
         raise OpenAIRequestError("prompt must be one list of token ids or one non-empty string")
-    return _checked(body, ids, context_length)
+    return _checked(body, ids, rules, chat=False)
 
 
-def chat_prompt(body: Any, served_model: str, context_length: int) -> OpenAIPrompt:
+def chat_prompt(body: Any, rules: RequestRules) -> OpenAIPrompt:
     """A /v1/chat/completions body; the simulated template is the messages' JSON."""
-    body = _object(body, served_model)
+    body = _object(body, rules)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise OpenAIRequestError("messages must be a non-empty list")
     ids = text_ids(json.dumps(messages, sort_keys=True))
-    return _checked(body, ids, context_length)
+    return _checked(body, ids, rules, chat=True)
 
 
 def text_ids(text: str) -> list[int]:
@@ -68,36 +93,78 @@ def text_ids(text: str) -> list[int]:
     ]
 
 
-def _object(body: Any, served_model: str) -> dict[str, Any]:
+def _object(body: Any, rules: RequestRules) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise OpenAIRequestError("the request body must be a JSON object")
     model = body.get("model")
-    if model is not None and model != served_model:  # entrypoints/serve/engine/serving.py:76
-        raise OpenAIRequestError(f"The model `{model}` does not exist.", status=404)
+    if rules.flavor != "sglang" and model is not None and model != rules.served_model:
+        raise OpenAIRequestError(
+            f"The model `{model}` does not exist. Valid aliases: {rules.served_model}.", 404
+        )
     return body
 
 
-def _checked(body: dict[str, Any], ids: list[int], context_length: int) -> OpenAIPrompt:
-    if len(ids) >= context_length:
-        raise OpenAIRequestError(
-            f"This model's maximum context length is {context_length} tokens. However, your "
-            f"request has {len(ids)} input tokens. Please reduce the length of the input messages."
-        )
-    wanted = body.get("max_tokens", body.get("max_completion_tokens"))
-    if wanted is None:
-        wanted = DEFAULT_MAX_TOKENS
-    if not _is_int(wanted) or wanted < 1:
-        raise OpenAIRequestError(f"max_tokens must be at least 1, got {wanted}.")
+def _checked(body: dict[str, Any], ids: list[int], rules: RequestRules, chat: bool) -> OpenAIPrompt:
+    lengths = _sglang_max_tokens if rules.flavor == "sglang" else vllm_max_tokens
+    max_tokens = lengths(body, len(ids), rules.context_length, chat)
     _check_sampling(body)
     options = body.get("stream_options") or {}
     return OpenAIPrompt(
         prompt_ids=ids,
-        max_tokens=min(wanted, context_length - len(ids)),
+        max_tokens=max_tokens,
         stream=bool(body.get("stream")),
         return_token_ids=bool(body.get("return_token_ids")),
         include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
         output_ids_in_sglext=bool(body.get("return_output_ids_in_sglext")),
     )
+
+
+def vllm_max_tokens(body: dict[str, Any], prompt_tokens: int, context: int, chat: bool) -> int:
+    """The tokens vLLM 0.34 lets this request generate, or its refusal, in its order."""
+    param, wanted = _wanted(body, chat)
+    if wanted is not None and wanted > context:  # TokenizeParams, before tokenizing
+        raise OpenAIRequestError(
+            f"{param}={wanted} cannot be greater than max_model_len={context}. "
+            "Please request fewer output tokens."
+        )
+    if prompt_tokens > context:
+        raise OpenAIRequestError(
+            f"This model's maximum context length is {context} tokens. However, your prompt "
+            f"contains {prompt_tokens} input tokens, which exceeds this limit even without any "
+            "output tokens. Please reduce the length of the input prompt."
+        )
+    default = context - prompt_tokens if chat else DEFAULT_MAX_TOKENS
+    max_tokens = min(context - prompt_tokens, default if wanted is None else wanted)
+    if max_tokens < 1:
+        raise OpenAIRequestError(f"max_tokens must be at least 1, got {max_tokens}.")
+    return max_tokens
+
+
+def _sglang_max_tokens(body: dict[str, Any], prompt_tokens: int, context: int, chat: bool) -> int:
+    """SGLang's: max_tokens > 0 (protocol.py:378-408), then /generate's context checks."""
+    param, wanted = _wanted(body, chat)
+    if wanted is not None and wanted < 1:
+        raise OpenAIRequestError(f"{param} must be positive, got {wanted}.")
+    if wanted is None:
+        wanted = max(context - prompt_tokens, 0) if chat else DEFAULT_MAX_TOKENS
+    try:
+        check_length(prompt_tokens, wanted, context)
+    except RequestValueError as exc:
+        raise OpenAIRequestError(str(exc)) from None
+    return wanted
+
+
+def _wanted(body: dict[str, Any], chat: bool) -> tuple[str, int | None]:
+    """Which field asks for the length, and what it asks; chat prefers max_completion_tokens."""
+    param = (
+        "max_completion_tokens"
+        if chat and body.get("max_completion_tokens") is not None
+        else "max_tokens"
+    )
+    wanted = body.get(param)
+    if wanted is not None and not _is_int(wanted):
+        raise OpenAIRequestError(f"{param} must be an integer, got {wanted!r}.")
+    return param, wanted
 
 
 def _check_sampling(body: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The JSON shapes of the OpenAI-compatible API as vLLM 0.33 and hosted APIs write them.
+"""The JSON shapes of the OpenAI-compatible API as vLLM 0.33/0.34 and hosted APIs write them.
 
 Pure functions, no I/O: the routes fill them in. Sources (openai-compat-wire.md, paths of vllm
 0.33.0 under `vllm/entrypoints/openai/` unless noted):
@@ -124,13 +124,16 @@ def sglext_chunk(chunk_id: str, model: str, output_ids: list[int]) -> dict[str, 
             "model": model, "choices": [], "sglext": {"output_ids": [output_ids]}}  # fmt: skip
 
 
-def chat_chunk(
-    chunk_id: str, model: str, delta: dict[str, Any], finish: str | None
+def stream_chunk(
+    chunk_id: str, kind: str, model: str, choices: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """One chat stream event (chat_completion/serving.py:608-620)."""
-    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-    return {"id": chunk_id, "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": model, "choices": [choice]}  # fmt: skip
+    """One stream event of `kind`.
+
+    `chat.completion.chunk` (chat_completion/serving.py:608-620) or `text_completion`
+    (completion/serving.py:506-535).
+    """
+    return {"id": chunk_id, "object": kind, "created": int(time.time()), "model": model,
+            "choices": choices}  # fmt: skip
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
@@ -163,6 +166,17 @@ def models_body(model: str, max_model_len: int) -> dict[str, Any]:
     entry = {"id": model, "object": "model", "created": int(time.time()), "owned_by": "vllm",
              "root": model, "parent": None, "max_model_len": max_model_len}  # fmt: skip
     return {"object": "list", "data": [entry]}
+
+
+def vllm_server_info(model: str, max_model_len: int) -> dict[str, Any]:
+    """The /server_info of vLLM with VLLM_SERVER_DEV_MODE=1: config, VLLM_ environment, system.
+
+    Its keys, not its status, tell it from SGLang's (entrypoints/serve/dev/server_info/
+    api_router.py:43-59); the config is vLLM's `str(VllmConfig)` text by default.
+    """
+    config = f"model='{model}', max_model_len={max_model_len}, data_parallel_size=1"
+    return {"vllm_config": config, "vllm_env": {"VLLM_SERVER_DEV_MODE": True},
+            "system_env": {"os": "simulated"}}  # fmt: skip
 
 
 def new_id(prefix: str) -> str:

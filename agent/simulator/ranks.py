@@ -33,7 +33,7 @@ class Ranks:
             Engine(share, partial(log.line, tag=f" DP{rank}" if dp_size > 1 else ""))
             for rank in range(dp_size)
         ]
-        self._turn = itertools.cycle(self.engines)
+        self._turn = itertools.cycle(enumerate(self.engines))
 
     @property
     def busy(self) -> bool:
@@ -41,8 +41,9 @@ class Ranks:
         return any(engine.running or engine.queue for engine in self.engines)
 
     def submit(self, request: SimRequest) -> None:
-        """Hand a request to the next rank in turn."""
-        next(self._turn).submit(request)
+        """Hand a request to the next rank in turn, noting which on the request."""
+        request.rank, engine = next(self._turn)
+        engine.submit(request)
 
     def cancel(self, request: SimRequest) -> None:
         """Forget a request whose client went away, wherever it is."""

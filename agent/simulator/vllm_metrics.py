@@ -1,48 +1,69 @@
-"""`/metrics` of the vLLM flavour: Prometheus text with vLLM's `vllm:` names.
+"""`/metrics` of the vLLM flavour: Prometheus text with vLLM's `vllm:` names, one series per engine.
 
-Names, kinds and the `finished_reason` label as vLLM 0.33 exports them
-(vllm/v1/metrics/loggers.py:528-809; openai-compat-wire.md §1): the agent's probe reads running,
-queued and the generation-token counter from them.
+Names, kinds and labels as vLLM 0.34.0 exports them (vllm/v1/metrics/loggers.py): every series
+carries `model_name` and `engine`, one per data-parallel engine (:499-505), so `--dp-size N`
+gives N series of each; `vllm:num_requests_running`/`_waiting` (:528-545), the KV-cache share
+`vllm:kv_cache_usage_perc`, 1 meaning full (:620; `gpu_cache_usage_perc` before 0.34), the
+token counters (:798-809) and `vllm:request_success_total` by `finished_reason` (:811).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from agent.simulator.engine import Engine
 from agent.simulator.ranks import Ranks
+
+REASONS = ("stop", "length", "abort")
 
 
 class FinishCounts:
-    """Finished requests by finish reason, for vllm:request_success_total."""
+    """Finished requests by engine and finish reason, for vllm:request_success_total."""
 
     def __init__(self) -> None:
-        self.by_reason: Counter[str] = Counter()
+        self.by_reason: Counter[tuple[int, str]] = Counter()
 
-    def count(self, reason: str) -> None:
-        """One more request finished with `reason`."""
-        self.by_reason[reason] += 1
+    def count(self, engine: int, reason: str) -> None:
+        """One more request finished on `engine` with `reason`."""
+        self.by_reason[engine, reason] += 1
 
 
 def vllm_metrics_text(ranks: Ranks, model_name: str, finishes: FinishCounts) -> str:
-    """The gauges and counters a vLLM server exposes, summed over the simulated ranks."""
-    engines = ranks.engines
-    labels = f'{{engine="0",model_name="{model_name}"}}'
-    gauges = {
-        "num_requests_running": sum(len(e.running) for e in engines),
-        "num_requests_waiting": sum(len(e.queue) for e in engines),
-    }
-    counters = {
-        "prompt_tokens_total": sum(e.prompt_tokens_total for e in engines),
-        "generation_tokens_total": sum(e.generated_tokens_total for e in engines),
-    }
+    """The gauges and counters a vLLM server exposes, one series per simulated engine."""
+    engines = list(enumerate(ranks.engines))
     lines: list[str] = []
-    for kind, values in (("gauge", gauges), ("counter", counters)):
-        for name, value in values.items():
+    for kind, values in (("gauge", _gauges), ("counter", _counters)):
+        for name in values(ranks.engines[0]):
             lines += [f"# HELP vllm:{name} {name.replace('_', ' ')}.", f"# TYPE vllm:{name} {kind}"]
-            lines.append(f"vllm:{name}{labels} {float(value)}")
+            lines += [
+                f"vllm:{name}{_labels(model_name, index)} {float(values(engine)[name])}"
+                for index, engine in engines
+            ]
     lines += ["# HELP vllm:request_success_total Finished requests.",
               "# TYPE vllm:request_success_total counter"]  # fmt: skip
-    for reason in ("stop", "length", "abort"):
-        label = f'{{engine="0",finished_reason="{reason}",model_name="{model_name}"}}'
-        lines.append(f"vllm:request_success_total{label} {float(finishes.by_reason[reason])}")
+    for index, _ in engines:
+        for reason in REASONS:
+            labels = _labels(model_name, index, f'finished_reason="{reason}",')
+            lines.append(
+                f"vllm:request_success_total{labels} {float(finishes.by_reason[index, reason])}"
+            )
     return "\n".join(lines) + "\n"
+
+
+def _labels(model_name: str, engine: int, extra: str = "") -> str:
+    return f'{{engine="{engine}",{extra}model_name="{model_name}"}}'
+
+
+def _gauges(engine: Engine) -> dict[str, float]:
+    return {
+        "num_requests_running": len(engine.running),
+        "num_requests_waiting": len(engine.queue),
+        "kv_cache_usage_perc": round(engine.token_usage, 4),
+    }
+
+
+def _counters(engine: Engine) -> dict[str, float]:
+    return {
+        "prompt_tokens_total": engine.prompt_tokens_total,
+        "generation_tokens_total": engine.generated_tokens_total,
+    }

@@ -252,7 +252,7 @@ def server_rate(server: ServerStats | None) -> float | None:
 
 
 def server_part_lines(server: ServerStats) -> list[str]:
-    """One line per DP rank, or per worker behind a router, under the whole-server figures."""
+    """One line per DP rank (vLLM: engine), or per worker behind a router, under the totals."""
     lines = []
     if server.is_router and server.total_workers is not None:
         lines.append(f"workers healthy {server.healthy_workers or 0} of {server.total_workers}")

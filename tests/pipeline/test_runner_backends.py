@@ -200,7 +200,7 @@ def test_a_text_only_answer_is_the_tokenizers_own_encoding_of_the_turn(
         tmp_path / "h", *FAST, *WORDY, "--flavor", "hosted", "--reasoning"
     ) as sim:
         result = run_runner(folder, sim.url, "--api", "openai-chat", "--tokenizer", str(path),
-                            "--max-new-tokens", "400")  # fmt: skip
+                            "--max-new-tokens", "400", "--reencode")  # fmt: skip
         answers = [ask(sim.url, messages, 400) for messages in conversations]
 
     assert result.returncode == 0, result.stderr
@@ -231,7 +231,8 @@ def test_a_template_that_drops_the_think_markers_shows_in_the_mismatch_share_acr
     build_think_tokenizer(tokenizer, DROPS_THINK)
     folder = tmp_path / "d"
     write_chat_prompts(folder, 8)
-    args = ("--api", "openai-chat", "--tokenizer", str(tokenizer), "--max-new-tokens", "400")
+    args = ("--api", "openai-chat", "--tokenizer", str(tokenizer), "--max-new-tokens", "400",
+            "--reencode")  # fmt: skip
     with running_simulator(
         tmp_path / "h", *FAST, *WORDY, "--flavor", "hosted", "--reasoning"
     ) as sim:
@@ -263,7 +264,7 @@ def test_a_429_storm_pauses_dispatch_fails_no_prompt_and_keeps_the_budget(
         result = run_runner(
             folder, sim.url, "--api", "openai-chat", "--tokenizer", str(think_tokenizer[0]),
             "--token-budget", "1500", "--max-new-tokens", "100", "--concurrency", "8",
-            "--max-retries", "3",
+            "--max-retries", "3", "--reencode",
         )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
@@ -295,7 +296,7 @@ def test_an_error_inside_a_stream_is_retried_not_kept(
     ) as sim:
         result = run_runner(
             folder, sim.url, "--api", "openai-chat", "--tokenizer", str(think_tokenizer[0]),
-            "--max-new-tokens", "100", "--max-retries", "20",
+            "--max-new-tokens", "100", "--max-retries", "20", "--reencode",
         )  # fmt: skip
 
     assert result.returncode == 0, result.stderr

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -15,6 +17,7 @@ from agent.pipeline.inference.in_flight import ABORT_GRACE_S
 from agent.probes.cache import ProbeCache
 from agent.probes.sglang_http import probe_sglang
 from agent.simulator.tokenizer import build_tokenizer
+from tests.support.export_data import build_think_tokenizer, write_jsonl
 from tests.support.ports import free_port
 from tests.support.router_process import require_router, running_router
 from tests.support.runner_files import (
@@ -162,6 +165,58 @@ def test_on_budget_cancel_closes_the_connections_at_once_without_abort_request(
     final = status(folder)
     assert final["cancelled_requests"] > 0
     assert final["completed"] == sum(response_ids(folder).values())
+
+
+def write_chat(folder: Path, count: int) -> None:
+    write_jsonl(folder / "prompts.jsonl", [
+        {"id": f"c{i}", "messages": [{"role": "user", "content": f"why is the sum so w{i}"}]}
+        for i in range(count)
+    ])  # fmt: skip
+
+
+def kept(folder: Path) -> list[dict[str, Any]]:
+    path = folder / "raw_responses.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.slow
+def test_the_openai_apis_through_a_router_are_refused_with_the_way_to_exact_ids(
+    tmp_path: Path, tokenizer: Path
+) -> None:
+    """sglang-router 0.3.2 drops return_token_ids/sglext and refuses id prompts (issue #29)."""
+    think = tmp_path / "think"
+    build_think_tokenizer(think)
+    chat, completions = tmp_path / "chat", tmp_path / "completions"
+    write_chat(chat, 6)
+    write_id_prompts(completions, 6)
+    ports = [free_port()]
+    chat_args = ("--api", "openai-chat", "--tokenizer", str(think), "--max-new-tokens", "60")
+    with (
+        workers(tmp_path, tokenizer, ports, *FAST, "--vocab-size", "41"),
+        running_router(
+            tmp_path / "router", worker_urls(ports), tokenizer, ready_workers=1
+        ) as router,
+    ):
+        refused_chat = run_runner(chat, router.url, *chat_args)
+        refused_ids = run_runner(completions, router.url, "--api", "openai-completions")
+        chat_written = kept(chat)
+        advised = run_runner(chat, router.url, "--tokenizer", str(think), "--max-new-tokens", "60")
+        asked = run_runner(
+            chat, router.url, *chat_args, "--reencode", "--responses-file", "re.jsonl"
+        )
+
+    for refused in (refused_chat, refused_ids):
+        assert refused.returncode == 2, refused.stderr
+        [line] = [line for line in refused.stderr.splitlines() if line.startswith("runner:")]
+        assert f"{router.url} is an sglang-router" in line
+        assert "use --api sglang" in line
+    assert (chat_written, kept(completions)) == ([], []), "nothing recorded re-encoded"
+    assert (errors(chat), errors(completions)) == ([], [])
+    assert advised.returncode == 0, advised.stderr  # the advice works: exact ids via /generate
+    assert sorted(record["id"] for record in kept(chat)) == [f"c{i}" for i in range(6)]
+    assert asked.returncode == 0, asked.stderr  # SGLang serves the router's `model: "unknown"`
+    reencoded = [json.loads(line) for line in (chat / "re.jsonl").read_text().splitlines()]
+    assert {record["tokens"] for record in reencoded} == {"reencoded"}
 
 
 async def generate_forever(url: str, first_id: int) -> None:

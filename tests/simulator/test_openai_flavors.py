@@ -1,4 +1,8 @@
-"""The vllm and hosted flavours speak the OpenAI-compatible API as vLLM 0.33 and hosted APIs do."""
+"""The vllm and hosted flavours speak the OpenAI-compatible API as vLLM 0.34 and hosted APIs do.
+
+vLLM's context rules, its metrics per engine and its dev-mode /server_info are in
+test_vllm_facts.py; SGLang's /v1 here.
+"""
 
 from __future__ import annotations
 
@@ -70,30 +74,14 @@ async def test_without_return_token_ids_there_are_none(
     assert "token_ids" not in body["choices"][0]
 
 
-async def test_max_tokens_defaults_to_16_and_is_clamped_to_the_context(
-    tmp_path: Path, http: aiohttp.ClientSession
-) -> None:
-    with running_simulator(tmp_path, *FAST, "--flavor", "vllm", "--context-length", "40") as sim:
-        _, short = await post(http, f"{sim.url}/v1/completions", {
-            "prompt": [1, 2, 3], "return_token_ids": True, "stream": False})  # fmt: skip
-        _, clamped = await post(http, f"{sim.url}/v1/completions", {
-            "prompt": list(range(30)), "max_tokens": 500, "return_token_ids": True})  # fmt: skip
-        status, refused = await post(http, f"{sim.url}/v1/completions", {
-            "prompt": list(range(40)), "max_tokens": 5})  # fmt: skip
-
-    assert len(short["choices"][0]["token_ids"]) <= 16
-    assert len(clamped["choices"][0]["token_ids"]) <= 10
-    assert status == 400
-    assert refused["error"]["message"].startswith("This model's maximum context length is 40")
-    assert refused["error"]["code"] == 400
-
-
 async def test_errors_models_and_metrics_are_vllms(
     vllm: SimulatorProcess, http: aiohttp.ClientSession
 ) -> None:
     status, body = await post(http, f"{vllm.url}/v1/completions", {"prompt": [1], "model": "x"})
     assert status == 404
-    assert body["error"]["message"] == "The model `x` does not exist."
+    assert body["error"]["message"] == (
+        "The model `x` does not exist. Valid aliases: sim/eagle-target-sim."
+    )
     async with http.get(f"{vllm.url}/v1/models") as response:
         models = await response.json()
     assert models["data"][0]["max_model_len"] == 32768
@@ -243,3 +231,31 @@ async def test_sglang_streams_the_ids_in_a_trailing_sglext_chunk(
     assert streamed
     usage = next(e["usage"] for e in stream[:-1] if e.get("usage"))
     assert usage["completion_tokens"] == len(output_ids)
+
+
+async def test_sglang_does_not_check_the_model_name_as_a_router_sends_unknown(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    """sglang-router 0.3.2 sends `model: "unknown"`; SGLang serves it (trainers-and-servers)."""
+    with running_simulator(tmp_path, *FAST) as sim:
+        status, body = await post(http, f"{sim.url}/v1/chat/completions", {
+            "messages": MESSAGES, "max_tokens": 20, "model": "unknown"})  # fmt: skip
+        completion_status, _ = await post(http, f"{sim.url}/v1/completions", {
+            "prompt": [1, 2], "max_tokens": 5, "model": "unknown"})  # fmt: skip
+
+    assert (status, completion_status) == (200, 200), body
+    assert body["choices"][0]["message"]["content"]
+
+
+async def test_sglang_v1_refuses_prompt_and_max_tokens_past_the_context_without_clamping(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    with running_simulator(tmp_path, *FAST, "--context-length", "40") as sim:
+        status, body = await post(http, f"{sim.url}/v1/completions", {
+            "prompt": list(range(30)), "max_tokens": 20})  # fmt: skip
+
+    assert status == 400
+    assert body["object"] == "error"
+    assert body["message"].startswith(
+        "Requested token count exceeds the model's maximum context length of 40 tokens."
+    )

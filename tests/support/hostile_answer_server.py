@@ -60,6 +60,7 @@ NATIVE = {
     "meta_list": '{"output_ids": [5], "meta_info": [1, 2]}',
     "meta_deep": native([5], 1, "[" * 100_000 + "]" * 100_000),
     "meta_17mb": native([5], 1, json.dumps("x" * (17 * MIB))),
+    "meta_wide": native([5], 1, "[" + ",".join(["[]"] * 2_000_000) + "]"),
     "line_past_limit": native([5], 1, json.dumps("x" * (16 * MIB - 200))),
     "always_aborted": native([5], 1).replace('"stop"', '"abort"'),
 }

@@ -19,9 +19,24 @@ KINDS = ("too_long", "empty", "tokenize", "truncated", "rejected")
 """Why a prompt failed for good, as errors.jsonl records it and --retry-errors names it."""
 _TOO_LONG = re.compile(
     r"longer than the model's context length|exceeds the model's maximum context length|"
-    r"exceeds the maximum allowed length",
+    r"exceeds the maximum allowed length|"  # SGLang: tokenizer_manager.py:1331-1376, utils.py:259
+    r"maximum context length is \d+ tokens|"  # vLLM, every version: renderers/params.py:405,544
+    r"exceeds model's maximum context length|"  # vLLM get_max_tokens, api_utils.py:247-251
+    r"max_tokens must be at least 1, got 0\b",  # vLLM, a prompt exactly at the context
     re.I,
 )
+"""A prompt too long for the server's context, in each server's words.
+
+vLLM 0.34.0 (0.33.0 alike): a prompt past the context is "This model's maximum context length
+is M tokens. However, your prompt contains N input tokens, which exceeds this limit even
+without any output tokens." (renderers/params.py:535-552; "… contains N characters …" before
+tokenizing, :398-412); a prompt of exactly M tokens leaves 0 to generate (entrypoints/serve/
+utils/api_utils.py:234-270) and SamplingParams refuses it: "max_tokens must be at least 1, got
+0." (sampling_params.py:695-700). Older vLLM (0.20 and before) refused a prompt whose tokens plus
+max_tokens passed the context: "This model's maximum context length is M tokens. However, you
+requested T tokens (P in the messages, K in the completion)."; 0.33 and 0.34 clamp max_tokens
+instead. Only "max_tokens=N cannot be greater than max_model_len=M" (params.py:272-284) is no
+prompt's: every request of the run is refused, and rejections.py stops the run for it."""
 _EMPTY = re.compile(r"cannot be empty|should be provided", re.I)
 
 
@@ -64,13 +79,15 @@ def parse_retry_errors(text: str) -> tuple[str, ...]:
 
 
 def record_kind(record: dict[str, Any]) -> str:
-    """A mark's kind: as written, or read from the reason of a line older runners wrote."""
+    """A mark's kind: as written, or read from the reason of a line older runners wrote.
+
+    A `rejected` mark is read again from its reason: older runners wrote vLLM's too-long
+    refusals as `rejected`, and `--retry-errors too_long` must clear those too.
+    """
     kind = record.get("kind")
-    return (
-        kind
-        if isinstance(kind, str) and kind in KINDS
-        else prompt_kind(str(record.get("reason", "")))
-    )
+    if isinstance(kind, str) and kind in KINDS and kind != "rejected":
+        return kind
+    return prompt_kind(str(record.get("reason", "")))
 
 
 def clear_permanent_marks(path: Path, kinds: tuple[str, ...]) -> int:

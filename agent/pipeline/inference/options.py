@@ -66,6 +66,8 @@ class RunnerOptions:
     """The backend: sglang (native /generate), openai-completions or openai-chat."""
     model: str | None = None
     """The `model` the OpenAI-compatible APIs are sent (the served one when left out)."""
+    reencode: bool = False
+    """openai-chat: record a text-only answer re-encoded with --tokenizer; never unless asked."""
 
     @property
     def prompts_path(self) -> Path:
@@ -175,9 +177,12 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
         choices=APIS,
         default="sglang",
         help="sglang: native /generate; openai-completions: /v1/completions with token ids; "
-        "openai-chat: /v1/chat/completions (ids where returned, else re-encoded text)",
+        "openai-chat: /v1/chat/completions (exact ids; text only with --reencode)",
     )
     add("--model", help="the model name the OpenAI-compatible API is sent")
+    add("--reencode", action="store_true",
+        help="openai-chat: a server that answers text only (a hosted API) has its answers "
+        "re-encoded with --tokenizer and marked so; without it a text-only answer stops the run")  # fmt: skip
     add("--retry-errors", type=_retry_kinds, default=(), metavar="all|KIND,...",
         help=f"clear permanent marks in errors.jsonl first: all, or any of {', '.join(KINDS)}")  # fmt: skip
 
@@ -203,6 +208,9 @@ def _retry_kinds(text: str) -> tuple[str, ...]:
 
 def parse_options(argv: list[str] | None) -> RunnerOptions:
     """Options from the command line; argparse exits 2 with a message on bad flags."""
-    args = vars(build_parser().parse_args(argv))
+    parser = build_parser()
+    args = vars(parser.parse_args(argv))
     args["servers"] = tuple(url.rstrip("/") for url in args["servers"])
+    if args["reencode"] and (args["api"] != "openai-chat" or not args["tokenizer"]):
+        parser.error("--reencode goes with --api openai-chat and a --tokenizer to re-encode with")
     return RunnerOptions(**args)

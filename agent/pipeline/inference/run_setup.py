@@ -60,10 +60,11 @@ def backend_for(
     api_key: str | None,
     encoder: PromptEncoder,
 ) -> Backend:
-    """The client of the run's API; text answers are re-encoded with the tokenizer when given."""
+    """The client of the run's API; text answers re-encoded with the tokenizer if --reencode."""
     sampling = Sampling(options.max_new_tokens, options.temperature, options.top_p, options.model)
     tokenizer = encoder.tokenizer
     reencoder = Reencoder(tokenizer) if tokenizer is not None else None
     return make_backend(
-        options.api, session, options.request_timeout_s, api_key, sampling, reencoder
-    )
+        options.api, session, options.request_timeout_s, api_key, sampling, reencoder,
+        options.reencode,
+    )  # fmt: skip

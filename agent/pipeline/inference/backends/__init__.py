@@ -15,9 +15,13 @@ from agent.pipeline.inference.backends.base import APIS, Backend, Sampling
 
 def make_backend(
     api: str, session: Any, timeout_s: float, api_key: str | None, sampling: Sampling,
-    reencoder: Any = None,
+    reencoder: Any = None, reencode: bool = False,
 ) -> Backend:  # fmt: skip
-    """The backend `--api` names, sharing the runner's aiohttp session."""
+    """The backend `--api` names, sharing the runner's aiohttp session.
+
+    `reencode` (--reencode) lets openai-chat record a text-only answer re-encoded with
+    `reencoder`; without it such an answer stops the run.
+    """
     if api == "openai-completions":
         from agent.pipeline.inference.backends.completions import CompletionsBackend
 
@@ -25,7 +29,7 @@ def make_backend(
     if api == "openai-chat":
         from agent.pipeline.inference.backends.chat import ChatBackend
 
-        return ChatBackend(session, timeout_s, api_key, sampling, reencoder)
+        return ChatBackend(session, timeout_s, api_key, sampling, reencoder, reencode)
     from agent.pipeline.inference.backends.native import SglangBackend
 
     return SglangBackend(session, timeout_s, api_key, sampling)

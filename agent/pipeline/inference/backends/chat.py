@@ -6,17 +6,21 @@ recorded exactly. SGLang refuses `return_token_ids` in a chat stream (400, servi
 1310-1320) but, asked with `return_output_ids_in_sglext`, ends the stream with a chunk whose
 `sglext.output_ids` holds each choice's ids (serving_chat.py:1283,2716-2760): recorded exactly
 too, without prompt ids unless the chunk carries `sglext.input_ids`. Which of the two to ask for
-is decided once per server: SGLang answers `GET /server_info`, vLLM and hosted APIs do not.
-A hosted API returns text only: the reasoning (`reasoning`, `reasoning_content` or
-`reasoning_details`, by server: openai-compat-wire.md §2-4) and the content are re-encoded with
-the target's tokenizer (reencode.py), and the record says so (`"tokens": "reencoded"`) with the
-server's completion_tokens beside the re-encoded length. Streaming keeps long answers from
-idling out at a proxy; an error inside the stream is an error (openai_http.py).
+is decided once per server, by the keys of its `/server_info` (agent/host/server_identity.py):
+vLLM answers there too when VLLM_SERVER_DEV_MODE=1, so a 200 alone is no sign of SGLang.
+sglang-router 0.3.2 drops both asks (and `stream_options`): through it a chat answer is text
+only, so the run is refused with the way to exact ids (`--api sglang`, its workers' /generate).
+A hosted API returns text only: with `--reencode` the reasoning (`reasoning`,
+`reasoning_content` or `reasoning_details`, by server: openai-compat-wire.md §2-4) and the content
+are re-encoded with the target's tokenizer (reencode.py), and the record says so
+(`"tokens": "reencoded"`) with the server's completion_tokens beside the re-encoded length;
+without it a text-only answer stops the run, since a run is to record exact ids unless told
+otherwise. Streaming keeps long answers from idling out at a proxy; an error inside the stream
+is an error (openai_http.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,9 +36,21 @@ from agent.pipeline.inference.backends.completions import cost_of
 from agent.pipeline.inference.backends.openai_http import OPENAI_KEY_ENV, OpenAIClient
 from agent.pipeline.inference.backends.reencode import Reencoder
 from agent.pipeline.inference.client import AbortOutcome, RejectedError, Server
+from agent.pipeline.inference.rejections import RequestRejectedError
 
 REASONING_FIELDS = ("reasoning", "reasoning_content")
 NO_TOKENIZER = "the server returned text only and there is no --tokenizer to re-encode it with"
+BEHIND_ROUTER = (
+    "{url} is an sglang-router, which drops return_token_ids and return_output_ids_in_sglext "
+    "from /v1/chat/completions (sglang-router 0.3.2): its answers would be text only. "
+    "For the exact ids use --api sglang (the workers' /generate, the chat template applied "
+    "with --tokenizer); to record the text re-encoded instead, add --reencode"
+)
+TEXT_ONLY = (
+    "{url} answered text only, without the token ids asked for with return_token_ids: nothing "
+    "was recorded. For the exact ids use a server that returns them (vLLM, SGLang, or --api "
+    "sglang); to record a hosted API's text re-encoded with --tokenizer, add --reencode"
+)
 
 
 @dataclass
@@ -106,33 +122,31 @@ class ChatBackend:
 
     def __init__(
         self, session: aiohttp.ClientSession, timeout_s: float, api_key: str | None,
-        sampling: Sampling, reencoder: Reencoder | None,
+        sampling: Sampling, reencoder: Reencoder | None, reencode: bool = False,
     ) -> None:  # fmt: skip
         self.client = OpenAIClient(session, timeout_s, api_key)
         self.sampling = sampling
         self.reencoder = reencoder
-        self.sglang: dict[str, bool] = {}
-        """Per server URL: whether it is SGLang (ids through sglext), probed once."""
-        self._probing = asyncio.Lock()
+        self.reencode = reencode
+        """--reencode: a text-only answer may be re-encoded; without it, it stops the run."""
 
     async def generate(
         self, server: Server, request: PromptRequest, timeout_s: float | None = None
     ) -> Generation:
         """One chat answer, streamed and accumulated."""
         messages = messages_of(request)
+        kind = await self.client.kind_of(server)
+        if kind == "router" and not self.reencode:
+            raise RequestRejectedError(BEHIND_ROUTER.format(url=server.url))
         answer = ChatAnswer()
-        payload = self.payload(messages, sglext=await self._is_sglang(server))
+        payload = self.payload(messages, sglext=kind == "sglang")
         for event in await self.client.stream(server, "chat/completions", payload, timeout_s):
             answer.add(event)
         if answer.token_ids is not None:
             return self._exact(answer)
+        if not self.reencode:
+            raise RequestRejectedError(TEXT_ONLY.format(url=server.url))
         return self._reencoded(answer, messages)
-
-    async def _is_sglang(self, server: Server) -> bool:
-        async with self._probing:  # one probe per server, not one per prompt in flight
-            if server.url not in self.sglang:
-                self.sglang[server.url] = await self.client.serves_sglang(server)
-        return self.sglang[server.url]
 
     def payload(self, messages: list[dict[str, Any]], sglext: bool = False) -> dict[str, Any]:
         """The request body: ids asked for the way the server gives them, usage in the stream."""

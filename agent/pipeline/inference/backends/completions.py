@@ -2,11 +2,16 @@
 
 The prompt goes as the ids the runner's prompt shapes produce (vLLM neither re-tokenizes them nor
 adds a BOS, renderers/base.py:716; SGLang passes them as input_ids, serving_completions.py:98-103);
-`max_tokens` is always set, since vLLM's default is 16 and it clamps silently (completion/
-protocol.py:64, serve/utils/api_utils.py:234-270); `return_token_ids: true` asks for the
+`max_tokens` is always set, since vLLM's default is 16 (completion/protocol.py:64); vLLM 0.33
+and 0.34 clamp it to what the prompt leaves of the context (serve/utils/api_utils.py:234-270)
+and refuse it past the context itself (renderers/params.py:272-284, which stops the run:
+rejections.py); `return_token_ids: true` asks for the
 generated ids, EOS/stop id included, and the prompt ids (protocol.py:172; openai-compat-wire.md
 §1, §3). Records carry those ids exactly as returned; a server that sends none is refused, since
-a completion's text cannot be turned back into the ids the model sampled.
+a completion's text cannot be turned back into the ids the model sampled. sglang-router 0.3.2
+refuses token-id prompts on /v1/completions (HTTP 422) and drops `return_token_ids`, so a router
+(told by its /get_server_info, agent/host/server_identity.py) is refused before any prompt is
+sent, with the way to its workers' exact ids: `--api sglang`.
 """
 
 from __future__ import annotations
@@ -23,10 +28,16 @@ from agent.pipeline.inference.backends.base import (
 )
 from agent.pipeline.inference.backends.openai_http import OPENAI_KEY_ENV, OpenAIClient
 from agent.pipeline.inference.client import AbortOutcome, RejectedError, Server
+from agent.pipeline.inference.rejections import RequestRejectedError
 
 NO_IDS = (
     "the server sent no token_ids for /v1/completions (it does not support return_token_ids): "
     "use --api openai-chat for a text-only API"
+)
+BEHIND_ROUTER = (
+    "{url} is an sglang-router, which refuses token-id prompts on /v1/completions (HTTP 422) "
+    "and drops return_token_ids (sglang-router 0.3.2). For the exact ids use --api sglang "
+    "(the workers' /generate, with the same prompts and --tokenizer)"
 )
 
 
@@ -47,7 +58,9 @@ class CompletionsBackend:
     async def generate(
         self, server: Server, request: PromptRequest, timeout_s: float | None = None
     ) -> Generation:
-        """One completion."""
+        """One completion; refused at once behind an sglang-router."""
+        if await self.client.kind_of(server) == "router":
+            raise RequestRejectedError(BEHIND_ROUTER.format(url=server.url))
         body = await self.client.post(server, "completions", self.payload(request), timeout_s)
         return generation_of(body["choices"][0] if body["choices"] else {}, body)
 

@@ -6,7 +6,9 @@ are read by `client.error_message`, and 429/503 keep their Retry-After (openai-c
 §1, §3, §4). A stream that fails after it began (HTTP 200 already sent) says so in an event,
 `{"error": ...}` or `finish_reason: "error"` (vLLM serving.py:513-558; OpenRouter's docs): that is
 an error to retry, never an answer. vLLM has no abort endpoint in production: closing the
-connection aborts the request (entrypoints/serve/utils/api_utils.py:68-109).
+connection aborts the request (entrypoints/serve/utils/api_utils.py:68-109). Which server
+answers is told once per URL by the keys of its /server_info (`kind_of`,
+agent/host/server_identity.py), never by a 200 alone: vLLM answers it in dev mode too.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 import aiohttp
 
-from agent.host.bounded_http import bounded_text, strict_json
+from agent.host.bounded_http import BodyTooLargeError, bounded_body, bounded_text, strict_json
+from agent.host.server_identity import ServerKind, server_info_kind
 from agent.host.sglang_auth import bearer_headers
 from agent.pipeline.inference.client import (
     HEALTH_TIMEOUT_S,
@@ -33,6 +36,8 @@ from agent.pipeline.inference.client import (
 )
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
+MAX_INFO_BYTES = 1 << 20
+"""/server_info: SGLang's server args, or vLLM's whole config in dev mode."""
 
 
 def server_root(base_url: str) -> str:
@@ -54,6 +59,9 @@ class OpenAIClient:
         self.session = session
         self.timeout = aiohttp.ClientTimeout(total=timeout_s)
         self.headers = bearer_headers(api_key)
+        self._kinds: dict[str, ServerKind] = {}
+        """Per server URL: what its /server_info says it is (kind_of)."""
+        self._identifying = asyncio.Lock()
 
     async def post(
         self, server: Server, path: str, body: dict[str, Any], timeout_s: float | None = None
@@ -113,21 +121,39 @@ class OpenAIClient:
         except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
             return False, str(exc) or type(exc).__name__
 
-    async def serves_sglang(self, server: Server) -> bool:
-        """Whether `GET /server_info` answers 200, as SGLang's does and vLLM's and hosted APIs' don't.
+    async def kind_of(self, server: Server) -> ServerKind:
+        """Which server this is, by its own /server_info keys (server_identity.py); asked once.
 
-        A server that cannot be reached is down (TransientError), not a verdict either way.
+        `/get_server_info` is asked only after a 404, as sglang-router answers there alone (a
+        real SGLang logs a warning on every call to it). A server that cannot be reached is
+        down (TransientError), not a verdict either way.
         """
-        url = f"{server_root(server.url)}/server_info"
+        async with self._identifying:  # one look per server, not one per prompt in flight
+            if server.url not in self._kinds:
+                status, body = await self._server_info(server, "server_info")
+                if status == 404:
+                    status, body = await self._server_info(server, "get_server_info")
+                self._kinds[server.url] = server_info_kind(body) if status == 200 else "unknown"
+        return self._kinds[server.url]
+
+    async def _server_info(self, server: Server, path: str) -> tuple[int, Any]:
+        url = f"{server_root(server.url)}/{path}"
+        timeout = aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
         try:
-            async with self.session.get(
-                url, headers=self.headers, timeout=aiohttp.ClientTimeout(total=HEALTH_TIMEOUT_S)
-            ) as response:
-                await bounded_text(response)
-                return response.status == 200
+            async with self.session.get(url, headers=self.headers, timeout=timeout) as response:
+                if response.status != 200:
+                    await bounded_text(response)
+                    return response.status, None
+                data = await bounded_body(response, MAX_INFO_BYTES)
+        except BodyTooLargeError:
+            return 200, None
         except (aiohttp.ClientError, ConnectionError, asyncio.TimeoutError) as exc:
             reason = str(exc) or type(exc).__name__
             raise TransientError(f"cannot reach {url}: {reason}", server_down=True) from None
+        try:
+            return 200, strict_json(data)
+        except (ValueError, RecursionError):
+            return 200, None
 
     async def abort(self, server: Server, rid: str) -> AbortOutcome:
         """No abort endpoint: the runner closes the connection, which aborts the request."""
