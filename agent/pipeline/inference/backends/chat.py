@@ -57,14 +57,24 @@ TEXT_ONLY = (
 class ChatAnswer:
     """A chat stream, accumulated."""
 
-    content: str = ""
-    reasoning: str = ""
+    content_parts: list[str] = field(default_factory=list)
+    reasoning_parts: list[str] = field(default_factory=list)
     token_ids: list[int] | None = None
     prompt_ids: list[int] | None = None
     finish: str | None = None
     stop_reason: Any = None
     usage: dict[str, Any] | None = None
     deltas: list[str] = field(default_factory=list)
+
+    @property
+    def content(self) -> str:
+        """The answer's text so far."""
+        return "".join(self.content_parts)
+
+    @property
+    def reasoning(self) -> str:
+        """The answer's reasoning text so far, wherever the server put it."""
+        return "".join(self.reasoning_parts)
 
     def add(self, event: dict[str, Any]) -> None:
         """Fold one stream event in."""
@@ -89,10 +99,15 @@ class ChatAnswer:
 
     def _add_choice(self, choice: dict[str, Any]) -> None:
         delta = choice.get("delta") or choice.get("message") or {}
-        self.content += delta.get("content") or ""
-        self.reasoning += reasoning_text(delta)
+        text = delta.get("content") or ""
+        if not isinstance(text, str):
+            raise TypeError(f"delta.content is {type(text).__name__}, not a string")
+        self.content_parts.append(text)  # joined once at the end: += is quadratic in events
+        self.reasoning_parts.append(reasoning_text(delta))
         if isinstance(choice.get("token_ids"), list):
-            self.token_ids = (self.token_ids or []) + choice["token_ids"]
+            if self.token_ids is None:
+                self.token_ids = []
+            self.token_ids.extend(choice["token_ids"])
         if isinstance(choice.get("prompt_token_ids"), list):
             self.prompt_ids = choice["prompt_token_ids"]
         if choice.get("finish_reason") is not None:
@@ -140,7 +155,7 @@ class ChatBackend:
             raise RequestRejectedError(BEHIND_ROUTER.format(url=server.url))
         answer = ChatAnswer()
         payload = self.payload(messages, sglext=kind == "sglang")
-        for event in await self.client.stream(server, "chat/completions", payload, timeout_s):
+        async for event in self.client.stream(server, "chat/completions", payload, timeout_s):
             answer.add(event)
         if answer.token_ids is not None:
             return self._exact(answer)

@@ -39,6 +39,9 @@ OPENAI_KEY_ENV = "OPENAI_API_KEY"
 MAX_INFO_BYTES = 1 << 20
 """/server_info: SGLang's server args, or vLLM's whole config in dev mode."""
 
+YIELD_EVERY = 256
+"""Stream events folded between two turns of the event loop."""
+
 
 def server_root(base_url: str) -> str:
     """The server's own root: `base_url` without a trailing /v1."""
@@ -75,14 +78,21 @@ class OpenAIClient:
 
     async def stream(
         self, server: Server, path: str, body: dict[str, Any], timeout_s: float | None = None
-    ) -> list[dict[str, Any]]:
-        """Every event of one SSE stream, up to [DONE]; an error event raises TransientError."""
-        events: list[dict[str, Any]] = []
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Each event of one SSE stream as it comes, up to [DONE]; an error event raises.
+
+        Events are handed on one at a time, not kept: a hostile stream of 320,000 tiny events
+        (15 MB, under the byte limit) would otherwise be held as as many dicts. The loop gets a
+        turn every YIELD_EVERY events, since buffered lines are read without one.
+        """
         async with self._request(server, path, body, timeout_s) as response:
+            count = 0
             async for event in _events(response):
                 _raise_on_error(event)
-                events.append(event)
-        return events
+                yield event
+                count += 1
+                if count % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
 
     @contextlib.asynccontextmanager
     async def _request(
