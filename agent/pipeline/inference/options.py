@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,9 +99,40 @@ def _positive_int(text: str) -> int:
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
+    value = _finite(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def _finite(text: str) -> float:
+    """A number; float() also takes nan and inf, which no flag here can mean (#28)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def _temperature(text: str) -> float:
+    """SGLang's own check (sampling_params.py): temperature must be non-negative."""
+    value = _finite(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def _top_p(text: str) -> float:
+    """SGLang's own check (sampling_params.py): top_p must be in (0, 1]."""
+    value = _finite(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
+def _retries(text: str) -> int:
+    value = int(text.replace("_", ""))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 
@@ -132,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max-samples", type=_positive_int, help="use only the first N prompts")
     add("--concurrency", type=_positive_int, default=64)
     add("--max-new-tokens", type=_positive_int, default=4096)
-    add("--temperature", type=float, default=0.0)
-    add("--top-p", type=float, default=1.0)
+    add("--temperature", type=_temperature, default=0.0)
+    add("--top-p", type=_top_p, default=1.0)
     add(
         "--on-budget",
         choices=("finish", "cancel"),
@@ -142,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--drain-timeout", type=_positive_float, default=60.0, dest="drain_timeout_s")
     add("--request-timeout", type=_positive_float, default=600.0, dest="request_timeout_s")
-    add("--max-retries", type=int, default=8)
+    add("--max-retries", type=_retries, default=8)
     add("--server-down-timeout", type=_positive_float, default=600.0, dest="server_down_timeout_s")
     add("--repair", action="store_true", help="move corrupt lines aside instead of stopping")
     add("--drop-truncated", action="store_true", help="do not keep length-capped answers")
