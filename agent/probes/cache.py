@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from agent.host.sglang_auth import ApiKeyError, read_api_key
+from agent.probes.bounded_stats import bounded
 from agent.probes.gpus import GpuReading, read_gpus
 from agent.probes.sglang_http import WARMING_DETAIL, probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
@@ -68,7 +69,7 @@ class ProbeCache:
         if config_changes != self._config_changes:
             return  # the config changed while it ran: its readings are not this config's
         probed = replace(
-            server,
+            bounded(server),
             probed_at=time.time(),
             log_stats={k: str(v) for k, v in (log_stats or {}).items()},
         )

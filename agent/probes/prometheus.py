@@ -103,8 +103,13 @@ def _combine(name: str, values: list[float]) -> float:
 
 def _natural(item: tuple[str, object]) -> tuple[int, str]:
     key = item[0]
-    return (int(key), "") if key.isdigit() else (1 << 30, key)
+    return (int(key), "") if _small_number(key) else (1 << 62, key)
 
 
 def _int(text: str) -> int:
-    return int(text) if text.isdigit() else 0
+    return int(text) if _small_number(text) else 0
+
+
+def _small_number(text: str) -> bool:
+    """Digits a rank can be: int() refuses past 4,300 digits, and a label may hold any (#28)."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
