@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import signal
 from pathlib import Path
 
@@ -146,17 +145,24 @@ def config_from(args: argparse.Namespace) -> SimulatorConfig:
 
 
 async def serve(config: SimulatorConfig) -> None:
-    """Run until SIGINT or SIGTERM."""
+    """Run until SIGINT or SIGTERM; a second one ends the stop's grace at once."""
     simulator = Simulator(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+
+    def on_signal() -> None:
+        if stop.is_set():
+            main.cancel()  # the requests in flight are cut now, not after the grace
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, on_signal)
     await simulator.start()
     url = f"http://{config.host}:{simulator.port}"
     print(f"{config.flavor.flavor} simulator listening on {url}", flush=True)  # noqa: T201
-    with contextlib.suppress(asyncio.CancelledError):
-        await stop.wait()
+    await stop.wait()
     await simulator.stop()
 
 
@@ -168,7 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         config = config_from(args)
     except ValueError as exc:
         parser.error(str(exc))
-    asyncio.run(serve(config))
+    try:
+        asyncio.run(serve(config))
+    except asyncio.CancelledError:  # a second signal during the stop
+        return 130
     return 0
 
 

@@ -35,6 +35,10 @@ FLUSH_TEXT = (
     "(When there are running or waiting requests, the operation will not be performed.)\n"
 )
 
+SHUTDOWN_GRACE_S = 3.0
+"""Requests in flight at a stop get this long to finish, then are cut (aiohttp's default waits
+60 s: with 64 long generations under way, only SIGKILL stopped the simulator)."""
+
 
 class Simulator:
     """The aiohttp app, the DP ranks it feeds, and the faults it injects."""
@@ -78,7 +82,10 @@ class Simulator:
     async def start(self) -> None:
         """Listen, start the engines, warm up, and say so in the log as SGLang does."""
         quiet_bad_requests(self.log)
-        self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None)
+        self._runner = web.AppRunner(
+            self.app(), handler_cancellation=True, access_log=None,
+            shutdown_timeout=SHUTDOWN_GRACE_S,
+        )  # fmt: skip
         await self._runner.setup()
         await self._open_site()
         self._spawn(self.ranks.run())
