@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from agent.simulator.config import SimulatorConfig
 from agent.simulator.engine import EngineSettings
 from agent.simulator.faults import Faults
 from agent.simulator.flavors import FLAVORS, FlavorSettings
-from agent.simulator.server import Simulator
+from agent.simulator.server import SHUTDOWN_GRACE_S, Simulator
 from agent.simulator.speculative import Speculation
 from agent.simulator.tokens import LengthProfile
 
@@ -149,12 +150,15 @@ async def serve(config: SimulatorConfig) -> None:
     simulator = Simulator(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
-    assert main is not None
 
     def on_signal() -> None:
-        if stop.is_set():
-            main.cancel()  # the requests in flight are cut now, not after the grace
+        if stop.is_set():  # a second one: the requests in flight are cut now, not after the grace
+            simulator.log.line("Second stop signal: exiting at once.")
+            simulator.log.close()
+            os._exit(130)
+        simulator.log.line(
+            f"Stop signal: requests in flight get {SHUTDOWN_GRACE_S:g} s; a second one ends them now."
+        )
         stop.set()
 
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -174,10 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         config = config_from(args)
     except ValueError as exc:
         parser.error(str(exc))
-    try:
-        asyncio.run(serve(config))
-    except asyncio.CancelledError:  # a second signal during the stop
-        return 130
+    asyncio.run(serve(config))
     return 0
 
 

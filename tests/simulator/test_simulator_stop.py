@@ -40,6 +40,13 @@ def running(url: str) -> int:
     return sum(int(float(v)) for v in re.findall(r"^sglang:num_running_reqs\S* (\S+)$", text, re.M))
 
 
+def text_in(path: Path, text: str) -> None:
+    deadline = time.monotonic() + 10
+    while text not in path.read_text():
+        assert time.monotonic() < deadline, f"{path.name} never said {text!r}"
+        time.sleep(0.02)
+
+
 def with_requests_in_flight(simulator: SimulatorProcess) -> list[threading.Thread]:
     threads = [threading.Thread(target=generate, args=(simulator.url,)) for _ in range(IN_FLIGHT)]
     for thread in threads:
@@ -57,8 +64,9 @@ def test_a_stop_with_generations_in_flight_ends_within_its_grace(
 ) -> None:
     with running_simulator(tmp_path, *SLOW) as simulator:
         threads = with_requests_in_flight(simulator)
-        for signum in signals:
+        for signum in signals:  # two signals at once are one: a person presses again later
             simulator.process.send_signal(signum)
+            text_in(simulator.log_file, "Stop signal:")
         try:
             assert simulator.process.wait(timeout=SHUTDOWN_GRACE_S + 10) == code
         except subprocess.TimeoutExpired:
