@@ -12,6 +12,8 @@ from typing import Any
 
 from agent.host.bounded_http import bounded_body
 
+PROBE_TIMEOUT_S = 5.0
+"""Every look at a server, all its GETs together."""
 MAX_JSON_BYTES = 1 << 20
 """/server_info, /model_info, /workers, /readiness, /v1/models: far less in any real server."""
 MAX_METRICS_BYTES = 8 << 20

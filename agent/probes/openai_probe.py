@@ -14,7 +14,8 @@ from typing import Any
 
 from agent.host.bounded_http import bounded_body
 from agent.probes import prometheus
-from agent.probes.http_reads import MAX_JSON_BYTES, get_text
+from agent.probes.http_reads import MAX_JSON_BYTES, PROBE_TIMEOUT_S, get_text
+from agent.probes.unreachable import unreachable_reason
 from agent.probes.values import text
 from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerStats
@@ -72,4 +73,4 @@ async def _health(session: Any, url: str) -> tuple[bool, str]:
 
 
 def _reason(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+    return unreachable_reason(exc, PROBE_TIMEOUT_S)

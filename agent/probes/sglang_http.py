@@ -24,14 +24,15 @@ from typing import Any
 from agent.host.server_identity import server_info_kind
 from agent.host.sglang_auth import bearer_headers
 from agent.probes import prometheus
-from agent.probes.http_reads import get_json, get_text
+from agent.probes.http_reads import PROBE_TIMEOUT_S, get_json, get_text
 from agent.probes.openai_probe import probe_openai
 from agent.probes.router_probe import probe_router
+from agent.probes.unreachable import unreachable_reason
 from agent.probes.values import count, figure, text
 from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerApi, ServerPart, ServerStats
 
-TIMEOUT_S = 5.0
+TIMEOUT_S = PROBE_TIMEOUT_S
 WARMING_DETAIL = "/health answered HTTP 503"
 
 
@@ -55,7 +56,7 @@ async def probe_sglang(
             healthy, detail = await _health(session, url)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             return ServerStats(
-                url=url, healthy=False, detail=f"unreachable: {str(exc) or type(exc).__name__}"
+                url=url, healthy=False, detail=f"unreachable: {unreachable_reason(exc, TIMEOUT_S)}"
             )
         status, info = await _current_or_deprecated(session, url, "server_info")
         kind = server_info_kind(info)

@@ -106,7 +106,10 @@ async def test_sglang_probe_against_the_simulator(tmp_path: Path) -> None:
 async def test_a_dead_server_is_a_reading_and_an_alert(tmp_path: Path, state_dir: Path) -> None:
     stats = await probe_sglang("http://127.0.0.1:1")
     assert stats.healthy is False
-    assert "unreachable" in stats.detail
+    assert stats.detail.startswith(
+        "unreachable: nothing listens on 127.0.0.1:1 (connection refused)"
+    )
+    assert "ssl:default" not in stats.detail, "aiohttp's own words are not the reason"
     link = await open_local_link(state_dir, PipelineConfig(sglang_url="http://127.0.0.1:1"))
     try:
         deadline = time.monotonic() + 20

@@ -37,7 +37,7 @@ def test_a_vllm_server_under_an_openai_api_reads_as_vllm_not_hosted(tmp_path: Pa
 def test_an_unreachable_openai_api_says_so() -> None:
     stats = asyncio.run(probe_sglang("http://127.0.0.1:1", api="openai-chat", model=MODEL))
     assert stats.healthy is False
-    assert stats.detail.startswith("unreachable")
+    assert stats.detail.startswith("unreachable: nothing listens on 127.0.0.1:1")
 
 
 def test_an_sglang_api_is_not_guessed_into_vllm(tmp_path: Path) -> None:
