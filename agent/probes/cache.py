@@ -89,9 +89,30 @@ class ProbeCache:
         if servers and servers[-1].state == "stopped":
             message = f"{self._server_name} at {server.url} is down: job {servers[-1].name} was stopped on request"
             return [Alert("server_down", "info", message, server.url, now)]
+        if servers and _starting(servers[-1], now):
+            job = servers[-1]
+            message = (
+                f"{self._server_name} at {server.url} is starting: job {job.name} launched "
+                f"{now - (job.started_at or now):.0f} s ago ({server.detail})"
+            )
+            return [Alert("server_down", "warning", message, server.url, now)]
         message = f"{self._server_name} at {server.url}: {server.detail}"
         warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
         return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
+
+
+STARTING_GRACE_S = 600.0
+"""A server job this young that does not answer yet is loading its model: a warning, not an error."""
+
+
+def _starting(job: JobInfo, now: float) -> bool:
+    """The server job is running (or starting) and was launched within STARTING_GRACE_S."""
+    started = job.started_at
+    return (
+        job.state in ("starting", "running")
+        and started is not None
+        and now - started < STARTING_GRACE_S
+    )
 
 
 def with_down_since(before: ServerStats | None, now: ServerStats) -> ServerStats:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.probes.cache import ProbeCache, with_down_since
+from agent.probes.cache import STARTING_GRACE_S, ProbeCache, with_down_since
 from agent.probes.gpus import read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
@@ -134,6 +134,18 @@ def test_a_server_stopped_on_request_is_information_not_an_error() -> None:
     [alert] = cache.alerts(3.0, (crashed, stopped))
     assert alert.severity == "info"
     assert "stopped on request" in alert.message
+
+
+def test_a_server_job_still_loading_is_a_warning_until_its_grace_ends() -> None:
+    """At every demo start the server was a red error while its job loaded the model (#30)."""
+    cache = ProbeCache()
+    cache.server = ServerStats(url="http://127.0.0.1:1", healthy=False, detail="unreachable: x")
+    job = JobInfo("sglang-1", "sglang", "server", "running", (), started_at=1000.0)
+    [young] = cache.alerts(1030.0, (job,))
+    assert young.severity == "warning"
+    assert "is starting: job sglang launched 30 s ago (unreachable: x)" in young.message
+    [old] = cache.alerts(1000.0 + STARTING_GRACE_S + 1, (job,))
+    assert old.severity == "error"
 
 
 def test_a_down_server_keeps_the_time_it_was_first_found_down() -> None:
