@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.protocol import DATASETS_DETAIL, DatasetDetail, DetailParams
+from agent.protocol import DATASETS_DETAIL, DatasetDetail, DetailParams, JobInfo
 from console.link.agent_link import LinkError
 from console.ui.actions.base import HostActions
 from console.ui.intents import DatasetDetailRequested, LogsRequested, PipelineRequested
@@ -14,21 +14,37 @@ LOG_BACKLOG_BYTES = 256 * 1024
 """How much of a log's end a new log screen starts with."""
 
 
+def log_to_open(
+    job_id: str | None, jobs: tuple[JobInfo, ...], *, has_server: bool, sglang_log: bool
+) -> str:
+    """The log `l` opens for the job under the cursor.
+
+    A server job's is SGLang's own log when one is configured (the job's output is often one
+    launch line), any other job's is its output, and with no job SGLang's log or the agent's.
+    """
+    job = next((j for j in jobs if j.id == job_id), None) if job_id else None
+    if job is not None and job.kind == "server" and sglang_log:
+        return "sglang"
+    if job_id and not job_id.startswith("ext-"):
+        return f"job:{job_id}"
+    return "sglang" if has_server else "agent"
+
+
 class ViewActions(HostActions):
     """Open a screen on what a host knows."""
 
     async def logs(self, intent: LogsRequested) -> None:
-        """The selected job's log, else the SGLang log, else the agent's own."""
-        host, job_id = intent.host, intent.job_id
+        """The log of the selected job (SGLang's own for a server job), else SGLang's, else ours."""
+        host = intent.host
         snapshot = self.snapshot(host)
-        has_sglang = (
-            snapshot is not None and snapshot.server is not None and snapshot.server.url is not None
-        )
-        name = (
-            f"job:{job_id}"
-            if job_id and not job_id.startswith("ext-")
-            else ("sglang" if has_sglang else "agent")
-        )
+        config = self.hosts.configs.get(host)
+        name = log_to_open(
+            intent.job_id,
+            snapshot.jobs if snapshot else (),
+            has_server=snapshot is not None and snapshot.server is not None
+            and snapshot.server.url is not None,
+            sglang_log=bool(config and config.pipeline.sglang_log),
+        )  # fmt: skip
         await self.app.push_screen(LogScreen(host, name))
         try:
             await self.hosts.connections[host].follow_log(name, -LOG_BACKLOG_BYTES)

@@ -110,7 +110,8 @@ class LogScreen(Screen[None]):
             if self.filter is not None:
                 self._redraw()  # context lines around new matches need the lines before them
             else:
-                self.query_one(Log).write_lines(list(self._pending))
+                self.query_one(Log).write_lines(list(self._pending), scroll_end=False)
+            self._to_newest()
         self._pending.clear()
         if self._status_due:
             self._update_status()
@@ -134,11 +135,12 @@ class LogScreen(Screen[None]):
         self.following = not self.following
         if self.following and self.filter is None and self.unseen:
             missed = list(self.lines)[-min(self.unseen, MAX_LINES) :]
-            self.query_one(Log).write_lines(missed)  # only what came while paused
+            self.query_one(Log).write_lines(missed, scroll_end=False)  # only what came while paused
         elif self.following and self.unseen:
             self._redraw()
         if self.following:
             self.unseen = 0
+            self._to_newest()
         self._update_status()
 
     def action_search(self) -> None:
@@ -218,8 +220,18 @@ class LogScreen(Screen[None]):
         view = self.query_one(Log)
         view.highlighter = LogHighlighter(self.search)
         view.clear()
-        view.write_lines(self.shown_lines())
+        view.write_lines(self.shown_lines(), scroll_end=False)
         self._pending.clear()
+        if self.following:
+            self._to_newest()
+
+    def _to_newest(self) -> None:
+        """Following means the newest lines are on screen, wherever the view was scrolled.
+
+        Textual's Log scrolls on a write only when the view already sits at its end: after a
+        search jump, a redraw or a scroll it stayed on old lines while the status said following.
+        """
+        self.query_one(Log).scroll_end(animate=False, immediate=True, x_axis=False)
 
     def _update_status(self) -> None:
         self._status_due = False
