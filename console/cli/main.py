@@ -12,6 +12,7 @@ import asyncio
 import functools
 import logging
 import sys
+import typing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,8 +43,8 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of DESIGN §9."""
-    parser = argparse.ArgumentParser(prog="eagle-console", description=__doc__)
-    parser.add_argument("--config", type=Path, help="config file (default: ./eagle-console.toml)")
+    parser = OneLineErrors(prog="eagle-console", description=__doc__)
+    parser.add_argument("--config", type=Path, help=CONFIG_HELP)
     commands = parser.add_subparsers(dest="command", help="what to do (default: tui)")
     status = commands.add_parser("status", help="print one snapshot of each host")
     status.add_argument("host", nargs="?", help="one host from the config (default: all)")
@@ -99,7 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_box_parsers(commands)
     tui = commands.add_parser("tui", help="the dashboard (the default command)")
     tui.add_argument("host", nargs="?", help="one host from the config (default: all)")
+    for command in commands.choices.values():  # `status kimi --config F` works as well
+        command.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=CONFIG_HELP)
     return parser
+
+
+CONFIG_HELP = "config file (default: ./eagle-console.toml); before or after the command"
+
+
+class OneLineErrors(argparse.ArgumentParser):
+    """A usage mistake is one line saying what was wrong and where to read more, not a usage dump."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        """Print `PROG: error: MESSAGE (see PROG --help)` on stderr and exit 2."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 HOST_HELP = "a host from the config's [hosts]"
