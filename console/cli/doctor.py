@@ -60,7 +60,9 @@ async def run_doctor(host: HostConfig) -> list[Check]:
     except LinkError as exc:
         return [*checks, Check("agent", False, str(exc))]
     try:
-        checks += await _agent_checks(link)
+        checks += await _agent_checks(
+            link, sorted(n for n, j in host.pipeline.jobs.items() if j.gpu)
+        )
         ok, detail = await tokenizer_line(link, host.name, host.pipeline)
         return [
             *checks,
@@ -116,7 +118,7 @@ def _aiohttp_line(host: HostConfig, status: int | None, stdout: str) -> Check:
                  "`pip install aiohttp` in that environment")  # fmt: skip
 
 
-async def _agent_checks(link: AgentLink) -> list[Check]:
+async def _agent_checks(link: AgentLink, gpu_jobs: list[str]) -> list[Check]:
     hello = link.hello_result
     checks = [
         Check(
@@ -145,9 +147,21 @@ async def _agent_checks(link: AgentLink) -> list[Check]:
     else:
         checks.append(Check("sglang", bool(server.healthy), f"{server.url}: {server.detail or 'healthy'}"
                             + (f", model {server.model_path}" if server.model_path else "")))  # fmt: skip
-    gpus = f"{len(snapshot.gpus)} GPU(s)" if snapshot.gpus else snapshot.gpu_note or "no reading"
-    checks.append(Check("gpus", bool(snapshot.gpus), gpus))
+    checks.append(gpus_line(snapshot, gpu_jobs))
     return checks
+
+
+def gpus_line(snapshot: Snapshot, gpu_jobs: list[str]) -> Check:
+    """The GPUs seen; none is a failure only where a configured job needs one (`gpu = true`).
+
+    A box that serves through a hosted API, or that only holds the data, needs no GPU (#30).
+    """
+    if snapshot.gpus:
+        return Check("gpus", True, f"{len(snapshot.gpus)} GPU(s)")
+    seen = snapshot.gpu_note or "no reading"
+    if not gpu_jobs:
+        return Check("gpus", True, f"none ({seen}); no configured job has gpu = true")
+    return Check("gpus", False, f"{seen}; the jobs {', '.join(gpu_jobs)} have gpu = true")
 
 
 async def _autostart_check(link: AgentLink, host: str) -> Check:

@@ -38,10 +38,11 @@ async def test_doctor_checks_every_precondition(
         assert lines[name].startswith("ok"), result.stdout
     assert "3 dataset(s)" in lines["datasets"]
     assert "model org/target" in lines["sglang"]
-    assert lines["gpus"].startswith("FAIL")  # no nvidia-smi on this machine
+    assert lines["gpus"].startswith("ok"), result.stdout  # no job here has gpu = true (#30)
+    assert "GPU(s)" in lines["gpus"] or "no configured job has gpu = true" in lines["gpus"]
     assert lines["webhook"].startswith("ok"), result.stdout
     assert "none configured" in lines["webhook"]
-    assert result.code == 1
+    assert result.code == 0, result.stdout
 
 
 async def test_doctor_names_the_first_broken_thing(
