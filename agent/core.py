@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from agent.bundle import running_bundle_sha256
+from agent.datasets.scan_keeper import ScanKeeper
 from agent.datasets.tracker import DatasetTracker
 from agent.errors import AgentError
 from agent.jobs.control import JobControl
@@ -64,6 +65,7 @@ from agent.watch.history import History
 from agent.watch.notify import Notifier
 from agent.watch.observer import Observer
 from agent.watch.recorder import Recorder
+from agent.watch.scan_store import ScanStore
 from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 
 Handler = Callable[[Request[Any]], Awaitable[object]]
@@ -73,6 +75,8 @@ PROBE_WATCHED_S = REFRESH_S
 """How often the server and GPUs are probed while a console watches."""
 PROBE_IDLE_S = 15.0
 """The same with nobody watching: server up/down still reaches the history and the webhook."""
+KEEP_SCANS_WAIT_S = 2.0
+"""At the stop, a snapshot still reading the datasets is waited for this long before keeping."""
 
 
 class AgentCore:
@@ -87,6 +91,9 @@ class AgentCore:
         self.started_at = time.time()
         self.pipeline = _load_pipeline(paths)
         self.history = History(paths.root)
+        self.state_health = StateHealth(paths.root)
+        self.scans = ScanStore(paths.kept_scans, self.state_health)
+        """How far each followed file was read: a restarted agent resumes there (DESIGN §5)."""
         self._tracker = self._tracker_for(self.pipeline)
         self.broadcast = broadcast
         self.tasks = TaskOwner("agent")
@@ -96,7 +103,6 @@ class AgentCore:
             answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"}),
             store=AnswerStore(paths.idempotency), error_of=AgentError, tasks=self.tasks,
         )  # fmt: skip
-        self.state_health = StateHealth(paths.root)
         self.supervisor = Supervisor(paths.root, self._job_event, self.state_health.failed)
         self.probes = ProbeCache(self.tasks)
         self.changed = asyncio.Event()
@@ -195,6 +201,13 @@ class AgentCore:
         """How the webhook has fared since the daemon started (for `doctor`)."""
         return self.notifier.status()
 
+    def keep_scans(self) -> None:
+        """Keep every followed file's scan and write what waits (blocking: at the daemon's stop)."""
+        tracker = self._tracker
+        if tracker is not None:
+            self.assembly.while_not_reading(tracker.keep_scans, KEEP_SCANS_WAIT_S)
+        self.scans.close()
+
     def files_signature(self) -> tuple[tuple[int, int], ...]:
         """(size, mtime) of every responses file followed: changes when any dataset grows."""
         return self._tracker.signature() if self._tracker is not None else ()
@@ -227,7 +240,9 @@ class AgentCore:
     def _tracker_for(self, pipeline: PipelineConfig) -> DatasetTracker | None:
         if pipeline.datasets is None:
             return None
-        return DatasetTracker(pipeline.datasets, earlier=self.history.rate_points)
+        return DatasetTracker(
+            pipeline.datasets, earlier=self.history.rate_points, keeper=ScanKeeper(self.scans)
+        )
 
     async def _snapshot_now(self) -> Snapshot:
         return await self.snapshot(Request(0, "snapshot", SnapshotParams()))

@@ -184,6 +184,8 @@ async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -
     log.info("agent stopping: closing %d background tasks", core.tasks.active)
     await core.tasks.close()
     core.end_watch.close()
+    log.info("agent stopping: keeping how far each dataset file was read")
+    await asyncio.to_thread(core.keep_scans)
     await asyncio.to_thread(core.history.close)
     log.info("agent stopping: closing the socket")
     server.close()

@@ -9,28 +9,29 @@ to parse, not UTF-8, a negative or absurd count, ids that are not token ids — 
 a corrupt line, counted and reported by its reader, never guessed at.
 
 The runner writes `{"id":...,"output_ids":[...],"completion_tokens":N,...}` compactly and in that
-order (other scripts often in json.dumps' default layout, with ", " and ": "); for such lines the id list (the bulk of a line: ~25 KB for 3,500 tokens) is checked
-against JSON's grammar straight from the bytes (`byte_scan`) and only the small rest goes through
-`json.loads`, which would otherwise cap a cold scan near 110 MB/s. The fast path accepts only
-what the full check accepts, with the same answer; anything unusual takes the full check.
+order (other scripts often in json.dumps' default layout, with ", " and ": "); for such lines the
+id list (the bulk of a line: ~25 KB for 3,500 tokens) is checked against JSON's grammar straight
+from the bytes (`id_lists`) and only the small rest goes through `json.loads`, which would
+otherwise cap a cold scan near 100 MB/s. The fast path accepts only what the full check accepts,
+with the same answer; anything unusual takes the full check. `read_fast` reads a line where it
+lies in a larger block, so that a reader of whole blocks (`response_blocks`) copies no line.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from agent.datasets.byte_scan import contains, only_bytes
+from agent.datasets.id_lists import MAX_TOKEN_ID_DIGITS as MAX_TOKEN_ID_DIGITS
+from agent.datasets.id_lists import IdLists
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """The read window: a longer line is corrupt, whatever it holds (~2M tokens fit in one)."""
 MAX_RESPONSE_TOKENS = 2**23
 """More completion tokens than any line within MAX_LINE_BYTES can hold ids for."""
-MAX_TOKEN_ID_DIGITS = 4300
-"""The longest integer JSON reads (Python's limit); whether an id is below the vocabulary size
-is for the job that knows the vocabulary (vocab refuses an id outside it)."""
 MAX_ID_CHARS = 1024
 MAX_INT_ID = 10**18
 
@@ -38,9 +39,9 @@ _FAST_HEAD = re.compile(
     rb'\{"id": ?("(?:[^"\\\x00-\x1f]|\\.)*"|-?(?:0|[1-9][0-9]{0,17})), ?"output_ids": ?\['
 )
 """The head of the runner's compact lines, and of json.dumps' default layout (", " and ": ")."""
-_ID_LIST_BYTES = b"0123456789,"
-_COMMA, _ZERO = ord(","), ord("0")
 _ABSENT = object()
+_QUOTE = ord('"')
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,26 +146,75 @@ def _tokens(value: Any, id_count: int) -> int | str:
     return f"completion_tokens is {_short(value)}, not a count from 0 to {MAX_RESPONSE_TOKENS:,}"
 
 
-def _parse_fast(line: bytes) -> ResponseLine | None:
-    """The runner's own layout, checked from the bytes; None means "take the full check"."""
-    head = _FAST_HEAD.match(line)
+class FastLine(NamedTuple):
+    """A response read where its line lies in a block: its id, its tokens and where its ids are."""
+
+    id: str
+    tokens: int
+    ids_start: int
+    ids_end: int
+    """Where the id list lies in the block, its brackets excluded."""
+    compacted: bytes | None
+    """The id list made compact, for a line in json.dumps' default layout (", ")."""
+    fields: dict[str, Any]
+    """The record's other fields, as JSON read them."""
+
+    def ids_text(self, data: bytes) -> bytes:
+        """`b"5,6,7"`: the ids, compact, out of the block `data` the line was read from."""
+        return data[self.ids_start : self.ids_end] if self.compacted is None else self.compacted
+
+
+_fast_line = functools.partial(tuple.__new__, FastLine)
+"""FastLine(*fields) without the Python frame of NamedTuple's __new__ (a line is ~10 us)."""
+
+
+def read_fast(lists: IdLists, start: int, end: int) -> FastLine | None:
+    """The response on the line `lists.data[start:end]`; None means "take the full check".
+
+    Only the runner's own layout and json.dumps' default one are read here, from the bytes.
+    """
+    data = lists.data
+    head = _FAST_HEAD.match(data, start, end)
     if head is None:
         return None
-    close = line.find(b"]", head.end())
-    ids = line[head.end() : close] if close > 0 else b""
-    if b" " in ids:
-        ids = _compact(ids)
-    if close < 0 or not _plain_id_list(ids):
-        return None
-    rest = _rest_of_object(line[close + 1 :])
+    ids_start = head.end()
+    close, compacted = lists.end_of(ids_start), None
+    if close < 0:
+        close, compacted = _spaced_list(data, ids_start, end)
+    rest = _rest_of_object(data, close + 1, end) if close >= 0 else None
     if rest is None:
         return None
-    claimed = rest.get("completion_tokens")
-    tokens = _tokens(claimed, 0 if claimed is not None or not ids else ids.count(b",") + 1)
+    tokens = rest.get("completion_tokens")
+    if type(tokens) is not int or not 0 <= tokens <= MAX_RESPONSE_TOKENS:  # else: as it says
+        count = 0 if tokens is not None else _id_count(data, ids_start, close, compacted)
+        tokens = _tokens(tokens, count)
     response_id = _head_id(head[1])
     if isinstance(tokens, str) or response_id is None:
         return None
-    return ResponseLine(response_id, tokens, ids, rest)
+    return _fast_line((response_id, tokens, ids_start, close, compacted, rest))
+
+
+def _parse_fast(line: bytes) -> ResponseLine | None:
+    fast = read_fast(IdLists(line), 0, len(line))
+    if fast is None:
+        return None
+    return ResponseLine(fast.id, fast.tokens, fast.ids_text(line), fast.fields)
+
+
+def _id_count(data: bytes, start: int, close: int, compacted: bytes | None) -> int:
+    if compacted is not None:
+        return compacted.count(b",") + 1 if compacted else 0
+    return data.count(b",", start, close) + 1 if close > start else 0
+
+
+def _spaced_list(data: bytes, start: int, end: int) -> tuple[int, bytes | None]:
+    """(its `]`, the list made compact) for an id list in json.dumps' default layout, else -1."""
+    close = data.find(b"]", start, end)
+    ids = data[start:close] if close >= 0 else b""
+    compact = _compact(ids) if b" " in ids else ids
+    if compact is ids or IdLists(compact + b"]").end_of(0) != len(compact):
+        return -1, None
+    return close, compact
 
 
 def _compact(ids: bytes) -> bytes:
@@ -177,61 +227,28 @@ def _compact(ids: bytes) -> bytes:
     return compact if ids.count(b", ") == len(ids) - len(compact) else ids
 
 
-def _plain_id_list(ids: bytes) -> bool:
-    """JSON's grammar for a list of non-negative integers, checked with bytes methods only.
+def _rest_of_object(data: bytes, start: int, end: int) -> dict[str, Any] | None:
+    """The fields in data[start:end] (after `output_ids`), unless they repeat `id` or `output_ids`.
 
-    Digits and commas only, no empty element, no leading zero, no number longer than JSON reads.
+    JSON's last of two equal keys wins: such a line is left to the full check.
     """
-    if not ids:
-        return True
-    if not only_bytes(ids, _ID_LIST_BYTES) or _COMMA in (ids[0], ids[-1]) or contains(ids, b",,"):
-        return False
-    return not _leading_zero(ids) and not _long_number(ids)
-
-
-def _leading_zero(ids: bytes) -> bool:
-    if ids[0] == _ZERO and len(ids) > 1 and ids[1] != _COMMA:
-        return True
-    if not contains(ids, b",0"):
-        return False
-    at = ids.find(b",0")
-    while at >= 0:
-        if at + 2 < len(ids) and ids[at + 2] != _COMMA:
-            return True
-        at = ids.find(b",0", at + 2)
-    return False
-
-
-def _long_number(ids: bytes) -> bool:
-    """A run of digits longer than JSON reads: some window of half that length has no comma."""
-    half = (MAX_TOKEN_ID_DIGITS + 1) // 2
-    if len(ids) <= MAX_TOKEN_ID_DIGITS:
-        return False
-    for start in range(0, len(ids) - half + 1, half):
-        if ids.find(b",", start, start + half) < 0:
-            before, after = ids.rfind(b",", 0, start) + 1, ids.find(b",", start)
-            if (len(ids) if after < 0 else after) - before > MAX_TOKEN_ID_DIGITS:
-                return True
-    return False
-
-
-def _rest_of_object(rest: bytes) -> dict[str, Any] | None:
-    """The fields after `output_ids`, unless they repeat `id` or `output_ids` (JSON's last wins)."""
-    if rest == b"}":
-        return {}
-    if not rest.startswith(b","):
-        return None
+    if not data.startswith(b",", start, end):
+        return {} if data[start:end].rstrip(b"\r\n") == b"}" else None
     try:
-        fields = json.loads("{" + rest[1:].decode())
+        text = "{" + data[start + 1 : end].decode()
+        fields: dict[str, Any]
+        fields, stop = _DECODER.raw_decode(text)  # a dict: the text starts with "{"
     except (ValueError, RecursionError):
         return None
-    if not isinstance(fields, dict) or "id" in fields or "output_ids" in fields:
+    if stop != len(text) and text[stop:].strip(" \t\n\r"):  # json.loads allows only whitespace
+        return None
+    if not fields or "id" in fields or "output_ids" in fields:  # none: the rest was `,}`
         return None
     return fields
 
 
 def _head_id(raw: bytes) -> str | None:
-    if not raw.startswith(b'"'):
+    if raw[0] != _QUOTE:
         return str(int(raw))  # at most 19 characters: the pattern bounds it
     try:  # the pattern admits no control character; without escapes, the text is the string
         value = raw[1:-1].decode() if b"\\" not in raw else json.loads(raw.decode())

@@ -71,6 +71,11 @@ class StatePaths:
         """The last pipeline config a console sent, so a restarted daemon still knows it."""
         return self.root / "pipeline.json"
 
+    @property
+    def kept_scans(self) -> Path:
+        """How far each dataset file was read and what it counted, so a restart resumes there."""
+        return self.root / "scans"
+
 
 OWN_FILES = (
     "daemon.json", "daemon.lock", "start.lock", "agent.log", "idempotency.jsonl", "audit.jsonl",
@@ -78,7 +83,7 @@ OWN_FILES = (
     "history.sqlite3-shm",
 )  # fmt: skip
 """The files the agent keeps directly in its state folder (agent-code is a link it makes itself)."""
-OWN_FOLDERS = ("jobs", "operations")
+OWN_FOLDERS = ("jobs", "operations", "scans")
 """Its folders there: a link in their place would have job logs and records written elsewhere."""
 
 

@@ -87,6 +87,16 @@ class SnapshotAssembly:
             self._taking, self._taking_for = taking, tracker
         return await asyncio.shield(taking)
 
+    def while_not_reading(self, work: Callable[[], None], timeout_s: float) -> bool:
+        """Run `work` while no snapshot reads through the trackers; False if none ended in time."""
+        if not self._reading.acquire(timeout=timeout_s):
+            return False
+        try:
+            work()
+        finally:
+            self._reading.release()
+        return True
+
     def _take(self, finish: Finish, tracker: DatasetTracker | None) -> Snapshot:
         with self._reading:
             # The snapshot's time, read once: its datasets' last responses are dated against it,

@@ -152,21 +152,31 @@ def test_the_bytes_methods_fallback_reads_the_same(text: str, tail: bytes) -> No
 
     line = b'{"id":"p","output_ids":[' + text.encode() + b"]" + tail
     with_libc = parsed(line)
-    saved = byte_scan._SPAN, byte_scan._FIND
-    byte_scan._SPAN, byte_scan._FIND = byte_scan._py_span, byte_scan._py_find
+    saved = byte_scan._ADDRESS
+    byte_scan._ADDRESS = byte_scan._no_address  # as where ctypes or the C library is missing
     try:
         assert parsed(line) == with_libc == reference(line)
     finally:
-        byte_scan._SPAN, byte_scan._FIND = saved
+        byte_scan._ADDRESS = saved
 
 
-def test_byte_scan_stops_at_nothing() -> None:
-    from agent.datasets.byte_scan import contains, only_bytes
+@pytest.mark.parametrize("libc", [True, False])
+def test_byte_scan_stops_at_nothing(libc: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent.datasets.byte_scan as byte_scan
 
-    assert only_bytes(b"12,3", b"0123456789,")
-    assert not only_bytes(b"12\x003", b"0123456789,")
-    assert contains(b"1\x00,,2", b",,")
-    assert not contains(b"1,2\x00", b",,")
+    if not libc:
+        monkeypatch.setattr(byte_scan, "_ADDRESS", byte_scan._no_address)
+    data = byte_scan.CBytes(b"12,3\x00,,5,0]")
+    assert (data.span(0, b"0123456789,"), data.span(5, b"0123456789,")) == (4, 5)
+    assert (data.find(b",,"), data.find(b",0"), data.find(b",0", 9), data.find(b"]")) == (
+        5,
+        8,
+        -1,
+        10,
+    )
+    assert byte_scan.CBytes(b"\x00\x00,,").find(b",,") == 2
+    with pytest.raises(IndexError):
+        data.span(12, b"0")  # past the end: never handed to the C library
 
 
 @pytest.mark.parametrize(
