@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,11 +72,24 @@ def write_demo_config(
 
 def headless_tip(config: Path) -> list[str]:
     """The headless commands to try beside the TUI, each as it runs against this config."""
-    command = f"eagle-console --config {shlex.quote(str(config))}"
+    command = f"{shlex.quote(console_command())} --config {shlex.quote(str(config))}"
     tries = ["status demo", "report demo", "doctor demo", "events demo --since 1h",
              "deploy demo --dry-run", f"redeploy demo {OLD_RUN} --token-budget {BUDGET // 2}"]  # fmt: skip
     lines = ["# While the demo runs, try in another terminal:"]
     return lines + [f"#   {command} {rest}" for rest in tries]
+
+
+def console_command() -> str:
+    """How to run this eagle-console from another terminal, as the tips print it.
+
+    Its bare name where the shell finds this very one, else its path: after `make demo` the
+    venv is not on PATH, and the bare name was "command not found" (#30 item 6).
+    """
+    here = Path(sys.executable).parent / "eagle-console"
+    found = shutil.which("eagle-console")
+    if found is not None and Path(found).resolve() == here.resolve():
+        return "eagle-console"
+    return str(here) if here.exists() else "eagle-console"
 
 
 def _connection(ssh: SshAccess | None) -> list[str]:

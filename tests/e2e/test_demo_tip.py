@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.demo_terminal import CONSOLE_UP, START_TIMEOUT_S, kill_leftovers, start_demo
 
-TIP = "#   eagle-console "
+TIP = "#   "
 COMMAND_TIMEOUT_S = 180
 
 
@@ -31,13 +31,19 @@ def workspace(tmp_path: Path) -> Iterator[Path]:
 
 
 def tip_commands(config: Path) -> list[list[str]]:
-    """The commands the config's header suggests, each as an argv for this venv's eagle-console."""
-    console = str(Path(sys.executable).parent / "eagle-console")
+    """The commands the config's header suggests, word for word as printed."""
     lines = [line for line in config.read_text().splitlines() if line.startswith(TIP)]
-    return [[console, *shlex.split(line[len(TIP) :])] for line in lines]
+    return [shlex.split(line[len(TIP) :]) for line in lines]
+
+
+def path_without_the_venv() -> str:
+    """PATH as a shell has it after `make demo`: the venv is not activated."""
+    venv_bin = str(Path(sys.executable).parent)
+    return os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
 
 
 def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """As another terminal's shell runs it (the PATH of the test, without the venv)."""
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False,
         env=dict(os.environ, COLUMNS="200"),
@@ -46,7 +52,10 @@ def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.timeout(600)
 @pytest.mark.slow
-def test_every_command_of_the_demo_tip_works_as_printed(workspace: Path) -> None:
+def test_every_command_of_the_demo_tip_works_as_printed(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", path_without_the_venv())  # "command not found" before (#30)
     terminal = start_demo(workspace)
     try:
         terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)
@@ -58,7 +67,7 @@ def test_every_command_of_the_demo_tip_works_as_printed(workspace: Path) -> None
             said = f"{shlex.join(argv[1:])}:\n{result.stdout}\n{result.stderr}"
             assert "cannot reach" not in said
             assert "Traceback" not in said
-            if argv[3] == "doctor":  # no GPU and no nvidia-smi here: that line alone may fail
+            if argv[3] == "doctor":  # the demo's GPU jobs and no nvidia-smi: that line may fail
                 failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
                 assert all(" gpus " in line for line in failed), said
             else:
