@@ -21,6 +21,7 @@ from agent.datasets.tracker import DatasetTracker
 from agent.errors import AgentError
 from agent.jobs.control import JobControl
 from agent.jobs.end_watch import EndWatch
+from agent.jobs.leftovers import LeftoverSweep
 from agent.jobs.supervisor import Supervisor
 from agent.operations.announce import Announcer
 from agent.operations.autopilot import Autopilot
@@ -143,6 +144,9 @@ class AgentCore:
         )  # fmt: skip
         self.observer.listeners.append(self.autopilot.heard)
         self.observer.listeners.append(self.end_watch.heard)
+        self.leftovers = LeftoverSweep(self.supervisor, self.tasks)
+        """A lost job's processes that outlived it (its shim gone) are ended by its mark."""
+        self.observer.listeners.append(self.leftovers.heard)
         self.files = FileMethods(lambda: self.pipeline, self.operations.staged_paths)
         self.logs = LogMethods(paths.daemon_log, lambda: self.pipeline, self.supervisor)
         self.records = RecordMethods(

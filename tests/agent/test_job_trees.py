@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -103,7 +104,8 @@ KILLS_ITS_SHIM = (
     "    time.sleep(0.01)\n"
     "os.kill(os.getppid(), signal.SIGKILL)\n"  # the shim, which held the worker below it
     "print('shim killed', flush=True)\n"
-    "time.sleep(600)\n"
+    "if sys.argv[2:] == ['stay']:\n"
+    "    time.sleep(600)\n"
 )
 
 
@@ -114,7 +116,7 @@ async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
     script = tmp_path / "kills_its_shim.py"
     script.write_text(KILLS_ITS_SHIM)
     pid_file = tmp_path / "worker.pid"
-    spec = JobSpec((PY, str(script), str(pid_file)), grace_s=1.0)
+    spec = JobSpec((PY, str(script), str(pid_file), "stay"), grace_s=1.0)
     agent = await open_local_link(state_dir, PipelineConfig(jobs={"rogue": spec}))
     worker = 0
     try:
@@ -131,6 +133,31 @@ async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
         result = await agent.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop")
         assert result.outcome == "stopped", result
         assert not alive(worker), f"the worker {worker} outlived the stop of its job"
+    finally:
+        await agent.close()
+        if worker and alive(worker):
+            os.kill(worker, 9)
+
+
+async def test_a_worker_left_by_a_job_that_killed_its_shim_and_ended_is_ended_unasked(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """With its shim gone nobody ends what the job left: the job reads lost, its mark finds them."""
+    script = tmp_path / "kills_its_shim.py"
+    script.write_text(KILLS_ITS_SHIM)
+    pid_file = tmp_path / "worker.pid"
+    spec = JobSpec((PY, str(script), str(pid_file)))
+    agent = await open_local_link(state_dir, PipelineConfig(jobs={"rogue": spec}))
+    worker = 0
+    try:
+        job: JobInfo = await agent.call(JOBS_LAUNCH, LaunchParams("rogue"), idempotency_key="r")
+        await text_appears(Path(job.log_path or ""), "shim killed")
+        worker = int(pid_file.read_text())
+        lost = await jobs_where(agent, lambda jobs: jobs[0].state == "lost")
+        assert lost[0].id == job.id
+        record = state_dir / "jobs" / job.id / "leftovers.json"
+        await jobs_where(agent, lambda jobs: record.exists() and not alive(worker))
+        assert read_json(record) == {"ended": 1, "at": pytest.approx(time.time(), abs=120)}
     finally:
         await agent.close()
         if worker and alive(worker):
