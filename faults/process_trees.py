@@ -39,8 +39,8 @@ from tests.support.operations import jobs_where, text_appears
 TITLE = "Process trees: workers that leave their job's group, and jobs half launched"
 MODES = ("setsid", "double_fork", "group", "kills_shim")
 """kills_shim: a double-forked setsid worker, then the job SIGKILLs its shim (the subreaper that
-held the worker below it); found by the job's mark. Stopped with k only: with its shim gone,
-nothing records the job's end to end what it left."""
+held the worker below it); found by the job's mark. Stopped with k here; one that then ends by
+itself reads lost and its worker is ended by the lost job's sweep (tests/agent/test_job_trees.py)."""
 WORKER = """import os, sys, time
 mode, pid_file, stay = sys.argv[1], sys.argv[2], sys.argv[3] == "stay"
 if mode in ("setsid", "double_fork", "kills_shim") and os.fork() == 0:
