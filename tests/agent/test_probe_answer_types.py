@@ -15,6 +15,7 @@ from aiohttp import web
 
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.values import MAX_COUNT, MAX_TEXT_CHARS
+from tests.support.loopback_app import serving
 
 Routes = dict[str, tuple[int, str]]
 
@@ -29,13 +30,8 @@ async def server(routes: Routes) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url
 
 
 def router(workers: object) -> Routes:

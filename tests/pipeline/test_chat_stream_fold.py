@@ -17,6 +17,7 @@ from aiohttp import web
 from agent.pipeline.inference.backends.chat import ChatAnswer
 from agent.pipeline.inference.backends.openai_http import OpenAIClient
 from agent.pipeline.inference.client import Server
+from tests.support.loopback_app import serving
 
 
 def event(ids: list[int], text: str) -> dict[str, object]:
@@ -48,13 +49,8 @@ async def stream_held_after_one_event(go_on: asyncio.Event) -> AsyncIterator[str
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url
 
 
 async def test_each_event_is_handed_on_before_the_stream_ends() -> None:

@@ -17,6 +17,7 @@ from agent.pipeline.inference.client import (
     SglangClient,
     TransientError,
 )
+from tests.support.loopback_app import serving
 
 ANSWERS: dict[str, tuple[int, Any]] = {
     # srt/entrypoints/http_server.py:2246-2250
@@ -42,13 +43,8 @@ async def answering() -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_post("/generate", generate)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url
 
 
 async def answer_to(kind: str) -> Exception:

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from agent.pipeline.evaluate.measure import Request, send
+from tests.support.loopback_app import serving
 
 ANSWERS = {
     "negative": '{"output_ids": [1], "meta_info": {"completion_tokens": -500}}',
@@ -27,13 +28,8 @@ async def answering(kind: str) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_post("/generate", generate)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from aiohttp import web
 
+from tests.support.loopback_app import serving
+
 METRICS = """# TYPE sglang:num_running_reqs gauge
 sglang:num_running_reqs{dp_rank="0"} 7
 sglang:num_running_reqs{dp_rank="1"} 5
@@ -46,10 +48,5 @@ async def server(metrics: str = "endless") -> AsyncIterator[str]:
     app.router.add_get("/server_info", fixed(SERVER_INFO))
     app.router.add_get("/model_info", fixed('{"model_path": "m/real"}'))
     app.router.add_get("/metrics", endless if metrics == "endless" else fixed(metrics))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as url:
+        yield url
