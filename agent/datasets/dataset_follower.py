@@ -85,7 +85,7 @@ class DatasetFollower:
 def file_alerts(
     name: str, follower: DatasetFollower, responses_file: str, now: float
 ) -> list[Alert]:
-    """corrupt_file (how many, the first one's offset and fault) and dataset_error alerts."""
+    """corrupt_file (how many, the first one's offset and fault), prompts_missing, dataset_error."""
     alerts = []
     counter = follower.responses
     if counter.corrupt_lines:
@@ -95,6 +95,13 @@ def file_alerts(
             f"{counter.corrupt_offsets[0]:,} ({counter.first_corrupt_reason}); they are not "
             "counted. The runner's --repair moves them to raw_responses.corrupt",
             name, now,
+        ))  # fmt: skip
+    prompts = follower.prompts.path
+    if not prompts.exists():
+        alerts.append(Alert(
+            "prompts_missing", "warning",
+            f"{name}: no {prompts.name} in {prompts.parent}: nothing to generate; put its prompts "
+            "there, one JSON object a line (docs/file-formats.md)", name, now,
         ))  # fmt: skip
     if follower.error is not None:
         alerts.append(Alert(

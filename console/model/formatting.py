@@ -97,6 +97,8 @@ def ended(progress: DatasetProgress) -> str:
         return "writer stopped"
     if progress.writer_active:  # stalled, or waiting for the server: its status says which
         return "—"
+    if progress.prompts == 0 and progress.responses == 0:
+        return "no prompts"  # not "done": nothing was ever there to generate (#30)
     last = progress.last_response_at
     word = "done" if progress.generation_done else "ended"
     if last is None:

@@ -90,6 +90,8 @@ class GenerateActions(HostActions):
             return f"{dataset.name} is being written by {dataset.writer}"
         if dataset.writer_active:
             return f"{dataset.name} is being written by a runner the agent did not start (its runner.json is live)"
+        if dataset.prompts == 0 and dataset.responses == 0:
+            return f"{dataset.name} has no prompts: its prompts file is missing or empty (see the alert)"
         if dataset.generation_done:
             return f"{dataset.name} is done: {_done_why(dataset)}"
         return None
