@@ -144,6 +144,7 @@ async def _hook_part(result: ScenarioResult, state: Path, peers: Peers, kind: st
             lambda: _delivered(peers, dead) if kind == "good" else _settled(link, before), WAIT_S
         )
         after = await _notify_status(link)
+        await wait_until_async(lambda: _quiet(link), WAIT_S)  # its tries end before the next hook
     took = time.monotonic() - started
     sent, lost = after.sent - before.sent, after.dead_letters - before.dead_letters
     ok = settled and not peers.posts["followed"] and _as_expected(kind, sent, lost)
@@ -180,6 +181,11 @@ async def _delivered(peers: Peers, dead: str) -> bool:
 async def _notify_status(link: AgentLink) -> NotifyStatus:
     status: NotifyStatus = await link.call(NOTIFY_STATUS, NotifyStatusParams())
     return status
+
+
+async def _quiet(link: AgentLink) -> bool:
+    """Nothing queued or being tried: what follows is the next hook's alone."""
+    return (await _notify_status(link)).pending == 0
 
 
 async def _settled(link: AgentLink, before: NotifyStatus) -> bool:

@@ -22,3 +22,5 @@ class NotifyStatus:
     last_failure: str | None = None
     """Why the last one was lost (`HTTP 503`, `timed out`, `over the rate limit`), never the URL."""
     last_failure_at: float | None = None
+    pending: int = 0
+    """Notifications queued or being tried now (a retry's backoff included)."""

@@ -209,7 +209,9 @@ class Notifier:
         config = self._pipeline().notify
         failure, failed_at = self.last_failure or (None, None)
         site = redacted(config.url) if config is not None else None
-        return NotifyStatus(site, self.sent, self.dead_letters, failure, failed_at)
+        return NotifyStatus(
+            site, self.sent, self.dead_letters, failure, failed_at, pending=len(self._queue)
+        )
 
     def _lost(self, reason: str) -> None:
         self.dead_letters += 1
@@ -227,14 +229,11 @@ class Notifier:
     async def _send_all(self) -> None:
         while True:
             while self._queue:
-                _, body = self._queue.popleft()
-                config = self._pipeline().notify  # the hook configured now, not when it queued
-                if config is None:  # the webhook was taken out of the config: nobody to tell
-                    continue
-                if self._over_rate():
-                    self._lost("over the rate limit")
-                    continue
-                await self._send(config, body)
+                _, body = self._queue[0]  # still pending (status) until its tries are over
+                try:
+                    await self._send_one(body)
+                finally:
+                    self._queue.popleft()
             self._wake.clear()
             await self._wake.wait()
 
@@ -247,9 +246,20 @@ class Notifier:
         self._started.append(now)
         return False
 
-    async def _send(self, config: NotifyConfig, body: bytes) -> None:
+    async def _send_one(self, body: bytes) -> None:
+        if self._pipeline().notify is None:  # the webhook was taken out of the config
+            return
+        if self._over_rate():
+            self._lost("over the rate limit")
+            return
+        await self._send(body)
+
+    async def _send(self, body: bytes) -> None:
         reason = "not sent"
         for attempt in range(TRIES):
+            config = self._pipeline().notify  # each try to the hook configured then (#28)
+            if config is None:  # taken out of the config between tries: nobody to tell
+                return
             try:
                 await self._post_within_deadline(config.url, body)
             except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors

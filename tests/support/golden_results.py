@@ -173,9 +173,9 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     ),
     (
         "notify.status",
-        NotifyStatus("https://hooks.example/…", 3, 2, "HTTP 503", 7.0),
+        NotifyStatus("https://hooks.example/…", 3, 2, "HTTP 503", 7.0, 1),
         '{"id":1,"result":{"site":"https://hooks.example/\\u2026","sent":3,"dead_letters":2,'
-        '"last_failure":"HTTP 503","last_failure_at":7.0}}',
+        '"last_failure":"HTTP 503","last_failure_at":7.0,"pending":1}}',
     ),
     (
         "tokenizer.check",
