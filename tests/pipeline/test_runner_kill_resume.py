@@ -22,10 +22,12 @@ from tests.support.runner_files import (
 )
 from tests.support.simulator_process import running_simulator
 
-KILLS = 50
+KILLS = 20
+"""Each a runner start (imports and resume) and a kill; the runner_kill scenario does 200 more."""
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # a bound for a loaded machine (6 workers on 2 cores), not a goal
 def test_repeated_sigkill_and_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "B1"
     ids = write_id_prompts(folder, 2000)
