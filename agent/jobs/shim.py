@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.host.procfs import boot_id, carrying, descendants, group_members, start_ticks
+from agent.host.procfs import boot_id, descendants, group_members, start_ticks
 from agent.host.signals import kill_process
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, MARK_ENV, JobFiles
 
@@ -74,7 +74,7 @@ def run_shim(job_dir: Path) -> int:
     code = child.wait()
     signal_name = signal.Signals(-code).name if code < 0 else None
     ended = {"exit_code": code if code >= 0 else None, "exit_signal": signal_name}
-    left = end_leftovers(_mark(job))
+    left = end_leftovers()
     if left:
         ended["leftovers_ended"] = left
         _say(f"shim: the job's main process ended; ended {left} process(es) it left running")
@@ -97,39 +97,42 @@ def _job_env(job: dict[str, Any]) -> dict[str, str]:
     return {**os.environ, **job.get("env", {}), **({MARK_ENV: mark} if mark else {})}
 
 
-def end_leftovers(mark: str | None = None) -> int:
+def end_leftovers() -> int:
     """End what the job left running once its main process ended; returns how many there were.
 
     A worker that stayed in the job's group, or left it with setsid and so re-parented to the
     shim, would otherwise outlive the job unseen: once the shim records the end, no stop can
     prove such a process is the job's. They get SIGTERM, LEFTOVER_GRACE_S, then SIGKILL.
     """
-    left = _leftovers(mark)
+    left = _leftovers()
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             kill_process(pid, signal.SIGTERM)
     deadline = time.monotonic() + LEFTOVER_GRACE_S
-    while _leftovers(mark) and time.monotonic() < deadline:
+    while _leftovers() and time.monotonic() < deadline:
         _reap_orphans()
         time.sleep(LEFTOVER_POLL_S)
-    for pid in _leftovers(mark):
+    for pid in _leftovers():
         with contextlib.suppress(ProcessLookupError):
             kill_process(pid, signal.SIGKILL)
     deadline = time.monotonic() + LEFTOVER_GRACE_S
-    while _leftovers(mark) and time.monotonic() < deadline:  # SIGKILL ends a process at once
+    while _leftovers() and time.monotonic() < deadline:  # SIGKILL ends a process at once
         _reap_orphans()
         time.sleep(LEFTOVER_POLL_S)
     _reap_orphans()
     return len(left)
 
 
-def _leftovers(mark: str | None) -> list[int]:
-    """Live processes of the job's group but the shim, those below it, and those with its mark."""
+def _leftovers() -> list[int]:
+    """Live processes of the job's group but the shim, and everything re-parented below it.
+
+    The shim is alive here and a child subreaper: nothing the job started can be elsewhere, so
+    the job's mark (for a stop after the shim is gone) need not be read.
+    """
     me = os.getpid()
     below = {info.pid for info in descendants(me)}
     in_group = {info.pid for info in group_members(os.getpgid(0))}
-    marked = {info.pid for info in carrying(MARK_ENV, mark)} if mark else set()
-    return sorted((below | in_group | marked) - {me})
+    return sorted((below | in_group) - {me})
 
 
 def _reap_orphans() -> None:

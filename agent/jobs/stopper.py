@@ -54,18 +54,20 @@ class GroupIdentity:
         """The job's processes in another group (a worker that called setsid, say).
 
         The shim leads the group and is a child subreaper, so everything the job started stays
-        below it while it lives. Whatever carries the job's mark is the job's too, wherever it
-        went: that finds a worker whose shim the job killed. Both are remembered with their start
-        times, so they are still stopped when the shim and the job go first.
+        below it while it lives. Once it is gone (the job killed it, say), whatever carries the
+        job's mark is the job's, wherever it went: only then is every process's environment read.
+        Both are remembered with their start times, so they are still stopped when the shim and
+        the job go first.
         """
         shim = next(((pid, ticks) for pid, ticks in self.known if pid == self.pgid), None)
-        if self.pgid is not None and shim is not None and is_same_process(*shim):
+        if shim is not None and is_same_process(*shim):  # a recorded shim leads the group
+            shim_pid = shim[0]
             self.seen_escaped.update(
                 (info.pid, info.start_ticks)
-                for info in descendants(self.pgid)
-                if info.pgid != self.pgid
+                for info in descendants(shim_pid)
+                if info.pgid != shim_pid
             )
-        if self.mark is not None:
+        elif self.mark is not None:
             known = {pid for pid, _ in self.known}
             self.seen_escaped.update(
                 (info.pid, info.start_ticks)
