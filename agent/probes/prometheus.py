@@ -19,6 +19,9 @@ import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
+
+from agent.probes.values import count, figure
 
 _LINE = r"^({prefix}[:_][A-Za-z0-9_]+)(?:\{{(.*)\}})?\s+(\S+)(?:\s+\d+)?$"
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -86,6 +89,22 @@ def totals(samples: list[Sample]) -> dict[str, float]:
     for sample in one_per_part(samples):
         grouped[sample.name].append(sample.value)
     return {name: _combine(name, values) for name, values in grouped.items()}
+
+
+def sglang_figures(samples: list[Sample]) -> dict[str, Any]:
+    """SGLang's whole-server load from its metrics, as ServerStats fields.
+
+    A server's, or a router's summed over its workers: each a valid figure or None.
+    """
+    total = totals(samples)
+    return {
+        "running_requests": count(total.get("num_running_reqs")),
+        "queued_requests": count(total.get("num_queue_reqs")),
+        "token_usage": figure(total.get("token_usage")),
+        "gen_throughput_tokens_per_s": figure(total.get("gen_throughput")),
+        "cache_hit_rate": figure(total.get("cache_hit_rate")),
+        "accept_length": figure(total.get("spec_accept_length")),
+    }
 
 
 def by_part(samples: list[Sample], label: str) -> dict[str, dict[str, float]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.probes import prometheus
 from agent.probes.http_reads import get_json, get_text
-from agent.probes.values import count, figure, text
+from agent.probes.values import count, text
 from agent.protocol import ServerPart, ServerStats
 
 
@@ -26,18 +26,12 @@ async def probe_router(session: Any, url: str) -> ServerStats:
     listed = listing.get("workers")
     workers = [w for w in listed if isinstance(w, dict)] if isinstance(listed, list) else []
     healthy_count = sum(1 for w in workers if w.get("is_healthy") is True)
-    total = prometheus.totals(samples)
     return ServerStats(
         url=url,
         healthy=ready_status == 200 and (healthy_count > 0 or not workers),
         detail=_detail(ready_status, readiness, healthy_count, len(workers)),
         model_path=next((name for w in workers if (name := text(w.get("model_id")))), None),
-        running_requests=count(total.get("num_running_reqs")),
-        queued_requests=count(total.get("num_queue_reqs")),
-        token_usage=figure(total.get("token_usage")),
-        gen_throughput_tokens_per_s=figure(total.get("gen_throughput")),
-        cache_hit_rate=figure(total.get("cache_hit_rate")),
-        accept_length=figure(total.get("spec_accept_length")),
+        **prometheus.sglang_figures(samples),
         is_router=True,
         healthy_workers=count(readiness.get("healthy_workers"), healthy_count),
         total_workers=count(readiness.get("total_workers"), len(workers)),

@@ -28,7 +28,7 @@ from agent.probes.http_reads import PROBE_TIMEOUT_S, get_json, get_text
 from agent.probes.openai_probe import probe_openai
 from agent.probes.router_probe import probe_router
 from agent.probes.unreachable import unreachable_reason
-from agent.probes.values import count, figure, text
+from agent.probes.values import count, text
 from agent.probes.vllm_probe import probe_vllm
 from agent.protocol import ServerApi, ServerPart, ServerStats
 
@@ -106,18 +106,12 @@ def _stats(
     url: str, healthy: bool, detail: str, info: dict[str, Any], model: dict[str, Any],
     samples: list[prometheus.Sample],
 ) -> ServerStats:  # fmt: skip
-    total = prometheus.totals(samples)
     return ServerStats(
         url=url, healthy=healthy, detail=detail,
         model_path=text(model.get("model_path")) or text(info.get("model_path")),
         speculative_algorithm=text(info.get("speculative_algorithm")),
         max_running_requests=max_running_requests(info),
-        running_requests=count(total.get("num_running_reqs")),
-        queued_requests=count(total.get("num_queue_reqs")),
-        token_usage=figure(total.get("token_usage")),
-        gen_throughput_tokens_per_s=figure(total.get("gen_throughput")),
-        cache_hit_rate=figure(total.get("cache_hit_rate")),
-        accept_length=figure(total.get("spec_accept_length")),
+        **prometheus.sglang_figures(samples),
         parts=rank_parts(samples),
     )  # fmt: skip
 
