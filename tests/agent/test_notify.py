@@ -15,11 +15,10 @@ from typing import Any
 import pytest
 
 from agent.protocol import Alert, DatasetsConfig, NotifyConfig, PipelineConfig, Snapshot
-from agent.tasks import TaskOwner
 from agent.watch import notify
-from agent.watch.notify import Notifier
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
+from tests.support.hostile_hooks import notifier_for, sending_to
 
 DEADLINE_S = 30.0
 SECRET = "topic-s3cr3t"
@@ -79,12 +78,6 @@ def snapshot_with(*kinds: str) -> Snapshot:
     return Snapshot(1.0, "gpu-0", None, (), alerts)
 
 
-def notifier_for(url: str, post: notify.Post) -> tuple[Notifier, TaskOwner]:
-    tasks = TaskOwner("test")
-    pipeline = PipelineConfig(notify=NotifyConfig(url))
-    return Notifier(lambda: pipeline, tasks, post), tasks
-
-
 async def test_a_hanging_webhook_never_makes_a_listener_wait() -> None:
     release, posted = threading.Event(), list[bytes]()
 
@@ -117,16 +110,13 @@ async def test_a_failing_webhook_counts_dead_letters_and_says_so_without_its_sec
         tries.append(url)
         raise ConnectionRefusedError("refused")
 
-    notifier, tasks = notifier_for(f"https://hooks.example/{SECRET}", refuse)
-    try:
+    async with sending_to(f"https://hooks.example/{SECRET}", refuse) as notifier:
         await notifier.heard(snapshot_with("over_budget"))
         await notifier.heard(snapshot_with("over_budget"))  # still raised: not sent again
         deadline = time.monotonic() + DEADLINE_S
         while not notifier.dead_letters:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
-    finally:
-        await tasks.close()
     assert len(tries) == notify.TRIES
     [alert] = notifier.alerts(2.0)
     assert alert.kind == "notify_failing"

@@ -18,17 +18,14 @@ from agent.protocol import NotifyConfig, PipelineConfig
 from agent.watch import notify
 from console.link.agent_link import LinkError
 from console.link.local_link import open_local_link
-from tests.support.hostile_hooks import DEADLINE_S, alert, hook, notifier_for, settled
+from tests.support.hostile_hooks import DEADLINE_S, alert, hook, notifier_for, sending_to, settled
 
 
 async def test_an_endless_answer_is_not_read_past_its_status() -> None:
     with hook("endless") as (url, posts):
-        notifier, tasks = notifier_for(url)
-        try:
+        async with sending_to(url) as notifier:
             await alert(notifier, "one")
             await settled(notifier, 1)
-        finally:
-            await tasks.close()
     assert (notifier.sent, notifier.dead_letters, len(posts)) == (1, 0, 1)
 
 
@@ -38,13 +35,10 @@ async def test_a_dripping_hook_costs_one_deadline_per_try_and_later_alerts_still
     monkeypatch.setattr(notify, "POST_DEADLINE_S", 1.5)
     monkeypatch.setattr(notify, "BACKOFF_S", 0.1)
     with hook("drip") as (url, posts):
-        notifier, tasks = notifier_for(url)
-        try:
+        async with sending_to(url) as notifier:
             for kind in ("first", "second"):
                 await alert(notifier, kind)
             await settled(notifier, 2)
-        finally:
-            await tasks.close()
     assert (notifier.sent, notifier.dead_letters) == (0, 2)
     assert len(posts) == 2 * notify.TRIES, "each try of each alert reached the hook"
     assert notifier.last_failure is not None
@@ -67,12 +61,9 @@ async def test_the_agent_stops_at_once_while_a_post_hangs() -> None:
 
 async def test_a_redirect_is_no_delivery() -> None:
     with hook("redirect") as (url, posts):
-        notifier, tasks = notifier_for(url)
-        try:
+        async with sending_to(url) as notifier:
             await alert(notifier, "one")
             await settled(notifier, 1)
-        finally:
-            await tasks.close()
     assert (notifier.sent, notifier.dead_letters) == (0, 1)
     assert notifier.last_failure is not None
     assert notifier.last_failure[0] == "HTTP 302"

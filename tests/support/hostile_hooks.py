@@ -8,13 +8,13 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agent.protocol import Alert, NotifyConfig, PipelineConfig, Snapshot
 from agent.tasks import TaskOwner
-from agent.watch.notify import Notifier
+from agent.watch.notify import Notifier, Post
 
 DEADLINE_S = 30.0
 
@@ -56,10 +56,21 @@ def hook(behaviour: str) -> Iterator[tuple[str, list[int]]]:
         server.server_close()
 
 
-def notifier_for(url: str) -> tuple[Notifier, TaskOwner]:
+def notifier_for(url: str, post: Post | None = None) -> tuple[Notifier, TaskOwner]:
+    """A notifier sending to `url` (through `post` where given) and the owner of its sender."""
     tasks = TaskOwner("test")
     pipeline = PipelineConfig(notify=NotifyConfig(url))
-    return Notifier(lambda: pipeline, tasks), tasks
+    return Notifier(lambda: pipeline, tasks, post), tasks
+
+
+@contextlib.asynccontextmanager
+async def sending_to(url: str, post: Post | None = None) -> AsyncIterator[Notifier]:
+    """`notifier_for`'s notifier, its sender stopped when the block ends."""
+    notifier, tasks = notifier_for(url, post)
+    try:
+        yield notifier
+    finally:
+        await tasks.close()
 
 
 async def alert(notifier: Notifier, kind: str) -> None:
