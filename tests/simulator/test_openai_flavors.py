@@ -7,7 +7,7 @@ test_vllm_facts.py; SGLang's /v1 here.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from agent.simulator.__main__ import build_parser, config_from
+from tests.support.json_http import post
 from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 FAST = ("--speed", "20", "--mean-tokens", "60", "--sd-tokens", "20", "--seed", "3")
@@ -25,17 +26,6 @@ MESSAGES = [{"role": "user", "content": "why is the sum so"}]
 def vllm(tmp_path: Path) -> Iterator[SimulatorProcess]:
     with running_simulator(tmp_path / "vllm", *FAST, "--flavor", "vllm", "--reasoning") as sim:
         yield sim
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(http: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tuple[int, Any]:
-    async with http.post(url, json=body) as response:
-        return response.status, await response.json(content_type=None)
 
 
 async def events(http: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> list[Any]:

@@ -9,29 +9,16 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
+from tests.support.json_http import post
 from tests.support.simulator_process import running_simulator
 
 FAST = ("--speed", "50", "--mean-tokens", "40", "--sd-tokens", "5", "--vocab-size", "1000")
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(
-    http: aiohttp.ClientSession, url: str, body: Any, headers: dict[str, str] | None = None
-) -> tuple[int, Any]:
-    async with http.post(url, json=body, headers=headers) as response:
-        return response.status, await response.json(content_type=None)
 
 
 async def get(

@@ -8,7 +8,6 @@ import asyncio
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,6 @@ from tests.support.simulator_process import agent_env, running_simulator
 
 FAST = ("--speed", "50", "--mean-tokens", "300", "--sd-tokens", "1", "--vocab-size", "1000")
 DRAFTER = ("--speculative-accept-length", "2.5", "--speculative-num-draft-tokens", "4")
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
 
 
 async def generate(http: aiohttp.ClientSession, url: str, n: int = 200) -> dict[str, Any]:

@@ -9,31 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
 from agent.host.server_identity import server_info_kind
 from agent.probes import prometheus
+from tests.support.json_http import post
 from tests.support.simulator_process import running_simulator
 
 FAST = ("--speed", "20", "--mean-tokens", "60", "--sd-tokens", "20", "--seed", "3")
 CONTEXT = ("--flavor", "vllm", "--context-length", "40")
 MESSAGES = [{"role": "user", "content": "why is the sum so"}]
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(http: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tuple[int, Any]:
-    async with http.post(url, json=body) as response:
-        return response.status, await response.json(content_type=None)
 
 
 async def test_max_tokens_past_the_context_is_refused_not_clamped(

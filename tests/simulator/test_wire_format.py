@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 
+from tests.support.json_http import post
 from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 DECODE_LINE = re.compile(  # SGLang 0.5.23 metrics_reporter.py:963-1041, tp_size 1: no TP in the prefix
@@ -33,17 +33,6 @@ def sim(tmp_path: Path) -> Iterator[SimulatorProcess]:
         "1000",
     ) as process:
         yield process
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(http: aiohttp.ClientSession, url: str, body: dict[str, Any]) -> tuple[int, Any]:
-    async with http.post(url, json=body) as response:
-        return response.status, await response.json(content_type=None)
 
 
 async def test_single_generate_has_top_level_output_ids_and_meta_info(
