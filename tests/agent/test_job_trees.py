@@ -7,6 +7,7 @@ job's, so it ran on unseen. Each worker here writes its pid to a file, then slee
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -109,20 +110,33 @@ KILLS_ITS_SHIM = (
 )
 
 
-async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
-    tmp_path: Path, state_dir: Path
-) -> None:
-    """With the shim gone the worker is in no group of the job's and below no process of it."""
+@contextlib.asynccontextmanager
+async def shim_killed(
+    tmp_path: Path, state_dir: Path, *stay: str
+) -> AsyncIterator[tuple[AgentLink, JobInfo, int]]:
+    """A job that started a worker and killed its shim: (link, job, worker pid), killed after."""
     script = tmp_path / "kills_its_shim.py"
     script.write_text(KILLS_ITS_SHIM)
     pid_file = tmp_path / "worker.pid"
-    spec = JobSpec((PY, str(script), str(pid_file), "stay"), grace_s=1.0)
+    spec = JobSpec((PY, str(script), str(pid_file), *stay), grace_s=1.0)
     agent = await open_local_link(state_dir, PipelineConfig(jobs={"rogue": spec}))
     worker = 0
     try:
         job: JobInfo = await agent.call(JOBS_LAUNCH, LaunchParams("rogue"), idempotency_key="r")
         await text_appears(Path(job.log_path or ""), "shim killed")
         worker = int(pid_file.read_text())
+        yield agent, job, worker
+    finally:
+        await agent.close()
+        if worker and alive(worker):
+            os.kill(worker, 9)
+
+
+async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """With the shim gone the worker is in no group of the job's and below no process of it."""
+    async with shim_killed(tmp_path, state_dir, "stay") as (agent, job, worker):
         shim = read_json(state_dir / "jobs" / job.id / "shim.json")
         assert isinstance(shim, dict)
         assert not alive(int(shim["pid"]))
@@ -133,32 +147,15 @@ async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
         result = await agent.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop")
         assert result.outcome == "stopped", result
         assert not alive(worker), f"the worker {worker} outlived the stop of its job"
-    finally:
-        await agent.close()
-        if worker and alive(worker):
-            os.kill(worker, 9)
 
 
 async def test_a_worker_left_by_a_job_that_killed_its_shim_and_ended_is_ended_unasked(
     tmp_path: Path, state_dir: Path
 ) -> None:
     """With its shim gone nobody ends what the job left: the job reads lost, its mark finds them."""
-    script = tmp_path / "kills_its_shim.py"
-    script.write_text(KILLS_ITS_SHIM)
-    pid_file = tmp_path / "worker.pid"
-    spec = JobSpec((PY, str(script), str(pid_file)))
-    agent = await open_local_link(state_dir, PipelineConfig(jobs={"rogue": spec}))
-    worker = 0
-    try:
-        job: JobInfo = await agent.call(JOBS_LAUNCH, LaunchParams("rogue"), idempotency_key="r")
-        await text_appears(Path(job.log_path or ""), "shim killed")
-        worker = int(pid_file.read_text())
+    async with shim_killed(tmp_path, state_dir) as (agent, job, worker):
         lost = await jobs_where(agent, lambda jobs: jobs[0].state == "lost")
         assert lost[0].id == job.id
         record = state_dir / "jobs" / job.id / "leftovers.json"
         await jobs_where(agent, lambda jobs: record.exists() and not alive(worker))
         assert read_json(record) == {"ended": 1, "at": pytest.approx(time.time(), abs=120)}
-    finally:
-        await agent.close()
-        if worker and alive(worker):
-            os.kill(worker, 9)
