@@ -97,7 +97,7 @@ def file_alerts(
             name, now,
         ))  # fmt: skip
     prompts = follower.prompts.path
-    if not prompts.exists():
+    if follower.prompts.inode is None:  # its last read found no file: no stat of our own
         alerts.append(Alert(
             "prompts_missing", "warning",
             f"{name}: no {prompts.name} in {prompts.parent}: nothing to generate; put its prompts "
