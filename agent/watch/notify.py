@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from agent.protocol import Alert, NotifyConfig, NotifyStatus, PipelineConfig, Severity, Snapshot
+from agent.protocol import Alert, NotifyStatus, PipelineConfig, Severity, Snapshot
 from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,8 @@ class Notifier:
         self._pipeline = pipeline
         self._tasks = tasks
         self._post: Post = post if post is not None else WebhookPoster()
-        self._queue: collections.deque[tuple[NotifyConfig, bytes]] = collections.deque()
+        self._queue: collections.deque[bytes] = collections.deque()
+        """Alert bodies to send, each to the hook configured when it is tried."""
         self._wake = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
         self._raised: set[tuple[str, str]] = set()
@@ -183,7 +184,7 @@ class Notifier:
         floor = SEVERITY_RANK[config.min_severity]
         for alert in new:
             if SEVERITY_RANK.get(alert.severity, 0) >= floor:
-                self._enqueue(config, json.dumps(payload(alert, snapshot.host_name)).encode())
+                self._enqueue(json.dumps(payload(alert, snapshot.host_name)).encode())
 
     def notice(self, kind: str, subject: str, severity: str, message: str) -> None:
         """Queue one event of the box's own (a restart, an autopilot stage) if severe enough."""
@@ -191,7 +192,7 @@ class Notifier:
         if config is None or SEVERITY_RANK.get(severity, 0) < SEVERITY_RANK[config.min_severity]:
             return
         alert = Alert(kind, LEVELS.get(severity, "info"), message, subject, time.time())
-        self._enqueue(config, json.dumps(payload(alert, socket.gethostname())).encode())
+        self._enqueue(json.dumps(payload(alert, socket.gethostname())).encode())
 
     def alerts(self, now: float) -> list[Alert]:
         """A warning while notifications are being lost, so the dashboard says so."""
@@ -217,11 +218,11 @@ class Notifier:
         self.dead_letters += 1
         self.last_failure = (reason, time.time())
 
-    def _enqueue(self, config: NotifyConfig, body: bytes) -> None:
+    def _enqueue(self, body: bytes) -> None:
         if len(self._queue) >= QUEUE_LIMIT:
             self._lost("queue full")
             return
-        self._queue.append((config, body))
+        self._queue.append(body)
         self._wake.set()
         if self._sender is None or self._sender.done():
             self._sender = self._tasks.spawn(self._send_all(), "webhook sender")
@@ -229,7 +230,7 @@ class Notifier:
     async def _send_all(self) -> None:
         while True:
             while self._queue:
-                _, body = self._queue[0]  # still pending (status) until its tries are over
+                body = self._queue[0]  # still pending (status) until its tries are over
                 try:
                     await self._send_one(body)
                 finally:
