@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from agent.host.signals import is_running
 from agent.protocol import MAX_LINE_BYTES, PROTOCOL_VERSION
 from agent.state import StatePaths, read_json
 from faults.result import ScenarioResult
@@ -201,13 +201,7 @@ def daemon_pid(state_dir: Path) -> int | None:
 
 def alive(pid: int | None) -> bool:
     """Whether `pid` still runs."""
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return pid is not None and is_running(pid)
 
 
 def log_tracebacks(state_dir: Path) -> list[str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.host.procfs import is_same_process, start_ticks
+from agent.host.signals import kill_process
 from agent.protocol import (
     EVENTS_LIST,
     LIVE_JOB_STATES,
@@ -247,7 +247,7 @@ async def sigkill(job: JobInfo, watches: list[DatasetWatch]) -> Kill:
     ticks = start_ticks(pid)
     at, wall = time.monotonic(), time.time()
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        kill_process(pid, signal.SIGKILL)
     deadline = time.monotonic() + GONE_TIMEOUT_S
     while ticks is not None and is_same_process(pid, ticks) and time.monotonic() < deadline:
         await asyncio.sleep(LOOK_S / 3)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from agent.attach import stop_daemon
 from agent.host.procfs import is_same_process
+from agent.host.signals import kill_group
 from agent.protocol import (
     JOBS_LIST,
     JOBS_STOP,
@@ -86,7 +87,7 @@ def kill_leftover_jobs(state_dir: Path) -> None:
         with contextlib.suppress(ValueError, KeyError, OSError):
             record = json.loads(shim_file.read_text())
             if is_same_process(int(record["pid"]), int(record["start_ticks"])):
-                os.killpg(int(record["pid"]), signal.SIGKILL)
+                kill_group(int(record["pid"]), signal.SIGKILL)
 
 
 async def shut_down_agent(state_dir: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
-import os
 import re
 import signal
 import subprocess
@@ -24,6 +23,7 @@ from typing import TypeVar
 
 from agent.attach import stop_daemon
 from agent.host.procfs import is_same_process, start_ticks
+from agent.host.signals import kill_group
 from agent.protocol import (
     JOBS_LIST,
     Event,
@@ -127,10 +127,10 @@ async def _end_group(process: subprocess.Popen[bytes]) -> None:
     """SIGCONT (it may be stopped), SIGTERM, then SIGKILL what is left of the group."""
     for signum in (signal.SIGCONT, signal.SIGTERM):
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signum)
+            kill_group(process.pid, signum)
     await wait_for(lambda: process.poll() is not None, 5.0)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process.pid, signal.SIGKILL)
     await asyncio.to_thread(process.wait)
 
 

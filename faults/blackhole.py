@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 import secrets
 import signal
@@ -27,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+from agent.host.signals import kill_process
 from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopParams
 from console.link import ssh_link
 from console.link.agent_link import LinkError
@@ -144,14 +144,14 @@ class _Blackholes:
             return False
         await asyncio.sleep(rng.uniform(0.2, 2.0))
         stopped = time.monotonic()
-        os.kill(self.server.pid, signal.SIGSTOP)
+        kill_process(self.server.pid, signal.SIGSTOP)
         self.result.faults += 1
         try:
             noticed = await self._detect(label, stopped, detection_bound_s())
             await asyncio.sleep(rng.uniform(0.5, 2.0))  # the black hole outlives the notice
         finally:
             resumed = time.monotonic()
-            os.kill(self.server.pid, signal.SIGCONT)
+            kill_process(self.server.pid, signal.SIGCONT)
         recovered = noticed and await self._recover(label, stopped, resumed)
         if not ticker.alive():
             self.result.violate(f"{label}: the job's process {ticker.pid} died")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 import signal
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from agent.attach import stop_daemon
 from agent.files import STALE_UPLOAD_S
+from agent.host.signals import kill_process
 from agent.protocol import InstallResult, PipelineConfig
 from agent.state import StatePaths, read_json
 from console.config import DeployMapping, HostConfig, SshTarget
@@ -217,7 +217,7 @@ class _Deployer:
         info = read_json(StatePaths(self.state_dir).daemon_info)
         if isinstance(info, dict):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(info["pid"]), signal.SIGKILL)
+                kill_process(int(info["pid"]), signal.SIGKILL)
             self.killed = True
 
     async def _local_link_noticed_kill(self, name: str) -> None:

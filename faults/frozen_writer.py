@@ -15,7 +15,6 @@ each prompt exactly once.
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import signal
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from agent.datasets.runner_status import FRESH_S
 from agent.host.procfs import process_info
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     SNAPSHOT,
@@ -125,7 +125,7 @@ async def _freezes(
 async def _freeze_once(
     link: AgentLink, name: str, pid: int, hold_s: float, trial: str, result: ScenarioResult
 ) -> None:
-    os.kill(pid, signal.SIGSTOP)
+    kill_process(pid, signal.SIGSTOP)
     frozen_at = time.monotonic()
     result.faults += 1
     try:
@@ -138,7 +138,7 @@ async def _freeze_once(
             result.violate(f"{trial}: no longer stalled after {hold_s:.1f} s frozen")
         await _launch_is_refused(link, name, pid, trial, result)
     finally:
-        os.kill(pid, signal.SIGCONT)
+        kill_process(pid, signal.SIGCONT)
     woken_at = time.monotonic()
     if await _see(link, name, lambda d: d.status == "running" and not d.writer_stopped):
         result.recovery_s.append(time.monotonic() - woken_at)

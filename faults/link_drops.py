@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 import secrets
 import signal
@@ -26,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from agent.host.signals import kill_process
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
@@ -243,7 +243,7 @@ class _Drill:
         at = time.monotonic()
         self._cut("final drop")
         if ticker.alive():
-            os.kill(ticker.pid, signal.SIGTERM)
+            kill_process(ticker.pid, signal.SIGTERM)
         if not await self._time_recovery("final drop", at, log_flows=False):
             return False
         ended = await self._ended(ticker)

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from agent.host.procfs import boot_id, process_info, start_ticks
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -58,7 +59,7 @@ if mode == "group" and os.fork() == 0:
 while not os.path.exists(pid_file):
     time.sleep(0.01)
 if mode == "kills_shim":
-    os.kill(os.getppid(), 9)
+    kill_process(os.getppid(), 9)
 print("worker started", flush=True)
 if stay:
     time.sleep(600)
@@ -112,7 +113,7 @@ async def _tree_trial(
             left.append(name)
             result.lost += 1
             result.violate(f"{name}: worker {worker} outlived its job")
-            os.kill(worker, signal.SIGKILL)
+            kill_process(worker, signal.SIGKILL)
         else:
             result.acknowledged += 1
 

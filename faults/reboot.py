@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 import signal
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from agent.host.autostart import boot_command
 from agent.host.procfs import group_members, is_same_process, start_ticks
+from agent.host.signals import kill_process
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams, PipelineConfig
 from agent.state import read_json
 from console.link.agent_link import AgentLink
@@ -153,7 +153,7 @@ class _Drill:
             at, wall = time.monotonic(), time.time()
             for pid, _ in processes:
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signum)
+                    kill_process(pid, signum)
         self.result.faults += 1
         self.killed += len(processes)
         deadline = time.monotonic() + STEP_TIMEOUT_S

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
 import signal
 import sys
@@ -29,6 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from agent.host.signals import kill_process
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams, OperationInfo
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
@@ -197,7 +197,7 @@ class _Drill:
         pid = daemon_pid(self.box.state)
         if pid is None:
             return None
-        freeze = lambda: os.kill(pid, signal.SIGSTOP)  # noqa: E731
+        freeze = lambda: kill_process(pid, signal.SIGSTOP)  # noqa: E731
         if aim == ESCALATION:
             window = await asyncio.to_thread(
                 catch_stop_recording, job, self.box.state, AIM_TIMEOUT_S, freeze
@@ -210,7 +210,7 @@ class _Drill:
                 catch_phase, self.box.operations, known, aim, AIM_TIMEOUT_S, freeze
             )
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            kill_process(pid, signal.SIGKILL)
         self.result.faults += 1
         return caught
 
@@ -365,7 +365,7 @@ class _Drill:
 
 def _sigkill(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        kill_process(pid, signal.SIGKILL)
 
 
 def _ignore(_: object) -> None:

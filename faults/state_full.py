@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import signal
 import stat
 import sys
 from collections.abc import Awaitable, Iterator
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from agent.host.procfs import all_pids, command_line, process_info
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_LIST,
@@ -191,7 +193,7 @@ def _no_job_alive(marker: str, managed: set[int], trial: str, result: ScenarioRe
         result.violate(f"{trial}: job process(es) {sorted(alive - managed)} run unmanaged")
         for pid in alive - managed:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 9)
+                kill_process(pid, signal.SIGKILL)
 
 
 async def _maybe(call: Awaitable[dict[str, JobInfo]]) -> dict[str, JobInfo] | None:

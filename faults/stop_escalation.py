@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.host.procfs import all_pids, group_members, is_same_process, process_info, start_ticks
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JobInfo,
@@ -328,7 +329,7 @@ def _kill(processes: Processes) -> int:
     """SIGKILL each process that is still the one recorded; returns how many were alive."""
     alive = [pid for pid, ticks in processes if is_same_process(pid, ticks)]
     for pid in alive:
-        os.kill(pid, signal.SIGKILL)
+        kill_process(pid, signal.SIGKILL)
     return len(alive)
 
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 from pathlib import Path
 
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -153,10 +153,10 @@ class _Drill:
             return
         window = await asyncio.to_thread(
             catch_stop_recording, job, self.state, AIM_TIMEOUT_S,
-            lambda: os.kill(pid, signal.SIGSTOP),
+            lambda: kill_process(pid, signal.SIGSTOP),
         )  # fmt: skip
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+            kill_process(pid, signal.SIGKILL)
         if window == "in the window":
             self.result.faults += 1
         else:

@@ -7,13 +7,13 @@ stale or from a dead process simply means "no run is writing this dataset now".
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from agent.host.signals import is_running
 from agent.protocol import ApiUsage
 from agent.state import read_json
 
@@ -142,10 +142,4 @@ def _str(value: object) -> str | None:
 def _alive(pid: object) -> bool:
     if type(pid) is not int or not 0 < pid <= PID_MAX:
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return is_running(pid)

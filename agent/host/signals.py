@@ -2,7 +2,8 @@
 
 `os.kill(0, s)` and `os.killpg(0, s)` signal the caller's own process group, and a pid of -1 every
 process the caller may signal: a pid read from a half-written record as 0 took the daemon's own
-group down (#28). Every kill in agent/jobs goes through here.
+group down (#28), and a test's `killpg(job.pgid or 0)` once ended a whole CI run. Every signal
+the project sends goes through here (ruff's TID251 bans os.kill and os.killpg elsewhere).
 """
 
 from __future__ import annotations
@@ -27,6 +28,19 @@ def kill_group(pgid: int, signum: signal.Signals) -> None:
     if pgid == os.getpgid(0):
         raise UnsafeSignalError(f"refusing to signal process group {pgid}: the agent's own")
     os.killpg(pgid, signum)
+
+
+def is_running(pid: int) -> bool:
+    """Whether a process `pid` exists (a zombie counts): signal 0, never to a pid of 0 or below."""
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
 
 
 def _check(number: int, what: str) -> None:

@@ -91,7 +91,7 @@ async def _pick(opener: Opener, mishap: Mishap) -> JobInfo | None:
 
 def _kill(job: JobInfo) -> bool:
     """SIGKILL the job's own process (not its shim: the shim records the end)."""
-    if job.pid is None:
+    if job.pid is None or job.pid <= 1 or job.pid == os.getpid():
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(job.pid, signal.SIGKILL)

@@ -2,7 +2,7 @@
 
 A daemon killed 0-30 ms after a launch left job.json and child.json but no shim.json; the next
 daemon listed the job as `starting` for good, and `jobs.stop` computed a group of 0 from the
-missing record and called `os.killpg(0, SIGTERM)`: the daemon signalled its own group and died,
+missing record and called `kill_group(0, SIGTERM)`: the daemon signalled its own group and died,
 and the job lived on.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent.host.procfs import boot_id, start_ticks
-from agent.host.signals import UnsafeSignalError, kill_group, kill_process
+from agent.host.signals import UnsafeSignalError, is_running, kill_group, kill_process
 from agent.protocol import JOBS_STOP, PING, JobInfo, PingParams, PipelineConfig, StopParams
 from agent.state import read_json
 from console.link.local_link import open_local_link
@@ -65,7 +65,7 @@ async def test_a_job_with_no_shim_record_is_stopped_by_its_own_process_and_the_d
         assert stopped.outcome == "stopped"
         assert sleeper.wait(timeout=30) == -signal.SIGTERM
         await link.call(PING, PingParams())  # the daemon answers: it did not signal itself
-        os.kill(daemon, 0)
+        assert is_running(daemon)
     finally:
         await link.close()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sqlite3
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.attach import stop_daemon
+from agent.host.signals import kill_process
 from agent.protocol import SNAPSHOT, DatasetsConfig, PipelineConfig, Snapshot, SnapshotParams
 from agent.state import StatePaths, read_json
 from agent.watch.history import FILE_NAME, History, Point, Retention, connect, prune, used_bytes
@@ -108,7 +108,7 @@ async def test_a_sigkilled_daemon_leaves_a_history_that_opens_with_every_point_i
     try:
         await until(lambda: len(rows(db, "SELECT ts FROM points")) >= 4, "points being written")
         written = rows(db, "SELECT MAX(ts), COUNT(*) FROM points")[0]
-        os.kill(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
+        kill_process(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
     finally:
         appending.cancel()
     (state_dir / "daemon.json").unlink()

@@ -8,7 +8,7 @@ job's, so it ran on unseen. Each worker here writes its pid to a file, then slee
 from __future__ import annotations
 
 import contextlib
-import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent.host.procfs import process_info
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -88,7 +89,7 @@ async def test_a_worker_left_running_when_the_job_ends_is_ended_with_it(
         assert "ended 1 process(es) it left running" in Path(job.log_path or "").read_text()
     finally:
         if alive(worker):
-            os.kill(worker, 9)
+            kill_process(worker, signal.SIGKILL)
 
 
 KILLS_ITS_SHIM = (
@@ -129,7 +130,7 @@ async def shim_killed(
     finally:
         await agent.close()
         if worker and alive(worker):
-            os.kill(worker, 9)
+            kill_process(worker, signal.SIGKILL)
 
 
 async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(

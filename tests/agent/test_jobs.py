@@ -16,6 +16,7 @@ from typing import Any, assert_type
 import pytest
 
 from agent.host.procfs import group_members, process_info, start_ticks
+from agent.host.signals import is_running, kill_process
 from agent.jobs.supervisor import _state as supervisor_state
 from agent.protocol import (
     AUDIT_READ,
@@ -235,9 +236,9 @@ async def test_a_job_outlives_a_killed_daemon_and_its_exit_is_captured(
     info = await launch(link, "quick", "k4")
     running = await wait_for_job(link, info.id, {"running"})
     daemon_pid = read_json(state_dir / "daemon.json")["pid"]
-    os.kill(daemon_pid, signal.SIGKILL)
+    kill_process(daemon_pid, signal.SIGKILL)
     assert running.pid is not None
-    os.kill(running.pid, 0)  # still alive without its daemon
+    assert is_running(running.pid)  # still alive without its daemon
     await link.close()
 
     again = await open_local_link(state_dir, pipeline(tmp_path))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 
 from agent.datasets.writer_lock import LOCK_NAME
 from agent.host.procfs import process_info
+from agent.host.signals import kill_group, kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -80,7 +80,7 @@ def background(*argv: str) -> Iterator[subprocess.Popen[str]]:
         yield process
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+            kill_group(process.pid, signal.SIGKILL)
         process.wait()
         assert process.stdout is not None
         process.stdout.close()
@@ -88,7 +88,7 @@ def background(*argv: str) -> Iterator[subprocess.Popen[str]]:
 
 def stop_process(pid: int) -> None:
     """SIGSTOP `pid` and wait until /proc shows it stopped (the signal lands asynchronously)."""
-    os.kill(pid, signal.SIGSTOP)
+    kill_process(pid, signal.SIGSTOP)
     deadline = time.monotonic() + 10
     while (info := process_info(pid)) is None or info.state != "T":
         assert time.monotonic() < deadline, f"pid {pid} never stopped"
@@ -177,7 +177,7 @@ async def test_a_stopped_writer_the_agent_did_not_start_shows_as_stalled(
         assert "SIGCONT" in alert.message
         with pytest.raises(AgentRequestError):
             await launch(link, "B1", "k1")
-        os.kill(script.pid, signal.SIGCONT)
+        kill_process(script.pid, signal.SIGCONT)
 
 
 async def test_a_stopped_agent_job_shows_as_stalled_and_keeps_its_dataset(link: AgentLink) -> None:
@@ -192,4 +192,4 @@ async def test_a_stopped_agent_job_shows_as_stalled_and_keeps_its_dataset(link: 
             await launch(link, "B2", "k2")
         assert "stopped (SIGSTOP)" in refused.value.detail
     finally:
-        os.kill(job.pid, signal.SIGCONT)
+        kill_process(job.pid, signal.SIGCONT)

@@ -7,7 +7,6 @@ code again. Real daemon, real jobs, real signals; the daemon itself is killed mi
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     OPERATIONS_GENERATE,
@@ -173,7 +173,7 @@ async def test_a_redeploy_goes_on_after_the_daemon_is_killed_in_its_stop(
         job = await running_worker(link)
         started = await redeploy(link, job, stage_upload(roots / "worker.py", worker("v2")))
         await operation_where(link, started.id, lambda i: any(s.name == "stop" for s in i.steps))
-        os.kill(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
+        kill_process(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
     finally:
         await link.close()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.host.signals import kill_group, kill_process
 from agent.jobs.supervisor import _state as job_state
 from agent.protocol import (
     EVENTS_LIST,
@@ -131,7 +132,7 @@ async def test_a_job_killed_by_a_signal_is_restarted(link: AgentLink) -> None:
     job = await launch(link, "sleeper")
     await text_appears(Path(job.log_path or ""), "up")
     [running] = await jobs_now(link)
-    os.kill(running.pid or 0, signal.SIGKILL)
+    kill_process(running.pid or 0, signal.SIGKILL)
 
     jobs = await jobs_where(link, lambda js: any(j.restart_of == job.id and j.pid for j in js))
 
@@ -178,8 +179,8 @@ async def test_after_every_process_is_killed_the_agent_takes_the_run_up_again(
     finally:
         await link.close()
     for job in jobs:  # the box goes down: the shims, the jobs and the daemon, all at once
-        os.killpg(job.pgid or 0, signal.SIGKILL)
-    os.kill(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
+        kill_group(job.pgid or 0, signal.SIGKILL)
+    kill_process(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
 
     link = await open_local_link(state_dir, None)  # a console comes back; no new config
     try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
@@ -14,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
+from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     DatasetsConfig,
@@ -169,7 +169,7 @@ async def test_a_lost_link_turns_stale_and_recovers_by_itself(
     app = app_factory(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "link up" in header(app))
-        os.kill(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
+        kill_process(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
         await wait_for(
             pilot, lambda: "link down" in header(app) or "link connecting" in header(app)
         )

@@ -9,7 +9,6 @@ real (its daemon frozen with SIGSTOP, a stop that waits out a long grace).
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.host.signals import kill_group, kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -85,7 +85,7 @@ async def test_a_ping_is_answered_while_a_stop_waits_out_its_grace(state_dir: Pa
         for _ in range(3):  # each answered while the stop still waits on a job ignoring SIGINT
             await link.call(PING, PingParams(), timeout_s=30)
             assert not stop.done()
-        os.killpg(job.pgid or 0, signal.SIGKILL)  # end the grace: the stop then reports the end
+        kill_group(job.pgid or 0, signal.SIGKILL)  # end the grace: the stop then reports the end
         result: StopResult = await stop
         assert result.outcome == "stopped"
     finally:
@@ -113,14 +113,14 @@ async def test_a_frozen_agent_keeps_its_link_and_says_it_is_silent(
     try:
         await wait_until(lambda: connection.state.latency_ms is not None)
         daemon = int(read_json(state_dir / "daemon.json")["pid"])
-        os.kill(daemon, signal.SIGSTOP)
+        kill_process(daemon, signal.SIGSTOP)
         await wait_until(lambda: "silent" in connection.state.detail)
         assert connection.state.status == "up"
-        os.kill(daemon, signal.SIGCONT)
+        kill_process(daemon, signal.SIGCONT)
         await wait_until(lambda: connection.state.latency_ms is not None)
     finally:
         if daemon:
-            os.kill(daemon, signal.SIGCONT)
+            kill_process(daemon, signal.SIGCONT)
         runner.cancel()
         if connection.link is not None:
             await connection.link.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import os
 import signal
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.host.signals import kill_process
 from agent.protocol import Event, LogChunk, PipelineConfig, Snapshot
 from agent.state import read_json
 from console.config import HostConfig, SshTarget
@@ -53,7 +53,7 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
         await wait_until(lambda: connection.state.status == "up" and snapshots)
         await connection.follow_log("sglang", 0)
         await wait_until(lambda: "".join(c.text for c in chunks) == "first\n")
-        os.kill(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
+        kill_process(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
         await wait_until(lambda: connection.state.status == "down")
         with log.open("a") as handle:
             handle.write("while down\n")

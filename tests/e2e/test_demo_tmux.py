@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from agent.host.procfs import all_pids, command_line
+from agent.host.signals import kill_process
 from console.demo.config_file import BUDGET
 
 SCREEN_TIMEOUT_S = 150.0
@@ -89,7 +90,7 @@ def end_leftovers(workspace: Path) -> None:
         time.sleep(0.2)
     for line in demo_processes(workspace):
         with contextlib.suppress(ProcessLookupError):
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+            kill_process(int(line.split(":")[0]), signal.SIGKILL)
 
 
 def demo_processes(workspace: Path) -> list[str]:

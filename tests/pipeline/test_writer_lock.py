@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent.datasets.writer_lock import LOCK_NAME, lock_holder
+from agent.host.signals import kill_group
 from agent.pipeline.inference.options import EXIT_LOCKED
 from tests.support.runner_files import (
     response_ids,
@@ -78,7 +79,7 @@ def test_the_lock_is_taken_before_resume_touches_a_torn_tail(tmp_path: Path) -> 
         wait_until_locked(folder)
         result = run_runner(folder, "http://127.0.0.1:1")
     finally:
-        os.killpg(holder.pid, signal.SIGKILL)
+        kill_group(holder.pid, signal.SIGKILL)
         holder.wait()
 
     assert result.returncode == EXIT_LOCKED, result.stderr

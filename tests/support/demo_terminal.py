@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.host.procfs import all_pids, command_line, process_info
+from agent.host.signals import kill_process
 from tests.support.terminal import PtyTerminal
 
 BUILDING = rb"building the workspace"
@@ -66,4 +67,4 @@ def kill_leftovers(workspace: Path) -> None:
     """SIGKILL whatever a failed run left (so one failure does not leak into the next test)."""
     for line in demo_processes(workspace):
         with contextlib.suppress(ProcessLookupError):
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+            kill_process(int(line.split(":")[0]), signal.SIGKILL)

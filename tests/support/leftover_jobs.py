@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 from pathlib import Path
 
 from agent.host.procfs import is_same_process
+from agent.host.signals import kill_group
 
 
 def kill_leftover_jobs(state_dir: Path) -> None:
@@ -17,4 +17,4 @@ def kill_leftover_jobs(state_dir: Path) -> None:
         record = json.loads(shim_file.read_text())
         if is_same_process(int(record["pid"]), int(record["start_ticks"])):
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(int(record["pid"]), signal.SIGKILL)
+                kill_group(int(record["pid"]), signal.SIGKILL)

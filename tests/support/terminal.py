@@ -23,6 +23,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from agent.host.signals import kill_group
+
 READ_SIZE = 65536
 POLL_S = 0.05
 
@@ -108,7 +110,7 @@ class PtyTerminal:
         self.hang_up()
         if self.wait_exit(30) is None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
+                kill_group(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
         self._reader.join(timeout=10)
 
