@@ -13,11 +13,12 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
 .PHONY: demo test test-fast lint typecheck bench faults install system-tools clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tests/trainers.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet -e '.[pipeline,test]'
+	$(BIN)/python -m pip install --quiet --no-deps -r tests/trainers.txt
 	touch $(STAMP)
 
 install: $(STAMP)
