@@ -2,7 +2,7 @@
 
 A daemon killed 0-30 ms after a launch left job.json and child.json but no shim.json; the next
 daemon listed the job as `starting` for good, and `jobs.stop` computed a group of 0 from the
-missing record and called `kill_group(0, SIGTERM)`: the daemon signalled its own group and died,
+missing record and called `os.killpg(0, SIGTERM)`: the daemon signalled its own group and died,
 and the job lived on.
 """
 
