@@ -124,10 +124,11 @@ def _dataset(record: dict[str, Any]) -> ExportDatasetQuality:
 
 
 def _mismatch_text(example: dict[str, Any]) -> str:
-    if example.get("detail"):
-        return f"{example['id']}: {example['detail']}"
+    reason = f"{example['reason']}; " if example.get("reason") else ""
+    if example.get("detail") and example.get("where") == "render":
+        return f"{example['id']}: {reason}{example['detail']}"[:500]
     return (
-        f"{example['id']} at token {example['position']} ({example['where']}): sent "
+        f"{example['id']} at token {example['position']} ({reason}{example['where']}): sent "
         f"{' '.join(map(str, example['expected']))!r}, template "
         f"{' '.join(map(str, example['rendered']))!r}"
     )[:500]

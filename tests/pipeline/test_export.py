@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from agent.pipeline.export.__main__ import main
-from tests.pipeline.specforge_loader import load_rows
 from tests.support.export_data import (
-    DROPS_THINK,
-    KEEPS_THINK,
+    DROPS_TURNS,
+    KEEPS_TURNS,
     build_think_tokenizer,
     ids_of,
     read_jsonl,
@@ -77,24 +76,22 @@ def test_all_three_prompt_shapes_export_the_exact_ids_sent_and_generated(
         r["id"]: r["output_ids"]
         for r in read_jsonl(tmp_path / "datasets" / "B1" / "raw_responses.jsonl")
     }
-    rows = {row["id"]: row for row in read_jsonl(tmp_path / "out" / "B1" / "ids.jsonl")}
+    rows = {row["id"]: row for row in read_jsonl(tmp_path / "out" / "B1" / "ids" / "ids.jsonl")}
     assert set(rows) == set(sent)
     for key, ids in sent.items():
         assert rows[key]["input_ids"] == ids + generated[key], key
         assert rows[key]["loss_mask"] == [0] * len(ids) + [1] * len(generated[key]), key
-    conversations = load_rows(tmp_path / "out" / "B1" / "specforge.jsonl")
-    assert len(conversations) == len(sent)
-    chat_turns = [c for c in conversations if c[0]["role"] == "system"]
-    assert all(turns[-1]["content"].startswith("<think>") for turns in chat_turns)
-    merged = read_jsonl(tmp_path / "out" / "all" / "ids.jsonl")
+    assert not (tmp_path / "out" / "B1" / "conversations").exists()  # no --chat-template named
+    assert "No conversation form" in (tmp_path / "out" / "export_report.md").read_text()
+    merged = read_jsonl(tmp_path / "out" / "all" / "ids" / "ids.jsonl")
     assert {row["id"] for row in merged} == {f"B1/{key}" for key in sent}
 
 
 def _think_dataset(root: Path, vocab: dict[str, int]) -> tuple[list[int], list[int]]:
     """One chat prompt whose answer reasons between <think> and </think>; (sent, output)."""
     sent = ids_of(vocab, "<|im_start|> system so answer <|im_end|> <|im_start|> user why is the "
-                         "sum <|im_end|> <|im_start|> assistant <think>")  # fmt: skip
-    output = ids_of(vocab, "w1 w2 w3 </think> the sum is w7 <|im_end|>")
+                         "sum <|im_end|> <|im_start|> assistant")  # fmt: skip
+    output = ids_of(vocab, "<think> w1 w2 w3 </think> the sum is w7 <|im_end|>")
     write_jsonl(root / "B1" / "prompts.jsonl", [{"id": "q1", "messages": CHAT}])
     write_jsonl(root / "B1" / "raw_responses.jsonl",
                 [response("q1", output, prompt_tokens=len(sent))])  # fmt: skip
@@ -105,28 +102,35 @@ def _think_dataset(root: Path, vocab: dict[str, int]) -> tuple[list[int], list[i
 def test_a_template_that_drops_the_think_markers_is_caught_by_the_round_trip(
     tmp_path: Path,
 ) -> None:
-    vocab = build_think_tokenizer(tmp_path / "keeps", KEEPS_THINK)
-    build_think_tokenizer(tmp_path / "drops", DROPS_THINK)
+    vocab = build_think_tokenizer(tmp_path / "keeps", KEEPS_TURNS)
+    build_think_tokenizer(tmp_path / "drops", DROPS_TURNS)
     sent, output = _think_dataset(tmp_path / "datasets", vocab)
 
-    good = export(tmp_path / "datasets", tmp_path / "keeps", tmp_path / "good")
-    bad = export(tmp_path / "datasets", tmp_path / "drops", tmp_path / "bad")
+    good = export(
+        tmp_path / "datasets", tmp_path / "keeps", tmp_path / "good", "--chat-template", "lfm"
+    )
+    bad = export(
+        tmp_path / "datasets", tmp_path / "drops", tmp_path / "bad", "--chat-template", "lfm"
+    )
 
     assert good.returncode == 0, good.stderr
-    assert "100.0% of 1 conversations reproduce" in good.stderr
+    assert "1 of 1 conversations (100.00%) train in SpecForge on exactly" in good.stderr
+    assert len(read_jsonl(tmp_path / "good" / "B1" / "conversations" / "specforge.jsonl")) == 1
     assert bad.returncode == 1
     assert "ROUND TRIP FAILED" in bad.stderr
-    assert "Train from ids.jsonl" in bad.stderr
+    assert "train from ids.jsonl" in bad.stderr
     trip = json.loads((tmp_path / "bad" / "B1" / "quality.json").read_text())["roundtrip"]
     assert (trip["checked"], trip["matched"], trip["flagged"]) == (1, 0, True)
     first = trip["examples"][0]
-    assert first["position"] == len(sent) - 1  # the <think> the template opened the turn with
+    assert first["position"] == len(sent)  # the <think> the model wrote, dropped by the template
+    assert first["reason"] == "the answer renders to other ids than were generated"
     assert first["expected"][4:8] == ["<think>", "w1", "w2", "w3"]
     assert first["rendered"][4:6] == ["the", "sum"]
+    assert not read_jsonl(tmp_path / "bad" / "B1" / "conversations" / "specforge.jsonl")
     assert "ROUND TRIP FAILED" in (tmp_path / "bad" / "export_report.md").read_text()
     # the ids form is exact either way
     for out in ("good", "bad"):
-        row = read_jsonl(tmp_path / out / "B1" / "ids.jsonl")[0]
+        row = read_jsonl(tmp_path / out / "B1" / "ids" / "ids.jsonl")[0]
         assert row["input_ids"] == sent + output
 
 
@@ -183,20 +187,22 @@ def test_quality_counts_every_kind_of_answer_and_drop_leaves_them_out(tmp_path: 
     assert report["no_prompt"]["first"].startswith("stranger")
     assert report["prompt_mismatch"]["count"] == 1
     assert report["corrupt_lines"] == 1
-    assert report["conversations_left_out"]["empty"]["count"] == 1
+    assert report["conversations_left_out"] == {}  # no --chat-template: no conversation form
     assert report["ids_lines"] == 5
-    assert report["conversation_lines"] == 4
+    assert report["conversation_lines"] == 0
     assert sum(quality["length_counts"]) == 5
     kept = json.loads((tmp_path / "kept" / "B1" / "quality.json").read_text())
     assert kept["quality"]["dropped"] == {"truncated": 1, "unclosed": 3, "looping": 1}
     assert kept["quality"]["dropped_answers"] == 4
-    assert [row["id"] for row in read_jsonl(tmp_path / "kept" / "B1" / "ids.jsonl")] == ["ok"]
+    assert [row["id"] for row in read_jsonl(tmp_path / "kept" / "B1" / "ids" / "ids.jsonl")] == [
+        "ok"
+    ]
     markdown = (tmp_path / "all" / "B1" / "quality.md").read_text()
     assert "| looping | 1 (20.0%) |" in markdown
 
 
 def test_merged_files_repeat_each_dataset_by_its_weight(tmp_path: Path) -> None:
-    vocab = build_think_tokenizer(tmp_path / "tok")
+    vocab = build_think_tokenizer(tmp_path / "tok", KEEPS_TURNS)
     for name, count in (("B1", 3), ("B2", 40)):
         keys = [f"{name}-{i}" for i in range(count)]
         write_jsonl(
@@ -205,12 +211,12 @@ def test_merged_files_repeat_each_dataset_by_its_weight(tmp_path: Path) -> None:
         write_jsonl(tmp_path / "d" / name / "raw_responses.jsonl",
                     [response(k, ids_of(vocab, "w1 </think> w2 <|im_end|>")) for k in keys])  # fmt: skip
     argv = ["--datasets-root", str(tmp_path / "d"), "--tokenizer", str(tmp_path / "tok"),
-            "--weights", "B1=2,B2=0.5"]  # fmt: skip
+            "--weights", "B1=2,B2=0.5", "--chat-template", "lfm"]  # fmt: skip
 
     assert main([*argv, "--out", str(tmp_path / "o1")]) == 0
     assert main([*argv, "--out", str(tmp_path / "o2")]) == 0
 
-    merged = [row["id"] for row in read_jsonl(tmp_path / "o1" / "all" / "ids.jsonl")]
+    merged = [row["id"] for row in read_jsonl(tmp_path / "o1" / "all" / "ids" / "ids.jsonl")]
     from_b1 = [m for m in merged if m.startswith("B1/")]
     from_b2 = [m for m in merged if m.startswith("B2/")]
     assert sorted(from_b1) == sorted(
@@ -218,8 +224,12 @@ def test_merged_files_repeat_each_dataset_by_its_weight(tmp_path: Path) -> None:
     )
     assert 10 <= len(from_b2) <= 30
     assert len(set(from_b2)) == len(from_b2)
-    assert merged == [row["id"] for row in read_jsonl(tmp_path / "o2" / "all" / "ids.jsonl")]
-    assert len(read_jsonl(tmp_path / "o1" / "all" / "specforge.jsonl")) == len(merged)
+    assert merged == [
+        row["id"] for row in read_jsonl(tmp_path / "o2" / "all" / "ids" / "ids.jsonl")
+    ]
+    assert len(read_jsonl(tmp_path / "o1" / "all" / "conversations" / "specforge.jsonl")) == len(
+        merged
+    )
     summary = json.loads((tmp_path / "o1" / "export_report.json").read_text())
     assert summary["merged"]["records_per_dataset"] == {"B1": 6, "B2": len(from_b2)}
 
@@ -261,7 +271,7 @@ def test_a_missing_tokenizer_or_a_repeated_prompt_id_stops_the_export(
     assert main([*argv, "--tokenizer", str(tmp_path / "tok")]) == 1
     err = capsys.readouterr().err
     assert "line 3: duplicate id 'a' (first at line 1)" in err
-    assert not (tmp_path / "o" / "B1" / "ids.jsonl").exists()
+    assert not (tmp_path / "o" / "B1" / "ids" / "ids.jsonl").exists()
     assert not list((tmp_path / "o").glob("**/*.partial"))
     assert not list((tmp_path / "o").glob(".export-index-*"))
 
@@ -281,11 +291,11 @@ def test_a_torn_record_glued_to_a_complete_one_gives_up_the_complete_one(tmp_pat
 
     report = json.loads((tmp_path / "o" / "B1" / "quality.json").read_text())
     assert (report["glued_lines"], report["unanswered_prompts"]) == (1, 1)
-    assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "ids.jsonl")] == ["b"]
+    assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "ids" / "ids.jsonl")] == ["b"]
 
 
 def test_an_id_beyond_the_vocabulary_is_left_out_and_named(tmp_path: Path) -> None:
-    vocab = build_think_tokenizer(tmp_path / "tok")
+    vocab = build_think_tokenizer(tmp_path / "tok", KEEPS_TURNS)
     size = len(vocab)
     write_jsonl(
         tmp_path / "d" / "B1" / "prompts.jsonl", [{"id": k, "messages": CHAT} for k in "abc"]
@@ -295,7 +305,7 @@ def test_an_id_beyond_the_vocabulary_is_left_out_and_named(tmp_path: Path) -> No
                 [response("a", fine), response("b", [*fine[:2], size]), response("c", [10**7, 5])])  # fmt: skip
 
     assert main(["--datasets-root", str(tmp_path / "d"), "--tokenizer", str(tmp_path / "tok"),
-                 "--out", str(tmp_path / "o")]) == 0  # fmt: skip
+                 "--out", str(tmp_path / "o"), "--chat-template", "lfm"]) == 0  # fmt: skip
 
     report = json.loads((tmp_path / "o" / "B1" / "quality.json").read_text())
     assert report["out_of_vocab"]["count"] == 2
@@ -303,5 +313,7 @@ def test_an_id_beyond_the_vocabulary_is_left_out_and_named(tmp_path: Path) -> No
         report["out_of_vocab"]["first"]
         == f"b: token id {size} is not below the tokenizer's {size:,}"
     )
-    assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "ids.jsonl")] == ["a"]
-    assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "specforge.jsonl")] == ["a"]
+    assert [row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "ids" / "ids.jsonl")] == ["a"]
+    assert [
+        row["id"] for row in read_jsonl(tmp_path / "o" / "B1" / "conversations" / "specforge.jsonl")
+    ] == ["a"]

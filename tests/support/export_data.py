@@ -20,6 +20,21 @@ KEEPS_THINK = (
     "{% for m in messages %}" + _TURN % "m['content']" + "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant <think> {% endif %}"
 )
+_LINE_TURN = "<|im_start|>{{ m['role'] }}\n{{ %s }}<|im_end|>\n"
+KEEPS_TURNS = (
+    "{% for m in messages %}" + _LINE_TURN % "m['content']" + "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""Qwen's turn shape (a header line, the end of turn, a newline), so SpecForge's qwen and lfm
+templates find the assistant spans; the model opens its own think block."""
+DROPS_TURNS = (
+    "{% for m in messages %}{% if m['role'] == 'assistant' %}"
+    + _LINE_TURN % "m['content'].split('</think>')[-1].strip()"
+    + "{% else %}"
+    + _LINE_TURN % "m['content']"
+    + "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 DROPS_THINK = (
     "{% for m in messages %}{% if m['role'] == 'assistant' %}"
     + _TURN % "m['content'].split('</think>')[-1].strip()"

@@ -31,7 +31,21 @@ def build_parser() -> argparse.ArgumentParser:
     add("--out", type=Path, required=True, help="OUT/NAME/ per dataset, OUT/all/ merged")
     add("--drop", default="", help=f"leave out answers that are any of: {','.join(DROP_POLICIES)}")
     add("--weights", default="", help="NAME=W,... : each record W times in OUT/all (default 1)")
-    add("--formats", default=",".join(FORMATS), help="ids, conversations or both (default)")
+    add(
+        "--formats", default=None,
+        help="ids, conversations or both (default: both with --chat-template, else ids)",
+    )  # fmt: skip
+    add(
+        "--chat-template", default=None, metavar="NAME",
+        help="SpecForge's chat template the conversation form is rendered and checked with "
+        "(e.g. qwen, lfm, llama3, qwen3-thinking); without it only ids.jsonl is written",
+    )  # fmt: skip
+    add(
+        "--max-length", type=int, default=2048,
+        help="the trainer's max_length (SpecForge's default 2,048): longer records are reported",
+    )  # fmt: skip
+    add("--model", default=None, help="the target model's folder, for the trainer configs "
+        "(default: --tokenizer)")  # fmt: skip
     add(
         "--min-roundtrip-share",
         type=float,
@@ -49,7 +63,9 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
         datasets_root=args.datasets_root, tokenizer=args.tokenizer, out=args.out,
         datasets=tuple(n.strip() for item in args.datasets for n in item.split(",") if n.strip()),
         trust_remote_code=args.trust_remote_code,
-        formats=_names("--formats", args.formats, FORMATS) or frozenset(FORMATS),
+        formats=_formats(args.formats, args.chat_template),
+        chat_template=args.chat_template, max_length=_max_length(args.max_length),
+        model=args.model,
         drop=_names("--drop", args.drop, DROP_POLICIES), weights=_weights(args.weights),
         min_roundtrip_share=_share(args.min_roundtrip_share),
         prompts_file=args.prompts_file, responses_file=args.responses_file,
@@ -62,6 +78,24 @@ def _names(flag: str, text: str, known: tuple[str, ...]) -> frozenset[str]:
     if unknown:
         raise UsageError(f"{flag} {unknown[0]!r} is not one of {', '.join(known)}")
     return names
+
+
+def _formats(text: str | None, chat_template: str | None) -> frozenset[str]:
+    if text is None:
+        return frozenset(FORMATS) if chat_template else frozenset({"ids"})
+    formats = _names("--formats", text, FORMATS) or frozenset(FORMATS)
+    if "conversations" in formats and not chat_template:
+        raise UsageError(
+            "--formats conversations needs --chat-template NAME: the trainer's template decides "
+            "what it trains on, and the round trip checks the rows with it"
+        )
+    return formats
+
+
+def _max_length(value: int) -> int:
+    if not 1 <= value <= 10_000_000:
+        raise UsageError(f"--max-length {value} must be from 1 to 10,000,000 tokens")
+    return value
 
 
 def _weights(text: str) -> dict[str, float]:

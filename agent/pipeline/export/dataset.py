@@ -13,7 +13,13 @@ from agent.pipeline.export.marks import TokenFacts
 from agent.pipeline.export.merged import MergedOutputs
 from agent.pipeline.export.quality import AnswerChecker, numbers
 from agent.pipeline.export.responses import finish_reason, prompt_tokens, read_responses
-from agent.pipeline.export.roundtrip import conversation, round_trip, schema_problem
+from agent.pipeline.export.roundtrip import (
+    EXPECTED_REASONS,
+    conversation,
+    round_trip,
+    schema_problem,
+)
+from agent.pipeline.export.specforge_templates import SpecForgeTemplate
 from agent.pipeline.export.tallies import DatasetReport
 from agent.pipeline.export.writers import (
     OutputFile,
@@ -44,6 +50,10 @@ class ExportContext:
     trust_remote_code: bool = False
     prompts_file: str = "prompts.jsonl"
     responses_file: str = "raw_responses.jsonl"
+    template: SpecForgeTemplate | None = None
+    """SpecForge's chat template the conversation form is rendered and checked with."""
+    max_length: int = 2048
+    """The trainer's cut (SpecForge's data.max_length): longer records are reported."""
 
 
 class DatasetExport:
@@ -57,6 +67,7 @@ class DatasetExport:
         self.context = context
         self.merged = merged
         self.report = DatasetReport(self.name)
+        self.report.cut.max_length = context.max_length
         self.checker = AnswerChecker(context.facts)
         self.index = PromptIndex(folder / context.prompts_file, context.out)
         self.outputs: dict[str, OutputFile] = {}
@@ -159,6 +170,7 @@ class DatasetExport:
         self.report.quality.add(checks, count, response.id, drops)
         if drops:
             return
+        self.report.cut.add(len(sent), count)
         bodies: dict[str, bytes] = {}
         if "ids" in self.outputs:
             prompt_text = ",".join(map(str, sent)).encode()
@@ -189,5 +201,21 @@ class DatasetExport:
         if problem is not None:
             self.report.leave_out("not a conversation SpecForge takes", prompt.id, problem)
             return None
-        self.report.roundtrip.add(round_trip(tokenizer, prompt.id, messages, sent, output))
+        assert self.context.template is not None  # the form is written only with a template
+        mismatch = round_trip(
+            tokenizer, self.context.template, prompt.id, messages, sent, output, finish
+        )
+        if mismatch is not None and mismatch.reason in EXPECTED_REASONS:
+            self.report.leave_out(mismatch.reason, prompt.id)
+            return None
+        self.report.roundtrip.add(mismatch)
+        if mismatch is not None:
+            self.report.leave_out(mismatch.reason, prompt.id, f"position {mismatch.position}")
+            return None
+        self.report.earlier_assistant_turns += _earlier_assistant_turns(messages)
         return conversation_body(messages)
+
+
+def _earlier_assistant_turns(messages: list[dict[str, Any]]) -> int:
+    """1 when the conversation has an assistant turn before the answer (the last message)."""
+    return int(any(m.get("role") == "assistant" for m in messages[:-1]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,10 @@ def roundtrip_line(record: dict[str, Any]) -> str:
     trip = record["roundtrip"]
     if not trip["checked"]:
         return f"{record['name']}: no conversation to check"
-    share = trip["share"]
     line = (
-        f"{record['name']}: {share:.1%} of {trip['checked']:,} conversations reproduce the "
-        "tokens sent and generated"
+        f"{record['name']}: {trip['matched']:,} of {trip['checked']:,} conversations "
+        f"({floor_percent(trip['share'])}) train in SpecForge on exactly the tokens sent and "
+        "generated"
     )
     if not trip["flagged"]:
         return line
@@ -70,10 +71,20 @@ def roundtrip_line(record: dict[str, Any]) -> str:
         if first
         else ""
     )
+    reasons = "; ".join(f"{n:,} {why}" for why, n in sorted(trip.get("reasons", {}).items()))
     return (
-        f"ROUND TRIP FAILED: {line}, below {trip['threshold']:.0%}{where}. Train from ids.jsonl "
-        "(the exact tokens), or fix the chat template before using specforge.jsonl"
+        f"ROUND TRIP FAILED: {line}, below the {floor_percent(trip['threshold'])} asked for"
+        f"{where}{f' (reasons: {reasons})' if reasons else ''}. Those rows are left out of "
+        "specforge.jsonl; train from ids.jsonl (the exact tokens: trainers/specforge.json), or "
+        "name another --chat-template"
     )
+
+
+def floor_percent(share: float | None) -> str:
+    """A share as a percentage rounded down, so a share below a threshold never reads equal."""
+    if share is None:
+        return "—"
+    return f"{math.floor(share * 10_000) / 100:.2f}%"
 
 
 def _detail(example: dict[str, Any]) -> str:
@@ -82,7 +93,7 @@ def _detail(example: dict[str, Any]) -> str:
 
 def _summary_markdown(summary: dict[str, Any]) -> str:
     trip = summary["roundtrip"]
-    share = "—" if trip["share"] is None else f"{trip['share']:.2%}"
+    share = floor_percent(trip["share"])
     verdict = "**FAILED**" if trip["flagged"] else "ok"
     merged = summary["merged"]
     lines = [
@@ -91,8 +102,21 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         f"Tokenizer `{summary['tokenizer']}`; forms {', '.join(summary['formats'])}; "
         f"dropped: {', '.join(summary['drop']) or 'nothing'}.",
         "",
-        f"Round trip: {share} of {trip['checked']:,} conversations match exactly "
-        f"(threshold {summary['min_roundtrip_share']:.0%}): {verdict}.",
+        f"Round trip in SpecForge's `{summary['chat_template']}` template: {share} of "
+        f"{trip['checked']:,} conversations train on exactly the tokens sent and generated "
+        f"(threshold {floor_percent(summary['min_roundtrip_share'])}): {verdict}."
+        if summary["chat_template"]
+        else "No conversation form: name SpecForge's chat template with --chat-template to "
+        "write one; ids.jsonl holds every record exactly.",
+        "",
+        _cut_line(summary["cut"], summary["max_length"]),
+        "",
+        f"Earlier assistant turns: {summary['earlier_assistant_turns']:,} conversations have "
+        "them; `train_only_last_turn: true` (in trainers/) keeps their loss off.",
+        "",
+        *(f"**{line}.**\n" for line in summary.get("advice", [])),
+        f"Trainer settings: `{summary['trainers']['folder']}` "
+        f"({', '.join(summary['trainers']['files'])}).",
         "",
         f"Merged (`all/`): weights {merged['weights'] or 'all 1'}; lines {merged['lines']}.",
         "",
@@ -122,6 +146,11 @@ def dataset_markdown(record: dict[str, Any]) -> str:
         ("corrupt lines", record["corrupt_lines"]),
         ("ids.jsonl lines", record["ids_lines"]),
         ("specforge.jsonl lines", record["conversation_lines"]),
+        *(
+            (f"left out of specforge.jsonl: {why}", f"{left['count']:,} (first {left['first']})")
+            for why, left in sorted(record["conversations_left_out"].items())
+        ),
+        (f"longer than max_length {record['cut']['max_length']:,}", _cut_cell(record["cut"])),
     ]  # fmt: skip
     lines = [f"## {record['name']}", "", "| | |", "|---|---|"]
     lines += [f"| {name} | {_cell(value)} |" for name, value in rows]
@@ -134,6 +163,19 @@ def dataset_markdown(record: dict[str, Any]) -> str:
         if count
     ]
     return "\n".join(lines) + "\n"
+
+
+def _cut_line(cut: dict[str, Any], max_length: int) -> str:
+    return f"Longer than max_length {max_length:,} (the trainer cuts there): {_cut_cell(cut)}."
+
+
+def _cut_cell(cut: dict[str, Any]) -> str:
+    if not cut["records"]:
+        return "none"
+    return (
+        f"{cut['records']:,} records; {cut['loss_tokens_cut']:,} generated tokens cut, "
+        f"{cut['records_without_loss']:,} records left with none"
+    )
 
 
 def _share(count: int, total: int) -> str:

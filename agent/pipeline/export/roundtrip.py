@@ -5,11 +5,13 @@ tokens and reasoning markers kept, no clean-up of spaces); when the chat templat
 with a think marker, the turn starts with that marker, as the model saw it. A stop token the
 template writes itself (the end of turn) is left to the template.
 
-The round trip renders the row with the tokenizer's chat template and tokenizes the text as
-SpecForge's data loader does (`apply_chat_template(..., tokenize=False)`, then
-`tokenizer(text, add_special_tokens=False)`), and compares the ids with the ids sent plus the ids
-generated. A template that drops the think markers of a past assistant turn (DeepSeek-R1's keeps
-only what follows `</think>`) or a text that tokenizes differently is caught here, per record.
+The round trip renders the row as SpecForge's trainer does with the template the user named
+(specforge_render.py: its system prompt, its loss spans, `train_only_last_turn: true`) and
+compares the whole sequence and the whole loss mask with the ids sent (no loss) and the ids
+generated (loss), position by position. An injected system prompt, an end of turn the model never
+wrote, a think block the template rewrites, a text that tokenizes differently or loss on the
+wrong tokens are each caught here, per record, with a reason; such a row is left out of the
+conversation form (ids.jsonl keeps every record exactly).
 """
 
 from __future__ import annotations
@@ -18,10 +20,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.pipeline.export.marks import TokenFacts
+from agent.pipeline.export.specforge_render import Rendered, render
+from agent.pipeline.export.specforge_templates import SpecForgeTemplate
 from agent.pipeline.inference.prompts import Prompt
 
 CONTEXT_TOKENS = 4
 """Tokens shown on each side of the first differing position."""
+
+RENDER_FAILED = "the chat template fails on it"
+SYSTEM_ADDED = "the template adds a system prompt the model never saw"
+PROMPT_DIFFERS = "the prompt renders to other ids than were sent"
+ANSWER_DIFFERS = "the answer renders to other ids than were generated"
+CUT_CLOSED = (
+    "cut at the length limit: the trainer closes the turn with tokens the model never wrote"
+)
+ADDED_AFTER = "the trainer adds tokens after the end of turn the model wrote"
+LOSS_ON_PROMPT = "loss on tokens of the prompt"
+LOSS_MISSING = "no loss on tokens the model generated"
+EXPECTED_REASONS = frozenset({CUT_CLOSED})
+"""Left out as a matter of course, not a sign of a wrong template: not counted as mismatches."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,18 +49,20 @@ class Mismatch:
     position: int
     """Index into prompt + output ids (-1 when the conversation could not be rendered at all)."""
     where: str
-    """prompt, answer, or render (the template refused the row)."""
+    """prompt, answer, after (tokens past the answer), or render (the template refused the row)."""
     expected: tuple[str, ...]
     """The tokens sent and generated around the position, decoded one by one."""
     rendered: tuple[str, ...]
     """The template's tokens around the same position."""
     detail: str = ""
+    reason: str = ""
 
     def as_record(self) -> dict[str, Any]:
         """The JSON form for quality.json."""
         return {
             "id": self.answer_id, "position": self.position, "where": self.where,
             "expected": list(self.expected), "rendered": list(self.rendered), "detail": self.detail,
+            "reason": self.reason,
         }  # fmt: skip
 
 
@@ -89,27 +108,57 @@ def schema_problem(messages: list[Any]) -> str | None:
 
 
 def round_trip(
-    tokenizer: Any, answer_id: str, messages: list[dict[str, Any]], sent: list[int],
-    output: list[int],
+    tokenizer: Any, template: SpecForgeTemplate, answer_id: str, messages: list[dict[str, Any]],
+    sent: list[int], output: list[int], finish: str,
 ) -> Mismatch | None:  # fmt: skip
-    """None when the rendered, re-tokenized conversation starts with exactly sent + output ids."""
-    expected = sent + output
+    """None when SpecForge trains on exactly sent + output, with loss exactly on output."""
     try:
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
-        rendered = list(tokenizer(str(text), add_special_tokens=False)["input_ids"])
+        rendered = render(tokenizer, template, messages, train_only_last_turn=True)
     except Exception as exc:  # a template may refuse a row (raise_exception in jinja)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Mismatch(answer_id, -1, "render", (), (), f"the chat template failed: {first}")
-    if rendered[: len(expected)] == expected:
+        return Mismatch(answer_id, -1, "render", (), (), first[:200], RENDER_FAILED)
+    expected = sent + output
+    ids = rendered.input_ids
+    if ids == expected:
+        return _mask_mismatch(tokenizer, answer_id, rendered, len(sent), len(output))
+    position = next(
+        (i for i, (a, b) in enumerate(zip(expected, ids, strict=False)) if a != b), None
+    )
+    if position is None and len(ids) > len(expected):
+        where, position = "after", len(expected)
+        reason = CUT_CLOSED if finish == "length" else ADDED_AFTER
+    else:
+        position = min(len(expected), len(ids)) if position is None else position
+        where = "prompt" if position < len(sent) else "answer"
+        reason = _id_reason(where, rendered)
+    return Mismatch(
+        answer_id, position, where, _window(tokenizer, expected, position),
+        _window(tokenizer, ids, position), reason=reason,
+    )  # fmt: skip
+
+
+def _id_reason(where: str, rendered: Rendered) -> str:
+    if where == "prompt":
+        return SYSTEM_ADDED if rendered.system_added else PROMPT_DIFFERS
+    return ANSWER_DIFFERS
+
+
+def _mask_mismatch(
+    tokenizer: Any, answer_id: str, rendered: Rendered, prompt: int, output: int
+) -> Mismatch | None:
+    expected = [0] * prompt + [1] * output
+    if rendered.loss_mask == expected:
         return None
     position = next(
-        (i for i, (a, b) in enumerate(zip(expected, rendered, strict=False)) if a != b),
-        min(len(expected), len(rendered)),
+        i for i, (a, b) in enumerate(zip(expected, rendered.loss_mask, strict=True)) if a != b
     )
-    return Mismatch(
-        answer_id, position, "prompt" if position < len(sent) else "answer",
-        _window(tokenizer, expected, position), _window(tokenizer, rendered, position),
-    )  # fmt: skip
+    where = "prompt" if position < prompt else "answer"
+    window = _window(tokenizer, rendered.input_ids, position)
+    detail = f"{sum(rendered.loss_mask[:prompt])} prompt tokens with loss, " + (
+        f"{output - sum(rendered.loss_mask[prompt:])} generated tokens without"
+    )
+    reason = LOSS_ON_PROMPT if where == "prompt" else LOSS_MISSING
+    return Mismatch(answer_id, position, where, window, window, detail, reason)
 
 
 def _window(tokenizer: Any, ids: list[int], position: int) -> tuple[str, ...]:

@@ -20,6 +20,13 @@ from agent.pipeline.export.report import (
     roundtrip_line,
     write_reports,
 )
+from agent.pipeline.export.roundtrip import SYSTEM_ADDED
+from agent.pipeline.export.specforge_templates import (
+    SpecForgeTemplate,
+    same_turns_without_system,
+    specforge_template,
+)
+from agent.pipeline.export.trainer_configs import TrainerSettings, write_trainer_configs
 from agent.pipeline.tokenizer import TokenizerError, load_tokenizer
 
 
@@ -42,6 +49,20 @@ class ExportOptions:
     min_roundtrip_share: float = 0.99
     prompts_file: str = "prompts.jsonl"
     responses_file: str = "raw_responses.jsonl"
+    chat_template: str | None = None
+    """SpecForge's template name; without one the conversation form is not written."""
+    max_length: int = 2048
+    model: str | None = None
+    """The target model's folder for the trainer configs (default: the tokenizer's)."""
+
+    def template(self) -> SpecForgeTemplate | None:
+        """The named template, checked; UsageError naming the ones known."""
+        if self.chat_template is None:
+            return None
+        try:
+            return specforge_template(self.chat_template)
+        except KeyError as exc:
+            raise UsageError(f"--chat-template: {exc.args[0]}") from None
 
 
 def export(options: ExportOptions) -> dict[str, Any]:
@@ -57,6 +78,7 @@ def export(options: ExportOptions) -> dict[str, Any]:
     context = ExportContext(
         options.out, options.tokenizer, tokenizer, token_facts(tokenizer), options.formats,
         options.drop, options.trust_remote_code, options.prompts_file, options.responses_file,
+        options.template(), options.max_length,
     )  # fmt: skip
     options.out.mkdir(parents=True, exist_ok=True)
     clear_leftovers(options.out)
@@ -72,8 +94,30 @@ def export(options: ExportOptions) -> dict[str, Any]:
         merged.abort()
         raise
     summary = _summary(options, records, merged.summary())
+    summary["advice"] = template_advice(options.template(), records)
+    for line in summary["advice"]:
+        progress(f"export: {line}")
+    summary["trainers"] = write_trainer_configs(
+        TrainerSettings(
+            options.out, options.model or options.tokenizer, options.max_length,
+            options.chat_template, "conversations" in options.formats,
+        )
+    )  # fmt: skip
     write_reports(options.out, records, summary)
     return summary | {"datasets": records}
+
+
+def template_advice(template: SpecForgeTemplate | None, records: list[dict[str, Any]]) -> list[str]:
+    """What to change when the named template renders rows unlike what the model saw."""
+    reasons = {why for r in records for why in r["roundtrip"].get("reasons", {})}
+    if template is None or SYSTEM_ADDED not in reasons:
+        return []
+    others = same_turns_without_system(template)
+    instead = f"; {', '.join(others)} mark turns the same way with none" if others else ""
+    return [
+        f"SpecForge's {template.name!r} adds the system prompt {template.system_prompt!r} to "
+        f"every conversation without one, which the model never saw{instead}"
+    ]
 
 
 def clear_leftovers(out: Path) -> int:
@@ -82,7 +126,7 @@ def clear_leftovers(out: Path) -> int:
     The report goes first and comes back last, so it exists only beside a complete set of files.
     """
     stale = [out / REPORT_JSON, out / REPORT_MD, *out.glob(".export-index-*.sqlite")]
-    stale += [*out.glob("*.partial"), *out.glob("*/*.partial")]
+    stale += [*out.glob("*.partial"), *out.glob("*/*.partial"), *out.glob("*/*/*.partial")]
     removed = 0
     for path in stale:
         try:
@@ -118,6 +162,13 @@ def _summary(
         "finished_at": time.time(),
         "tokenizer": options.tokenizer,
         "formats": sorted(options.formats),
+        "chat_template": options.chat_template,
+        "max_length": options.max_length,
+        "cut": {
+            key: sum(r["cut"][key] for r in records)
+            for key in ("records", "loss_tokens_cut", "records_without_loss")
+        },
+        "earlier_assistant_turns": sum(r["earlier_assistant_turns"] for r in records),
         "drop": sorted(options.drop),
         "min_roundtrip_share": options.min_roundtrip_share,
         "roundtrip": {

@@ -18,7 +18,8 @@ class RoundTripTally:
     checked: int = 0
     matched: int = 0
     mismatched_in: dict[str, int] = field(default_factory=dict)
-    """Mismatches by where they start: prompt, answer, or render (the template failed)."""
+    """Mismatches by where they start: prompt, answer, after, or render (the template failed)."""
+    reasons: dict[str, int] = field(default_factory=dict)
     examples: list[Mismatch] = field(default_factory=list)
 
     def add(self, mismatch: Mismatch | None) -> None:
@@ -28,6 +29,7 @@ class RoundTripTally:
             self.matched += 1
             return
         self.mismatched_in[mismatch.where] = self.mismatched_in.get(mismatch.where, 0) + 1
+        self.reasons[mismatch.reason] = self.reasons.get(mismatch.reason, 0) + 1
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(mismatch)
 
@@ -49,6 +51,26 @@ class Skipped:
         if not self.count:
             self.first = f"{record_id}: {reason}" if reason else record_id
         self.count += 1
+
+
+@dataclass
+class LengthCut:
+    """Records longer than the trainer's max_length, which it cuts there."""
+
+    max_length: int = 0
+    records: int = 0
+    loss_tokens_cut: int = 0
+    """Generated tokens past the cut: trained on by nobody."""
+    records_without_loss: int = 0
+    """Prompts that alone fill max_length: nothing of the answer is left to train on."""
+
+    def add(self, prompt: int, output: int) -> None:
+        """One record of `prompt` sent and `output` generated tokens."""
+        if not self.max_length or prompt + output <= self.max_length:
+            return
+        self.records += 1
+        self.loss_tokens_cut += min(output, prompt + output - self.max_length)
+        self.records_without_loss += prompt >= self.max_length
 
 
 @dataclass
@@ -75,6 +97,10 @@ class DatasetReport:
     conversations_left_out: dict[str, Skipped] = field(default_factory=dict)
     """Kept in ids.jsonl, left out of specforge.jsonl: empty answers, shapes SpecForge refuses."""
     roundtrip: RoundTripTally = field(default_factory=RoundTripTally)
+    cut: LengthCut = field(default_factory=LengthCut)
+    earlier_assistant_turns: int = 0
+    """Conversations with assistant turns before the answer: `train_only_last_turn: true` (in the
+    trainer config written beside) keeps their loss off; SpecForge's default would train on them."""
     seconds: float = 0.0
 
     def leave_out(self, why: str, record_id: str, reason: str = "") -> None:

@@ -16,6 +16,9 @@ from typing import Any, BinaryIO
 IDS_FILE = "ids.jsonl"
 CONVERSATIONS_FILE = "specforge.jsonl"
 MERGED_FOLDER = "all"
+FORM_FILES = {"ids": f"ids/{IDS_FILE}", "conversations": f"conversations/{CONVERSATIONS_FILE}"}
+"""Each form in a folder of its own: SpecForge and speculators load every JSONL file of a folder
+they are given (speculators recursively), and refuse a folder holding two row shapes."""
 
 
 class OutputFile:
@@ -88,7 +91,10 @@ def merged_ids(dataset: str, record_id: str, count: int) -> list[str]:
 
 
 def open_outputs(folder: Path, formats: frozenset[str]) -> dict[str, OutputFile]:
-    """The files of `formats` in `folder` (created)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    names = {"ids": IDS_FILE, "conversations": CONVERSATIONS_FILE}
-    return {form: OutputFile(folder / names[form]) for form in sorted(formats)}
+    """The files of `formats` under `folder`, one folder per form (created)."""
+    outputs = {}
+    for form in sorted(formats):
+        path = folder / FORM_FILES[form]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        outputs[form] = OutputFile(path)
+    return outputs
