@@ -55,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--port-file", type=Path, help="write the port here once listening")
     add("--seed", type=int, default=0)
     add("--vocab-size", type=int, default=32000)
+    add(
+        "--stop-id", type=int, default=None,
+        help="the id a stopped answer ends with: the tokenizer's end of turn (default: the last id)",
+    )  # fmt: skip
     add("--context-length", type=int, default=32768)
     add("--model-path", default="sim/eagle-target-sim")
     add("--skip-tokenizer-init", action="store_true", help="answer without text, ids only")
@@ -119,6 +123,7 @@ def config_from(args: argparse.Namespace) -> SimulatorConfig:
     """The simulator config the flags describe."""
     return SimulatorConfig(
         host=args.host, port=args.port, seed=args.seed, vocab_size=args.vocab_size,
+        stop_id=_stop_id(args.stop_id, args.vocab_size),
         context_length=args.context_length, model_path=args.model_path,
         skip_tokenizer_init=args.skip_tokenizer_init, log_file=args.log_file,
         port_file=args.port_file,
@@ -168,6 +173,12 @@ async def serve(config: SimulatorConfig) -> None:
     print(f"{config.flavor.flavor} simulator listening on {url}", flush=True)  # noqa: T201
     await stop.wait()
     await simulator.stop()
+
+
+def _stop_id(stop_id: int | None, vocab_size: int) -> int | None:
+    if stop_id is not None and not 0 <= stop_id < vocab_size:
+        raise SystemExit(f"--stop-id {stop_id} must be an id below --vocab-size {vocab_size}")
+    return stop_id
 
 
 def main(argv: list[str] | None = None) -> int:

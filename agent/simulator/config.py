@@ -19,6 +19,8 @@ class SimulatorConfig:
     port: int = 30000
     seed: int = 0
     vocab_size: int = 32000
+    stop_id: int | None = None
+    """The id an answer that stops ends with (the model's end of turn); None: the last id."""
     context_length: int = 32768
     model_path: str = "sim/eagle-target-sim"
     skip_tokenizer_init: bool = False

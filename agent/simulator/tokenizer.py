@@ -17,10 +17,19 @@ COMMON_WORDS = (
     "what how why when where who explain write summarize translate solve prove compute list give "
     "question answer problem step code function python math story poem email essay data model"
 ).split()
+END_OF_TURN = "<|im_end|>"
 CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }} {{ message['content'] }}"
-    "<|im_end|> {% endfor %}{% if add_generation_prompt %}<|im_start|>assistant {% endif %}"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+"""Qwen's turn shape (newlines are whitespace to this tokenizer), so SpecForge's `lfm` template,
+Qwen's turns without a system prompt of its own, trains on exactly what the simulator produced
+when its answers stop with this tokenizer's end of turn (`--stop-id`, end_of_turn_id)."""
+
+
+def end_of_turn_id() -> int:
+    """The id of the end of turn: what the simulator's stopped answers end with in the demo."""
+    return SPECIAL_TOKENS.index(END_OF_TURN)
 
 
 def build_tokenizer(out_dir: Path, vocab_size: int = 32000) -> Path:

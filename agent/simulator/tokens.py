@@ -39,13 +39,15 @@ class PlannedAnswer:
 class TokenSource:
     """Deterministic answers: the same seed and prompt give the same ids and length."""
 
-    def __init__(self, vocab_size: int, seed: int, zipf_exponent: float = 1.1) -> None:
+    def __init__(
+        self, vocab_size: int, seed: int, stop_id: int | None = None, zipf_exponent: float = 1.1
+    ) -> None:
         self.vocab_size = vocab_size
-        self.eos_id = vocab_size - 1
+        self.eos_id = vocab_size - 1 if stop_id is None else stop_id
         self.seed = seed
         rng = random.Random(seed)
         weights = [1.0 / (rank + 1) ** zipf_exponent for rank in range(vocab_size - 1)]
-        ids = list(range(vocab_size - 1))
+        ids = [i for i in range(vocab_size) if i != self.eos_id]  # the stop ends answers only
         rng.shuffle(ids)  # frequent ids spread over the vocabulary, not just the low ones
         self._pool = rng.choices(ids, cum_weights=list(itertools.accumulate(weights)), k=POOL_SIZE)
 

@@ -15,6 +15,10 @@ from pathlib import Path
 from console.config import HostConfig, load_config
 from console.demo.workspace import OLD_RUN, Workspace
 
+DEMO_END_OF_TURN_ID = 4
+"""`<|im_end|>` in the demo's tokenizer (agent.simulator.tokenizer.end_of_turn_id, checked by a
+test): the simulated target stops its answers with it, as a chat model does."""
+
 BUDGET = 100_000
 """Tokens per dataset: two or three minutes of simulated generation, not hours."""
 DRAFT_VOCAB = 8000
@@ -109,7 +113,7 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
               "--concurrency", "6", "--max-new-tokens", "1200"]  # fmt: skip
     target = ["--speed", "2", "--mean-tokens", "120", "--sd-tokens", "90",
               "--tokens-per-prompt-token", "3", "--max-running-requests", "48",
-              "--vocab-size", str(TARGET_VOCAB)]  # fmt: skip
+              "--vocab-size", str(TARGET_VOCAB), "--stop-id", str(DEMO_END_OF_TURN_ID)]  # fmt: skip
     server = ["{python}", "-m", "agent.simulator", "--port", str(sglang_port), "--log-file",
               str(space.root / "sglang.log"), *target]  # fmt: skip
     drafter = ["{python}", "-m", "agent.simulator", "--port", str(drafter_port), "--log-file",
@@ -118,7 +122,7 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
                "--speculative-num-draft-tokens", str(DRAFTER_DRAFT_TOKENS)]  # fmt: skip
     export = ["{python}", "-m", "agent.pipeline.export", "--datasets-root", str(space.datasets),
               "--tokenizer", str(space.tokenizer), "--out", str(space.root / "export"),
-              "--drop", "truncated,looping"]  # fmt: skip
+              "--drop", "truncated,looping", "--chat-template", "lfm"]  # fmt: skip
     evaluate = ["{python}", "-m", "agent.pipeline.evaluate", "--server",
                 f"http://127.0.0.1:{drafter_port}", "--baseline", "{sglang_url}",
                 "--prompts", str(space.held_out), "--tokenizer", str(space.tokenizer),

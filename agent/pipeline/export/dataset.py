@@ -15,6 +15,7 @@ from agent.pipeline.export.quality import AnswerChecker, numbers
 from agent.pipeline.export.responses import finish_reason, prompt_tokens, read_responses
 from agent.pipeline.export.roundtrip import (
     EXPECTED_REASONS,
+    NOT_A_CHAT,
     conversation,
     round_trip,
     schema_problem,
@@ -189,6 +190,9 @@ class DatasetExport:
     ) -> bytes | None:
         if empty:
             self.report.leave_out("empty", prompt.id)
+            return None
+        if prompt.messages is None:
+            self.report.leave_out(NOT_A_CHAT, prompt.id)
             return None
         tokenizer, facts = self.context.tokenizer, self.context.facts
         stop = finish == "stop" and output and output[-1] in facts.special_ids
