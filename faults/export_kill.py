@@ -19,7 +19,13 @@ import time
 from pathlib import Path
 
 from faults.result import Scale, ScenarioResult
-from tests.support.export_data import build_think_tokenizer, ids_of, response, write_jsonl
+from tests.support.export_data import (
+    KEEPS_TURNS,
+    build_think_tokenizer,
+    ids_of,
+    response,
+    write_jsonl,
+)
 from tests.support.simulator_process import agent_env
 
 TITLE = "Export SIGKILLed mid-write, then rerun"
@@ -45,6 +51,9 @@ def _campaign(kills: int, workdir: Path, rng: random.Random, result: ScenarioRes
         result.violate(f"the clean export failed: {reference.stderr[-300:]}")
         return
     expected = _data_files(workdir / "reference")
+    if len(expected) != 3 * len(DATA_FILES):  # B1, B2 and all/, each form
+        result.violate(f"the clean export wrote {sorted(expected)}, not both forms of 3 groups")
+        return
     result.attempted = sum(_lines(workdir / "reference" / name) for name in expected)
     out = workdir / "out"
     for trial in range(kills):
@@ -71,7 +80,7 @@ def _campaign(kills: int, workdir: Path, rng: random.Random, result: ScenarioRes
 
 
 def _datasets(workdir: Path) -> Path:
-    vocab = build_think_tokenizer(workdir / "tokenizer")
+    vocab = build_think_tokenizer(workdir / "tokenizer", KEEPS_TURNS)
     chat = [{"role": "user", "content": "why is the sum"}]
     for name in ("B1", "B2"):
         keys = [f"{name}-{i}" for i in range(ANSWERS)]
@@ -88,7 +97,8 @@ def _datasets(workdir: Path) -> Path:
 
 def _command(root: Path, workdir: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "agent.pipeline.export", "--datasets-root", str(root),
-            "--tokenizer", str(workdir / "tokenizer"), "--out", str(out), "--weights", "B2=2"]  # fmt: skip
+            "--tokenizer", str(workdir / "tokenizer"), "--out", str(out), "--weights", "B2=2",
+            "--chat-template", "lfm"]  # fmt: skip
 
 
 def _export(root: Path, workdir: Path, out: Path) -> subprocess.CompletedProcess[str]:
@@ -102,7 +112,7 @@ def _kill_mid_write(
     process = subprocess.Popen(_command(root, workdir, out), env=agent_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     deadline = time.monotonic() + START_TIMEOUT_S
-    while not list(out.glob("*/*.partial")) and process.poll() is None:
+    while not list(out.glob("*/*/*.partial")) and process.poll() is None:
         if time.monotonic() > deadline:
             result.violate(f"trial {trial}: the export wrote nothing within {START_TIMEOUT_S:g} s")
             break
@@ -131,7 +141,7 @@ def _data_files(out: Path) -> dict[str, str]:
     return {
         str(path.relative_to(out)): hashlib.sha256(path.read_bytes()).hexdigest()
         for name in DATA_FILES
-        for path in sorted(out.glob(f"*/{name}"))
+        for path in sorted(out.glob(f"*/*/{name}"))
     }
 
 

@@ -157,11 +157,12 @@ def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
     if export is None or export.job_id != job.id:
         return Wait("the export's report")
     if export.roundtrip_flagged:
-        share = "—" if export.roundtrip_share is None else f"{export.roundtrip_share:.1%}"
+        checked = sum(d.roundtrip_checked for d in export.datasets)
+        matched = sum(d.roundtrip_matched for d in export.datasets)
         return Fail(
-            f"the export's round trip reproduces {share} of conversations, under its "
-            f"{export.roundtrip_threshold:.0%} gate (X shows the first difference); fix the "
-            "template or the data, then resume"
+            f"the export's conversation form is exact for {matched:,} of {checked:,} "
+            f"conversations, under the {export.roundtrip_threshold:.0%} asked (X shows the first "
+            "difference and why); name another --chat-template, or train from ids.jsonl"
         )
     return None
 

@@ -123,14 +123,19 @@ def _dataset(record: dict[str, Any]) -> ExportDatasetQuality:
     )  # fmt: skip
 
 
-def _mismatch_text(example: dict[str, Any]) -> str:
+def _mismatch_text(example: Any) -> str:
+    """One line of a round-trip example; a shape it does not know gives less, never no report."""
+    if not isinstance(example, dict):
+        return ""
+    record_id = example.get("id", example.get("answer_id", "?"))
     reason = f"{example['reason']}; " if example.get("reason") else ""
     if example.get("detail") and example.get("where") == "render":
-        return f"{example['id']}: {reason}{example['detail']}"[:500]
+        return f"{record_id}: {reason}{example['detail']}"[:500]
+    expected, rendered = example.get("expected") or [], example.get("rendered") or []
     return (
-        f"{example['id']} at token {example['position']} ({reason}{example['where']}): sent "
-        f"{' '.join(map(str, example['expected']))!r}, template "
-        f"{' '.join(map(str, example['rendered']))!r}"
+        f"{record_id} at token {example.get('position', '?')} ({reason}"
+        f"{example.get('where', '?')}): sent {' '.join(map(str, expected))!r}, template "
+        f"{' '.join(map(str, rendered))!r}"
     )[:500]
 
 

@@ -69,9 +69,13 @@ def _export_stage(snapshot: Snapshot) -> Stage:
     export = snapshot.export
     if export is None or stage.state == "running":
         return stage
-    share = "—" if export.roundtrip_share is None else f"{export.roundtrip_share:.1%}"
-    verdict = "below" if export.roundtrip_flagged else "at or above"
-    detail = f"round trip {share}, {verdict} {export.roundtrip_threshold:.0%} (X: report)"
+    checked = sum(d.roundtrip_checked for d in export.datasets)
+    matched = sum(d.roundtrip_matched for d in export.datasets)
+    verdict = "under" if export.roundtrip_flagged else "at or above"
+    detail = (
+        f"{matched:,} of {checked:,} conversations exact, {verdict} the "
+        f"{export.roundtrip_threshold:.0%} asked (X: report)"
+    )
     return Stage("export", "failed" if export.roundtrip_flagged else stage.state, detail, "x")
 
 

@@ -48,3 +48,26 @@ def test_the_latest_evaluation_is_read_and_a_broken_one_is_nothing(tmp_path: Pat
     assert reports.evaluation(jobs) is None  # fields missing: nothing, never an error
     assert reports.evaluation(jobs[:1]) is not None  # the relative --out, from the job's cwd
     assert reports.export(jobs) is None
+
+
+def test_a_failed_export_is_read_with_its_first_difference_and_reason(tmp_path: Path) -> None:
+    from agent.pipeline.export.__main__ import main
+    from tests.support.export_data import KEEPS_TURNS, build_think_tokenizer, ids_of, write_jsonl
+    from tests.support.export_data import response as answer
+
+    vocab = build_think_tokenizer(tmp_path / "tok", KEEPS_TURNS)
+    chat = [{"role": "user", "content": "why is the sum"}]
+    write_jsonl(tmp_path / "d" / "B1" / "prompts.jsonl", [{"id": "a", "messages": chat}])
+    write_jsonl(tmp_path / "d" / "B1" / "raw_responses.jsonl",
+                [answer("a", ids_of(vocab, "the sum <|im_end|>"))])  # fmt: skip
+    argv = ("--datasets-root", str(tmp_path / "d"), "--tokenizer", str(tmp_path / "tok"),
+            "--out", str(tmp_path / "o"), "--chat-template", "qwen")  # fmt: skip
+    assert main(list(argv)) == 1  # qwen adds a system prompt the model never saw
+    failed = JobInfo("export-1", "export", "export", "failed", argv, started_at=1.0, exit_code=1)
+
+    found = PipelineReports().export((failed,))
+
+    assert found is not None
+    assert found.roundtrip_flagged
+    [dataset] = found.datasets
+    assert dataset.first_mismatch.startswith("a at token 1 (the template adds a system prompt")

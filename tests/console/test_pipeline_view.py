@@ -6,6 +6,7 @@ from agent.protocol import (
     DatasetProgress,
     DrafterEvaluation,
     EvalLevel,
+    ExportDatasetQuality,
     ExportSummary,
     JobInfo,
     JobState,
@@ -81,7 +82,17 @@ DONE = (DatasetProgress("B1", 10, 10, 100, 100, status="complete"),)
 
 
 def export_summary(flagged: bool) -> ExportSummary:
-    return ExportSummary("x-1", "/out", 5.0, 0.4 if flagged else 1.0, 0.99, flagged, 100, 1e6)
+    matched = 40 if flagged else 100
+    dataset = ExportDatasetQuality(
+        "B1", answers=100, tokens=1000, truncated=0, empty=0, looping=0, reasoning_closed=0,
+        reasoning_unclosed=0, duplicates_skipped=0, unanswered_prompts=0, no_prompt=0,
+        prompt_mismatch=0, corrupt_lines=0, dropped_answers=0, ids_lines=100,
+        conversation_lines=matched, roundtrip_checked=100, roundtrip_matched=matched,
+        roundtrip_flagged=flagged,
+    )  # fmt: skip
+    return ExportSummary(
+        "x-1", "/out", 5.0, matched / 100, 0.99, flagged, 100, 1e6, datasets=(dataset,)
+    )
 
 
 def test_after_generation_the_next_step_is_the_export_and_its_round_trip_decides() -> None:
@@ -94,7 +105,8 @@ def test_after_generation_the_next_step_is_the_export_and_its_round_trip_decides
     bad = {s.name: s for s in stages(snapshot(DONE, (exported,), export=export_summary(True)))}
     assert good["export"].state == "done"
     assert bad["export"].state == "failed"
-    assert bad["export"].detail == "round trip 40.0%, below 99% (X: report)"
+    # counts, not a rounded share: "99.0% below 99%" read as a contradiction
+    assert bad["export"].detail == "40 of 100 conversations exact, under the 99% asked (X: report)"
 
 
 def test_after_training_the_drafter_is_served_and_evaluated_with_b() -> None:

@@ -20,6 +20,9 @@ def dataset_record(report: DatasetReport, threshold: float) -> dict[str, Any]:
     record = dataclasses.asdict(report)
     share = report.roundtrip.share
     record["roundtrip"]["share"] = share
+    # as quality.json names them (`id`, not the dataclass's `answer_id`): the agent's reader took
+    # a flagged export's examples for a broken report and showed none at all
+    record["roundtrip"]["examples"] = [m.as_record() for m in report.roundtrip.examples]
     record["roundtrip"]["flagged"] = share is not None and share < threshold
     record["roundtrip"]["threshold"] = threshold
     record["quality"]["length_edges"] = list(LENGTH_EDGES)
