@@ -1,49 +1,73 @@
 """`python -m agent.pipeline.vocab`: the draft vocabulary from the target model's own answers.
 
-Counts token frequencies over the output ids of every dataset in numpy (`vocab_count`), keeps
-the K most frequent ids (ties to the lower id; padded with unseen ids in id order when fewer than
-K were seen), and writes the mapping as SpecForge loads it (`vocab_mapping.pt`: `d2t` int64[K]
-with `target_id = i + d2t[i]`, `t2d` bool[V]) and as speculators loads it (`d2t.npy`,
-`t2d.npy`), plus `token_freq.pt` and `vocab_report.json`. CPU only: it may run while the server
-holds the GPUs. The .pt files are written by torch.save in a helper process that imports torch
-while this one counts (`torch_saver`): its import alone takes as long as counting 80M tokens.
+Counts token frequencies in numpy, from the runner's responses (the output ids of every
+dataset, `vocab_count`) or, by choice, from the export's merged records (their loss-masked ids,
+the export's drops and weights applied, `vocab_export`); keeps the K most frequent ids (ties to
+the lower id; padded with unseen ids in id order when fewer than K were seen). V, t2d's length,
+is the target model's config.json vocab_size (`vocab_target`), which trainers check, not the
+tokenizer's length. The mapping is written as SpecForge, speculators and SGLang load it
+(`vocab_outputs`), each file checked before it is put in place, plus `token_freq.pt` and
+`vocab_report.json`. CPU only: it may run while the server holds the GPUs. The .pt files are
+written by torch.save in a helper process that imports torch while this one counts
+(`torch_saver`): its import alone takes as long as counting 80M tokens.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent.datasets.root_listing import DatasetsRootError, list_datasets
-from agent.pipeline.tokenizer import TokenizerError, add_trust_remote_code_flag, load_tokenizer
-from agent.pipeline.torch_saver import TorchSaver, TorchSaverError
+from agent.pipeline.tokenizer import add_trust_remote_code_flag
+from agent.pipeline.torch_saver import TorchSaver
 from agent.pipeline.vocab_count import LineTally as LineTally
-from agent.pipeline.vocab_count import VocabError as VocabError
 from agent.pipeline.vocab_count import count_dataset, keep_freed_memory
 from agent.pipeline.vocab_count import list_batches as list_batches
+from agent.pipeline.vocab_errors import VocabError as VocabError
+from agent.pipeline.vocab_errors import VocabUsageError
+from agent.pipeline.vocab_export import count_export
+from agent.pipeline.vocab_outputs import output_names, write_outputs
+from agent.pipeline.vocab_target import TargetVocab, VocabAsked, resolve_target_vocab
+from agent.pipeline.vocab_target import TokenizerRefusedError as TokenizerRefusedError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+SOURCE_WORDS = {
+    "responses": "output tokens of the runner's responses",
+    "export": "loss-masked tokens of the export's merged records (its drops and weights applied)",
+}
 
 
-class TokenizerRefusedError(VocabError):
-    """V was to come from a tokenizer that cannot be loaded as asked (a usage error, exit 2)."""
+@dataclass(frozen=True, slots=True)
+class CountingSource:
+    """What is counted: the runner's responses under a datasets root, or an export's records."""
+
+    kind: Literal["responses", "export"]
+    path: Path
+    names: tuple[str, ...] = ()
+    responses_file: str = "raw_responses.jsonl"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of DESIGN §9."""
+    """The command line of DESIGN §9, with the export as a second source to count."""
     parser = argparse.ArgumentParser(prog="python -m agent.pipeline.vocab", description=__doc__)
-    parser.add_argument("--datasets-root", type=Path, required=True)
-    parser.add_argument("--datasets", help="comma-separated dataset names (default: every folder)")
+    parser.add_argument("--datasets-root", type=Path, help="count the runner's responses here")
     parser.add_argument(
-        "--target-vocab-size", type=int, help="V; else read from --tokenizer or --model-config"
+        "--export-dir", type=Path, help="count instead the loss-masked ids of this export's OUT"
     )
-    parser.add_argument("--tokenizer", help="a local tokenizer folder to read V from")
+    parser.add_argument("--datasets", help="comma-separated dataset names (default: every one)")
+    parser.add_argument(
+        "--target-vocab-size", type=int, help="V; else the config.json --model-config names, or "
+        "the one beside --tokenizer (a config given or found must agree with it)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tokenizer", help="the target's local tokenizer folder (checked against V)"
+    )
     add_trust_remote_code_flag(parser)
-    parser.add_argument("--model-config", type=Path, help="a config.json to read vocab_size from")
+    parser.add_argument("--model-config", type=Path, help="the target model's config.json")
     parser.add_argument("--draft-vocab-size", type=int, default=32000, help="K (default 32000)")
     parser.add_argument("--responses-file", default="raw_responses.jsonl")
     parser.add_argument("--out", type=Path, required=True)
@@ -55,48 +79,53 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     keep_freed_memory()  # this process is the job: its allocator may keep what it frees
     try:
-        vocab = target_vocab_size(args)
-        if not 0 < args.draft_vocab_size <= vocab:
-            raise VocabError(
-                f"--draft-vocab-size {args.draft_vocab_size} must be between 1 and the target vocab size {vocab}"
+        source = counting_source(args)
+        target = resolve_target_vocab(
+            VocabAsked(args.target_vocab_size, args.model_config, args.tokenizer,
+                       args.trust_remote_code)
+        )  # fmt: skip
+        progress(target.said())
+        if not 0 < args.draft_vocab_size <= target.size:
+            raise VocabUsageError(
+                f"--draft-vocab-size {args.draft_vocab_size} must be between 1 and the target "
+                f"vocab size {target.size}"
             )
-        folders = dataset_folders(args.datasets_root, args.datasets)
-        report = build(folders, args.responses_file, vocab, args.draft_vocab_size, args.out)
+        report = build(source, target, args.draft_vocab_size, args.out)
     except VocabError as exc:
         print(f"vocab: {exc}", file=sys.stderr)  # noqa: T201
-        usage = (
-            isinstance(exc, TokenizerRefusedError) or "must be" in str(exc) or "give --" in str(exc)
-        )
-        return EXIT_USAGE if usage else EXIT_FAILURE
-    print(f"vocab: top {report['draft_vocab_size']} ids cover {report['coverage']:.2%} of "  # noqa: T201
-          f"{report['tokens']:,} output tokens; wrote {args.out}", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE if isinstance(exc, VocabUsageError) else EXIT_FAILURE
+    progress(summary_line(report, args.out))
     return EXIT_OK
 
 
-def target_vocab_size(args: argparse.Namespace) -> int:
-    """V from the flag, the tokenizer or the model config."""
-    if args.target_vocab_size is not None:
-        return int(args.target_vocab_size)
-    if args.model_config is not None:
-        try:
-            return int(json.loads(args.model_config.read_text())["vocab_size"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise VocabError(f"cannot read vocab_size from {args.model_config}: {exc}") from None
-    if args.tokenizer is not None:
-        try:
-            return len(load_tokenizer(args.tokenizer, trust_remote_code=args.trust_remote_code))
-        except TokenizerError as exc:
-            raise TokenizerRefusedError(str(exc)) from None
-    raise VocabError("give --target-vocab-size, --tokenizer or --model-config")
+def counting_source(args: argparse.Namespace) -> CountingSource:
+    """The one source the command line names."""
+    names = tuple(name.strip() for name in (args.datasets or "").split(",") if name.strip())
+    if (args.datasets_root is None) == (args.export_dir is None):
+        raise VocabUsageError(
+            "give --datasets-root DIR (count the runner's responses) or --export-dir OUT (count "
+            "the export's records, its drops and weights applied), one of the two"
+        )
+    if args.export_dir is not None:
+        return CountingSource("export", args.export_dir, names)
+    return CountingSource("responses", args.datasets_root, names, args.responses_file)
 
 
-def dataset_folders(root: Path, names: str | None) -> list[Path]:
+def summary_line(report: dict[str, Any], out: Path) -> str:
+    """The job's last line: coverage, what was counted, V, where the files are."""
+    return (
+        f"vocab: top {report['draft_vocab_size']} ids cover {report['coverage']:.2%} of "
+        f"{report['tokens']:,} {SOURCE_WORDS[report['counted_from']]}; V "
+        f"{report['target_vocab_size']:,}; wrote {out}"
+    )
+
+
+def dataset_folders(root: Path, wanted: tuple[str, ...]) -> list[Path]:
     """The dataset folders to count, in name order (entries the agent would skip, skipped too)."""
     try:
         listing = list_datasets(str(root))
     except DatasetsRootError as exc:
         raise VocabError(str(exc)) from None
-    wanted = [name.strip() for name in (names or "").split(",") if name.strip()]
     for name, why in listing.skipped.items():
         if name in wanted:
             raise VocabError(f"dataset {root / name} {why}")
@@ -108,42 +137,66 @@ def dataset_folders(root: Path, names: str | None) -> list[Path]:
     return [root / name for name in listing.names if not wanted or name in wanted]
 
 
-def build(
-    folders: list[Path], responses_file: str, vocab: int, draft: int, out: Path
-) -> dict[str, Any]:
+def build(source: CountingSource, target: TargetVocab, draft: int, out: Path) -> dict[str, Any]:
     """Count, select, and write every output file; returns the report."""
-    with TorchSaver() as saver:  # imports torch on another core while this one counts
-        return _count_and_write(folders, responses_file, vocab, draft, out, saver)
-
-
-def _count_and_write(
-    folders: list[Path], responses_file: str, vocab: int, draft: int, out: Path,
-    saver: TorchSaver,
-) -> dict[str, Any]:  # fmt: skip
     import numpy as np
 
-    counts = np.zeros(vocab, dtype=np.int64)
+    with TorchSaver() as saver:  # imports torch on another core while this one counts
+        counts = np.zeros(target.size, dtype=np.int64)
+        counted = count(source, counts)
+        d2t, t2d, selected = select(counts, draft)
+        tokens = int(counts.sum())
+        report = counted | {
+            "tokens": tokens,
+            "distinct_ids_seen": int(np.count_nonzero(counts)),
+            "coverage": float(counts[selected].sum()) / max(1, tokens),
+            "draft_vocab_size": draft,
+            "target_vocab_size": target.size,
+            "target_vocab_source": target.source,
+            "tokenizer_vocab_size": target.tokenizer_size,
+            "padding_ids": target.padding_ids,
+            "files": output_names(draft),
+            "built_at": time.time(),
+        }
+        write_outputs(out, {"counts": counts, "d2t": d2t, "t2d": t2d}, report, saver)
+    return report
+
+
+def count(source: CountingSource, counts: Any) -> dict[str, Any]:
+    """Add the source's ids to `counts`; returns what the report says about the counting."""
+    if source.kind == "export":
+        return _count_export(source, counts)
+    return _count_responses(source, counts)
+
+
+def _count_export(source: CountingSource, counts: Any) -> dict[str, Any]:
+    found = count_export(source.path, list(source.names), counts)
+    tokens = sum(found.tokens_per_dataset.values())
+    progress(f"vocab: {found.path}: {tokens:,} loss-masked tokens counted{found.tally.said()}")
+    return {
+        "counted_from": "export",
+        "counted_path": str(found.path),
+        "export_applied": found.applied,
+        "tokens_per_dataset": found.tokens_per_dataset,
+        "skipped_lines": found.tally.skipped,
+        "duplicate_lines": found.tally.duplicates,
+    }
+
+
+def _count_responses(source: CountingSource, counts: Any) -> dict[str, Any]:
     per_dataset: dict[str, int] = {}
     tallies: dict[str, LineTally] = {}
-    for folder in folders:
+    for folder in dataset_folders(source.path, source.names):
         tally = tallies[folder.name] = LineTally()
-        per_dataset[folder.name] = count_dataset(folder, responses_file, counts, tally)
+        per_dataset[folder.name] = count_dataset(folder, source.responses_file, counts, tally)
         progress(f"vocab: {folder.name}: {per_dataset[folder.name]:,} tokens counted{tally.said()}")
-    d2t, t2d, selected = select(counts, draft)
-    tokens = int(counts.sum())
-    report = {
+    return {
+        "counted_from": "responses",
+        "counted_path": str(source.path),
         "tokens_per_dataset": per_dataset,
         "skipped_lines_per_dataset": {name: t.skipped for name, t in tallies.items()},
         "duplicate_lines_per_dataset": {name: t.duplicates for name, t in tallies.items()},
-        "tokens": tokens,
-        "distinct_ids_seen": int(np.count_nonzero(counts)),
-        "coverage": float(counts[selected].sum()) / max(1, tokens),
-        "draft_vocab_size": draft,
-        "target_vocab_size": vocab,
-        "built_at": time.time(),
     }
-    write_outputs(out, counts, d2t, t2d, report, saver)
-    return report
 
 
 def progress(line: str) -> None:
@@ -161,27 +214,6 @@ def select(counts: Any, draft: int) -> tuple[Any, Any, Any]:
     t2d = np.zeros(counts.size, dtype=np.bool_)
     t2d[selected] = True
     return d2t, t2d, selected
-
-
-def write_outputs(
-    out: Path, counts: Any, d2t: Any, t2d: Any, report: dict[str, Any], saver: TorchSaver
-) -> None:
-    """Speculators' .npy files, SpecForge's .pt, the frequencies ({id: count}) and the report."""
-    import numpy as np
-
-    out.mkdir(parents=True, exist_ok=True)
-    np.save(out / "d2t.npy", d2t)
-    np.save(out / "t2d.npy", t2d)
-    seen = np.flatnonzero(counts)
-    frequencies = out / ".token_freq.npz"
-    np.savez(frequencies, ids=seen, counts=counts[seen])
-    try:
-        saver.save(out, frequencies)  # vocab_mapping.pt and speculators' token_freq.pt
-    except TorchSaverError as exc:
-        raise VocabError(f"cannot write the .pt files in {out}: {exc}") from None
-    finally:
-        frequencies.unlink(missing_ok=True)
-    (out / "vocab_report.json").write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from agent.datasets.response_lines import (
 )
 from agent.host.regular_files import open_regular
 from agent.pipeline.id_text import parse_ids
+from agent.pipeline.vocab_errors import VocabError as VocabError
 
 TEXT_BYTES = 192 * 1024
 """Id text parsed at once (about 30,000 ids): its arrays stay in the CPU's cache."""
@@ -41,10 +42,6 @@ TRIM_BYTES = 32 * 1024 * 1024
 MMAP_BYTES = 4 * 1024 * 1024
 """Allocations from this size on get pages of their own (given back when freed)."""
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
-
-
-class VocabError(Exception):
-    """The mapping cannot be built; the message says which dataset and why."""
 
 
 @dataclass(slots=True)

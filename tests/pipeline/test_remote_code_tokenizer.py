@@ -89,8 +89,10 @@ def test_vocab_job_reads_v_from_the_tokenizer_only_with_the_flag(
     (root / "B1").mkdir(parents=True)
     lines = [{"id": str(i), "output_ids": [i % 50, 300, 7]} for i in range(20)]
     (root / "B1" / "raw_responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    config = tmp_path / "config.json"  # the model's, whose vocab_size the trainers size by
+    config.write_text(json.dumps({"vocab_size": kimi.vocab_size}))
     command = ["-m", "agent.pipeline.vocab", "--datasets-root", str(root), "--tokenizer",
-               str(kimi.path), "--draft-vocab-size", "16"]  # fmt: skip
+               str(kimi.path), "--draft-vocab-size", "16", "--model-config", str(config)]  # fmt: skip
 
     refused = run_python(command + ["--out", str(tmp_path / "refused")], stdin=subprocess.DEVNULL)
     built = run_python(command + ["--out", str(tmp_path / "vocab"), "--trust-remote-code"])
