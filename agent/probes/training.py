@@ -1,37 +1,69 @@
-"""Following every training and hidden-states job's log, so the snapshot carries their progress."""
+"""Following every training and hidden-states job's log, so the snapshot carries their progress.
+
+Each job's configuration (its command line's trainer and config file, training_config) is read
+once, when the job is first seen: the trainer read it once too.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.logs import NamedLog, read_chunk
+from agent.logs import MAX_READ_BYTES, NamedLog, read_chunk
+from agent.probes.training_config import ConfiguredRun, job_base, trainer_command
 from agent.probes.training_log import TrainingLogParser
+from agent.probes.training_progress import StepPace, progress_of
+from agent.probes.training_specforge_config import specforge_run
+from agent.probes.training_speculators_config import speculators_run
 from agent.protocol import JobInfo, TrainingProgress
 
 TRAINING_KINDS = ("train", "hidden_states")
 
 
-class TrainingWatch:
-    """One parser and one byte offset per training job."""
+def configured_run(job: JobInfo) -> ConfiguredRun:
+    """What the job's command line and config files say of its length."""
+    command = trainer_command(job.argv, job_base(job))
+    if command is None:
+        return ConfiguredRun()
+    return specforge_run(command) if command.trainer == "specforge" else speculators_run(command)
 
-    def __init__(self) -> None:
-        self._parsers: dict[str, tuple[TrainingLogParser, int, int | None]] = {}
+
+@dataclass
+class _Follow:
+    """One job's log as read so far."""
+
+    configured: ConfiguredRun
+    parser: TrainingLogParser = field(default_factory=TrainingLogParser)
+    offset: int = 0
+    inode: int | None = None
+    pace: StepPace = field(default_factory=StepPace)
+
+
+class TrainingWatch:
+    """One parser, byte offset, configuration and pace per training job."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._follows: dict[str, _Follow] = {}
 
     def progress(self, jobs: tuple[JobInfo, ...]) -> tuple[TrainingProgress, ...]:
         """Read what each training job's log gained since last time."""
-        return tuple(self._one(job) for job in jobs if job.kind in TRAINING_KINDS and job.log_path)
+        wanted = [job for job in jobs if job.kind in TRAINING_KINDS and job.log_path]
+        known = self._follows
+        self._follows = {j.id: known.get(j.id) or _Follow(configured_run(j)) for j in wanted}
+        return tuple(self._one(job, self._follows[job.id]) for job in wanted)
 
-    def _one(self, job: JobInfo) -> TrainingProgress:
-        parser, offset, inode = self._parsers.get(job.id, (TrainingLogParser(), 0, None))
-        chunk = read_chunk(NamedLog(job.id, Path(str(job.log_path))), offset, inode)
+    def _one(self, job: JobInfo, follow: _Follow) -> TrainingProgress:
+        chunk = read_chunk(NamedLog(job.id, Path(str(job.log_path))), follow.offset, follow.inode)
         if chunk.reset:
-            parser = TrainingLogParser()
-        parser.feed(chunk.text)
-        self._parsers[job.id] = (parser, chunk.end_offset, chunk.inode)
-        state = parser.state
-        return TrainingProgress(
-            job.id, state.step, state.total_steps, state.epoch, state.loss, state.learning_rate,
-            state.acceptance_rate, state.acceptance_length, state.best_eval_acceptance,
-            state.best_eval_step, state.eta_s, tuple(state.loss_history), tuple(state.acceptance_history),
-            state.epochs,
-        )  # fmt: skip
+            follow.parser, follow.pace = TrainingLogParser(), StepPace()
+        follow.parser.feed(chunk.text)
+        follow.offset, follow.inode = chunk.end_offset, chunk.inode
+        state = follow.parser.state
+        if chunk.end_offset - chunk.start_offset < MAX_READ_BYTES // 2:  # caught up, not a backlog
+            follow.pace.note(self._clock(), state.step)
+        running = job.state in ("starting", "running", "stopping")
+        pace = follow.pace.seconds_per_step
+        return progress_of(job.id, state, follow.configured, pace, running=running)

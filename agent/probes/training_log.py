@@ -1,22 +1,26 @@
 """Drafter training progress read from its log, whichever trainer wrote it.
 
-Recognised: SpecForge's older tqdm bar (`Training Epoch 3: 41%|...| 820/2000 [..<.., loss=..]`)
-and its `Eval - Step N [e/E], position i,  Acc: x` lines; SpecForge's newer `step N: {...}` dict
-lines (with or without `train/` and `eval/` prefixes); speculators' `{"train": {"loss_0": ...,
-"full_acc_0": ...}, "epoch": ..., "lr": ..., "global_step": ...}` lines; and any plain tqdm bar.
-Acceptance is tracked as well as loss: acceptance can fall while loss still drops, so the best
-eval acceptance is what says which checkpoint to keep.
+Recognised: SpecForge 0.2.0's `step N: {...}` dicts (training/assembly.py `_logger`; `train/`
+prefixed with `name/index` keys behind an external tracker, training/tracking.py; `eval/*` from
+its evaluator); SpecForge's older tqdm bar (`Training Epoch 3: 41%|...| 820/2000 [..<.., loss=..]`)
+and `Eval - Step N [e/E], position i,  Acc: x` lines; speculators 0.9.0's rich-wrapped metric
+records and epoch bars (training_speculators_log.py), and the `{'train': {...}}` dicts of older
+versions; and any plain tqdm bar. Training and evaluation figures are kept apart. Acceptance is
+tracked as well as loss: acceptance can fall while loss still drops, so the best eval acceptance
+is what says which checkpoint to keep. The total and the ETA are training_progress's: a log
+written to a file often gives no total at all.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-HISTORY = 240
+from agent.probes.training_figures import Figures, number, split_of, take
+from agent.probes.training_speculators_log import EPOCH_BAR, PHASE, RecordJoiner
+
 _TQDM = re.compile(
     r"(?P<desc>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>[^<\]]*)<(?P<remaining>[^,\]]*)(?:,\s*(?P<rest>[^\]]*))?\]"
@@ -26,10 +30,9 @@ _EVAL = re.compile(
     r"Eval - Step (?P<step>\d+) \[(?P<epoch>\d+)/(?P<epochs>\d+)\], position (?P<pos>\d+),\s+"
     r"(?P<name>Acc|Acceptance Rate|pLoss): (?P<value>[-+0-9.eE]+)"
 )
-_STEP_DICT = re.compile(r"step (?P<step>\d+): (?P<dict>\{.*\})\s*$")
-_POSITION_KEY = re.compile(
-    r"^(?:(?P<split>train|eval|val)/)?(?P<name>acc|full_acc|ploss|loss|acceptance_rate)_(?P<pos>\d+)$"
-)
+_STEP_DICT = re.compile(r"step (?P<step>\d{1,12}): (?P<dict>\{.*\})\s*$")
+MAX_DICT_CHARS = 64 * 1024
+"""A metrics dict is a few hundred characters; a longer one is not read (literal_eval's cost)."""
 
 
 @dataclass
@@ -45,32 +48,19 @@ class TrainingState:
     total_steps: int | None = None
     epoch: int | None = None
     epochs: int | None = None
-    """How many epochs the run has, when a line says (`Eval - Step N [e/E]`)."""
+    """How many epochs the run has, when a line says (`Eval - Step N [e/E]`, `Training epoch 1/3`)."""
     epoch_step: int | None = None
     steps_per_epoch: int | None = None
     epoch_start_step: int | None = None
     """Overall steps done before the epoch the bar counts."""
     seconds_per_step: float | None = None
-    loss: float | None = None
+    """As the trainer reports it (SpecForge's perf/optimizer_step_time_s, speculators'
+    profile/step_ms, a tqdm bar's time left), not as the agent measures it."""
     learning_rate: float | None = None
-    accuracy_by_position: dict[int, float] = field(default_factory=dict)
-    acceptance_rate: float | None = None
-    eta_s: float | None = None
+    train: Figures = field(default_factory=Figures)
+    eval: Figures = field(default_factory=Figures)
     best_eval_acceptance: float | None = None
     best_eval_step: int | None = None
-    loss_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
-    acceptance_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
-
-    @property
-    def acceptance_length(self) -> float | None:
-        """Expected tokens accepted per draft: 1 + sum over k of the product of acc_0..acc_k."""
-        if not self.accuracy_by_position:
-            return None
-        total, chain = 1.0, 1.0
-        for position in sorted(self.accuracy_by_position):
-            chain *= self.accuracy_by_position[position]
-            total += chain
-        return total
 
 
 class TrainingLogParser:
@@ -78,6 +68,8 @@ class TrainingLogParser:
 
     def __init__(self) -> None:
         self.state = TrainingState()
+        self._records = RecordJoiner()
+        self._phase = "Training"
 
     def feed(self, text: str) -> None:
         """Take a chunk of log (lines, and tqdm's carriage-return redraws)."""
@@ -87,14 +79,18 @@ class TrainingLogParser:
 
     def take_line(self, line: str) -> None:
         """Update the state from one line, whatever trainer wrote it."""
+        for record in self._records.take(line):
+            self._speculators(record.values)
         if (match := _EVAL.search(line)) is not None:
             self._eval_line(match)
         elif (match := _STEP_DICT.search(line)) is not None:
             self._metrics(_literal(match["dict"]), step=int(match["step"]))
-        elif "{" in line and (
-            '"train"' in line or "'train'" in line or '"val"' in line or "'val'" in line
-        ):
-            self._speculators(_literal(line[line.index("{") :]))
+        elif (match := PHASE.search(line)) is not None:
+            self._phase_line(match)
+        elif (match := EPOCH_BAR.match(line)) is not None:
+            self._rich_epoch_bar(match)
+        elif "{" in line and any(k in line for k in ("'train'", '"train"', "'val'", '"val"')):
+            self._speculators(_flat(_literal(line[line.index("{") :])))
         elif (match := _TQDM.search(line)) is not None:
             self._tqdm(match)
 
@@ -106,64 +102,80 @@ class TrainingLogParser:
             state.epoch_start_step = state.step - state.epoch_step
         self._overall_total()
         if match["name"] == "Acc":
-            state.accuracy_by_position[position] = value
-            if position == max(state.accuracy_by_position):
-                self._record_acceptance(state.acceptance_length, evaluated=True)
-        elif match["name"] == "Acceptance Rate" and position == 0:
-            state.acceptance_rate = value
+            state.eval.accuracy_by_position[position] = value
+            if position == max(state.eval.accuracy_by_position):
+                self._finish(state.eval, evaluated=True)
+        elif match["name"] == "Acceptance Rate":
+            state.eval.acceptance_rate_by_position[position] = value
 
     def _metrics(self, metrics: dict[str, Any], step: int | None) -> None:
         state = self.state
         state.step = step if step is not None else state.step
-        evaluated = False
+        touched: set[str] = set()
         for key, value in metrics.items():
-            if not isinstance(value, (int, float)):
-                continue
-            name = str(key).split("/", 1)[-1]
-            evaluated = evaluated or str(key).startswith(("eval/", "val/"))
-            if (match := _POSITION_KEY.match(str(key))) is not None and match["name"] in (
-                "acc",
-                "full_acc",
-            ):
-                state.accuracy_by_position[int(match["pos"])] = float(value)
-            elif name == "loss":
-                state.loss = float(value)
-                state.loss_history.append(float(value))
-            elif name == "lr":
-                state.learning_rate = float(value)
-            elif name == "acceptance_rate":
-                state.acceptance_rate = float(value)
-        self._record_acceptance(state.acceptance_length, evaluated=evaluated)
+            split, name = split_of(str(key))
+            if take(state.eval if split == "eval" else state.train, name, value):
+                touched.add(split)
+            else:
+                self._run_figure(name, number(value))
+        for split in sorted(touched):
+            self._finish(state.eval if split == "eval" else state.train, split == "eval")
+
+    def _run_figure(self, name: str, value: float | None) -> None:
+        """A figure of the run rather than of a split: its learning rate, its pace."""
+        if value is None:
+            return
+        if name == "lr" or name.startswith("lr/"):  # lr/AdamW, lr/Muon: one each, same order
+            self.state.learning_rate = value
+        elif name == "perf/optimizer_step_time_s" and value > 0:
+            self.state.seconds_per_step = value
+        elif name == "profile/step_ms" and value > 0:
+            self.state.seconds_per_step = value / 1000
+
+    def _finish(self, figures: Figures, evaluated: bool) -> None:
+        """A record of `figures` is complete: date it, keep its history, and the best eval."""
+        state = self.state
+        figures.step = state.step
+        figures.note_history()
+        length = figures.acceptance_length
+        best = state.best_eval_acceptance
+        if evaluated and length is not None and (best is None or length > best):
+            state.best_eval_acceptance, state.best_eval_step = length, state.step
 
     def _speculators(self, record: dict[str, Any]) -> None:
-        split = "val" if "val" in record else "train"
-        metrics = record.get(split) if isinstance(record.get(split), dict) else {}
-        assert isinstance(metrics, dict)
-        losses = [
-            float(v)
-            for k, v in metrics.items()
-            if str(k).startswith("loss_") and isinstance(v, (int, float))
-        ]
-        prefixed = {f"{split}/{k}": v for k, v in metrics.items()}
-        if losses:
-            prefixed[f"{split}/loss"] = sum(losses)
-        for key in ("lr", "epoch"):
-            if key in record:
-                prefixed[key] = record[key]
-        if isinstance(record.get("epoch"), int):
-            self.state.epoch = record["epoch"]
-        step = record.get("global_step")
-        self._metrics(prefixed, step=step if isinstance(step, int) else None)
+        """A speculators record, whose counts start at 0.
+
+        Its epoch counts from 0, and its global_step is logged before the step just done is
+        counted (train/trainer.py ~587-597).
+        """
+        epoch, step = _count(record.get("epoch")), _count(record.get("global_step"))
+        if epoch is not None:
+            self.state.epoch = epoch + 1
+        self._metrics(record, step=None if step is None else step + 1)
+
+    def _phase_line(self, match: re.Match[str]) -> None:
+        """A "Training epoch 1/3 started" line (speculators): which bar is next, and the epochs."""
+        self._phase = match["phase"]
+        self.state.epoch, self.state.epochs = int(match["epoch"]), int(match["epochs"])
+        self._overall_total()
+
+    def _rich_epoch_bar(self, match: re.Match[str]) -> None:
+        """An epoch bar of speculators', printed as the epoch ends: its total is its steps."""
+        if self._phase == "Training" and int(match["total"]) > 0:
+            self.state.steps_per_epoch = int(match["total"])
+            self._overall_total()
 
     def _tqdm(self, match: re.Match[str]) -> None:
         state = self.state
         n, total = int(match["n"]), int(match["total"])
-        state.eta_s = _clock_seconds(match["remaining"])
+        remaining = _clock_seconds(match["remaining"])
         epoch = _EPOCH.search(match["desc"] or "")
         if epoch is None:  # a bar over the whole run
             state.step, state.total_steps = n, total
+            if remaining is not None and n < total:
+                state.seconds_per_step = remaining / (total - n)
         else:
-            self._epoch_bar(int(epoch[1]), n, total)
+            self._epoch_bar(int(epoch[1]), n, total, remaining)
         postfix = {}
         for part in (match["rest"] or "").split(","):
             key, sep, value = part.strip().partition("=")
@@ -172,7 +184,7 @@ class TrainingLogParser:
         if postfix:
             self._metrics({k: v for k, v in postfix.items() if v is not None}, step=state.step)
 
-    def _epoch_bar(self, bar_epoch: int, n: int, per_epoch: int) -> None:
+    def _epoch_bar(self, bar_epoch: int, n: int, per_epoch: int, remaining: float | None) -> None:
         """A per-epoch bar: the overall step is where its epoch began plus its count."""
         state = self.state
         if state.epoch_step is not None and n < state.epoch_step:  # a new epoch's bar
@@ -182,36 +194,43 @@ class TrainingLogParser:
         state.epoch = bar_epoch + 1  # the bar counts epochs from 0; the eval lines, and we, from 1
         state.epoch_step, state.steps_per_epoch = n, per_epoch
         state.step = state.epoch_start_step + n
-        if state.eta_s is not None and n < per_epoch:  # the bar's time left is its epoch's
-            state.seconds_per_step = state.eta_s / (per_epoch - n)
+        if remaining is not None and n < per_epoch:  # the bar's time left is its epoch's
+            state.seconds_per_step = remaining / (per_epoch - n)
         self._overall_total()
 
     def _overall_total(self) -> None:
-        """The run's total steps and time left, once the epochs and their length are known."""
+        """The run's total steps, once the epochs and their length are known."""
         state = self.state
-        if state.steps_per_epoch is None or state.epochs is None:
-            return
-        state.total_steps = state.steps_per_epoch * state.epochs
-        if state.seconds_per_step is not None and state.step is not None:
-            state.eta_s = state.seconds_per_step * max(0, state.total_steps - state.step)
-
-    def _record_acceptance(self, length: float | None, *, evaluated: bool) -> None:
-        if length is None:
-            return
-        state = self.state
-        state.acceptance_history.append(length)
-        if evaluated and (
-            state.best_eval_acceptance is None or length > state.best_eval_acceptance
-        ):
-            state.best_eval_acceptance, state.best_eval_step = length, state.step
+        if state.steps_per_epoch is not None and state.epochs is not None:
+            state.total_steps = state.steps_per_epoch * state.epochs
 
 
 def _literal(text: str) -> dict[str, Any]:
+    if len(text) > MAX_DICT_CHARS:
+        return {}
     try:
         value = ast.literal_eval(text.strip())
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int | None:
+    """A count from 0, or None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _flat(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`{'train': {'loss': 1}}` as `{'train/loss': 1}`, as speculators' own filter flattens it."""
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        if isinstance(value, dict) and not prefix:
+            flat |= _flat(value, f"{key}/")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _number(text: str) -> float | None:

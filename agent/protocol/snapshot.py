@@ -135,8 +135,29 @@ class Alert:
 
 
 @dataclass(frozen=True, slots=True)
+class TrainingEval:
+    """A run's latest evaluation, kept apart from its training figures.
+
+    On held-out data: what says which checkpoint to keep.
+    """
+
+    step: int | None
+    loss: float | None = None
+    accuracy: float | None = None
+    """The trainer's own overall figure (SpecForge's eval/avg_acc: position 0)."""
+    acceptance_length: float | None = None
+    acceptance_rate: float | None = None
+    loss_history: tuple[float, ...] = ()
+    acceptance_history: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class TrainingProgress:
-    """A training or hidden-states job, as its log tells it."""
+    """A training or hidden-states job, as its log and its configuration tell it.
+
+    `loss`, `acceptance_rate`, `acceptance_length` and the histories are the training figures;
+    the evaluation's are in `eval`, and `best_eval_*` come from the evaluations only.
+    """
 
     job_id: str
     step: int | None
@@ -152,7 +173,15 @@ class TrainingProgress:
     loss_history: tuple[float, ...] = ()
     acceptance_history: tuple[float, ...] = ()
     epochs: int | None = None
-    """How many epochs the run has, when its log says; `step` and `total_steps` are overall."""
+    """How many epochs the run has, when its log or configuration says; `step` and
+    `total_steps` are overall."""
+    accuracy: float | None = None
+    """The trainer's overall training accuracy (SpecForge's `acc`), when it logs one."""
+    eval: TrainingEval | None = None
+    total_note: str = ""
+    """Where `total_steps` came from (the run's config, its data, the log), or why it is unknown."""
+    seconds_per_step: float | None = None
+    """The rate the ETA is worked out from."""
 
 
 @dataclass(frozen=True, slots=True)

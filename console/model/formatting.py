@@ -322,28 +322,58 @@ def training_text(
     jobs: tuple[JobInfo, ...],
     measured_accept: float | None = None,
 ) -> str:
-    """One block per training job: step, epoch, loss, acceptance and the best eval acceptance.
+    """One block per training job: its step, the training figures and the evaluation's, apart.
 
+    Step of its total, epoch and ETA; loss, accuracy and acceptance in training; the latest
+    evaluation's on a line of its own; and where the total came from, or why there is none.
     `measured_accept` is what the drafter evaluation measured on the server, shown beside the
     best eval acceptance the trainer estimated.
     """
     names = {job.id: job.name for job in jobs}
-    blocks = []
-    for t in items:
-        step = f"step {t.step or 0:,}" + (f"/{t.total_steps:,}" if t.total_steps else "")
-        best = (
-            f" (best {t.best_eval_acceptance:.2f} @ {t.best_eval_step})"
-            if t.best_eval_acceptance
-            else ""
-        )
-        accept = (
-            f"accept len {t.acceptance_length:.2f}{best}" if t.acceptance_length else "accept len —"
-        )
-        if measured_accept is not None:
-            accept += f" · measured {measured_accept:.2f}"
-        loss = f"loss {t.loss:.3f}" if t.loss is not None else "loss —"
-        blocks.append(
-            f"{sanitise(names.get(t.job_id, t.job_id))}: {step} · {_epoch(t)} · "
-            f"ETA {duration(t.eta_s)}\n  {loss} {spark(t.loss_history)}\n  {accept} {spark(t.acceptance_history)}"
-        )
-    return "\n".join(blocks)
+    return "\n".join(
+        "\n".join(_training_block(t, names.get(t.job_id, t.job_id), measured_accept)) for t in items
+    )
+
+
+def _training_block(t: TrainingProgress, name: str, measured_accept: float | None) -> list[str]:
+    step = f"step {t.step or 0:,}" + (f"/{t.total_steps:,}" if t.total_steps else "")
+    loss = f"loss {t.loss:.3f}" if t.loss is not None else "loss —"
+    accuracy = f" · acc {t.accuracy:.2f}" if t.accuracy is not None else ""
+    lines = [
+        f"{sanitise(name)}: {step} · {_epoch(t)} · ETA {duration(t.eta_s)}",
+        f"  {loss} {spark(t.loss_history)}{accuracy}",
+    ]
+    best = _best_eval(t, measured_accept)
+    if t.eval is None or t.acceptance_length:
+        accept = f"accept len {t.acceptance_length:.2f}" if t.acceptance_length else "accept len —"
+        tail = best if t.eval is None else ""
+        lines.append(f"  {accept}{tail} {spark(t.acceptance_history)}")
+    if t.eval is not None:
+        lines.append(f"  {_eval_line(t)}{best} {spark(t.eval.acceptance_history)}")
+    if t.total_note:
+        lines.append(f"  total {'from' if t.total_steps else 'unknown:'} {sanitise(t.total_note)}")
+    return lines
+
+
+def _best_eval(t: TrainingProgress, measured_accept: float | None) -> str:
+    """The best eval acceptance and the server's: ` (best 2.85 @ 800) · measured 2.66`."""
+    best = (
+        f" (best {t.best_eval_acceptance:.2f} @ {t.best_eval_step})"
+        if t.best_eval_acceptance
+        else ""
+    )
+    return best + (f" · measured {measured_accept:.2f}" if measured_accept is not None else "")
+
+
+def _eval_line(t: TrainingProgress) -> str:
+    """What was logged of an evaluation: `eval @ 1,000: loss 2.100 · acc 0.74 · accept len 2.81`."""
+    evaluation = t.eval
+    if evaluation is None:
+        return "eval: —"
+    parts = [
+        f"loss {evaluation.loss:.3f}" if evaluation.loss is not None else "",
+        f"acc {evaluation.accuracy:.2f}" if evaluation.accuracy is not None else "",
+        f"accept len {evaluation.acceptance_length:.2f}" if evaluation.acceptance_length else "",
+    ]
+    step = f" @ {evaluation.step:,}" if evaluation.step is not None else ""
+    return f"eval{step}: " + (" · ".join(part for part in parts if part) or "—")

@@ -1,4 +1,8 @@
-"""Training progress from the log lines of each trainer (samples written from their formats)."""
+"""Training progress from older trainers' lines, the stand-in trainer's, and plain tqdm bars.
+
+SpecForge 0.2.0's and speculators 0.9.0's lines, printed by their own code, are in
+test_training_trainers.py; the samples here are written from the older formats.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.probes.training_log import TrainingLogParser
+from agent.probes.training_config import ConfiguredRun
+from agent.probes.training_log import TrainingLogParser, TrainingState
+from agent.probes.training_progress import progress_of
 from agent.protocol import (
     JOBS_LAUNCH,
     SNAPSHOT,
@@ -30,17 +36,16 @@ SPECFORGE_OLD = (
     "Eval - Step 840 [2/10], position 0,  Acceptance Rate: 0.7400\n"
     "Eval - Step 840 [2/10], position 0, pLoss: 1.2001\n"
 )
-SPECFORGE_NEW = (
-    "step 100: {'train/acc_0': 0.70, 'train/acc_1': 0.50, 'train/loss': 3.1, 'train/lr': 0.0001, "
-    "'train/acceptance_rate': 0.52, 'perf/optimizer_steps_per_hour': 812.5}\n"
-    "step 200: {'eval/acc_0': 0.80, 'eval/acc_1': 0.60, 'eval/loss': 2.9}\n"
-    "step 300: {'eval/acc_0': 0.78, 'eval/acc_1': 0.50, 'eval/loss': 2.7}\n"
+SPECULATORS_DICTS = (
+    "{'train': {'loss': 2.5, 'loss_0': 1.5, 'loss_1': 1.0, 'full_acc_0': 0.71, 'full_acc_1': 0.42, "
+    "'cond_acc_1': 0.59}, 'epoch': 3, 'lr': 5e-05, 'global_step': 4400}\n"
+    "{'val': {'loss_epoch': 2.3, 'full_acc_0_epoch': 0.73, 'full_acc_1_epoch': 0.45}, 'epoch': 3}\n"
 )
-SPECULATORS = (
-    "{'train': {'loss_0': 1.5, 'loss_1': 1.0, 'full_acc_0': 0.71, 'full_acc_1': 0.42, 'cond_acc_1': 0.59}, "
-    "'epoch': 3, 'lr': 5e-05, 'global_step': 4400}\n"
-    "{'val': {'loss_0': 1.4, 'loss_1': 0.9, 'full_acc_0': 0.73, 'full_acc_1': 0.45}, 'epoch': 3, 'global_step': 4400}\n"
-)
+
+
+def eta_of(state: TrainingState) -> float | None:
+    """The time left the snapshot would carry, with no configuration and no measured pace."""
+    return progress_of("t-1", state, ConfiguredRun(), None).eta_s
 
 
 def test_specforge_older_tqdm_and_eval_lines() -> None:
@@ -50,12 +55,18 @@ def test_specforge_older_tqdm_and_eval_lines() -> None:
     # The bar counts within its epoch (2000 a epoch); the eval line says epoch 2 of 10: overall.
     assert (state.step, state.total_steps, state.epoch, state.epochs) == (840, 20000, 2, 10)
     per_step = (14 * 60 + 30) / (2000 - 840)  # the bar's time left is its epoch's
-    assert state.eta_s == pytest.approx(per_step * (20000 - 840))
-    assert state.loss == pytest.approx(2.301)
-    assert state.accuracy_by_position == {0: 0.74, 1: 0.60, 2: 0.50}
-    assert state.acceptance_length == pytest.approx(1 + 0.74 + 0.74 * 0.60 + 0.74 * 0.60 * 0.50)
-    assert state.acceptance_rate == pytest.approx(0.74)
-    assert state.best_eval_step == 840
+    assert state.seconds_per_step == pytest.approx(per_step)
+    assert eta_of(state) == pytest.approx(per_step * (20000 - 840))
+    # The bar's postfix is training; the Eval lines are the evaluation, kept apart.
+    assert state.train.loss == pytest.approx(2.301)
+    assert state.train.accuracy == pytest.approx(0.615)
+    assert state.train.mean_acceptance_rate == pytest.approx(0.56)
+    assert state.train.acceptance_length is None
+    assert state.eval.accuracy_by_position == {0: 0.74, 1: 0.60, 2: 0.50}
+    length = 1 + 0.74 + 0.74 * 0.60 + 0.74 * 0.60 * 0.50
+    assert state.eval.acceptance_length == pytest.approx(length)
+    assert state.eval.mean_acceptance_rate == pytest.approx(0.74)
+    assert (state.eval.step, state.best_eval_step) == (840, 840)
 
 
 def simulator_lines(steps: int, epochs: int) -> str:
@@ -78,7 +89,7 @@ def test_steps_and_totals_count_over_the_whole_run_not_within_an_epoch() -> None
     parser.feed(simulator_lines(600, 2))
     state = parser.state
     assert (state.step, state.total_steps, state.epoch, state.epochs) == (600, 600, 2, 2)
-    assert state.eta_s == 0
+    assert eta_of(state) == 0
 
 
 def test_within_the_second_epoch_the_step_counts_on_from_the_first() -> None:
@@ -88,7 +99,7 @@ def test_within_the_second_epoch_the_step_counts_on_from_the_first() -> None:
     parser.feed(text[: text.index("\r", text.index("| 150/300", second))])
     state = parser.state
     assert (state.step, state.total_steps, state.epoch, state.epochs) == (450, 600, 2, 2)
-    assert state.eta_s == pytest.approx(150)  # one second a step, for the run, not the epoch
+    assert eta_of(state) == pytest.approx(150)  # one second a step, for the run, not the epoch
 
 
 def test_at_an_epoch_s_end_the_eta_is_the_run_s() -> None:
@@ -96,29 +107,20 @@ def test_at_an_epoch_s_end_the_eta_is_the_run_s() -> None:
     text = simulator_lines(600, 2)
     parser.feed(text[: text.index("Training Epoch 1: ")])
     assert parser.state.step == 300
-    assert parser.state.eta_s == pytest.approx(300)
+    assert eta_of(parser.state) == pytest.approx(300)
 
 
-def test_specforge_newer_step_dicts_keep_the_best_eval_acceptance_not_the_lowest_loss() -> None:
+def test_speculators_dict_lines_of_the_older_form() -> None:
     parser = TrainingLogParser()
-    parser.feed(SPECFORGE_NEW)
+    parser.feed(SPECULATORS_DICTS)
     state = parser.state
-    assert state.step == 300
-    assert state.loss == pytest.approx(2.7)  # loss still drops...
-    assert state.best_eval_step == 200  # ...while acceptance fell after step 200
-    assert state.best_eval_acceptance == pytest.approx(1 + 0.80 + 0.80 * 0.60)
-    assert state.learning_rate == pytest.approx(1e-4)
-    assert list(state.loss_history) == [3.1, 2.9, 2.7]
-
-
-def test_speculators_dict_lines() -> None:
-    parser = TrainingLogParser()
-    parser.feed(SPECULATORS)
-    state = parser.state
-    assert (state.step, state.epoch) == (4400, 3)
-    assert state.accuracy_by_position == {0: 0.73, 1: 0.45}
-    assert state.loss == pytest.approx(2.3)
-    assert state.best_eval_acceptance == pytest.approx(1 + 0.73 + 0.73 * 0.45)
+    # Counted as speculators counts: epochs from 0, the step logged before it is counted.
+    assert (state.step, state.epoch) == (4401, 4)
+    assert (state.train.loss, state.eval.loss) == (2.5, 2.3)
+    assert state.train.accuracy_by_position == {0: 0.71, 1: 0.42}
+    assert state.train.acceptance_length == pytest.approx(1 + 0.71 + 0.42)  # full_acc: cumulative
+    assert state.best_eval_acceptance == pytest.approx(1 + 0.73 + 0.45)
+    assert state.learning_rate == 5e-05
 
 
 def test_a_plain_tqdm_bar_and_noise() -> None:
@@ -127,7 +129,25 @@ def test_a_plain_tqdm_bar_and_noise() -> None:
     parser.feed("hidden states:  12%|█▏        | 1200/10000 [05:00<36:40,  4.0it/s]\r")
     parser.feed("Traceback (most recent call last):\nnot a dict {oops\n")
     assert (parser.state.step, parser.state.total_steps) == (1200, 10000)
-    assert parser.state.eta_s == 36 * 60 + 40
+    assert parser.state.seconds_per_step == pytest.approx((36 * 60 + 40) / (10000 - 1200))
+    assert eta_of(parser.state) == pytest.approx(36 * 60 + 40)
+
+
+def test_hostile_lines_leave_the_figures_alone() -> None:
+    parser = TrainingLogParser()
+    parser.feed("step 5: {'loss': 1.5, 'acc_0': 0.5}\n")
+    parser.feed("step 6: " + "{'a': " * 5000 + "1" + "}" * 5000 + "\n")  # nested past the stack
+    parser.feed("step 7: {'loss': " + "9" * 70_000 + "}\n")  # past the length read
+    parser.feed("step 8: {'loss': nan, 'acc_0': float('inf')}\n")  # not literals
+    parser.feed("step 9: {'loss': True, 'acc_0': 'high', 'acc_1': [1, 2]}\n")  # not numbers
+    run_on = ", ".join(f"k{i}=1" for i in range(600))  # a record past any real one's keys
+    parser.feed(f"           INFO     train/loss=2.000, {run_on}\n")
+    parser.feed("           INFO     val/loss_epoch=inf, epoch=0\n")
+    parser.feed("Epoch 0 100% ━━━ 5/0  [ 0:00:00 < 0:00:00 , 9 it/s ]\n")
+    state = parser.state
+    assert (state.train.loss, state.train.accuracy_by_position) == (1.5, {0: 0.5})
+    assert (state.eval.loss, state.steps_per_epoch) == (None, None)
+    assert state.step == 9
 
 
 async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path) -> None:
@@ -155,6 +175,9 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
         "the stand-in's acceptance sags at the end: the best is earlier"
     )
     assert progress.loss is not None
-    assert progress.acceptance_length is not None
-    assert progress.acceptance_length > 1
+    assert progress.total_note == "the trainer's log"
+    assert progress.eval is not None  # the stand-in's Eval lines: the evaluation's figures
+    assert progress.eval.acceptance_length is not None
+    assert progress.eval.acceptance_length > 1
+    assert progress.acceptance_length is None  # its bar has no per-position accuracy
     assert len(progress.loss_history) >= 6

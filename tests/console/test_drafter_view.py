@@ -3,6 +3,8 @@ trainer's best eval acceptance: pure functions of the snapshot."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from agent.protocol import (
     DrafterEvaluation,
     EvalLevel,
@@ -11,6 +13,7 @@ from agent.protocol import (
     JobInfo,
     TrainingProgress,
 )
+from agent.protocol.snapshot import TrainingEval
 from console.model.drafter_view import drafter_text, export_row, measured_accept_length
 from console.model.formatting import training_text
 
@@ -57,3 +60,53 @@ def test_training_shows_the_measured_accept_length_beside_the_best_eval() -> Non
     text = training_text((progress,), jobs, measured)
     assert "accept len 2.72 (best 2.75 @ 540) · measured 2.66" in text
     assert "measured" not in training_text((progress,), jobs)
+
+
+def test_a_run_without_evaluation_or_total_note_reads_as_before() -> None:
+    progress = TrainingProgress(
+        "t-1", 600, 900, 1, 1.234, None, None, 2.8, 3.0, 500, 1_800.0, (3.0, 2.0), (1.5, 2.8)
+    )
+    assert training_text((progress,), ()) == (
+        "t-1: step 600/900 · epoch 1 · ETA 30m 00s\n  loss 1.234 █▁\n"
+        "  accept len 2.80 (best 3.00 @ 500) ▁█"
+    )
+
+
+EVALUATED = TrainingProgress(
+    "t-1", 1_200, 6_000, 1, 2.301, 1e-4, 0.7, 2.72, 2.85, 800, 2_400.0, (2.4, 2.301), (2.6, 2.72),
+    3, accuracy=0.61, eval=TrainingEval(1_000, 2.1, 0.74, 2.81, 0.7, (2.2, 2.1), (2.85, 2.81)),
+    total_note="training.max_steps in run.yaml", seconds_per_step=0.5,
+)  # fmt: skip
+
+
+def test_the_evaluation_has_a_line_of_its_own_apart_from_training() -> None:
+    jobs = (JobInfo("t-1", "train", "train", "running", ()),)
+    lines = training_text((EVALUATED,), jobs, 2.66).splitlines()
+    assert lines == [
+        "train: step 1,200/6,000 · epoch 1/3 · ETA 40m 00s",
+        "  loss 2.301 █▁ · acc 0.61",
+        "  accept len 2.72 ▁█",
+        "  eval @ 1,000: loss 2.100 · acc 0.74 · accept len 2.81 (best 2.85 @ 800) · measured 2.66 █▁",
+        "  total from training.max_steps in run.yaml",
+    ]
+
+
+def test_an_unknown_total_says_why_and_host_text_is_shown_literally() -> None:
+    lying = dataclasses.replace(
+        EVALUATED, total_steps=None, eta_s=None, epochs=None,
+        total_note="training.max_steps = -5 in \x1b[2Jrun.yaml is not a positive whole number",
+    )  # fmt: skip
+    lines = training_text((lying,), ()).splitlines()
+    assert lines[0] == "t-1: step 1,200 · epoch 1 · ETA —"
+    assert lines[-1] == (
+        "  total unknown: training.max_steps = -5 in ␛[2Jrun.yaml is not a positive whole number"
+    )
+
+
+def test_an_evaluation_with_only_per_position_accuracy_shows_what_there_is() -> None:
+    only_eval = dataclasses.replace(
+        EVALUATED, acceptance_length=None, accuracy=None,
+        eval=TrainingEval(1_000, acceptance_length=2.5), total_note="",
+    )  # fmt: skip
+    lines = training_text((only_eval,), ()).splitlines()
+    assert lines[1:] == ["  loss 2.301 █▁", "  eval @ 1,000: accept len 2.50 (best 2.85 @ 800) "]
