@@ -155,6 +155,7 @@ from agent.protocol.snapshot import (
     Snapshot,
     SnapshotParams,
     StopConditionKind,
+    TrainingEval,
     TrainingProgress,
 )
 from agent.protocol.timeline import EventsList, EventsParams, TimelineEvent
@@ -310,6 +311,7 @@ __all__ = [
     "StopStep",
     "TokenizerCheck",
     "TokenizerCheckParams",
+    "TrainingEval",
     "TrainingProgress",
     "WatchParams",
     "WireMemo",
