@@ -4,7 +4,9 @@
   level, where `max_running_requests` is the command-line value and so None unless it was given
   (arg_groups/fields/schedule.py:31-34), plus `internal_states`, one per DP rank, each with the
   scheduler's `effective_max_running_requests_per_dp`
-  (managers/scheduler_components/internal_state.py:67-74).
+  (managers/scheduler_components/internal_state.py:67-74) and, with a drafter, its
+  `avg_spec_accept_length` once it has one since start or /flush_cache (internal_state.py:
+  119-125; agent/simulator/flush.py).
 - `/model_info` (http_server.py:812-850).
 - `/get_load` (sglang 0.5.8 http_server.py:601-608, scheduler_metrics_mixin.py:568-595): one
   entry per DP rank; the router polls it. Removed from later 0.5 releases, still polled by
@@ -18,6 +20,8 @@ from typing import Any
 
 from agent.protocol import to_wire
 from agent.simulator.config import SimulatorConfig
+from agent.simulator.engine import Engine
+from agent.simulator.flush import avg_spec_accept_length
 from agent.simulator.ranks import Ranks
 
 
@@ -37,17 +41,25 @@ def server_info(config: SimulatorConfig, ranks: Ranks, port: int) -> dict[str, A
         **_speculative_args(config),
         "decode_log_interval": 40,
         "internal_states": [
-            {
-                "dp_rank": rank,
-                "effective_max_running_requests_per_dp": engine.settings.max_running_requests,
-                "last_gen_throughput": engine.gen_throughput,
-            }
-            for rank, engine in enumerate(ranks.engines)
+            _internal_state(rank, engine) for rank, engine in enumerate(ranks.engines)
         ],
         "version": "0.5.23-simulator",
         "frontend": "python",
         "simulator": {"engine": to_wire(ranks.settings), "faults": to_wire(config.faults)},
     }
+
+
+def _internal_state(rank: int, engine: Engine) -> dict[str, Any]:
+    """One DP rank's scheduler state; the accept length only when SGLang has one to give."""
+    state: dict[str, Any] = {
+        "dp_rank": rank,
+        "effective_max_running_requests_per_dp": engine.settings.max_running_requests,
+        "last_gen_throughput": engine.gen_throughput,
+    }
+    accept_length = avg_spec_accept_length(engine)
+    if accept_length is not None:
+        state["avg_spec_accept_length"] = accept_length
+    return state
 
 
 def _speculative_args(config: SimulatorConfig) -> dict[str, Any]:

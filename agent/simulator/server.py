@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from agent.protocol import to_wire
-from agent.simulator import info
+from agent.simulator import flush, info
 from agent.simulator.auth import api_key_middleware
 from agent.simulator.config import SimulatorConfig
 from agent.simulator.engine import TICK_S, SimRequest
@@ -30,11 +30,6 @@ from agent.simulator.validation import (
     prompts_of,
 )
 
-FLUSH_TEXT = (
-    "Cache flushed.\nPlease check backend logs for more details. "
-    "(When there are running or waiting requests, the operation will not be performed.)\n"
-)
-
 SHUTDOWN_GRACE_S = 3.0
 """Requests in flight at a stop get this long to finish, then are cut (aiohttp's default waits
 60 s: with 64 long generations under way, only SIGKILL stopped the simulator)."""
@@ -47,7 +42,7 @@ class Simulator:
         self.config = config
         self.log = SglangLog(config.log_file)
         self.ranks = Ranks(config.engine, config.dp_size, self.log)
-        self.tokens = TokenSource(config.vocab_size, config.seed)
+        self.tokens = TokenSource(config.vocab_size, config.seed, config.stop_id)
         self.faults = config.faults
         self.dice = FaultDice(config.seed)
         self.generate_requests = 0
@@ -76,7 +71,8 @@ class Simulator:
             app.router.add_get(path, self.deprecated)
         app.router.add_get("/metrics", self.metrics)
         app.router.add_post("/abort_request", self.abort_request)
-        app.router.add_route("*", "/flush_cache", self.flush_cache)
+        for method in ("GET", "POST"):  # http_server.py:1025
+            app.router.add_route(method, "/flush_cache", self.flush_cache)
         return app
 
     async def start(self) -> None:
@@ -176,8 +172,9 @@ class Simulator:
     def submit(self, prompt: PromptIn) -> SimRequest:
         """Plan one prompt's answer and queue it on a rank."""
         answer = self.tokens.plan(
-            prompt.key, prompt.max_new_tokens, self.config.lengths, prompt.tokens
-        )
+            prompt.key, prompt.max_new_tokens, self.config.lengths, prompt.tokens,
+            prompt.ignore_eos,
+        )  # fmt: skip
         rid = prompt.rid or uuid.uuid4().hex
         sim = SimRequest(rid, prompt.tokens, answer, prompt.max_new_tokens)
         self.ranks.submit(sim)
@@ -279,8 +276,13 @@ class Simulator:
         return web.Response(status=200)
 
     async def flush_cache(self, request: web.Request) -> web.Response:
-        """200 when idle, 400 while anything runs or waits, as SGLang does."""
-        return web.Response(status=400 if self.ranks.busy else 200, text=FLUSH_TEXT)
+        """200 when flushed, 400 while requests run past the `timeout` query (flush.py)."""
+        try:
+            timeout_s = flush.flush_timeout(request.query.get("timeout"))
+        except ValueError as exc:
+            return _object_error(400, str(exc), "Bad Request")
+        result = await flush.flush_cache(self.ranks, timeout_s)
+        return web.Response(status=200 if result.success else 400, text=result.text)
 
     async def admin_faults(self, request: web.Request) -> web.Response:
         """GET shows the faults; POST a JSON object of changes (the simulator's own endpoint)."""

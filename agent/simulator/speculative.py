@@ -12,9 +12,14 @@ hurt at high batch, as on a real GPU.
 
 What SGLang reports, copied here:
 - meta_info, when a request finishes, after `e2e_latency` (managers/tokenizer_manager.py:
-  2753-2756): `spec_accept_rate` = correct drafts / (verify_ct x (num_draft_tokens - 1)),
-  `spec_accept_length` = completion_tokens / verify_ct, `spec_num_correct_drafts`,
-  `spec_num_proposed_drafts`, `spec_verify_ct` (tokenizer_manager.py:3155-3172);
+  2753-2756), only when `spec_verify_ct` > 0: `spec_accept_rate` = correct drafts /
+  (verify_ct x (num_draft_tokens - 1)), `spec_accept_length` = completion_tokens / verify_ct,
+  `spec_num_correct_drafts`, `spec_num_proposed_drafts`, `spec_verify_ct`
+  (tokenizer_manager.py:3138-3172), then `spec_correct_drafts_histogram`, entry k the verify
+  steps that accepted k drafts (tokenizer_manager.py:3194-3201; built per step in
+  managers/schedule_batch.py:1566-1572 and scheduler_components/batch_result_processor.py:
+  832-836). The prefill makes a request's first token with no verify step, so completion_tokens
+  is 1 + the tokens of its verify steps, and the per-request accept length counts that token;
 - the Decode log line gains `accept len: a, accept rate: b, ` before `cuda graph`
   (managers/scheduler_components/metrics_reporter.py:972-1005);
 - /metrics: gauges `sglang:spec_accept_length`, `sglang:spec_accept_rate`
@@ -24,6 +29,7 @@ What SGLang reports, copied here:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,10 +72,23 @@ class Speculation:
         """Accepted drafts per proposed draft (the bonus token not counted)."""
         return (self.accept_length - 1) / (self.num_draft_tokens - 1)
 
-    def meta_info(self, completion_tokens: int, verify_steps: float) -> dict[str, Any]:
-        """The spec_* fields of a finished request's meta_info."""
-        verify_ct = max(1, round(verify_steps))
-        correct = max(0, completion_tokens - verify_ct)
+    def meta_info(self, completion_tokens: int, verify_steps: float = 0.0) -> dict[str, Any]:
+        """The spec_* fields of a finished request's meta_info ({} when no verify step ran).
+
+        The verify steps are SGLang's: the decode tokens (all but the prefill's) over the accept
+        length, rounded, and never so few that a step would accept more than it can.
+        `verify_steps`, the engine's own count, is not used: it spreads the prefill's token over
+        the steps.
+        """
+        del verify_steps
+        decode_tokens = max(0, completion_tokens - 1)
+        verify_ct = max(
+            round(decode_tokens / self.accept_length),
+            math.ceil(decode_tokens / self.num_draft_tokens),
+        )
+        if verify_ct == 0:  # tokenizer_manager.py:3149-3153
+            return {}
+        correct = completion_tokens - 1 - verify_ct
         proposed = verify_ct * (self.num_draft_tokens - 1)
         return {
             "spec_accept_rate": correct / proposed,
@@ -77,6 +96,7 @@ class Speculation:
             "spec_num_correct_drafts": correct,
             "spec_num_proposed_drafts": proposed,
             "spec_verify_ct": verify_ct,
+            "spec_correct_drafts_histogram": correct_drafts_histogram(correct, verify_ct),
         }
 
     def log_part(self, tokens: float, steps: float) -> str:
@@ -84,3 +104,16 @@ class Speculation:
         length = tokens / steps if steps > 0 else 0.0
         rate = (length - 1) / (self.num_draft_tokens - 1) if steps > 0 else 0.0
         return f"accept len: {length:.2f}, accept rate: {max(rate, 0.0):.2f}, "
+
+
+def correct_drafts_histogram(correct: int, verify_ct: int) -> list[int]:
+    """`verify_ct` steps accepting `correct` drafts in all, each floor or ceil of the mean.
+
+    SGLang's list has one entry per accepted count from 0 to the most seen (schedule_batch.py:
+    1566-1572); the two-point shape is the simulator's, the sums are SGLang's: the entries add up
+    to the verify steps, and k times entry k to the accepted drafts.
+    """
+    low, above = divmod(correct, verify_ct)
+    histogram = [0] * (low + 1)
+    histogram[low] = verify_ct - above
+    return histogram + [above] if above else histogram

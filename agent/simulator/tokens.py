@@ -52,10 +52,13 @@ class TokenSource:
         self._pool = rng.choices(ids, cum_weights=list(itertools.accumulate(weights)), k=POOL_SIZE)
 
     def plan(
-        self, prompt_key: bytes, max_new_tokens: int, profile: LengthProfile, prompt_tokens: int = 0
-    ) -> PlannedAnswer:
-        """The answer to one prompt under one length profile."""
+        self, prompt_key: bytes, max_new_tokens: int, profile: LengthProfile, prompt_tokens: int = 0,
+        ignore_eos: bool = False,
+    ) -> PlannedAnswer:  # fmt: skip
+        """The answer to one prompt under one length profile (all max_new_tokens with ignore_eos)."""
         rng = random.Random(hashlib.sha256(str(self.seed).encode() + prompt_key).digest())
+        if ignore_eos:
+            return PlannedAnswer(self._slice(rng, max_new_tokens), "length")
         mean = profile.mean_tokens + profile.tokens_per_prompt_token * prompt_tokens
         wanted = max(1, round(rng.gauss(mean, profile.sd_tokens)))
         if rng.random() < profile.runaway_share or wanted >= max_new_tokens:

@@ -47,6 +47,8 @@ class PromptIn:
     tokens: int
     rid: str | None
     max_new_tokens: int
+    ignore_eos: bool = False
+    """SGLang's sampling param: the answer runs to max_new_tokens (sampling_params.py ignore_eos)."""
 
 
 def check_contract(body: Any) -> None:
@@ -150,7 +152,8 @@ def _prompt(item: Any, sampling: dict[str, Any], rid: Any, context_length: int) 
             raise RequestValueError("input_ids cannot be empty.")
         key, tokens = repr(item).encode(), len(item)
     check_length(tokens, max_new, context_length)
-    return PromptIn(key, tokens, rid if isinstance(rid, str) else None, max_new)
+    ignore_eos = sampling.get("ignore_eos") is True
+    return PromptIn(key, tokens, rid if isinstance(rid, str) else None, max_new, ignore_eos)
 
 
 def check_length(input_tokens: int, max_new_tokens: int, context_length: int) -> None:

@@ -20,7 +20,13 @@ from console.ui.app import ConsoleApp
 from console.ui.screens.export import ExportScreen
 from console.ui.widgets.drafter_panel import DrafterPanel
 from tests.console.test_app import SIZE, wait_for
-from tests.support.export_data import build_think_tokenizer, ids_of, response, write_jsonl
+from tests.support.export_data import (
+    KEEPS_TURNS,
+    build_think_tokenizer,
+    ids_of,
+    response,
+    write_jsonl,
+)
 from tests.support.ports import free_port
 
 SIM = ("{python}", "-m", "agent.simulator", "--speed", "4", "--mean-tokens", "400",
@@ -110,7 +116,7 @@ async def test_after_training_b_serves_the_drafter_and_the_verdict_reaches_the_p
 async def test_x_exports_and_capital_x_shows_the_quality_report(
     state_dir: Path, tmp_path: Path
 ) -> None:
-    vocab = build_think_tokenizer(tmp_path / "tok")
+    vocab = build_think_tokenizer(tmp_path / "tok", KEEPS_TURNS)
     chat = [{"role": "user", "content": "why is the sum"}]
     write_jsonl(
         tmp_path / "d" / "B1" / "prompts.jsonl", [{"id": k, "messages": chat} for k in "abc"]
@@ -118,7 +124,8 @@ async def test_x_exports_and_capital_x_shows_the_quality_report(
     write_jsonl(tmp_path / "d" / "B1" / "raw_responses.jsonl",
                 [response(k, ids_of(vocab, "w1 </think> the sum <|im_end|>")) for k in "ab"])  # fmt: skip
     export = ("{python}", "-m", "agent.pipeline.export", "--datasets-root", str(tmp_path / "d"),
-              "--tokenizer", str(tmp_path / "tok"), "--out", str(tmp_path / "out"))  # fmt: skip
+              "--tokenizer", str(tmp_path / "tok"), "--out", str(tmp_path / "out"),
+              "--chat-template", "lfm")  # fmt: skip
     pipeline = PipelineConfig(jobs={"export": JobSpec(export, kind="export")})
     app, said = app_for(state_dir, pipeline)
     async with app.run_test(size=SIZE) as pilot:

@@ -33,3 +33,14 @@ def test_the_demo_tokenizer_has_an_entry_for_every_id_the_simulator_samples(
     tokenizer = AutoTokenizer.from_pretrained(str(build_tokenizer(tmp_path / "tok", 32000)))
     assert len(tokenizer) == 32000
     assert sorted(tokenizer.get_vocab().values()) == list(range(32000))
+
+
+def test_ignore_eos_runs_every_answer_to_max_new_tokens_and_the_stop_id_ends_only_answers() -> None:
+    source = TokenSource(vocab_size=1000, seed=3, stop_id=4)
+    profile = LengthProfile(mean_tokens=20, sd_tokens=5)
+    stopped = [source.plan(f"p{i}".encode(), 300, profile) for i in range(50)]
+    forced = [source.plan(f"p{i}".encode(), 300, profile, ignore_eos=True) for i in range(50)]
+    assert all(a.finish == "stop" and a.output_ids[-1] == 4 for a in stopped)
+    assert all(4 not in a.output_ids[:-1] for a in stopped)
+    assert all((a.finish, len(a.output_ids)) == ("length", 300) for a in forced)
+    assert all(4 not in a.output_ids for a in forced)

@@ -47,7 +47,7 @@ async def test_meta_info_carries_the_spec_fields_after_e2e_latency(
     keys = list(meta)
     assert keys[keys.index("e2e_latency") + 1 :] == [
         "spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts",
-        "spec_num_proposed_drafts", "spec_verify_ct",
+        "spec_num_proposed_drafts", "spec_verify_ct", "spec_correct_drafts_histogram",
     ]  # fmt: skip
     verify = meta["spec_verify_ct"]
     assert meta["spec_accept_length"] == meta["completion_tokens"] / verify

@@ -9,14 +9,9 @@ from pathlib import Path
 
 from agent.host.sglang_auth import ApiKeyError, bearer_headers, read_api_key
 from agent.pipeline.evaluate.measure import Request
-from agent.pipeline.evaluate.run import (
-    EvaluateError,
-    EvaluateOptions,
-    encoded_prompts,
-    evaluate,
-    progress,
-    write_report,
-)
+from agent.pipeline.evaluate.options import FLUSH_TIMEOUT_S, EvaluateError, EvaluateOptions
+from agent.pipeline.evaluate.report import write_report
+from agent.pipeline.evaluate.run import encoded_prompts, evaluate, progress
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -40,7 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--tokenizer", help="needed for prompts with messages or text (not for input_ids)")
     add_trust_remote_code_flag(parser)
     add("--out", type=Path, required=True, help="OUT/eval.json is written here")
-    add("--warmup", type=int, default=2, help="unmeasured requests per server first (default 2)")
+    add("--warmup", type=_count, default=2,
+        help="requests per level and server on prompts past the measured ones, before the "
+             "cache is flushed (default 2)")  # fmt: skip
+    add("--ignore-eos", action="store_true",
+        help="every answer runs to --max-new-tokens (SGLang's ignore_eos, as bench_serving)")  # fmt: skip
+    add("--flush-timeout", type=float, default=FLUSH_TIMEOUT_S,
+        help="seconds /flush_cache may wait for the server's requests (default 60)")  # fmt: skip
     add("--wait-for-server", type=float, default=600.0, help="seconds to wait for /health")
     add("--request-timeout", type=float, default=600.0, help="seconds per request")
     add("--api-key-file", help="the servers' --api-key (else $SGLANG_API_KEY)")
@@ -57,6 +58,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0")
+    return value
+
+
 def _levels(text: str) -> tuple[int, ...]:
     levels = tuple(_positive(part.strip()) for part in text.split(",") if part.strip())
     if not levels:
@@ -68,20 +79,24 @@ def options_from(args: argparse.Namespace) -> EvaluateOptions:
     """The options the flags describe."""
     if not 0.0 <= args.temperature <= 2.0:
         raise EvaluateError(f"--temperature {args.temperature:g} must be between 0 and 2")
+    if not 0.0 <= args.flush_timeout <= 3600.0:
+        raise EvaluateError(f"--flush-timeout {args.flush_timeout:g} must be between 0 and 3600")
     for flag, url in (("--server", args.server), ("--baseline", args.baseline)):
         if url is not None and not url.startswith(("http://", "https://")):
             raise EvaluateError(f"{flag} {url!r} is not an http(s) URL")
     headers = bearer_headers(read_api_key(args.api_key_file))
     request = Request(
-        args.max_new_tokens, args.temperature, args.stream, headers, args.request_timeout
-    )
+        args.max_new_tokens, args.temperature, args.stream, headers, args.request_timeout,
+        ignore_eos=args.ignore_eos,
+    )  # fmt: skip
     return EvaluateOptions(
         server=args.server.rstrip("/"), baseline=args.baseline.rstrip("/") if args.baseline else None,
         prompts=args.prompts, out=args.out, num_prompts=args.num_prompts,
         concurrency=args.concurrency, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, stream=args.stream, tokenizer=args.tokenizer,
-        trust_remote_code=args.trust_remote_code, warmup=max(0, args.warmup),
-        wait_for_server_s=args.wait_for_server, request=request,
+        trust_remote_code=args.trust_remote_code, warmup=args.warmup,
+        wait_for_server_s=args.wait_for_server, flush_timeout_s=args.flush_timeout,
+        request=request,
     )  # fmt: skip
 
 

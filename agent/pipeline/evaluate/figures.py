@@ -6,6 +6,12 @@ import math
 from dataclasses import dataclass
 
 from agent.pipeline.evaluate.measure import LevelRun
+from agent.pipeline.evaluate.server_state import DecodeReading, FlushOutcome
+from agent.pipeline.evaluate.spec_figures import (
+    mean_accept_length,
+    pooled_accept_rate,
+    summed_histogram,
+)
 
 FASTER = 1.05
 SLOWER = 0.95
@@ -13,8 +19,18 @@ SLOWER = 0.95
 
 
 @dataclass(frozen=True, slots=True)
+class LevelConditions:
+    """What surrounded one level on one server: the warm-up, the flush, the server's own count."""
+
+    flush: FlushOutcome
+    decode: DecodeReading
+    warmup_requests: int = 0
+    warmup_failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ServerFigures:
-    """One server at one level."""
+    """One server at one level (definitions.py says what each accept figure follows)."""
 
     tokens_per_s: float
     latency_p50_s: float
@@ -24,26 +40,36 @@ class ServerFigures:
     requests: int
     failed: int
     first_error: str | None
+    accept_length_decode_steps: float | None = None
+    decode_steps_unavailable: str | None = None
+    spec_accept_rate: float | None = None
+    spec_correct_drafts_histogram: tuple[int, ...] | None = None
+    cache_flushed: bool = False
+    flush_error: str | None = None
+    warmup_requests: int = 0
+    warmup_failed: int = 0
 
 
-def figures(run: LevelRun) -> ServerFigures:
+def figures(run: LevelRun, conditions: LevelConditions) -> ServerFigures:
     """What one level's answers add up to (failed requests count in no figure but `failed`)."""
     ok = [a for a in run.answers if a.error is None]
-    tokens = sum(a.completion_tokens for a in ok)
-    verified = [a for a in ok if a.verify_steps]
-    accept = (
-        sum(a.completion_tokens for a in verified) / sum(a.verify_steps or 0 for a in verified)
-        if verified
-        else None
-    )
+    specs = [a.spec for a in ok if a.spec is not None]
     ttfts = [a.ttft_s for a in ok if a.ttft_s is not None]
     latencies = [a.latency_s for a in ok]
     errors = [a.error for a in run.answers if a.error is not None]
+    tokens = sum(a.completion_tokens for a in ok)
     return ServerFigures(
         tokens_per_s=tokens / run.wall_s if run.wall_s > 0 else 0.0,
         latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
-        ttft_p50_s=percentile(ttfts, 50) if ttfts else None, accept_length=accept,
+        ttft_p50_s=percentile(ttfts, 50) if ttfts else None,
+        accept_length=mean_accept_length(specs),
         requests=len(run.answers), failed=len(errors), first_error=errors[0] if errors else None,
+        accept_length_decode_steps=conditions.decode.accept_length,
+        decode_steps_unavailable=conditions.decode.unavailable,
+        spec_accept_rate=pooled_accept_rate(specs),
+        spec_correct_drafts_histogram=summed_histogram(specs),
+        cache_flushed=conditions.flush.flushed, flush_error=conditions.flush.error,
+        warmup_requests=conditions.warmup_requests, warmup_failed=conditions.warmup_failed,
     )  # fmt: skip
 
 

@@ -1,7 +1,9 @@
 """One concurrency level against one server: every prompt sent, at most N at once, timed.
 
 Requests go to SGLang's native `/generate` with the prompt's token ids, as the runner sends them.
-Streamed answers (SSE, cumulative by default) give the time to the first token.
+Streamed answers (SSE, cumulative by default) give the time to the first token. `ignore_eos` is
+SGLang's sampling parameter (srt/sampling/sampling_params.py ~173): every answer runs to
+max_new_tokens, as bench_serving sends it by default (benchmark/serving.py ~289-317).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from agent.datasets.response_lines import MAX_RESPONSE_TOKENS
 from agent.host.bounded_http import bounded_body, bounded_text, strict_json
+from agent.pipeline.evaluate.spec_meta import SpecMeta, spec_meta
 
 MAX_ERROR_CHARS = 300
 MAX_ANSWER_BYTES = 16 << 20
@@ -27,8 +30,8 @@ class Answer:
 
     latency_s: float
     completion_tokens: int = 0
-    verify_steps: int | None = None
-    """SGLang's spec_verify_ct, when the server runs a drafter."""
+    spec: SpecMeta | None = None
+    """meta_info's speculative fields, when the server runs a drafter."""
     ttft_s: float | None = None
     error: str | None = None
 
@@ -42,10 +45,15 @@ class Request:
     stream: bool
     headers: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 600.0
+    ignore_eos: bool = False
 
     def body(self, input_ids: list[int]) -> dict[str, Any]:
         """The /generate body for one prompt."""
-        sampling = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature}
+        sampling: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
+        }  # fmt: skip
+        if self.ignore_eos:
+            sampling["ignore_eos"] = True
         return {"input_ids": input_ids, "sampling_params": sampling, "stream": self.stream}
 
 
@@ -137,5 +145,4 @@ def _answer(body: Any, latency_s: float, ttft_s: float | None, *, whole: bool = 
         return Answer(latency_s, error=f"completion_tokens is {tokens:,}, not a count")
     if whole and isinstance(ids, list) and tokens != len(ids):
         return Answer(latency_s, error=f"completion_tokens {tokens:,} for {len(ids):,} output ids")
-    verify = meta.get("spec_verify_ct")
-    return Answer(latency_s, tokens, verify if type(verify) is int and verify > 0 else None, ttft_s)
+    return Answer(latency_s, tokens, spec_meta(meta), ttft_s)

@@ -1,85 +1,93 @@
-"""The evaluation: prompts encoded as the runner encodes them, both servers at every level."""
+"""The evaluation: prompts encoded as the runner encodes them, both servers at every level.
+
+Per level and server, in bench_serving's order (server_state.py): warm-up requests on prompts
+that are not measured, the cache flushed, the measured prompts, the server's own accept count.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from agent.pipeline.evaluate.figures import ServerFigures, figures, is_slower, verdict
-from agent.pipeline.evaluate.measure import Request, run_level, send
+from agent.pipeline.evaluate.figures import LevelConditions, ServerFigures, figures
+from agent.pipeline.evaluate.measure import run_level
+from agent.pipeline.evaluate.options import EvaluateError, EvaluateOptions, PromptSets
+from agent.pipeline.evaluate.report import Level, level_line, report
+from agent.pipeline.evaluate.server_state import (
+    DecodeReading,
+    decode_accept_length,
+    flush_cache,
+)
 from agent.pipeline.inference.prompts import PromptEncoder, PromptsError, read_prompts
 
 HEALTH_POLL_S = 1.0
-EVAL_FILE = "eval.json"
+NOT_AFTER_FLUSH = DecodeReading(
+    unavailable="the flush before the level failed: the server's count includes earlier requests"
+)
 
 
-class EvaluateError(Exception):
-    """The evaluation cannot be done; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class EvaluateOptions:
-    """The command line, checked."""
-
-    server: str
-    prompts: Path
-    out: Path
-    baseline: str | None = None
-    num_prompts: int = 64
-    concurrency: tuple[int, ...] = (1, 8, 32)
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    stream: bool = False
-    tokenizer: str | None = None
-    trust_remote_code: bool = False
-    warmup: int = 2
-    wait_for_server_s: float = 600.0
-    request: Request | None = None
-
-
-def encoded_prompts(options: EvaluateOptions) -> list[list[int]]:
-    """The prompts' ids, exactly as the runner sends them."""
+def encoded_prompts(options: EvaluateOptions) -> PromptSets:
+    """The prompts' ids, exactly as the runner sends them: the measured first, then the warm-up's."""
     try:
-        prompts = read_prompts(options.prompts, limit=options.num_prompts)
+        prompts = read_prompts(options.prompts, limit=options.num_prompts + options.warmup)
         encoder = PromptEncoder(
             options.tokenizer, prompts, trust_remote_code=options.trust_remote_code
         )
         ids = [encoder.input_ids(prompt) for prompt in prompts]
     except PromptsError as exc:
         raise EvaluateError(str(exc)) from None
-    if len(ids) < max(options.concurrency):
+    measured = ids[: options.num_prompts]
+    if len(measured) < max(options.concurrency):
         raise EvaluateError(
-            f"{options.prompts} gives {len(ids)} prompt(s); concurrency {max(options.concurrency)} "
-            "needs at least that many (--num-prompts, or lower --concurrency)"
+            f"{options.prompts} gives {len(measured)} prompt(s); concurrency "
+            f"{max(options.concurrency)} needs at least that many (--num-prompts, or lower "
+            "--concurrency)"
         )
-    return ids
+    return PromptSets(measured, ids[options.num_prompts :])
 
 
-async def evaluate(options: EvaluateOptions, prompts: list[list[int]]) -> dict[str, Any]:
+async def evaluate(options: EvaluateOptions, prompts: PromptSets) -> dict[str, Any]:
     """Measure every level on both servers; returns what eval.json holds."""
     import aiohttp
 
-    assert options.request is not None
     urls = [options.server] + ([options.baseline] if options.baseline else [])
+    if len(prompts.warmup) < options.warmup:
+        progress(f"evaluate: {len(prompts.warmup)} of --warmup {options.warmup} warm-up "
+                 f"prompt(s): the file has no more past the {len(prompts.measured)} measured")  # fmt: skip
     async with aiohttp.ClientSession() as session:
         for url in urls:
             await wait_until_healthy(session, url, options)
-            for ids in prompts[: options.warmup]:
-                await send(session, url, ids, options.request)
-        levels = []
+        levels: list[Level] = []
         for concurrency in options.concurrency:
-            measured = [figures(await run_level(session, url, prompts, concurrency, options.request))
+            measured = [await measure_level(session, url, prompts, concurrency, options)
                         for url in urls]  # fmt: skip
             _refuse_failed(urls, measured, concurrency)
             levels.append((concurrency, measured[0], measured[1] if len(measured) > 1 else None))
-            progress(_level_line(*levels[-1]))
-    return report(options, levels)
+            progress(level_line(*levels[-1]))
+    return report(options, prompts, levels)
+
+
+async def measure_level(
+    session: Any, url: str, prompts: PromptSets, concurrency: int, options: EvaluateOptions
+) -> ServerFigures:
+    """Warm up, flush, measure, and read the server's own count, for one level on one server."""
+    request = options.request
+    assert request is not None
+    warm = await run_level(session, url, prompts.warmup, concurrency, request)
+    flush = await flush_cache(session, url, request.headers, options.flush_timeout_s)
+    if not flush.flushed:
+        progress(f"evaluate: {url}: /flush_cache failed before concurrency {concurrency} "
+                 f"({flush.error}): this level runs on a warm cache")  # fmt: skip
+    run = await run_level(session, url, prompts.measured, concurrency, request)
+    decode = (
+        await decode_accept_length(session, url, request.headers)
+        if flush.flushed
+        else NOT_AFTER_FLUSH
+    )
+    warm_failed = sum(answer.error is not None for answer in warm.answers)
+    return figures(run, LevelConditions(flush, decode, len(warm.answers), warm_failed))
 
 
 async def wait_until_healthy(session: Any, url: str, options: EvaluateOptions) -> None:
@@ -109,63 +117,6 @@ def _refuse_failed(urls: list[str], measured: list[ServerFigures], concurrency: 
             raise EvaluateError(
                 f"every request to {url} failed at concurrency {concurrency}: {server.first_error}"
             )
-
-
-def report(
-    options: EvaluateOptions, levels: list[tuple[int, ServerFigures, ServerFigures | None]]
-) -> dict[str, Any]:
-    """eval.json: the levels in the fixed shape, the verdict, and the details beside them."""
-    rows, details, summary = [], [], []
-    for concurrency, drafter, baseline in levels:
-        speedup = (  # rounded once, so the verdict's words and the level's figure agree
-            round(drafter.tokens_per_s / baseline.tokens_per_s, 3)
-            if baseline and baseline.tokens_per_s
-            else None
-        )
-        rows.append({
-            "concurrency": concurrency,
-            "tokens_per_s": round(drafter.tokens_per_s, 2),
-            "baseline_tokens_per_s": round(baseline.tokens_per_s, 2) if baseline else None,
-            "speedup": speedup,
-            "accept_length": round(drafter.accept_length, 3) if drafter.accept_length else None,
-            "latency_p50_s": round(drafter.latency_p50_s, 4),
-            "latency_p95_s": round(drafter.latency_p95_s, 4),
-        })  # fmt: skip
-        details.append({"concurrency": concurrency, "server": dataclasses.asdict(drafter),
-                        "baseline": dataclasses.asdict(baseline) if baseline else None})  # fmt: skip
-        summary.append((concurrency, speedup, drafter.accept_length))
-    return {
-        "levels": rows,
-        "verdict": verdict(summary),
-        "slower": is_slower(summary),
-        "finished_at": time.time(),
-        "settings": {
-            "server": options.server, "baseline": options.baseline, "prompts": str(options.prompts),
-            "num_prompts": options.num_prompts, "max_new_tokens": options.max_new_tokens,
-            "temperature": options.temperature, "stream": options.stream,
-        },
-        "details": details,
-    }  # fmt: skip
-
-
-def write_report(out: Path, record: dict[str, Any]) -> Path:
-    """OUT/eval.json, replaced whole."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / EVAL_FILE
-    partial = path.with_name(EVAL_FILE + ".partial")
-    partial.write_text(json.dumps(record, indent=1) + "\n")
-    partial.replace(path)
-    return path
-
-
-def _level_line(concurrency: int, drafter: ServerFigures, baseline: ServerFigures | None) -> str:
-    accept = f", accept length {drafter.accept_length:.2f}" if drafter.accept_length else ""
-    line = f"evaluate: concurrency {concurrency}: {drafter.tokens_per_s:,.1f} tokens/s{accept}"
-    if baseline is not None and baseline.tokens_per_s:
-        line += (f"; baseline {baseline.tokens_per_s:,.1f} tokens/s: "
-                 f"{drafter.tokens_per_s / baseline.tokens_per_s:.2f}×")  # fmt: skip
-    failed = drafter.failed + (baseline.failed if baseline else 0)
-    return line + (f"; {failed} request(s) failed" if failed else "")
 
 
 def progress(line: str) -> None:

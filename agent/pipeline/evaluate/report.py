@@ -1,0 +1,112 @@
+"""eval.json: the levels in the fixed shape the agent reads, the verdict, and the rest beside them.
+
+The keys of a level that the agent reads (agent/probes/pipeline_reports.py) keep their names and
+types; new figures are added beside them, each named in `definitions`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from agent.pipeline.evaluate.definitions import DEFINITIONS
+from agent.pipeline.evaluate.figures import ServerFigures, is_slower, verdict
+from agent.pipeline.evaluate.options import EvaluateOptions, PromptSets
+
+EVAL_FILE = "eval.json"
+Level = tuple[int, ServerFigures, ServerFigures | None]
+"""Concurrency, the drafter's figures, the baseline's."""
+
+
+def report(options: EvaluateOptions, prompts: PromptSets, levels: list[Level]) -> dict[str, Any]:
+    """What eval.json holds."""
+    rows = [level_row(*level) for level in levels]
+    summary = [(row["concurrency"], row["speedup"], d.accept_length) for row, (_, d, _) in
+               zip(rows, levels, strict=True)]  # fmt: skip
+    return {
+        "levels": rows,
+        "verdict": verdict(summary) + _warm_cache_words(rows),
+        "slower": is_slower(summary),
+        "finished_at": time.time(),
+        "definitions": DEFINITIONS,
+        "settings": _settings(options, prompts),
+        "details": [
+            {"concurrency": c, "server": dataclasses.asdict(drafter),
+             "baseline": dataclasses.asdict(baseline) if baseline else None}
+            for c, drafter, baseline in levels
+        ],
+    }  # fmt: skip
+
+
+def level_row(
+    concurrency: int, drafter: ServerFigures, baseline: ServerFigures | None
+) -> dict[str, Any]:
+    """One level as the agent reads it, with the new figures after the old ones."""
+    speedup = (  # rounded once, so the verdict's words and the level's figure agree
+        round(drafter.tokens_per_s / baseline.tokens_per_s, 3)
+        if baseline and baseline.tokens_per_s
+        else None
+    )
+    histogram = drafter.spec_correct_drafts_histogram
+    return {
+        "concurrency": concurrency,
+        "tokens_per_s": round(drafter.tokens_per_s, 2),
+        "baseline_tokens_per_s": round(baseline.tokens_per_s, 2) if baseline else None,
+        "speedup": speedup,
+        "accept_length": _rounded(drafter.accept_length, 3),
+        "latency_p50_s": round(drafter.latency_p50_s, 4),
+        "latency_p95_s": round(drafter.latency_p95_s, 4),
+        "accept_length_decode_steps": _rounded(drafter.accept_length_decode_steps, 3),
+        "spec_accept_rate": _rounded(drafter.spec_accept_rate, 4),
+        "spec_correct_drafts_histogram": list(histogram) if histogram else None,
+        "warm_cache": not drafter.cache_flushed or bool(baseline and not baseline.cache_flushed),
+    }  # fmt: skip
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return round(value, digits) if value else None
+
+
+def _warm_cache_words(rows: list[dict[str, Any]]) -> str:
+    warm = [str(row["concurrency"]) for row in rows if row["warm_cache"]]
+    if not warm:
+        return ""
+    return f"; concurrency {', '.join(warm)} ran on a warm cache (/flush_cache failed)"
+
+
+def _settings(options: EvaluateOptions, prompts: PromptSets) -> dict[str, Any]:
+    assert options.request is not None
+    return {
+        "server": options.server, "baseline": options.baseline, "prompts": str(options.prompts),
+        "num_prompts": options.num_prompts, "max_new_tokens": options.max_new_tokens,
+        "temperature": options.temperature, "stream": options.stream,
+        "ignore_eos": options.request.ignore_eos, "prompts_measured": len(prompts.measured),
+        "warmup": options.warmup, "warmup_prompts": len(prompts.warmup),
+        "flush_timeout_s": options.flush_timeout_s,
+    }  # fmt: skip
+
+
+def write_report(out: Path, record: dict[str, Any]) -> Path:
+    """OUT/eval.json, replaced whole."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / EVAL_FILE
+    partial = path.with_name(EVAL_FILE + ".partial")
+    partial.write_text(json.dumps(record, indent=1) + "\n")
+    partial.replace(path)
+    return path
+
+
+def level_line(concurrency: int, drafter: ServerFigures, baseline: ServerFigures | None) -> str:
+    """The progress line of a measured level."""
+    accept = f", accept length {drafter.accept_length:.2f}" if drafter.accept_length else ""
+    if drafter.accept_length_decode_steps:
+        accept += f" ({drafter.accept_length_decode_steps:.2f} per decode pass)"
+    line = f"evaluate: concurrency {concurrency}: {drafter.tokens_per_s:,.1f} tokens/s{accept}"
+    if baseline is not None and baseline.tokens_per_s:
+        line += (f"; baseline {baseline.tokens_per_s:,.1f} tokens/s: "
+                 f"{drafter.tokens_per_s / baseline.tokens_per_s:.2f}×")  # fmt: skip
+    failed = drafter.failed + (baseline.failed if baseline else 0)
+    return line + (f"; {failed} request(s) failed" if failed else "")
