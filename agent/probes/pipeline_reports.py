@@ -9,6 +9,7 @@ inode); one that is missing, too big or not what the job writes gives nothing, n
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,9 @@ def _evaluation(job: JobInfo, folder: str, record: dict[str, Any]) -> DrafterEva
                 accept_length=_float_or_none(level["accept_length"]),
                 latency_p50_s=float(level["latency_p50_s"]),
                 latency_p95_s=float(level["latency_p95_s"]),
+                accept_length_decode_steps=_finite_or_none(level.get("accept_length_decode_steps")),
+                spec_accept_rate=_finite_or_none(level.get("spec_accept_rate")),
+                warm_cache=level.get("warm_cache") is True,
             )  # fmt: skip
             for level in record["levels"]
         )
@@ -159,6 +163,13 @@ def _evaluation(job: JobInfo, folder: str, record: dict[str, Any]) -> DrafterEva
         )  # fmt: skip
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _finite_or_none(value: Any) -> float | None:
+    """An optional figure: a finite number, else missing (never a broken report)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def _float_or_none(value: Any) -> float | None:

@@ -62,6 +62,12 @@ class EvalLevel:
     accept_length: float | None
     latency_p50_s: float
     latency_p95_s: float
+    accept_length_decode_steps: float | None = None
+    """SGLang's avg_spec_accept_length over the level's decode passes (accept_length is the mean
+    over requests, as SpecForge's benchmark takes it)."""
+    spec_accept_rate: float | None = None
+    warm_cache: bool = False
+    """The /flush_cache before the level failed: its figures include a warm prefix cache."""
 
 
 @dataclass(frozen=True, slots=True)

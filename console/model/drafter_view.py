@@ -7,7 +7,7 @@ screen's rows, one per dataset.
 
 from __future__ import annotations
 
-from agent.protocol import DrafterEvaluation, ExportDatasetQuality, ExportSummary
+from agent.protocol import DrafterEvaluation, EvalLevel, ExportDatasetQuality, ExportSummary
 from console.model.formatting import tokens
 from console.model.safe_text import sanitise
 
@@ -20,11 +20,23 @@ def evaluation_lines(evaluation: DrafterEvaluation) -> list[str]:
         if level.baseline_tokens_per_s is not None:
             speed += f" vs {level.baseline_tokens_per_s:,.0f}"
         speedup = f" {level.speedup:.2f}×" if level.speedup is not None else ""
-        accept = f" · accept {level.accept_length:.2f}" if level.accept_length else ""
         lines.append(
-            f"  c={level.concurrency}: {speed}{speedup}{accept} · p50 {level.latency_p50_s:.2f} s"
+            f"  c={level.concurrency}: {speed}{speedup}{_accept(level)} · p50 "
+            f"{level.latency_p50_s:.2f} s{' · warm cache' if level.warm_cache else ''}"
         )
     return lines
+
+
+def _accept(level: EvalLevel) -> str:
+    """Accept length per request, and per decode pass (SGLang's server figure) where measured."""
+    if not level.accept_length:
+        return ""
+    text = f" · accept {level.accept_length:.2f}"
+    if level.accept_length_decode_steps:
+        text += f" ({level.accept_length_decode_steps:.2f} per decode pass)"
+    if level.spec_accept_rate is not None:
+        text += f" · drafts {level.spec_accept_rate:.0%} accepted"
+    return text
 
 
 def export_line(export: ExportSummary) -> str:

@@ -71,3 +71,23 @@ def test_a_failed_export_is_read_with_its_first_difference_and_reason(tmp_path: 
     assert found.roundtrip_flagged
     [dataset] = found.datasets
     assert dataset.first_mismatch.startswith("a at token 1 (the template adds a system prompt")
+
+
+def test_the_new_evaluation_figures_are_read_and_a_bad_one_is_missing(tmp_path: Path) -> None:
+    level = {
+        **LEVEL,
+        "accept_length_decode_steps": 2.8,
+        "spec_accept_rate": 0.6,
+        "warm_cache": True,
+    }
+    odd = {**LEVEL, "concurrency": 8, "accept_length_decode_steps": "NaN", "spec_accept_rate": True}
+    (tmp_path / "eval.json").write_text(json.dumps({"levels": [level, odd], "verdict": "v"}))
+    found = PipelineReports().evaluation((job("evaluate", ("--out", str(tmp_path)), 1.0),))
+    assert found is not None
+    first, second = found.levels
+    assert (first.accept_length_decode_steps, first.spec_accept_rate, first.warm_cache) == (
+        2.8, 0.6, True,
+    )  # fmt: skip
+    assert (second.accept_length_decode_steps, second.spec_accept_rate, second.warm_cache) == (
+        None, None, False,
+    )  # fmt: skip

@@ -110,3 +110,13 @@ def test_an_evaluation_with_only_per_position_accuracy_shows_what_there_is() -> 
     )  # fmt: skip
     lines = training_text((only_eval,), ()).splitlines()
     assert lines[1:] == ["  loss 2.301 █▁", "  eval @ 1,000: accept len 2.50 (best 2.85 @ 800) "]
+
+
+def test_a_level_shows_both_accept_lengths_the_accept_rate_and_a_warm_cache() -> None:
+    measured = EvalLevel(1, 330.7, 155.7, 2.124, 3.05, 0.29, 0.31, 3.0, 0.52, warm_cache=True)
+    evaluation = dataclasses.replace(EVALUATION, levels=(measured,))
+    [_, line] = drafter_text(evaluation, None).splitlines()
+    assert line == (
+        "  c=1: 331 tok/s vs 156 2.12× · accept 3.05 (3.00 per decode pass) · drafts 52% "
+        "accepted · p50 0.29 s · warm cache"
+    )
