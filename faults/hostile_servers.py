@@ -143,6 +143,9 @@ async def _hook_part(result: ScenarioResult, state: Path, peers: Peers, kind: st
         settled = await wait_until_async(
             lambda: _delivered(peers, dead) if kind == "good" else _settled(link, before), WAIT_S
         )
+        # the hook has the body before the agent has read its answer and counted it sent: under
+        # a loaded machine that gap read as "sent 0" (seen in a full parallel run)
+        settled = settled and await wait_until_async(lambda: _settled(link, before), WAIT_S)
         after = await _notify_status(link)
         await wait_until_async(lambda: _quiet(link), WAIT_S)  # its tries end before the next hook
     took = time.monotonic() - started

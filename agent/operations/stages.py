@@ -8,11 +8,19 @@ nothing here acts, so the same snapshot always gives the same answer.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.operations.restarts import latest_per_line
-from agent.protocol import LIVE_JOB_STATES, JobInfo, LaunchParams, PipelineConfig, Snapshot
+from agent.protocol import (
+    LIVE_JOB_STATES,
+    ExportSummary,
+    JobInfo,
+    LaunchParams,
+    PipelineConfig,
+    Snapshot,
+)
 
 SERVER_KINDS = ("server",)
 GPU_STAGE_KINDS = ("hidden_states", "train")
@@ -157,14 +165,21 @@ def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
     if export is None or export.job_id != job.id:
         return Wait("the export's report")
     if export.roundtrip_flagged:
-        checked = sum(d.roundtrip_checked for d in export.datasets)
-        matched = sum(d.roundtrip_matched for d in export.datasets)
         return Fail(
-            f"the export's conversation form is exact for {matched:,} of {checked:,} "
-            f"conversations, under the {export.roundtrip_threshold:.0%} asked (X shows the first "
-            "difference and why); name another --chat-template, or train from ids.jsonl"
+            f"the export's conversation form is exact for {_exact_share(export)}, under the "
+            f"{export.roundtrip_threshold:.0%} asked (X shows the first difference and why); "
+            "name another --chat-template, or train from ids.jsonl"
         )
     return None
+
+
+def _exact_share(export: ExportSummary) -> str:
+    """Counts where the report has them; else the share rounded down (never up to the gate)."""
+    checked = sum(d.roundtrip_checked for d in export.datasets)
+    if checked:
+        return f"{sum(d.roundtrip_matched for d in export.datasets):,} of {checked:,} conversations"
+    share = export.roundtrip_share
+    return "no conversation" if share is None else f"{math.floor(share * 1000) / 10:.1f}%"
 
 
 def evaluate_gate(ctx: Context, job: JobInfo) -> Decision | None:
