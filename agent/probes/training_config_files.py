@@ -10,13 +10,16 @@ blocks, enough for the few keys the total comes from.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
-import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+from agent.host.regular_files import NotRegularFileError, open_regular
 
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_DATA_BYTES = 4 * 1024**3
@@ -51,12 +54,9 @@ def _kind(path: Path) -> str:
 
 
 def _read_text(path: Path) -> str:
-    info = _regular(path)
-    if info.st_size > MAX_CONFIG_BYTES:
-        raise UnreadableConfigError(
-            f"{path} is {info.st_size:,} bytes, over the {MAX_CONFIG_BYTES:,} a config may be"
-        )
-    with path.open("rb") as handle:
+    with _opened(
+        path, MAX_CONFIG_BYTES, f"over the {MAX_CONFIG_BYTES:,} a config may be"
+    ) as handle:
         data = handle.read(MAX_CONFIG_BYTES + 1)
     if len(data) > MAX_CONFIG_BYTES:
         raise UnreadableConfigError(f"{path} grew past {MAX_CONFIG_BYTES:,} bytes while read")
@@ -66,14 +66,20 @@ def _read_text(path: Path) -> str:
         raise UnreadableConfigError(f"{path} is not UTF-8 text") from None
 
 
-def _regular(path: Path) -> os.stat_result:
+@contextlib.contextmanager
+def _opened(path: Path, max_bytes: int, too_big: str) -> Iterator[BinaryIO]:
+    """`path` open for reading if it is a regular file of at most `max_bytes` (never blocks)."""
     try:
-        info = path.stat()
+        handle = open_regular(path)
+    except NotRegularFileError:
+        raise UnreadableConfigError(f"{path} is not a regular file") from None
     except OSError as exc:
         raise UnreadableConfigError(f"{path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UnreadableConfigError(f"{path} is not a regular file")
-    return info
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_bytes:
+            raise UnreadableConfigError(f"{path} is {size:,} bytes, {too_big}")
+        yield handle
 
 
 def _yaml(text: str) -> Any:
@@ -160,13 +166,8 @@ def whole(value: Any, name: str, source: str = "") -> int:
 
 def count_lines(path: Path) -> int:
     """Lines of a data file (JSONL: one record each), within MAX_DATA_BYTES and the time budget."""
-    info = _regular(path)
-    if info.st_size > MAX_DATA_BYTES:
-        raise UnreadableConfigError(
-            f"{path} is {info.st_size:,} bytes, past the {MAX_DATA_BYTES:,} counted"
-        )
     deadline, lines, last = time.monotonic() + COUNT_BUDGET_S, 0, b"\n"
-    with path.open("rb") as handle:
+    with _opened(path, MAX_DATA_BYTES, f"past the {MAX_DATA_BYTES:,} counted") as handle:
         while chunk := handle.read(_CHUNK):
             lines, last = lines + chunk.count(b"\n"), chunk[-1:]
             if time.monotonic() > deadline:
