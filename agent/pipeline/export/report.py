@@ -10,6 +10,7 @@ from typing import Any
 
 from agent.pipeline.export.quality import LENGTH_EDGES
 from agent.pipeline.export.tallies import DatasetReport
+from agent.pipeline.export.writers import write_whole
 
 REPORT_JSON = "export_report.json"
 REPORT_MD = "export_report.md"
@@ -40,19 +41,13 @@ def write_reports(out: Path, records: list[dict[str, Any]], summary: dict[str, A
     for record in records:
         folder = out / record["name"]
         folder.mkdir(parents=True, exist_ok=True)
-        _write(folder / "quality.json", json.dumps(record, indent=1) + "\n")
-        _write(folder / "quality.md", dataset_markdown(record))
+        write_whole(folder / "quality.json", json.dumps(record, indent=1) + "\n")
+        write_whole(folder / "quality.md", dataset_markdown(record))
     whole = summary | {"datasets": records}
-    _write(out / REPORT_JSON, json.dumps(whole, indent=1) + "\n")
-    _write(
+    write_whole(out / REPORT_JSON, json.dumps(whole, indent=1) + "\n")
+    write_whole(
         out / REPORT_MD, "\n".join([_summary_markdown(summary), *map(dataset_markdown, records)])
     )
-
-
-def _write(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
 
 
 def roundtrip_line(record: dict[str, Any]) -> str:

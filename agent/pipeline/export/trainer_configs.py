@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.pipeline.export.writers import FORM_FILES, MERGED_FOLDER
+from agent.pipeline.export.writers import FORM_FILES, MERGED_FOLDER, write_whole
 
 TRAINERS_FOLDER = "trainers"
 SPECFORGE_CONFIG = "specforge.json"
@@ -52,7 +52,7 @@ def write_trainer_configs(settings: TrainerSettings) -> dict[str, Any]:
     files[SPECULATORS_SCRIPT] = speculators_script(settings)
     files["README.md"] = _readme(settings, sorted(files))
     for name, text in files.items():
-        _write(folder / name, text)
+        write_whole(folder / name, text)
     return {
         "folder": str(folder),
         "files": sorted(files),
@@ -141,9 +141,3 @@ def _merged(out: Path, form: str) -> str:
 
 def _json(value: dict[str, Any]) -> str:
     return json.dumps(value, indent=1) + "\n"
-
-
-def _write(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)

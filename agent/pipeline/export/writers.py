@@ -62,6 +62,13 @@ def with_id(record_id: str, body: bytes) -> bytes:
     return b'{"id":' + json.dumps(record_id, ensure_ascii=False).encode() + body
 
 
+def write_whole(path: Path, text: str) -> None:
+    """A small file (a report, a config) written as `.partial`, then renamed into place."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
 def conversation_body(messages: list[dict[str, Any]]) -> bytes:
     """Everything of a conversation line after its id."""
     return (
