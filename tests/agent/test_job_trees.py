@@ -7,6 +7,7 @@ job's, so it ran on unseen. Each worker here writes its pid to a file, then slee
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import sys
@@ -72,6 +73,16 @@ def alive(pid: int) -> bool:
     return info is not None and info.alive
 
 
+async def ended_within(pid: int, timeout_s: float) -> bool:
+    """True once `pid` has ended (a SIGKILL is delivered, not done, when kill() returns)."""
+    deadline = time.monotonic() + timeout_s
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
 @pytest.mark.parametrize("mode", ["setsid", "group"])
 async def test_a_worker_left_running_when_the_job_ends_is_ended_with_it(
     link: AgentLink, tmp_path: Path, state_dir: Path, mode: str
@@ -104,7 +115,10 @@ KILLS_ITS_SHIM = (
     "    time.sleep(600)\n"
     "while not os.path.exists(pid_file):\n"
     "    time.sleep(0.01)\n"
-    "os.kill(os.getppid(), signal.SIGKILL)\n"  # the shim, which held the worker below it
+    "shim = os.getppid()\n"
+    "os.kill(shim, signal.SIGKILL)\n"  # the shim, which held the worker below it
+    "while os.getppid() == shim:\n"  # re-parented once the kill has landed
+    "    time.sleep(0.01)\n"
     "print('shim killed', flush=True)\n"
     "if sys.argv[2:] == ['stay']:\n"
     "    time.sleep(600)\n"
@@ -140,7 +154,7 @@ async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
     async with shim_killed(tmp_path, state_dir, "stay") as (agent, job, worker):
         shim = read_json(state_dir / "jobs" / job.id / "shim.json")
         assert isinstance(shim, dict)
-        assert not alive(int(shim["pid"]))
+        assert await ended_within(int(shim["pid"]), 10.0), "the job's kill never ended its shim"
         info = process_info(worker)
         assert info is not None
         assert info.pgid != job.pgid
