@@ -39,7 +39,7 @@ def stages(snapshot: Snapshot) -> list[Stage]:
     server = _latest(snapshot.jobs, "server")
     trained = _state(_latest(snapshot.jobs, "train"))
     return [
-        Stage("generate", generate, f"{complete}/{len(datasets)} datasets complete", "g"),
+        Stage("generate", generate, _generate_detail(snapshot, complete), "g"),
         _export_stage(snapshot),
         _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
         Stage("stop server", "done" if server is None or server.state not in ACTIVE else "not started",
@@ -49,6 +49,13 @@ def stages(snapshot: Snapshot) -> list[Stage]:
         _serve_stage(snapshot.jobs, trained, server),
         _evaluate_stage(snapshot),
     ]  # fmt: skip
+
+
+def _generate_detail(snapshot: Snapshot, complete: int) -> str:
+    """How many datasets are complete, and which of them ran past their budget (its alert's rule)."""
+    over = sorted({alert.subject for alert in snapshot.alerts if alert.kind == "over_budget"})
+    past = f", {len(over)} over budget ({sanitise(', '.join(over))})" if over else ""
+    return f"{complete}/{len(snapshot.datasets)} datasets complete{past}"
 
 
 def next_stage(items: list[Stage]) -> Stage | None:

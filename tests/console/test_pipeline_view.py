@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agent.protocol import (
+    Alert,
     DatasetProgress,
     DrafterEvaluation,
     EvalLevel,
@@ -128,3 +129,15 @@ def test_after_training_the_drafter_is_served_and_evaluated_with_b() -> None:
     upcoming = next_stage(stages(snapshot(DONE, serving)))
     assert upcoming is not None
     assert (upcoming.name, upcoming.key) == ("evaluate", "B")
+
+
+def test_generation_done_names_the_datasets_that_ran_past_their_budget() -> None:
+    over = Alert("over_budget", "error", "B3_math is 159,176 tokens past its budget", "B3_math")
+    done = snapshot(
+        (DatasetProgress("B1", 10, 10, 100, 100, status="complete"),
+         DatasetProgress("B3_math", 10, 10, 259_176, 100_000, status="complete")),
+        (), alerts=(over,),
+    )  # fmt: skip
+    [generate] = [stage for stage in stages(done) if stage.name == "generate"]
+    assert generate.state == "done"
+    assert generate.detail == "2/2 datasets complete, 1 over budget (B3_math)"
