@@ -231,10 +231,17 @@ def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
         "warning",
         (
             f"{progress.name} will end near {progress.projected_tokens:,} tokens, {overrun:,}{cost} "
-            f"past its budget of {budget:,}: its run stops at "
-            f"{progress.stop_condition.replace('_', ' ')}; restart it with --token-budget {budget}"
+            f"past its budget of {budget:,}: {_stops_at(progress)}; "
+            f"restart it with --token-budget {budget}"
         ),
     )
+
+
+def _stops_at(progress: DatasetProgress) -> str:
+    """Where the run will stop instead of at the config's budget, in the run's own terms."""
+    if progress.stop_condition == "budget" and progress.target_tokens is not None:
+        return f"its run's own --token-budget is {progress.target_tokens:,}"
+    return f"its run stops at {progress.stop_condition.replace('_', ' ')}"
 
 
 def _stalled(progress: DatasetProgress, now: float) -> AlertText:

@@ -56,6 +56,18 @@ def test_a_budgeted_run_projects_to_its_budget() -> None:
     assert dataset_alerts(progress, 0.02, now=1.0) == []
 
 
+def test_a_run_with_a_larger_budget_of_its_own_is_told_by_its_own_flag() -> None:
+    counts = Counts(prompts=5000, responses=200, tokens=700_000)
+    run = RunView(active=True, budget=3_000_000)
+
+    progress = dataset_progress("B1", counts, 1_000_000, run, steady_history(1000.0, 0.3), LIVE)
+
+    [alert] = dataset_alerts(progress, 0.02, now=1.0)
+    assert alert.kind == "projected_overrun"
+    assert "its run's own --token-budget is 3,000,000" in alert.message
+    assert "stops at budget" not in alert.message, "a budget it does stop at is not the overrun"
+
+
 def test_the_eta_range_comes_from_the_rate_windows() -> None:
     history = RateHistory()
     tokens = 0
