@@ -43,6 +43,8 @@ from agent.protocol import (
     NotifyStatusParams,
     PingParams,
     PingResult,
+    PipelineApplied,
+    PipelineApplyParams,
     PipelineConfig,
     Request,
     Snapshot,
@@ -50,6 +52,7 @@ from agent.protocol import (
     TokenizerCheck,
     TokenizerCheckParams,
     from_wire,
+    pipeline_differences,
     to_wire,
 )
 from agent.serving.audit import AuditLog
@@ -90,7 +93,8 @@ class AgentCore:
     def __init__(self, paths: StatePaths, broadcast: Broadcast) -> None:
         self.paths = paths
         self.started_at = time.time()
-        self.pipeline = _load_pipeline(paths)
+        self.pipeline, self.pipeline_kept = _load_pipeline(paths)
+        """The config we run, and whether one was ever taken (else the first hello's is)."""
         self.history = History(paths.root)
         self.state_health = StateHealth(paths.root)
         self.scans = ScanStore(paths.kept_scans, self.state_health)
@@ -155,7 +159,12 @@ class AgentCore:
         self._finish = Finish(self.jobs.all_jobs, self._with_own_alerts)
 
     async def hello(self, request: Request[HelloParams]) -> HelloResult:
-        """Check the console speaks our protocol, and take its pipeline config."""
+        """Check the console speaks our protocol, and compare its config with the one we run.
+
+        Looking never changes what the box does (#30): the console's config is taken only by an
+        agent that runs none yet; otherwise the answer names how it differs, and only
+        `pipeline.apply`, asked for on purpose, replaces it.
+        """
         params = request.params
         if params.protocol_version != PROTOCOL_VERSION:
             raise AgentError(
@@ -164,21 +173,12 @@ class AgentCore:
                 f"agent {AGENT_VERSION} speaks protocol {PROTOCOL_VERSION}; "
                 "run the same eagle-console version on both sides",
             )
-        notify = params.pipeline.notify if params.pipeline is not None else None
-        if notify is not None and urllib.parse.urlsplit(notify.url).scheme not in ("http", "https"):
-            raise AgentError(  # the console's config refuses it too; a peer's hello may not
-                ErrorCode.INVALID_PARAMS, "notify.url must be an http or https URL"
-            )
-        if params.pipeline is not None and params.pipeline != self.pipeline:
-            self.pipeline = params.pipeline
-            self._tracker = self._tracker_for(params.pipeline)
-            self.changed.set()  # a new tracker follows no file yet: only a scan shows it growth
-            try:  # kept for a restarted daemon; a full state folder must not refuse the console
-                write_json_atomic(self.paths.pipeline_config, to_wire(params.pipeline))
-            except OSError as exc:
-                self.state_health.failed(exc)
-            else:
-                self.state_health.wrote(self.paths.pipeline_config)
+        wanted = params.pipeline
+        if wanted is not None:
+            _check_notify(wanted)
+        taken = wanted is not None and not self.pipeline_kept
+        if wanted is not None and taken:
+            self._run_pipeline(wanted)
         return HelloResult(
             protocol_version=PROTOCOL_VERSION,
             agent_version=AGENT_VERSION,
@@ -186,7 +186,55 @@ class AgentCore:
             pid=os.getpid(),
             host_name=socket.gethostname(),
             started_at=self.started_at,
+            pipeline_taken=taken,
+            pipeline_differences=self.differences_from(wanted),
         )
+
+    async def pipeline_apply(
+        self, request: Request[PipelineApplyParams], client: str
+    ) -> PipelineApplied:
+        """Run the console's config from now on (asked for on purpose); names what changed."""
+        wanted = request.params.pipeline
+        _check_notify(wanted)
+        differences = self.differences_from(wanted)
+        if differences or not self.pipeline_kept:
+            self._run_pipeline(wanted)
+        if differences:
+            message = f"config applied by {client}: {'; '.join(differences)}"
+            await self.history.add_event("config_applied", "pipeline", message, asked_by=client)
+        return PipelineApplied(differences)
+
+    def differences_from(self, wanted: PipelineConfig | None) -> tuple[str, ...]:
+        """How a console's config differs from the one running; () when it sent none."""
+        return pipeline_differences(self.pipeline, wanted) if wanted is not None else ()
+
+    def refuse_if_differs(self, wanted: PipelineConfig | None) -> None:
+        """Refuse to start anything for a console whose config is not the one we run.
+
+        It would start the jobs of our config while its user reads theirs: the stale-copy
+        mistake this console exists to prevent.
+        """
+        differences = self.differences_from(wanted)
+        if differences:
+            raise AgentError(
+                ErrorCode.CONFIG_DIFFERS,
+                f"this console's config differs from the one the agent runs "
+                f"({'; '.join(differences)}); nothing was started: apply it on purpose first "
+                "(`eagle-console apply HOST`), or use the config the agent runs",
+            )
+
+    def _run_pipeline(self, pipeline: PipelineConfig) -> None:
+        """Replace the config we run, and keep it for a restarted daemon."""
+        self.pipeline = pipeline
+        self.pipeline_kept = True
+        self._tracker = self._tracker_for(pipeline)
+        self.changed.set()  # a new tracker follows no file yet: only a scan shows it growth
+        try:  # a full state folder must not refuse the console
+            write_json_atomic(self.paths.pipeline_config, to_wire(pipeline))
+        except OSError as exc:
+            self.state_health.failed(exc)
+        else:
+            self.state_health.wrote(self.paths.pipeline_config)
 
     async def ping(self, request: Request[PingParams]) -> PingResult:
         """The agent's clock."""
@@ -252,9 +300,18 @@ class AgentCore:
         return await self.snapshot(Request(0, "snapshot", SnapshotParams()))
 
 
-def _load_pipeline(paths: StatePaths) -> PipelineConfig:
+def _load_pipeline(paths: StatePaths) -> tuple[PipelineConfig, bool]:
+    """The config kept in the state folder, and whether there was one that reads."""
     saved = read_json(paths.pipeline_config)
     try:
-        return from_wire(PipelineConfig, saved) if saved is not None else PipelineConfig()
+        return from_wire(PipelineConfig, saved), True
     except ValueError:
-        return PipelineConfig()
+        return PipelineConfig(), False
+
+
+def _check_notify(pipeline: PipelineConfig) -> None:
+    notify = pipeline.notify
+    if notify is not None and urllib.parse.urlsplit(notify.url).scheme not in ("http", "https"):
+        raise AgentError(  # the console's config refuses it too; a peer's may not
+            ErrorCode.INVALID_PARAMS, "notify.url must be an http or https URL"
+        )

@@ -81,9 +81,13 @@ async def _round(
 
 @contextlib.asynccontextmanager
 async def _linked(state: Path, pipeline: PipelineConfig) -> AsyncIterator[AgentLink]:
-    """A link to the state folder's daemon (started if none runs) with `pipeline` at hello."""
+    """A link to the state folder's daemon (started if none runs), `pipeline` applied on purpose.
+
+    Each part runs its own config on the one daemon: a hello only compares it (#30).
+    """
     link = await open_local_link(state, pipeline)
     try:
+        await link.apply_pipeline(pipeline)
         yield link
     finally:
         await link.close()

@@ -168,12 +168,18 @@ async def _config(folder: Path, state_dir: Path, result: ScenarioResult) -> None
         path = folder / "edges.toml"
         path.write_text(edge_config(high))
         try:
-            link = await open_local_link(state_dir, load_config(path).host("gpu").pipeline)
+            pipeline = load_config(path).host("gpu").pipeline
+            link = await open_local_link(state_dir, pipeline)
         except (ConfigError, LinkError) as exc:
             result.violate(f"values at the {'highest' if high else 'lowest'} edge: {exc}")
             continue
-        await link.close()
+        try:  # a hello only compares a config with the one the agent runs: apply takes it
+            await link.apply_pipeline(pipeline)
+        except LinkError as exc:
+            result.violate(f"values at the {'highest' if high else 'lowest'} edge: {exc}")
+        finally:
+            await link.close()
     result.notes.append(
         f"config: {refused} of {len(OUT_OF_RANGE)} out-of-range values refused at load naming "
-        "their key; the lowest and highest in range taken at hello"
+        "their key; the lowest and highest in range applied"
     )

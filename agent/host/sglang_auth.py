@@ -3,15 +3,20 @@
 A server started with `--api-key` refuses /generate and the info endpoints without
 `Authorization: Bearer <key>` (sglang srt/utils/auth.py:100-201). The runner and the agent's
 probes both send it. A key on a command line would show in `ps` to every user of the box, so
-only a file (kept 0600) or the environment are accepted. Standard library only.
+only a file (kept 0600) or the environment are accepted. The host's `api_key_file` reaches every
+job the agent starts as the path in EAGLE_API_KEY_FILE (never the key), which the runner and the
+evaluation read when no --api-key-file is given. Standard library only.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 API_KEY_ENV = "SGLANG_API_KEY"
+KEY_FILE_ENV = "EAGLE_API_KEY_FILE"
+"""The path of the host's configured key file, set by the agent in every job's environment."""
 
 
 class ApiKeyError(Exception):
@@ -37,6 +42,12 @@ def _from_file(path: Path) -> str:
         what = "is empty" if not key else "holds more than one line"
         raise ApiKeyError(f"API key file {path} {what}: put the server's --api-key in it, alone")
     return key
+
+
+def configured_key_file(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The key file the agent handed this job in EAGLE_API_KEY_FILE, or None."""
+    value = (os.environ if environ is None else environ).get(KEY_FILE_ENV, "").strip()
+    return Path(value) if value else None
 
 
 def bearer_headers(api_key: str | None) -> dict[str, str]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from agent.host.procfs import boot_id, descendants, group_members, start_ticks
 from agent.host.signals import kill_process
+from agent.jobs.exit_reason import exit_reason, reason_text
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, MARK_ENV, JobFiles
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -61,8 +62,10 @@ def run_shim(job_dir: Path) -> int:
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
     except OSError as exc:
-        print(f"shim: cannot start {job['argv'][0]!r}: {exc.strerror}", file=sys.stderr, flush=True)  # noqa: T201
-        files.write(EXIT_FILE, {"exit_code": 127, "exit_signal": None, "ended_at": time.time()})
+        reason = f"cannot start {job['argv'][0]!r}: {exc.strerror}"
+        print(f"shim: {reason}", file=sys.stderr, flush=True)  # noqa: T201
+        files.write(EXIT_FILE, {"exit_code": 127, "exit_signal": None, "ended_at": time.time(),
+                                "reason": reason_text(reason)})  # fmt: skip
         return 127
     try:
         files.write(
@@ -73,7 +76,12 @@ def run_shim(job_dir: Path) -> int:
         return _stop_unrecorded(child, exc)
     code = child.wait()
     signal_name = signal.Signals(-code).name if code < 0 else None
-    ended = {"exit_code": code if code >= 0 else None, "exit_signal": signal_name}
+    ended: dict[str, object] = {
+        "exit_code": code if code >= 0 else None,
+        "exit_signal": signal_name,
+    }
+    if code > 0:  # its last words, before anything the shim says about leftovers
+        ended["reason"] = exit_reason(files.log)
     left = end_leftovers()
     if left:
         ended["leftovers_ended"] = left

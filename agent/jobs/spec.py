@@ -17,7 +17,7 @@ from agent.protocol import JobSpec
 
 PLACEHOLDERS = (
     "python", "bundle", "state_dir", "dataset", "dataset_dir", "budget", "sglang_url", "tokenizer",
-    "trust_remote_code", "api", "model",
+    "trust_remote_code", "api", "model", "api_key_file",
 )  # fmt: skip
 FLAG_PLACEHOLDER = "{trust_remote_code}"
 """An argv element of its own: --trust-remote-code when the host trusts its tokenizer's code,
@@ -70,6 +70,7 @@ _SET_IN_CONFIG = {
     "tokenizer": "; set path under [hosts.NAME.tokenizer] in eagle-console.toml",
     "sglang_url": "; set url under [hosts.NAME.sglang] in eagle-console.toml",
     "model": "; set model under [hosts.NAME.sglang] in eagle-console.toml",
+    "api_key_file": "; set api_key_file under [hosts.NAME.sglang] in eagle-console.toml",
 }
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A bare name in braces; any other brace (a dict literal in `python -c`) is left as it is."""

@@ -24,7 +24,9 @@ from typing import Any
 from agent.bundle import AGENT_PACKAGE
 from agent.files import FileError, sha256_of
 from agent.host.procfs import boot_id, is_same_process, process_info, same_boot, start_ticks
+from agent.host.sglang_auth import KEY_FILE_ENV
 from agent.host.signals import kill_group
+from agent.jobs.exit_reason import bounded_reason
 from agent.jobs.registry import (
     CHILD_FILE,
     EXIT_FILE,
@@ -106,6 +108,7 @@ class Supervisor:
             restart_of=_text(job.get("restart_of")),
             restarts=len(restarts) if isinstance(restarts, list) else 0,
             restart_note=_text(decision.get("note")) if state not in LIVE_JOB_STATES else None,
+            exit_reason=bounded_reason((ended or {}).get("reason")) if state == "failed" else None,
         )  # fmt: skip
 
     # ------------------------------------------------------------ launching
@@ -140,7 +143,8 @@ class Supervisor:
             f"{params.job}-{params.dataset}" if params.dataset else params.job,
             {
                 "name": params.job, "kind": spec.kind, "dataset": params.dataset,
-                "argv": list(rendered.argv), "cwd": rendered.cwd, "env": rendered.env,
+                "argv": list(rendered.argv), "cwd": rendered.cwd,
+                "env": with_key_file(rendered.env, pipeline),
                 "gpu": spec.gpu, "stop_signal": spec.stop_signal, "grace_s": spec.grace_s,
                 "term_grace_s": spec.term_grace_s, "idempotency_key": key,
                 "launched_at": time.time(), "mark": secrets.token_hex(16), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
@@ -168,6 +172,7 @@ class Supervisor:
             "sglang_url": pipeline.sglang_url,
             "api": pipeline.sglang_api or "sglang",
             "model": pipeline.sglang_model,
+            "api_key_file": key_file_path(pipeline),
             "tokenizer": pipeline.tokenizer,
             "trust_remote_code": TRUST_FLAG if pipeline.trust_remote_code else "",
             "dataset": None, "dataset_dir": None, "budget": None,
@@ -275,6 +280,21 @@ class Supervisor:
         for job_id, shim in list(self._shims.items()):
             if shim.poll() is not None:
                 self._shims.pop(job_id, None)  # jobs() may run in two threads at once
+
+
+def key_file_path(pipeline: PipelineConfig) -> str | None:
+    """The host's api_key_file as a path on this box (`~` expanded): never the key itself."""
+    key_file = pipeline.sglang_api_key_file
+    return str(Path(key_file).expanduser()) if key_file else None
+
+
+def with_key_file(env: dict[str, str], pipeline: PipelineConfig) -> dict[str, str]:
+    """A job's environment with EAGLE_API_KEY_FILE set to the host's key file, if configured.
+
+    The job's own env wins where it sets the variable; the runner and the evaluation read it.
+    """
+    path = key_file_path(pipeline)
+    return {KEY_FILE_ENV: path, **env} if path else env
 
 
 def _kill_unrecorded(shim: subprocess.Popen[bytes]) -> None:

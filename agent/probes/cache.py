@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from agent.host.sglang_auth import ApiKeyError, read_api_key
+from agent.host.sglang_auth import ApiKeyError, key_source, read_api_key
 from agent.probes.bounded_stats import bounded
 from agent.probes.gpus import GpuReading, read_gpus
 from agent.probes.sglang_http import WARMING_DETAIL, probe_sglang
@@ -55,10 +55,12 @@ class ProbeCache:
     async def _refresh(self, pipeline: PipelineConfig) -> None:
         config_changes = self._config_changes
         if pipeline.sglang_url:
-            api_key, key_note = await asyncio.to_thread(_api_key, pipeline.sglang_api_key_file)
+            key_file = pipeline.sglang_api_key_file
+            api_key, key_note = await asyncio.to_thread(_api_key, key_file)
             server = await probe_sglang(
-                pipeline.sglang_url, api_key, key_note, pipeline.sglang_api, pipeline.sglang_model
-            )
+                pipeline.sglang_url, api_key, key_note, pipeline.sglang_api, pipeline.sglang_model,
+                key_source(key_file, api_key),
+            )  # fmt: skip
         else:
             server = ServerStats(url=None, healthy=None, detail="no [sglang] url configured")
         log_stats = (
@@ -80,9 +82,12 @@ class ProbeCache:
         """server_down when a configured server (or every worker behind a router) is down.
 
         An error; a warning while it answers /health 503 (warming up); only information when
-        the user stopped the server job (to train, say).
+        the user stopped the server job (to train, say). server_key, a warning, while it is up
+        but refuses the key the probes send (or wants one): the jobs that talk to it fail too.
         """
         server = self.server
+        if server is not None and server.url is not None and server.healthy:
+            return key_alerts(self._server_name, server, now)
         if server is None or server.url is None or server.healthy is not False:
             return []
         servers = sorted((j for j in jobs if j.kind == "server"), key=lambda j: j.started_at or 0)
@@ -99,6 +104,14 @@ class ProbeCache:
         message = f"{self._server_name} at {server.url}: {server.detail}"
         warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
         return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
+
+
+def key_alerts(name: str, server: ServerStats, now: float) -> list[Alert]:
+    """One warning while a server that is up turns the probes' key away; none otherwise."""
+    if server.key_problem is None:
+        return []
+    message = f"{name} at {server.url}: {server.detail}"
+    return [Alert("server_key", "warning", message, server.url or "", now)]
 
 
 STARTING_GRACE_S = 600.0

@@ -10,7 +10,8 @@ as vLLM whatever the config says (vllm_probe.py); a 404 on both forms with a `/v
 is a vLLM server too. A configured `api` ends the guessing: `sglang` is never guessed into
 vLLM; under `openai-*` SGLang (its /v1 routes) is still SGLang, and a server without
 /server_info is an OpenAI-compatible one (openai_probe.py: vLLM, or a hosted API). With
-`--api-key` the key goes with every request.
+`--api-key` the key goes with every request; a 401 or 403 on /server_info while /health answers
+is a key problem (a refused key, none configured, an unreadable file), named as such.
 
 aiohttp is imported here, lazily: it is present wherever SGLang is, but the agent core must not
 need it. Every failure is a reading that says what failed, never an exception to the daemon.
@@ -19,6 +20,7 @@ need it. Every failure is a reading that says what failed, never an exception to
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from agent.host.server_identity import server_info_kind
@@ -30,7 +32,7 @@ from agent.probes.router_probe import probe_router
 from agent.probes.unreachable import unreachable_reason
 from agent.probes.values import count, text
 from agent.probes.vllm_probe import probe_vllm
-from agent.protocol import ServerApi, ServerPart, ServerStats
+from agent.protocol import KeyProblem, ServerApi, ServerPart, ServerStats
 
 TIMEOUT_S = PROBE_TIMEOUT_S
 WARMING_DETAIL = "/health answered HTTP 503"
@@ -38,13 +40,14 @@ WARMING_DETAIL = "/health answered HTTP 503"
 
 async def probe_sglang(
     url: str, api_key: str | None = None, key_note: str = "", api: ServerApi | None = None,
-    model: str | None = None,
+    model: str | None = None, key_source: str | None = None,
 ) -> ServerStats:  # fmt: skip
-    """One reading of the server (or router) at `url`; `key_note` explains a key problem.
+    """One reading of the server (or router) at `url`; `key_note` says why no key could be read.
 
     `api` and `model` are the host's config: under an `openai-*` api a server with no
     /server_info is read as an OpenAI-compatible one that serves `model` (vLLM, or a hosted
-    API); None leaves the probe to tell SGLang from vLLM by their answers.
+    API); None leaves the probe to tell SGLang from vLLM by their answers. `key_source` says
+    where `api_key` came from ("the key in ~/.sglang-key"), for the reading of a refused key.
     """
     try:
         import aiohttp
@@ -68,9 +71,11 @@ async def probe_sglang(
             return other
         _, model_info = await _current_or_deprecated(session, url, "model_info")
         samples = prometheus.parse(await get_text(session, f"{url}/metrics"))
+    stats = _stats(url, healthy, detail, info, model_info, samples)
     if status in (401, 403):
-        detail = _join(detail, f"/server_info answered HTTP {status}: {key_note or _KEY_HINT}")
-    return _stats(url, healthy, detail, info, model_info, samples)
+        problem, said = key_trouble(status, api_key, key_source, key_note)
+        return replace(stats, detail=_join(detail, said), key_problem=problem)
+    return stats
 
 
 async def _not_sglang(
@@ -100,6 +105,25 @@ async def _vllm_by_its_info(session: Any, url: str, healthy: bool, detail: str) 
 
 
 _KEY_HINT = "set api_key_file under [hosts.NAME.sglang] (or SGLANG_API_KEY for the agent)"
+
+
+def key_trouble(
+    status: int, api_key: str | None, key_source: str | None, key_note: str
+) -> tuple[KeyProblem, str]:
+    """What a 401 or 403 on /server_info says about the key, and the words for the reading.
+
+    A key that was sent and refused is never told to be set: it is set, and wrong.
+    """
+    answered = f"/server_info answered HTTP {status}"
+    if key_note:
+        return "unreadable", f"{answered}: {key_note}"
+    if api_key:
+        source = key_source or "the key sent"
+        return "refused", (
+            f"key refused: {source} was refused by the server ({answered}): check the key; "
+            "it must be the server's --api-key"
+        )
+    return "missing", f"{answered}: the server wants an API key: {_KEY_HINT}"
 
 
 def _stats(

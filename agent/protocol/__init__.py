@@ -33,6 +33,8 @@ from agent.protocol.config import (
     GuardMode,
     JobSpec,
     NotifyConfig,
+    PipelineApplied,
+    PipelineApplyParams,
     PipelineConfig,
     RestartPolicy,
     ServerApi,
@@ -40,6 +42,7 @@ from agent.protocol.config import (
     TokenizerCheck,
     TokenizerCheckParams,
 )
+from agent.protocol.config_diff import pipeline_differences, without_secrets
 from agent.protocol.datasets import (
     DatasetDetail,
     DetailParams,
@@ -71,6 +74,7 @@ from agent.protocol.handshake import (
 from agent.protocol.identity import bundle_digest
 from agent.protocol.jobs import (
     LIVE_JOB_STATES,
+    MAX_EXIT_REASON_CHARS,
     JobEvent,
     JobInfo,
     JobsList,
@@ -119,6 +123,7 @@ from agent.protocol.methods import (
     OPERATIONS_REDEPLOY,
     OPERATIONS_SEQUENCE,
     PING,
+    PIPELINE_APPLY,
     SNAPSHOT,
     SNAPSHOT_WATCH,
     TOKENIZER_CHECK,
@@ -144,7 +149,7 @@ from agent.protocol.operations import (
 )
 from agent.protocol.ranges import RANGES, field_range, in_range, range_text, show_number
 from agent.protocol.receiver import receive_messages
-from agent.protocol.server import GpuSample, ServerPart, ServerStats
+from agent.protocol.server import GpuSample, KeyProblem, ServerPart, ServerStats
 from agent.protocol.snapshot import (
     RATE_WINDOWS_S,
     Alert,
@@ -164,6 +169,11 @@ from agent.protocol.version import AGENT_VERSION, PROTOCOL_VERSION
 from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
 __all__ = [
+    "PIPELINE_APPLY",
+    "PipelineApplied",
+    "PipelineApplyParams",
+    "pipeline_differences",
+    "without_secrets",
     "OPERATIONS_SEQUENCE",
     "SequenceAction",
     "SequenceParams",
@@ -224,6 +234,7 @@ __all__ = [
     "SNAPSHOT_WATCH",
     "TOKENIZER_CHECK",
     "LIVE_JOB_STATES",
+    "MAX_EXIT_REASON_CHARS",
     "JobState",
     "StopOutcome",
     "DatasetStatus",
@@ -302,6 +313,7 @@ __all__ = [
     "Response",
     "ResponseSummary",
     "RollbackParams",
+    "KeyProblem",
     "ServerPart",
     "ServerStats",
     "Snapshot",

@@ -90,7 +90,11 @@ class NotifyConfig:
 
 @dataclass(frozen=True, slots=True)
 class PipelineConfig:
-    """The part of a host's config the agent needs; sent at hello and kept by the agent."""
+    """The part of a host's config the agent needs; sent at hello, kept by the agent.
+
+    An agent takes the first config a console sends it; after that, only `pipeline.apply`
+    replaces it (a hello with another config learns the differences and changes nothing).
+    """
 
     datasets: DatasetsConfig | None = None
     sglang_url: str | None = None
@@ -112,6 +116,20 @@ class PipelineConfig:
     """Run the code that tokenizer folder ships (Kimi-K2's); an explicit opt-in, never a default."""
     notify: NotifyConfig | None = None
     """A webhook for alerts; None sends nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineApplyParams:
+    """Run `pipeline` from now on: asked for on purpose (`eagle-console apply`), never by a look."""
+
+    pipeline: PipelineConfig
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineApplied:
+    """What applying changed, one line each (agent/protocol/config_diff.py); () when nothing."""
+
+    differences: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,8 @@ class ErrorCode:
     UNAVAILABLE = "unavailable"
     """Something the request needs is missing on the box (no crontab); the message says what."""
     """Another operation is under way on the same job; the message names it."""
+    CONFIG_DIFFERS = "config_differs"
+    """The console's config is not the one the agent runs: nothing starts until it is applied."""
     INTERNAL = "internal"
 
 

@@ -14,6 +14,7 @@ class HelloParams:
     protocol_version: int
     client_version: str
     pipeline: PipelineConfig | None = None
+    """The console's config, compared with the agent's; taken only by an agent that has none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,10 @@ class HelloResult:
     pid: int
     host_name: str
     started_at: float
+    pipeline_taken: bool = False
+    """The agent ran no config yet and took the one this hello sent."""
+    pipeline_differences: tuple[str, ...] = ()
+    """How the config this hello sent differs from the one the agent runs (which it keeps)."""
 
 
 @dataclass(frozen=True, slots=True)

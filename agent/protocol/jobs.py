@@ -16,6 +16,10 @@ LIVE_JOB_STATES: tuple[JobState, ...] = ("starting", "running", "stopping")
 StopOutcome = Literal["stopped", "already_exited", "lost"]
 """How a stop ended: lost means its pid belongs to another process now, so it was never signalled."""
 
+MAX_EXIT_REASON_CHARS = 200
+"""The most a job's exit reason holds: one line, cut with "…" (the agent cuts it, the console
+cuts what it shows again, whoever wrote the record)."""
+
 
 @dataclass(frozen=True, slots=True)
 class JobInfo:
@@ -46,6 +50,10 @@ class JobInfo:
     restart_note: str | None = None
     """What the restart policy decided once it ended: restarting in 20 s, gave up, waits for
     disk space, not restarted because exit 2 means refused."""
+    exit_reason: str | None = None
+    """Why a failed job ended, in its own words: the last line it wrote before exiting with a
+    code other than 0 (the runner's one-line reason, a traceback's last line), cut to
+    MAX_EXIT_REASON_CHARS. None for a job that has not failed, or that wrote nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,12 @@ from agent.protocol.autopilot import (
     AutostartStatus,
     AutostartStatusParams,
 )
-from agent.protocol.config import TokenizerCheck, TokenizerCheckParams
+from agent.protocol.config import (
+    PipelineApplied,
+    PipelineApplyParams,
+    TokenizerCheck,
+    TokenizerCheckParams,
+)
 from agent.protocol.datasets import DatasetDetail, DetailParams
 from agent.protocol.files import (
     FilesHashParams,
@@ -109,6 +114,7 @@ AUTOPILOT_STATUS = Method("autopilot.status", AutopilotStatusParams, AutopilotSt
 AUTOPILOT_CONTROL = Method("autopilot.control", AutopilotParams, AutopilotStatus, mutating=True)
 AUTOSTART_STATUS = Method("autostart.status", AutostartStatusParams, AutostartStatus)
 AUTOSTART_SET = Method("autostart.set", AutostartParams, AutostartStatus, mutating=True)
+PIPELINE_APPLY = Method("pipeline.apply", PipelineApplyParams, PipelineApplied, mutating=True)
 
 AnyMethod = Method[Any, Any]
 """A method whose types are not known statically: what the decoder finds by a name on the wire."""
@@ -143,6 +149,7 @@ METHODS: dict[str, AnyMethod] = {
         AUTOPILOT_CONTROL,
         AUTOSTART_STATUS,
         AUTOSTART_SET,
+        PIPELINE_APPLY,
     )
 }
 """Every method the protocol knows, by wire name; an agent may implement a subset."""

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+KeyProblem = Literal["refused", "missing", "unreadable"]
+"""Why the server turned the probes away (HTTP 401 or 403 on /server_info): the key sent was
+refused, no key was configured, or the configured key file could not be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +59,9 @@ class ServerStats:
     the console shows its rate limits and spend from the datasets instead."""
     down_since: float | None = None
     """Epoch seconds of the first probe that found it down, since it was last up; None while up."""
+    key_problem: KeyProblem | None = None
+    """The server wants a key the probes did not have right (its `detail` says which and what to
+    do); None when no key trouble was seen. Jobs that talk to it fail the same way."""
 
 
 @dataclass(frozen=True, slots=True)

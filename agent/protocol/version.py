@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-PROTOCOL_VERSION = 1
-"""Bumped whenever a message changes in a way an older peer cannot read."""
+PROTOCOL_VERSION = 2
+"""Bumped whenever a message changes in a way an older peer cannot read.
+
+2: hello no longer replaces the agent's config (it names the differences); `pipeline.apply` does.
+"""
 
 
 AGENT_VERSION = "0.1.0"

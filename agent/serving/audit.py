@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent.protocol import AuditEntry, from_wire, to_wire
+from agent.protocol import AuditEntry, PipelineApplyParams, from_wire, to_wire, without_secrets
 from agent.state.private_files import open_private
 
 TAIL_BLOCK_BYTES = 64 * 1024
@@ -35,6 +35,8 @@ def _bounded(text: str | None, limit: int = MAX_TEXT_CHARS) -> str | None:
 
 
 def _bounded_params(params: object) -> object:
+    if isinstance(params, PipelineApplyParams):  # a config's webhook URL and env hold secrets
+        params = PipelineApplyParams(without_secrets(params.pipeline))
     wire = to_wire(params)
     size = len(json.dumps(wire, separators=(",", ":")))
     return wire if size <= MAX_PARAMS_BYTES else {"omitted": f"{size:,} bytes of params"}

@@ -39,15 +39,19 @@ from agent.protocol import (
     OPERATIONS_REDEPLOY,
     OPERATIONS_SEQUENCE,
     PING,
+    PIPELINE_APPLY,
     SNAPSHOT,
     SNAPSHOT_WATCH,
     TOKENIZER_CHECK,
     AnyMethod,
+    AutopilotParams,
     Done,
     LogSubscribeParams,
     LogUnsubscribeParams,
     Method,
+    PipelineConfig,
     Request,
+    SequenceParams,
     WatchParams,
 )
 
@@ -56,6 +60,8 @@ class Session(Protocol):
     """What the handlers use of one console's session: its subscriptions and who it is."""
 
     client: str
+    pipeline: PipelineConfig | None
+    """The config this console sent at hello (None: it sent none)."""
 
     async def watch_snapshots(self, request: Request[WatchParams]) -> Done:
         """Send snapshots to this console every interval."""
@@ -95,7 +101,7 @@ def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
         route(SNAPSHOT, core.snapshot),
         route(SNAPSHOT_WATCH, session.watch_snapshots),
         route(JOBS_LIST, core.jobs.jobs_list),
-        route(JOBS_LAUNCH, core.jobs.jobs_launch),
+        route(JOBS_LAUNCH, with_config(core, session, core.jobs.jobs_launch)),
         route(JOBS_STOP, core.jobs.jobs_stop),
         route(LOGS_LIST, core.logs.logs_list),
         route(LOGS_READ, core.logs.logs_read),
@@ -109,14 +115,31 @@ def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
         route(TOKENIZER_CHECK, core.tokenizer_check),
         route(EVENTS_LIST, core.records.events_list),
         route(NOTIFY_STATUS, core.notify_status),
-        route(OPERATIONS_REDEPLOY, asked_by(session, core.operations.redeploy)),
-        route(OPERATIONS_GENERATE, asked_by(session, core.operations.generate)),
-        route(OPERATIONS_SEQUENCE, asked_by(session, core.operations.sequence)),
+        route(
+            OPERATIONS_REDEPLOY,
+            with_config(core, session, asked_by(session, core.operations.redeploy)),
+        ),
+        route(
+            OPERATIONS_GENERATE,
+            with_config(core, session, asked_by(session, core.operations.generate)),
+        ),
+        route(
+            OPERATIONS_SEQUENCE,
+            with_config(
+                core, session, asked_by(session, core.operations.sequence), _sequence_starts
+            ),
+        ),
         route(OPERATIONS_LIST, core.operations.listing),
         route(AUTOPILOT_STATUS, core.autopilot_status),
-        route(AUTOPILOT_CONTROL, asked_by(session, core.autopilot.control)),
+        route(
+            AUTOPILOT_CONTROL,
+            with_config(
+                core, session, asked_by(session, core.autopilot.control), _autopilot_starts
+            ),
+        ),
         route(AUTOSTART_STATUS, autostart.handle_status(core.paths.root)),
         route(AUTOSTART_SET, autostart.handle_set(core.paths.root)),
+        route(PIPELINE_APPLY, asked_by(session, core.pipeline_apply)),
     )
 
 
@@ -129,6 +152,33 @@ def asked_by(
         return await handler(request, session.client)
 
     return handle
+
+
+def with_config(
+    core: AgentCore,
+    session: Session,
+    handler: Callable[[Request[P]], Awaitable[R]],
+    starts: Callable[[P], bool] = lambda params: True,
+) -> Callable[[Request[P]], Awaitable[R]]:
+    """`handler`, refused when it `starts` jobs for a console whose config is not the agent's.
+
+    The jobs started would be those of the agent's config, not the ones its user reads (#30).
+    """
+
+    async def handle(request: Request[P]) -> R:
+        if starts(request.params):
+            core.refuse_if_differs(session.pipeline)
+        return await handler(request)
+
+    return handle
+
+
+def _sequence_starts(params: SequenceParams) -> bool:
+    return any(step.action == "start" for step in params.steps)
+
+
+def _autopilot_starts(params: AutopilotParams) -> bool:
+    return params.action != "pause"
 
 
 def handler_table(core: AgentCore, session: Session) -> dict[AnyMethod, Handler]:

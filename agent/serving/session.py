@@ -34,6 +34,7 @@ from agent.protocol import (
     LogSubscribeParams,
     LogUnsubscribeParams,
     Message,
+    PipelineConfig,
     ProtocolError,
     Request,
     Response,
@@ -75,6 +76,8 @@ class Session:
     ) -> None:  # fmt: skip
         self.core = core
         self.client = "console (before hello)"
+        self.pipeline: PipelineConfig | None = None
+        """The config this console sent at hello: it starts nothing while ours differs."""
         self.reader = reader
         self.outbox = Outbox(writer, lambda reason: abort())
         self._wire_memo = WireMemo()
@@ -230,6 +233,7 @@ class Session:
         if isinstance(request.params, HelloParams):
             self.greeted = True
             self.client = request.params.client_version
+            self.pipeline = request.params.pipeline
         self._audit(request, "ok")
         await self._send_result(request.id, result)
 

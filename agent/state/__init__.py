@@ -68,7 +68,7 @@ class StatePaths:
 
     @property
     def pipeline_config(self) -> Path:
-        """The last pipeline config a console sent, so a restarted daemon still knows it."""
+        """The config the agent runs (the first a console sent, or the last applied), kept."""
         return self.root / "pipeline.json"
 
     @property

@@ -73,8 +73,7 @@ class Recorder:
         kind = ASKED_METHODS.get(method)
         if kind is not None:
             target = str(getattr(params, "target", ""))
-            write = self.history.add_event(kind, target, f"{kind} of {target} by {client}",
-                                           asked_by=client)  # fmt: skip
+            write = self.history.add_event(kind, target, f"{kind} of {target}", asked_by=client)
             _ = self.tasks.spawn(write, f"history: {kind}")
 
     def stopping(self, job_id: str, asked_by: str) -> None:
@@ -109,7 +108,7 @@ class Recorder:
                 message = (
                     f"{item.name} reached its budget: {item.tokens:,} of {item.budget:,} tokens"
                 )
-                events.append(("budget_reached", item.name, message, "warning",
+                events.append(("budget_reached", item.name, message, "info",
                                {"tokens": item.tokens, "budget": item.budget}))  # fmt: skip
         return events
 
@@ -134,11 +133,11 @@ class Recorder:
         kind = ENDED_KINDS.get(job.state, "job_exited")
         asked_by = self._asked_by.pop(job.id, None)
         code = f", code {job.exit_code}" if job.exit_code is not None else ""
-        who = f", asked by {asked_by}" if asked_by else ""
         severity = "error" if kind == "job_failed" else "info"
         detail = {"dataset": job.dataset, "exit_code": job.exit_code, "asked_by": asked_by,
-                  "state": job.state}  # fmt: skip
-        return kind, job.id, f"{_named(job)} ended ({job.state}{code}{who})", severity, detail
+                  "state": job.state, "reason": job.exit_reason}  # fmt: skip
+        why = f": {job.exit_reason}" if job.exit_reason else ""
+        return kind, job.id, f"{_named(job)} ended ({job.state}{code}){why}", severity, detail
 
     def _alert_events(self, alerts: tuple[Alert, ...]) -> list[EventRow]:
         now = {(a.kind, a.subject): a for a in alerts if a.severity in RECORDED_SEVERITIES}
@@ -149,8 +148,7 @@ class Recorder:
             ("alert_raised", a.subject, a.message, a.severity, {"alert": a.kind}) for a in raised
         ]
         return events + [
-            ("alert_cleared", a.subject, f"cleared: {a.message}", "info", {"alert": a.kind})
-            for a in cleared
+            ("alert_cleared", a.subject, _cleared(a), "info", {"alert": a.kind}) for a in cleared
         ]
 
     def _server_events(self, snapshot: Snapshot) -> list[EventRow]:
@@ -163,6 +161,12 @@ class Recorder:
                 ("server_up", "sglang", "the SGLang server answers its health check", "info", {})
             ]
         return [("server_down", "sglang", "the SGLang server stopped answering", "error", {})]
+
+
+def _cleared(alert: Alert) -> str:
+    """What ended, not the advice the alert gave while it stood (that now reads as an order)."""
+    subject = f" on {alert.subject}" if alert.subject else ""
+    return f"{alert.kind.replace('_', ' ')}{subject} cleared"
 
 
 def _named(job: JobInfo) -> str:

@@ -158,6 +158,11 @@ def scan_datasets(
     return datasets, tuple(tracker.alerts(datasets, now))
 
 
+def _reason(job: JobInfo) -> str:
+    """The words after a failed job's exit code: its reason, where it left one; else nothing."""
+    return f": {job.exit_reason}" if job.exit_reason else ""
+
+
 def gpus_with_holders(
     gpus: tuple[GpuSample, ...], jobs: tuple[JobInfo, ...]
 ) -> tuple[GpuSample, ...]:
@@ -184,8 +189,8 @@ def job_alerts(
         Alert(
             "job_failed", "error",
             f"job {job.name}{' (' + job.dataset + ')' if job.dataset else ''} "
-            + (f"exited with code {job.exit_code}" if job.state == "failed" else "was lost: "
-               "its process is gone and left no exit status"),
+            + (f"exited with code {job.exit_code}{_reason(job)}" if job.state == "failed"
+               else "was lost: its process is gone and left no exit status"),
             job.id, now,
         )
         for job in jobs

@@ -3,7 +3,8 @@
 jobs, start, stop, the autopilot and the boot entry. Each prints the facts the TUI's confirmation shows before it acts (what a stop will send, what
 the autopilot will run), then what the agent answered. Exit codes: 0 done, 1 refused or failed
 on the box (the agent's reason on stderr), 2 usage. Host text is sanitised, never markup; JSON
-escapes control characters itself.
+escapes control characters itself. A verb that starts jobs refuses while the box runs another
+config than this console's, naming the differences (console/cli/apply_command.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from agent.protocol import (
     StopResult,
     to_wire,
 )
+from console.cli.apply_command import refuse_start_if_config_differs, warn_if_config_differs
 from console.cli.output import stdout_console
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
@@ -46,7 +48,7 @@ from console.link.host_link import open_host_link
 from console.link.redeploy import find_job
 from console.model.autopilot_view import autopilot_line, plan_text, stage_rows
 from console.model.consequences import stop_consequences
-from console.model.formatting import started_as
+from console.model.formatting import exit_reason, started_as
 from console.model.safe_text import literal, sanitise
 
 HOST_HELP = "a host from the config's [hosts]"
@@ -98,6 +100,13 @@ async def run_box_command(args: argparse.Namespace, host: HostConfig) -> int:
     }  # fmt: skip
     link = await open_host_link(host)
     try:
+        starts = args.command == "start" or (
+            args.command == "autopilot" and args.action in ("start", "resume")
+        )
+        if starts:
+            refuse_start_if_config_differs(link, host)
+        else:
+            warn_if_config_differs(link, host)
         return await verbs[args.command](link, args, host, stdout_console())
     finally:
         await link.close()
@@ -120,7 +129,10 @@ def job_line(job: JobInfo) -> str:
     signal = f" {job.exit_signal}" if job.exit_signal else ""
     extra = f" · restarts {job.restarts}" if job.restarts else ""
     note = f" · {job.restart_note}" if job.restart_note else ""
-    return sanitise(f"{job.id}  {job.name}{where}  {job.state}{pid}{code}{signal}{extra}{note}")
+    why = f": {exit_reason(job)}" if job.exit_reason else ""
+    return sanitise(
+        f"{job.id}  {job.name}{where}  {job.state}{pid}{code}{signal}{why}{extra}{note}"
+    )
 
 
 async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:

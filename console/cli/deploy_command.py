@@ -10,6 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from console.cli.apply_command import warn_if_config_differs
 from console.cli.output import stdout_console
 from console.config import ConfigError, HostConfig
 from console.link.agent_link import AgentLink, LinkError
@@ -31,6 +32,7 @@ async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | No
         raise ConfigError(f"hosts.{host.name}: no [[hosts.{host.name}.deploy]] mappings configured")
     link = await open_host_link(host)
     try:
+        warn_if_config_differs(link, host)  # its deploy roots confine what lands where
         if rollback_path is not None:
             result = await rollback(link, rollback_path)
             out.print(literal(f"rolled back {result.target} to {result.sha256[:12]}"))

@@ -18,6 +18,7 @@ from agent.protocol import (
     SNAPSHOT,
     AutostartStatus,
     AutostartStatusParams,
+    ServerStats,
     Snapshot,
     SnapshotParams,
 )
@@ -139,16 +140,22 @@ async def _agent_checks(link: AgentLink, gpu_jobs: list[str]) -> list[Check]:
                 "datasets", True, f"{snapshot.datasets_root}: {len(snapshot.datasets)} dataset(s)"
             )
         )
-    server = snapshot.server
-    if server is None or server.url is None:
-        checks.append(
-            Check("sglang", False, "no [sglang] url configured, or no probe answered yet")
-        )
-    else:
-        checks.append(Check("sglang", bool(server.healthy), f"{server.url}: {server.detail or 'healthy'}"
-                            + (f", model {server.model_path}" if server.model_path else "")))  # fmt: skip
+    checks.append(sglang_line(snapshot.server))
     checks.append(gpus_line(snapshot, gpu_jobs))
     return checks
+
+
+def sglang_line(server: ServerStats | None) -> Check:
+    """The server's health; a key it refuses (or wants and has none of) fails too (#30).
+
+    /health needs no key, so a server that turns the key away is up: the line said `ok` while
+    every job that sends the key failed.
+    """
+    if server is None or server.url is None:
+        return Check("sglang", False, "no [sglang] url configured, or no probe answered yet")
+    model = f", model {server.model_path}" if server.model_path else ""
+    ok = bool(server.healthy) and server.key_problem is None
+    return Check("sglang", ok, f"{server.url}: {server.detail or 'healthy'}{model}")
 
 
 def gpus_line(snapshot: Snapshot, gpu_jobs: list[str]) -> Check:

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from console.cli.apply_command import add_parser as add_apply_parser
+from console.cli.apply_command import run_apply
 from console.cli.box_commands import COMMANDS as BOX_COMMANDS
 from console.cli.box_commands import add_parsers as add_box_parsers
 from console.cli.box_commands import run_box_command
@@ -98,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep", action="store_true", help="keep the workspace after the demo ends (to look at)"
     )
     add_box_parsers(commands)
+    add_apply_parser(commands)
     tui = commands.add_parser("tui", help="the dashboard (the default command)")
     tui.add_argument("host", nargs="?", help="one host from the config (default: all)")
     for command in commands.choices.values():  # `status kimi --config F` works as well
@@ -166,6 +169,7 @@ def _default_to_tui(argv: list[str]) -> list[str]:
         "redeploy",
         "trust",
         "events",
+        "apply",
         *BOX_COMMANDS,
         "demo",
         "tui",
@@ -215,6 +219,8 @@ def _run(args: argparse.Namespace) -> int:
         return _events(config.host(args.host), args.since, as_json=args.json)
     if args.command in BOX_COMMANDS:
         return asyncio.run(run_box_command(args, config.host(args.host)))
+    if args.command == "apply":
+        return asyncio.run(run_apply(args, config.host(args.host)))
     return _tui(config, args.host)
 
 

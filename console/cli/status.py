@@ -20,6 +20,7 @@ from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.host_link import open_host_link
 from console.model.autopilot_view import autopilot_line
+from console.model.config_drift import drift_text
 from console.model.operations_view import under_way
 from console.model.safe_text import literal, sanitise
 
@@ -32,6 +33,8 @@ class HostStatus:
     snapshot: Snapshot | None
     agent_version: str | None = None
     error: str | None = None
+    config_differences: tuple[str, ...] = ()
+    """How this console's config differs from the one the host runs (and keeps: #30)."""
 
     @property
     def failed(self) -> bool:
@@ -44,7 +47,10 @@ class HostStatus:
         """The object `status --json` prints for this host (DESIGN §9)."""
         if self.snapshot is None:
             return {"host": self.host, "link": "down", "error": self.error}
-        head = {"host": self.host, "link": "up", "agent_version": self.agent_version}
+        head = {
+            "host": self.host, "link": "up", "agent_version": self.agent_version,
+            "config_differences": list(self.config_differences),
+        }  # fmt: skip
         body: dict[str, Any] = to_wire(self.snapshot)
         return head | body
 
@@ -58,7 +64,7 @@ async def fetch_status(host: HostConfig) -> HostStatus:
     try:
         snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         version = link.hello_result.agent_version if link.hello_result else None
-        return HostStatus(host.name, snapshot, agent_version=version)
+        return HostStatus(host.name, snapshot, version, config_differences=link.config_differences)
     except LinkError as exc:
         return HostStatus(host.name, None, error=str(exc))
     finally:
@@ -82,6 +88,9 @@ def print_tables(statuses: list[HostStatus], console: Console) -> None:
         if status.failed or status.snapshot is None:
             continue  # its one line goes to stderr
         console.print(datasets_table(status.host, status.snapshot))
+        if status.config_differences:
+            drift = drift_text(status.host, status.config_differences)
+            console.print(Text.assemble("  ", literal(drift, "yellow")))
         for line in box_lines(status.snapshot):
             console.print(literal(f"  {line}"))
         for alert in status.snapshot.alerts:

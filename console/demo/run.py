@@ -85,6 +85,8 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
     """
     link = await opener()
     try:
+        # the demo wrote this config: an agent left in a reused --dir keeps its old one (#30)
+        await link.apply_pipeline(host.pipeline)
         await launch_server(link, nonce)
         url = host.pipeline.sglang_url or ""
         await wait_for_health(url, Path(host.pipeline.sglang_log or ""))

@@ -11,12 +11,14 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from agent.protocol import (
     AGENT_VERSION,
     HELLO,
+    PIPELINE_APPLY,
     PROTOCOL_VERSION,
     AnyMethod,
     ByteReader,
@@ -26,6 +28,7 @@ from agent.protocol import (
     HelloResult,
     Message,
     Method,
+    PipelineApplyParams,
     PipelineConfig,
     ProtocolError,
     Request,
@@ -76,6 +79,9 @@ class AgentLink:
         self.description = description
         self.events: asyncio.Queue[Event] = asyncio.Queue()
         self.hello_result: HelloResult | None = None
+        self.config_differences: tuple[str, ...] = ()
+        """How the config sent at hello differs from the one the agent runs (and keeps)."""
+        self._config_sent: PipelineConfig | None = None
         self._reader = reader
         self._writer = writer
         self._close = close
@@ -99,7 +105,18 @@ class AgentLink:
                 f"(bundle {bundle_sha256[:12]}); reconnect to upgrade it"
             )
         self.hello_result = result
+        self.config_differences = result.pipeline_differences
+        self._config_sent = pipeline
         return result
+
+    async def apply_pipeline(self, pipeline: PipelineConfig) -> tuple[str, ...]:
+        """Have the agent run `pipeline` from now on, on purpose; what changed, one line each."""
+        params = PipelineApplyParams(pipeline)
+        key = f"apply-{secrets.token_hex(6)}"
+        applied = await self.call(PIPELINE_APPLY, params, idempotency_key=key)
+        if pipeline == self._config_sent:
+            self.config_differences = ()
+        return applied.differences
 
     async def call(
         self,

@@ -55,6 +55,8 @@ class LinkState:
     latency_ms: float | None = None
     since: float = 0.0
     offered_key: OfferedKey | None = None
+    config_differences: tuple[str, ...] = ()
+    """How this console's config differs from the one the agent runs (it keeps its own)."""
 
 
 Opener = Callable[[], Awaitable[AgentLink]]
@@ -121,7 +123,10 @@ class HostConnection:
 
     async def _serve(self, link: AgentLink) -> str:
         hello = link.hello_result
-        self._set("up", agent_version=hello.agent_version if hello else None)
+        self._set(
+            "up", agent_version=hello.agent_version if hello else None,
+            config_differences=link.config_differences,
+        )  # fmt: skip
         try:
             await link.call(SNAPSHOT_WATCH, WatchParams(SNAPSHOT_INTERVAL_S))
             for name, (offset, inode) in self.log_offsets.items():
@@ -187,7 +192,11 @@ class HostConnection:
             await asyncio.wait_for(self._retry_now.wait(), delay_s)
 
     def _set(self, status: str, **changes: object) -> None:
-        keep = {"agent_version": self.state.agent_version} if status == "up" else {}
+        keep = (
+            {"agent_version": self.state.agent_version,
+             "config_differences": self.state.config_differences}
+            if status == "up" else {}
+        )  # fmt: skip
         since = self.state.since if status == self.state.status else time.time()
         fields = {"status": status, "since": since, **keep, **changes}
         self.state = LinkState(self.host, **fields)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from agent.protocol import LIVE_JOB_STATES, JobInfo, JobSpec, Snapshot
+from console.model.formatting import exit_reason
 
 EXTERNAL_STOP = JobSpec((), stop_signal="SIGTERM", grace_s=30.0)
 """How the agent stops a process it did not start (its EXTERNAL_PLAN)."""
@@ -32,7 +33,10 @@ def signals_text(spec: JobSpec | None) -> str:
 
 
 def ended_text(job: JobInfo) -> str:
-    """How a job that is no longer live ended, and when: "exited with code 3 at 14:02"."""
+    """How a job that is no longer live ended, and when: "exited with code 3 at 14:02".
+
+    A failed job's reason follows, where it left one.
+    """
     if job.state == "stopped":
         how = "was stopped"
     elif job.exit_signal:
@@ -41,7 +45,8 @@ def ended_text(job: JobInfo) -> str:
         how = f"exited with code {job.exit_code}"
     else:
         how = f"ended ({job.state})"
-    return f"{how} at {clock(job.ended_at)}"
+    why = f": {exit_reason(job)}" if job.exit_reason else ""
+    return f"{how} at {clock(job.ended_at)}{why}"
 
 
 def nothing_to_stop(job: JobInfo) -> str | None:

@@ -11,10 +11,12 @@ import time
 from dataclasses import dataclass
 
 from agent.protocol import (
+    MAX_EXIT_REASON_CHARS,
     RATE_WINDOWS_S,
     DatasetProgress,
     GpuSample,
     JobInfo,
+    KeyProblem,
     ServerStats,
     TrainingProgress,
 )
@@ -143,9 +145,7 @@ class DatasetRow:
 
 def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> DatasetRow:
     """The cells of one dataset's row, in a snapshot taken at `taken_at`."""
-    cap = (
-        progress.target_responses if progress.stop_condition == "max_samples" else progress.prompts
-    )
+    cap = progress.target_responses if progress.target_responses is not None else progress.prompts
     fraction = share(progress.tokens, progress.budget)
     percent = f" {fraction * 100:5.1f}%" if fraction is not None else ""
     overrun = progress.projected_overrun_tokens or 0
@@ -162,6 +162,24 @@ def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> Dat
         else "—",
         status=sanitise(progress.status.replace("_", " ")),
     )
+
+
+ROW_REASON_CHARS = 36
+"""A failed job's reason in its table row, where it shares the width with the other columns; the
+whole of it is in the job_failed alert (a toast), the events and the headless `jobs`."""
+
+
+def exit_reason(job: JobInfo, limit: int = MAX_EXIT_REASON_CHARS) -> str:
+    """Why a failed job ended, as it may be shown: sanitised, cut to `limit`; "" when unknown."""
+    reason = sanitise(job.exit_reason or "")
+    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
+
+
+def exit_text(job: JobInfo) -> str:
+    """The exit column: the signal or code, and a failed job's reason cut short: "2 · the ser…"."""
+    code = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
+    reason = exit_reason(job, ROW_REASON_CHARS)
+    return f"{code} · {reason}" if code and reason else code or reason
 
 
 def job_uptime(job: JobInfo, now: float) -> str:
@@ -187,6 +205,11 @@ def age(seconds: float | None) -> str:
 
 HEALTH = {True: "healthy", False: "down", None: "unknown"}
 """The word for the server's health."""
+KEY_WORDS: dict[KeyProblem, str] = {
+    "refused": "key refused", "missing": "wants an API key", "unreadable": "key file unreadable",
+}  # fmt: skip
+"""The words after its health for a server that turns the probes' key away (the server_key
+alert says which key and what to do)."""
 
 
 def server_text(server: ServerStats | None) -> str:
@@ -199,7 +222,9 @@ def server_text(server: ServerStats | None) -> str:
         return "SGLang: not probed yet"
     detail = sanitise(server.detail) if not server.healthy else ""
     what = "sglang-router" if server.is_router else "hosted API" if server.hosted else "SGLang"
-    lines = [f"{what} {sanitise(server.url or '')}: {HEALTH[server.healthy]} {detail}".rstrip()]
+    key = f" · {KEY_WORDS[server.key_problem]}" if server.key_problem else ""
+    health = HEALTH[server.healthy] + key
+    lines = [f"{what} {sanitise(server.url or '')}: {health} {detail}".rstrip()]
     if server.healthy is False and server.down_since is not None:
         lines.append(f"down since {clock(server.down_since)}")
     if server.model_path:

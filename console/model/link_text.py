@@ -32,9 +32,13 @@ def failure_reason(state: LinkState) -> str:
 
 
 def link_text(state: LinkState, last_failure: LinkState | None, now: float) -> str:
-    """The link in a few words: "up", "down (refused) · retry in 12s", "connecting (last: auth)"."""
+    """The link in a few words: "up", "down (refused) · retry in 12s", "connecting (last: auth)".
+
+    An agent that runs another config than this console's is "up · config differs".
+    """
     if state.status == "up":
-        return f"up · {state.detail}" if state.detail else "up"
+        up = "up · config differs" if state.config_differences else "up"
+        return f"{up} · {state.detail}" if state.detail else up
     if state.status == "refused":
         return "refused (host key not trusted; pin it or fix known_hosts)"
     if state.status == "down":

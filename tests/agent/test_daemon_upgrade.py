@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 
 from agent.bundle import running_bundle_sha256
+from agent.protocol import PROTOCOL_VERSION
 from agent.state import read_json
 
 REPO = Path(__file__).resolve().parents[2]
-HELLO = b'{"id": 1, "method": "hello", "params": {"protocol_version": 1, "client_version": "t"}}\n'
+HELLO = json.dumps({
+    "id": 1, "method": "hello", "params": {"protocol_version": PROTOCOL_VERSION, "client_version": "t"}
+}).encode() + b"\n"  # fmt: skip
 
 
 async def hello_through_attach(bundle_parent: Path, state_dir: Path) -> dict[str, object]:

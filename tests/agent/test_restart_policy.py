@@ -160,6 +160,9 @@ async def test_exit_5_waits_for_disk_space_before_it_restarts(
     )
     other = await open_local_link(state_dir, roomier)  # "space is back": a floor of 0 bytes
     try:
+        assert await other.apply_pipeline(roomier) == (
+            "datasets.low_disk_floor_bytes: 4,611,686,018,427,387,904 → 0",
+        )
         await jobs_where(other, lambda js: any(j.restart_of == job.id for j in js))
     finally:
         await other.close()

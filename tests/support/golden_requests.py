@@ -24,6 +24,7 @@ from agent.protocol import (
     NotifyStatusParams,
     OperationsParams,
     PingParams,
+    PipelineApplyParams,
     PipelineConfig,
     RedeployParams,
     Request,
@@ -177,5 +178,17 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
     (
         Request(26, "autostart.set", AutostartParams("install"), "k-8"),
         '{"id":26,"method":"autostart.set","params":{"action":"install"},"idempotency_key":"k-8"}',
+    ),
+    (
+        Request(
+            28,
+            "pipeline.apply",
+            PipelineApplyParams(PipelineConfig(sglang_url="http://127.0.0.1:30000")),
+            "k-10",
+        ),
+        '{"id":28,"method":"pipeline.apply","params":{"pipeline":{"datasets":null,'
+        '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"sglang_api_key_file":null,'
+        '"sglang_api":null,"sglang_model":null,"jobs":{},"external":{},"deploy_roots":[],'
+        '"tokenizer":null,"trust_remote_code":false,"notify":null}},"idempotency_key":"k-10"}',
     ),
 ]

@@ -38,6 +38,7 @@ from agent.protocol import (
     OperationsList,
     OperationStep,
     PingResult,
+    PipelineApplied,
     ResponseSummary,
     Snapshot,
     StopResult,
@@ -58,7 +59,10 @@ SNAPSHOT = Snapshot(
     datasets=(DATASET,),
     alerts=(Alert("over_budget", "error", "B1 is over budget", subject="B1_sharegpt"),),
 )
-HELLO_RESULT = HelloResult(1, "0.1.0", "ab" * 32, 42, "gpu-0", 1700000000.0)
+HELLO_RESULT = HelloResult(
+    2, "0.1.0", "ab" * 32, 42, "gpu-0", 1700000000.0,
+    pipeline_differences=("datasets.root: /data/a → /data/b", "notify.url changed"),
+)  # fmt: skip
 
 
 JOB = JobInfo(
@@ -68,7 +72,7 @@ JOB_LINE = (
     '{"id":"sleeper-1","name":"sleeper","kind":"command","state":"running","argv":["sleep","9"],'
     '"pid":12,"pgid":11,"dataset":null,"started_at":null,"ended_at":null,"exit_code":null,'
     '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null,"cwd":null,'
-    '"restart_of":null,"restarts":0,"restart_note":null}'
+    '"restart_of":null,"restarts":0,"restart_note":null,"exit_reason":null}'
 )
 
 CHUNK = LogChunk("sglang", 10, 20, "a line\n", 20, 77)
@@ -197,9 +201,10 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     (
         "hello",
         HELLO_RESULT,
-        '{"id":1,"result":{"protocol_version":1,"agent_version":"0.1.0","bundle_sha256":"'
+        '{"id":1,"result":{"protocol_version":2,"agent_version":"0.1.0","bundle_sha256":"'
         + "ab" * 32
-        + '","pid":42,"host_name":"gpu-0","started_at":1700000000.0}}',
+        + '","pid":42,"host_name":"gpu-0","started_at":1700000000.0,"pipeline_taken":false,'
+        '"pipeline_differences":["datasets.root: /data/a \\u2192 /data/b","notify.url changed"]}}',
     ),
     ("ping", PingResult(1700000001.25), '{"id":1,"result":{"agent_time":1700000001.25}}'),
     (
@@ -235,6 +240,11 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     ("autopilot.control", AUTOPILOT, '{"id":1,"result":' + AUTOPILOT_LINE + "}"),
     ("autostart.status", AUTOSTART, '{"id":1,"result":' + AUTOSTART_LINE + "}"),
     ("autostart.set", AUTOSTART, '{"id":1,"result":' + AUTOSTART_LINE + "}"),
+    (
+        "pipeline.apply",
+        PipelineApplied(("jobs added: vocab",)),
+        '{"id":1,"result":{"differences":["jobs added: vocab"]}}',
+    ),
 ]
 
 GOLDEN_OTHERS: list[tuple[Message, str]] = [

@@ -7,7 +7,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from agent.host.sglang_auth import ApiKeyError, bearer_headers, read_api_key
+from agent.host.sglang_auth import (
+    ApiKeyError,
+    bearer_headers,
+    configured_key_file,
+    read_api_key,
+)
 from agent.pipeline.evaluate.measure import Request
 from agent.pipeline.evaluate.options import FLUSH_TIMEOUT_S, EvaluateError, EvaluateOptions
 from agent.pipeline.evaluate.report import write_report
@@ -44,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds /flush_cache may wait for the server's requests (default 60)")  # fmt: skip
     add("--wait-for-server", type=float, default=600.0, help="seconds to wait for /health")
     add("--request-timeout", type=float, default=600.0, help="seconds per request")
-    add("--api-key-file", help="the servers' --api-key (else $SGLANG_API_KEY)")
+    add("--api-key-file", help="the servers' --api-key (else the file in $EAGLE_API_KEY_FILE, "
+        "which the agent sets from the host's api_key_file, else $SGLANG_API_KEY)")  # fmt: skip
     return parser
 
 
@@ -84,7 +90,7 @@ def options_from(args: argparse.Namespace) -> EvaluateOptions:
     for flag, url in (("--server", args.server), ("--baseline", args.baseline)):
         if url is not None and not url.startswith(("http://", "https://")):
             raise EvaluateError(f"{flag} {url!r} is not an http(s) URL")
-    headers = bearer_headers(read_api_key(args.api_key_file))
+    headers = bearer_headers(read_api_key(args.api_key_file or configured_key_file()))
     request = Request(
         args.max_new_tokens, args.temperature, args.stream, headers, args.request_timeout,
         ignore_eos=args.ignore_eos,

@@ -8,6 +8,7 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.host.sglang_auth import configured_key_file
 from agent.pipeline.exit_codes import (  # the runner's modules take them from here
     EXIT_FAILURE as EXIT_FAILURE,
 )
@@ -201,8 +202,9 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
         "--api-key-file",
         type=Path,
         metavar="PATH",
-        help="file holding the server's API key (default: $SGLANG_API_KEY, or $OPENAI_API_KEY "
-        "under --api openai-*; never on the command line)",
+        help="file holding the server's API key (default: the file in $EAGLE_API_KEY_FILE, "
+        "which the agent sets from the host's api_key_file, else $SGLANG_API_KEY, or "
+        "$OPENAI_API_KEY under --api openai-*; never on the command line)",
     )
     add(
         "--api",
@@ -243,6 +245,7 @@ def parse_options(argv: list[str] | None) -> RunnerOptions:
     parser = build_parser()
     args = vars(parser.parse_args(argv))
     args["servers"] = tuple(url.rstrip("/") for url in args["servers"])
+    args["api_key_file"] = args["api_key_file"] or configured_key_file()
     if args["reencode"] and (args["api"] != "openai-chat" or not args["tokenizer"]):
         parser.error("--reencode goes with --api openai-chat and a --tokenizer to re-encode with")
     return RunnerOptions(**args)

@@ -34,10 +34,14 @@ def run_level_message(
     `key_env` is the variable the run's backend reads its key from, so the advice names it.
     """
     if exc.status == 401:
-        what = f"refused {key_source}" if key_source else "wants an API key"
         key = "--api-key" if key_env == "SGLANG_API_KEY" else "API key"
+        if key_source:  # a key was sent: it is set, and wrong
+            return (
+                f"the server refused {key_source} (HTTP 401 {exc.server_message}): check the "
+                f"key; it must be the server's {key}"
+            )
         return (
-            f"the server {what} (HTTP 401 {exc.server_message}): put its {key} in "
+            f"the server wants an API key (HTTP 401 {exc.server_message}): put its {key} in "
             f"{key_env} or in a file passed with --api-key-file"
         )
     if exc.status == 403:

@@ -1,0 +1,61 @@
+"""Why a job failed, in its own words: the last line it wrote, made safe to carry and to show.
+
+The runner's reason for exiting 2 ("the server refused the key in ...") was its last line, and
+stayed in its log while the dashboard said only "exited with code 2" (#30). The shim reads it
+as the job's main process ends with a code other than 0 and records it in exit.json beside the
+code. What leaves here is one line of printable text, no longer than MAX_EXIT_REASON_CHARS:
+never a terminal escape, whoever wrote the log (and whoever wrote exit.json: `bounded_reason`
+checks it again where it is read).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from agent.logs import TAIL_BYTES, NamedLog, read_chunk
+from agent.protocol import MAX_EXIT_REASON_CHARS
+
+TAIL_LINES = 8
+"""The last lines looked at for one that says something (blank and bare-punctuation ones do not)."""
+PROGRAM_LABELS = ("runner: ", "vocab: ", "export: ", "evaluate: ", "shim: ")
+"""How the pipeline's programs (and the shim) begin their last line: dropped, the job names them."""
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
+_LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+")
+"""The time Python's logging puts before a line by default: the reason is what follows."""
+
+
+def exit_reason(log: Path) -> str | None:
+    """The last line of `log` that says something, as a reason; None when it has none."""
+    try:
+        chunk = read_chunk(NamedLog("exit", log), -TAIL_BYTES, None)
+    except OSError:
+        return None
+    for line in reversed(chunk.text.splitlines()[-TAIL_LINES:]):
+        reason = reason_text(line)
+        if any(c.isalnum() for c in reason):
+            return reason
+    return None
+
+
+def reason_text(line: str) -> str:
+    """One line made safe and short: no escapes, control characters, log stamp or program label."""
+    text = "".join(c for c in _ESCAPES.sub("", line) if c.isprintable()).strip()
+    text = _LOG_STAMP.sub("", text)
+    label = next((label for label in PROGRAM_LABELS if text.startswith(label)), "")
+    return cut(text[len(label) :].strip())
+
+
+def bounded_reason(value: object) -> str | None:
+    """A recorded reason as it may be sent: printable, one line, cut; None if it is not text."""
+    if not isinstance(value, str):
+        return None
+    text = "".join(c if c.isprintable() else " " for c in value[: MAX_EXIT_REASON_CHARS * 4])
+    return cut(" ".join(text.split())) or None
+
+
+def cut(text: str) -> str:
+    """`text` no longer than MAX_EXIT_REASON_CHARS, ending in "…" where it was cut."""
+    if len(text) <= MAX_EXIT_REASON_CHARS:
+        return text
+    return text[: MAX_EXIT_REASON_CHARS - 1] + "…"
