@@ -1,4 +1,4 @@
-"""A redeploy, carried by the agent: stop, swap the files in, start, watch for the new code.
+"""A redeploy, carried by the agent: stop, swap the files in, start, watch how the new run goes.
 
 Each phase is written down before it runs and is safe to run again, so an agent restarted in
 the middle goes on where it was; a link lost at any step changes nothing. When the new code
@@ -22,9 +22,9 @@ from agent.operations import staged_files
 from agent.operations.box import Box
 from agent.operations.journal import Journal
 from agent.operations.records import OperationRecord
+from agent.operations.redeploy_watch import WATCH_S, Verdict, ending, read_run_record, settled
 from agent.protocol import (
     LIVE_JOB_STATES,
-    DatasetProgress,
     JobInfo,
     LaunchParams,
     RedeployParams,
@@ -33,8 +33,6 @@ from agent.protocol import (
     from_wire,
 )
 
-WATCH_S = 180.0
-"""How long the new run has to show it runs the new code before the redeploy settles."""
 WATCH_POLL_S = 0.5
 RUNNER_MODULE = "agent.pipeline.inference"
 RUNNER_PACKAGE = Path(__file__).resolve().parents[1] / "pipeline" / "inference"
@@ -74,7 +72,7 @@ class Redeploy:
         if job is None:
             return
         if job.state not in LIVE_JOB_STATES:
-            self._step("stop", "skipped", f"it had ended ({_ending(job)})")
+            self._step("stop", "skipped", f"it had ended ({ending(job)})")
             self.journal.phase(self.record, "install")
             return
         self._step("stop", "running", f"stopping pid {job.pid} (its stop signal, then the grace)")
@@ -144,24 +142,32 @@ class Redeploy:
 
     async def _watch(self) -> None:
         until = float(self.record.notes.setdefault("watch_until", time.time() + WATCH_S))
-        self._step("watch", "running", "waiting for the new run to run the new code")
+        self._step("watch", "running", "waiting for the new run to report the new code, or to end")
+        verdict = await self._verdict(until)
+        if not verdict.good:
+            self._step("watch", "failed", verdict.detail)
+            self._why(verdict.detail)
+            self.journal.phase(self.record, "rollback")
+            return
+        self._step("watch", "done", verdict.detail)
+        said = "is on the new code" if verdict.ended else "runs the new code"
+        self.journal.end(self.record, "done", f"{self.record.subject} {said}: {verdict.detail}")
+
+    async def _verdict(self, until: float) -> Verdict:
+        """Look until the new run reports the new code, ends, or the time allowed is up."""
         expected = code_digest(str(RUNNER_PACKAGE)) if self._is_runner() else None
+        datasets = self.box.pipeline.datasets
+        root = datasets.root if datasets is not None else ""
         while True:
             snapshot = await self.box.fresh_snapshot()
             job = next((j for j in snapshot.jobs if j.id == self.record.new_job_id), None)
             dataset = next((d for d in snapshot.datasets if job and d.name == job.dataset), None)
-            settled = _settled(job, dataset, expected, timed_out=time.time() >= until)
-            if settled is not None:
-                break
+            where = job.dataset if job is not None and job.state not in LIVE_JOB_STATES else None
+            record = await asyncio.to_thread(read_run_record, root, where) if where else None
+            verdict = settled(job, dataset, expected, record, timed_out=time.time() >= until)
+            if verdict is not None:
+                return verdict
             await asyncio.sleep(WATCH_POLL_S)
-        good, detail = settled
-        if not good:
-            self._step("watch", "failed", detail)
-            self._why(detail)
-            self.journal.phase(self.record, "rollback")
-            return
-        self._step("watch", "done", detail)
-        self.journal.end(self.record, "done", f"{self.record.subject} runs the new code: {detail}")
 
     # ------------------------------------------------------------ back
 
@@ -235,35 +241,3 @@ class Redeploy:
             f"{why}, and the old run could not start again: {refusal}. The run is STOPPED: "
             f"start it with `eagle-console start HOST {target}` (or g on its dataset)"
         )
-
-
-def _settled(
-    job: JobInfo | None, dataset: DatasetProgress | None, expected: str | None, *, timed_out: bool
-) -> tuple[bool, str] | None:
-    """(good, why) once the watch can say how the new run went; None while it cannot yet."""
-    if job is None:
-        return (False, "the new run is gone from the records") if timed_out else None
-    if job.state == "exited":
-        return True, "the new run ended at once with exit 0: it had nothing left to do"
-    if job.state == "stopped":  # someone stopped it on purpose: that is not undone
-        return True, "the new run was stopped on request before it reported its code"
-    if job.state not in LIVE_JOB_STATES:
-        return False, f"the new run {_ending(job)}; see its log ({job.log_path})"
-    reported = dataset is not None and dataset.writer_active and dataset.runner_sha256 == expected
-    if job.state == "running" and (expected is None or reported):
-        said = " and reporting the new runner code" if expected else ""
-        where = (
-            f"; resumed at {dataset.responses:,} responses, {dataset.tokens:,} tokens"
-            if dataset is not None
-            else ""
-        )
-        return True, f"running{said}{where}"
-    if timed_out:
-        return True, f"running, though it has not reported its code within {WATCH_S:g} s"
-    return None
-
-
-def _ending(job: JobInfo) -> str:
-    code = f", exit {job.exit_code}" if job.exit_code is not None else ""
-    signal_name = f", {job.exit_signal}" if job.exit_signal else ""
-    return f"{job.state}{code}{signal_name}"

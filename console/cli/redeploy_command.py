@@ -1,11 +1,12 @@
 """`eagle-console redeploy HOST JOB [--token-budget N] [--argv ...]`: the R key, for scripts.
 
 Before anything is stopped it prints the advice the TUI's `R` shows (console.model.budget_advice):
-a run heading past its budget gets its projection and the suggested `--token-budget`, which
-`--token-budget N` applies. The redeploy itself is the agent's operation: this uploads, asks,
-and prints each step from the agent's record, reopening the link if it drops (the box goes on
-either way). Exit 0 when the run ends on the new code, 1 when it was rolled back or failed.
-Host text is sanitised and never read as markup.
+a run under a budget its command does not stop at gets its projection and the suggested
+`--token-budget`, which `--token-budget N` applies. A dataset whose run has ended gets one line
+saying how and when it ended and how to start it again, and nothing is done. The redeploy itself
+is the agent's operation: this uploads, asks, and prints each step from the agent's record,
+reopening the link if it drops (the box goes on either way). Exit 0 when the run ends on the
+new code, 1 when it was rolled back or failed. Host text is sanitised and never read as markup.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from collections.abc import Callable
 from rich.console import Console
 
 from agent.protocol import SNAPSHOT, JobInfo, OperationInfo, Snapshot, SnapshotParams
+from console.cli.apply_command import refuse_start_if_config_differs
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
 from console.link.redeploy import find_job, follow_operation, start_redeploy, step_lines
 from console.model.budget_advice import BudgetAdvice, budget_advice, with_token_budget
+from console.model.redeploy_view import ended_run_line
 from console.model.safe_text import literal
 
 
@@ -34,6 +37,7 @@ async def run_redeploy(
         )
     link = await open_host_link(host)
     try:
+        refuse_start_if_config_differs(link, host)
         started = await redeploy_with_advice(link, host, job_ref, argv, token_budget, out)
         out.print(literal(f"the agent carries the redeploy as {started.id}; following it"))
         try:
@@ -56,6 +60,9 @@ async def redeploy_with_advice(
 ) -> OperationInfo:  # fmt: skip
     """The advice for `job_ref` first, then the redeploy asked with the command it settles on."""
     snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+    ended = ended_run_line(host.name, snapshot, job_ref)
+    if ended is not None:  # a dataset whose run is over: say so, rather than "no job" and a list
+        raise LinkError(ended)
     job = find_job(snapshot, job_ref)
     if job.state not in ("running", "starting", "stopping"):
         out.print(literal(f"{job.name} ({job.id}) is not running: it {job.state}; it starts "

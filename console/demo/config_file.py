@@ -21,6 +21,11 @@ test): the simulated target stops its answers with it, as a chat model does."""
 
 BUDGET = 100_000
 """Tokens per dataset: two or three minutes of simulated generation, not hours."""
+OLD_RUN_BUDGET = 15_000
+"""B3_math's own budget: its old run (no --token-budget, about 1,000 tokens/s) crosses it some
+15 s after its first responses, so the overrun that `R` fixes is on screen within half a minute
+of the rows appearing (#30: at 50,000 it took 70-80 s); the run goes on towards its
+--max-samples (about 200,000 tokens) for minutes more, so the moment lasts."""
 DRAFT_VOCAB = 8000
 TARGET_VOCAB = 32000
 DRAFTER_ACCEPT_LENGTH = 2.7
@@ -58,11 +63,12 @@ def write_demo_config(
         "[hosts.demo.datasets]",
         f"root = {_q(space.datasets)}",
         f"budget = {BUDGET}",
-        f"budgets = {{ {OLD_RUN} = {BUDGET // 2} }}",
+        f"budgets = {{ {OLD_RUN} = {OLD_RUN_BUDGET} }}",
         "",
         "[hosts.demo.sglang]",
         f'url = "http://127.0.0.1:{sglang_port}"',
         f"log = {_q(space.root / 'sglang.log')}",
+        '# api_key_file = "~/.sglang-key"  # for a server with --api-key: jobs get $EAGLE_API_KEY_FILE',
         "",
         "[[hosts.demo.deploy]]",
         f"local = {_q(space.local_script)}",
@@ -78,7 +84,7 @@ def headless_tip(config: Path) -> list[str]:
     """The headless commands to try beside the TUI, each as it runs against this config."""
     command = f"{shlex.quote(console_command())} --config {shlex.quote(str(config))}"
     tries = ["status demo", "report demo", "doctor demo", "events demo --since 1h",
-             "deploy demo --dry-run", f"redeploy demo {OLD_RUN} --token-budget {BUDGET // 2}"]  # fmt: skip
+             "deploy demo --dry-run", f"redeploy demo {OLD_RUN} --token-budget {OLD_RUN_BUDGET}"]  # fmt: skip
     lines = ["# While the demo runs, try in another terminal:"]
     return lines + [f"#   {command} {rest}" for rest in tries]
 

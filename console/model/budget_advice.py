@@ -1,7 +1,9 @@
-"""The advice a restart gets when its run heads past its budget: the projection and the flag.
+"""The advice a restart gets when a budget applies to its run: where it heads, and the flag.
 
 The TUI's `R` modal and the headless `redeploy` both show it from here, so they say the same
-thing; the TUI pre-fills the suggested command, and `redeploy --token-budget N` applies it.
+thing; the TUI pre-fills the suggested command, and `redeploy --token-budget N` applies it. It is
+given whenever the dataset has a budget the command does not already stop at: before the first
+response (no projection yet), within the budget, heading past it, or already past it.
 """
 
 from __future__ import annotations
@@ -15,46 +17,75 @@ BUDGET_FLAG = "--token-budget"
 
 @dataclass(frozen=True, slots=True)
 class BudgetAdvice:
-    """A run projected past its budget, and the command that would stop it there."""
+    """A run under a budget its command does not stop at, and the command that would stop there."""
 
     dataset: str
     tokens: int
     projected_tokens: int | None
+    """None while there is no rate to project from (no responses yet)."""
     overrun_tokens: int
+    """How far past the budget the projection ends; 0 within it."""
     budget: int
     argv: tuple[str, ...]
     """The job's command with `--token-budget BUDGET` added."""
 
     def projection(self) -> str:
         """Where the run is heading, in numbers."""
-        end = f"{self.projected_tokens:,}" if self.projected_tokens is not None else "?"
+        so_far = f"{self.tokens:,} so far"
+        if self.projected_tokens is None:
+            return (
+                f"{self.dataset}: {self.tokens:,} tokens so far of its budget of {self.budget:,}; "
+                "no projection yet (no rate to project from until responses come in)."
+            )
+        end = f"{self.projected_tokens:,}"
+        if self.overrun_tokens:
+            return (
+                f"{self.dataset} is projected to end at {end} tokens, {self.overrun_tokens:,} "
+                f"past its budget of {self.budget:,} ({so_far})."
+            )
         return (
-            f"{self.dataset} is projected to end at {end} tokens, {self.overrun_tokens:,} past "
-            f"its budget of {self.budget:,} ({self.tokens:,} so far)."
+            f"{self.dataset} is projected to end at {end} tokens, within its budget of "
+            f"{self.budget:,} ({so_far})."
         )
 
     def suggestion(self) -> str:
         """What to change, and what it does."""
-        return (
-            f"Suggested: it heads past its budget, so the command now ends with "
-            f"{BUDGET_FLAG} {self.budget}: the runner stops at the budget."
-        )
+        flag = f"{BUDGET_FLAG} {self.budget}"
+        if self.tokens >= self.budget:
+            return (
+                f"Suggested: it is past its budget already, so the command now ends with {flag}: "
+                "the restarted runner finds the budget met and exits at once, keeping every response."
+            )
+        if self.overrun_tokens:
+            why = "it heads past its budget"
+        else:
+            why = "its command does not stop at its budget"
+        return f"Suggested: {why}, so the command now ends with {flag}: the runner stops at the budget."
 
 
 def budget_advice(job: JobInfo, snapshot: Snapshot | None) -> BudgetAdvice | None:
-    """The advice for restarting `job`, or None when its dataset is not heading past a budget."""
+    """The advice for restarting `job`, or None when no budget applies or its command stops at it."""
     dataset = (
         next((d for d in snapshot.datasets if d.name == job.dataset), None) if snapshot else None
     )
-    if dataset is None or dataset.budget is None or BUDGET_FLAG in job.argv:
-        return None
-    if not dataset.projected_overrun_tokens:
+    if dataset is None or dataset.budget is None or token_budget(job.argv) == dataset.budget:
         return None
     argv = with_token_budget(job.argv, dataset.budget)
     return BudgetAdvice(
         dataset.name, dataset.tokens, dataset.projected_tokens,
-        dataset.projected_overrun_tokens, dataset.budget, argv,
+        dataset.projected_overrun_tokens or 0, dataset.budget, argv,
     )  # fmt: skip
+
+
+def token_budget(argv: tuple[str, ...]) -> int | None:
+    """The `--token-budget` a command sets (either spelling), or None when it sets none."""
+    for index, part in enumerate(argv):
+        value = argv[index + 1] if part == BUDGET_FLAG and index + 1 < len(argv) else None
+        if part.startswith(BUDGET_FLAG + "="):
+            value = part.partition("=")[2]
+        if value is not None:
+            return int(value.replace("_", "")) if value.replace("_", "").isdigit() else None
+    return None
 
 
 def with_token_budget(argv: tuple[str, ...], tokens: int) -> tuple[str, ...]:

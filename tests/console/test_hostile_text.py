@@ -20,7 +20,7 @@ from textual.command import CommandPalette
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import Input
+from textual.widgets import Input, TextArea
 
 from agent.protocol import (
     DatasetDetail,
@@ -32,6 +32,7 @@ from agent.protocol import (
     FileState,
     HelloResult,
     JobEvent,
+    JobInfo,
     JobSpec,
     LogChunk,
     PipelineConfig,
@@ -43,6 +44,7 @@ from agent.protocol import (
 from console.config import DeployMapping, HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.host_keys import UntrustedHostKeyError
+from console.model.redeploy_view import RedeployFacts
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
@@ -258,13 +260,13 @@ async def test_a_command_holding_escapes_restarts_exactly_as_it_was() -> None:
     answers: list[tuple[str, ...] | None] = []
     app = ConsoleApp({HOST: never}, clock=lambda: NOW)
     async with app.run_test(size=SIZE) as pilot:
-        _ = app.push_screen(RedeployScreen("Kill, deploy and restart x?", "consequences", argv),
-                            answers.append)  # fmt: skip
+        job = JobInfo("x-1", "x", "command", "running", argv, pid=7, pgid=7)
+        _ = app.push_screen(RedeployScreen(RedeployFacts(HOST, job, None, ())), answers.append)
         await wait_for(pilot, lambda: isinstance(app.screen, RedeployScreen))
         await pilot.pause()
-        shown = app.screen.query_one(Input)
+        shown = app.screen.query_one(TextArea)
         assert shown.disabled  # what it shows is not what runs: it cannot be edited
-        assert shown.value == "python -m runner --tag 'a␛[2J[red]b[/]␍'"
+        assert shown.text == "python -m runner --tag 'a␛[2J[red]b[/]␍'"
         assert [c for line in rendered(app) for c in unsafe_characters(line)] == []
         await pilot.press("tab", "enter")  # past Cancel to the action (the command is skipped)
         await wait_for(pilot, lambda: bool(answers))

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import time
 
+import pytest
 from rich.console import Console
 
 from agent.protocol import Event, HelloResult, JobInfo, OperationInfo, RedeployParams
 from console.cli.redeploy_command import redeploy_with_advice
 from console.config import HostConfig, SshTarget
+from console.link.agent_link import LinkError
 from console.model.budget_advice import budget_advice, with_token_budget
 from console.ui.app import ConsoleApp
 from console.ui.screens.redeploy import RedeployScreen
@@ -98,3 +101,35 @@ def test_a_token_budget_already_in_the_command_is_replaced() -> None:
     assert with_token_budget(("r", "--token-budget", "5"), 9) == ("r", "--token-budget", "9")
     assert with_token_budget(("r", "--token-budget=5"), 9) == ("r", "--token-budget=9")
     assert with_token_budget(("r",), 9) == ("r", "--token-budget", "9")
+
+
+async def test_headless_redeploy_of_a_dataset_whose_run_ended_says_so_in_one_line() -> None:
+    """#30: after its run ended, `redeploy HOST B2_ultrachat` said "no job" and listed every job."""
+    stopped = dataclasses.replace(OVER, id="inference-B2-1", state="stopped", exit_code=3,
+                                  ended_at=NOW - 120)  # fmt: skip
+    exited = dataclasses.replace(OVER, id="inference-B2-2", state="exited", exit_code=0,
+                                 started_at=NOW - 100, ended_at=NOW - 60)  # fmt: skip
+    other = dataclasses.replace(OVER, id="old-B2-0", name="inference-old", state="exited",
+                                exit_code=0, started_at=NOW - 900, ended_at=NOW - 800)  # fmt: skip
+    snapshot = dataclasses.replace(SNAPSHOT, jobs=(other, stopped, exited, *SNAPSHOT.jobs))
+    agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {"snapshot": snapshot},
+                          file_content=b"")  # fmt: skip
+    link = await agent.open()
+    try:
+        with pytest.raises(LinkError) as caught:
+            await redeploy_with_advice(
+                link, HOST, "B2_ultrachat", None, None, Console(file=io.StringIO())
+            )
+    finally:
+        await link.close()
+    said = str(caught.value)
+    at = time.strftime("%H:%M", time.localtime(NOW - 60))
+    assert "\n" not in said
+    assert said.startswith(
+        f"B2_ultrachat: its run inference-B2-2 exited with code 0 at {at}, its budget met "
+        "(10,700,000 of 10,000,000 tokens); nothing runs there to redeploy."
+    )
+    assert "eagle-console start gpu inference/B2_ultrachat" in said
+    assert "no job" not in said
+    assert "sglang" not in said  # not a list of every job
+    assert [r.method for r in agent.requests if r.method.startswith("operations")] == []

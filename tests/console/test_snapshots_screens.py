@@ -34,7 +34,7 @@ from agent.protocol import (
 from console.link.agent_link import AgentLink
 from console.link.deploy import FilePlan
 from console.link.host_keys import OfferedKey
-from console.model.consequences import stop_consequences
+from console.model.redeploy_view import RedeployFacts
 from console.ui.messages import SnapshotReceived
 from console.ui.screens.dataset import DatasetScreen
 from console.ui.screens.deploy import DeployScreen
@@ -96,13 +96,9 @@ def over_dashboard(screen: Screen[Any]) -> Any:
 
 def redeploy_screen() -> RedeployScreen:
     spec = JobSpec(("python",), stop_signal="SIGINT", grace_s=60)
-    text = (
-        stop_consequences("gpu", SNAPSHOT, "inference-B3_math-1", spec)
-        + "\nFiles that will be deployed (ctrl+d: diff):\n  changed: /data/eagle3/run_inference.py"
-        + "\nSuggested: it heads past its budget, so the command now ends with --token-budget 5000000."
-    )
-    argv = ("python", "-m", "runner", "--dataset", "B3_math", "--token-budget", "5000000")
-    return RedeployScreen("Kill, deploy and restart inference?", text, argv)
+    job = next(job for job in SNAPSHOT.jobs if job.id == "inference-B3_math-1")
+    files = ("changed: /data/eagle3/run_inference.py",)
+    return RedeployScreen(RedeployFacts("gpu", job, spec, files, SNAPSHOT))
 
 
 def trust_screen() -> TrustScreen:
@@ -133,8 +129,10 @@ def test_deploy(snap_compare: Any, theme: str) -> None:
 
 @pytest.mark.parametrize("theme", THEMES)
 def test_redeploy(snap_compare: Any, theme: str) -> None:
-    """The redeploy modal over the dashboard: the job's state, pid and signals, the file to
-    deploy, the --token-budget suggestion, the editable command, Cancel focused."""
+    """The redeploy modal over the dashboard: the job's state, pid and signals, B3_math's
+    responses and tokens, its projection (5,000,000: within its budget) and the --token-budget
+    suggestion, the file to deploy, the editable command ending in --token-budget 5000000,
+    Cancel focused."""
     run_before = over_dashboard(redeploy_screen())
     assert snap_compare(fixed_app(theme), terminal_size=SIZE, run_before=run_before)
 

@@ -13,7 +13,7 @@ from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.bundle import local_bundle
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.link.redeploy import start_redeploy
-from console.model.budget_advice import BudgetAdvice, budget_advice
+from console.model.redeploy_view import RedeployFacts
 from console.ui.actions.base import HostActions, Hosts
 from console.ui.intents import (
     DeployAllRequested,
@@ -142,30 +142,20 @@ class DeployActions(HostActions):
             return
         if (plans := await self._plan(host, link)) is None:
             return
-        advice = budget_advice(job, self.snapshot(host))
-        argv = advice.argv if advice is not None else job.argv
 
         def confirmed(argv: tuple[str, ...] | None) -> None:
             if argv is not None:
                 edited = None if argv == job.argv else argv
                 self.in_worker(self._redeploy(host, job.id, edited), f"the redeploy of {job.name}")
 
-        text = self._redeploy_text(host, job, plans, advice)
-        _ = self.app.push_screen(
-            RedeployScreen(f"Kill, deploy and restart {job.name}?", text, argv), confirmed
-        )
+        _ = self.app.push_screen(RedeployScreen(self._redeploy_facts(host, job, plans)), confirmed)
 
-    def _redeploy_text(
-        self, host: str, job: JobInfo, plans: list[FilePlan], advice: BudgetAdvice | None
-    ) -> str:
-        files = (
-            "\n".join(f"  {p.status}: {p.remote}" for p in plans if p.needs_deploy)
-            or "  (no file differs)"
-        )
-        text = f"{self.stop_consequences(host, job.id)}\nFiles that will be deployed (ctrl+d: diff):\n{files}"
-        if advice is not None:
-            text += f"\n{advice.projection()}\n{advice.suggestion()}"
-        return text
+    def _redeploy_facts(self, host: str, job: JobInfo, plans: list[FilePlan]) -> RedeployFacts:
+        """What the R modal states: its numbers then follow the host's snapshots."""
+        config = self.hosts.configs.get(host)
+        spec = config.pipeline.jobs.get(job.name) if config else None
+        files = tuple(f"{p.status}: {p.remote}" for p in plans if p.needs_deploy)
+        return RedeployFacts(host, job, spec, files, self.snapshot(host))
 
     async def _redeploy(self, host: str, job_id: str, argv: tuple[str, ...] | None) -> None:
         """Upload and ask; the agent carries the rest, and its steps come back as toasts."""
