@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 CELL_PADDING = 2
 """A table cell's padding, one each side."""
+STRETCH_MIN = 30
+"""The least a column that takes the room left (the events' "what happened") is given."""
 
 
 def content_widths(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> dict[str, int]:
@@ -42,3 +44,23 @@ def columns_that_fit(
 
 def _width(widths: Mapping[str, int], columns: Sequence[str]) -> int:
     return sum(widths[c] + CELL_PADDING for c in columns)
+
+
+def stretched_width(
+    widths: Mapping[str, int], shown: Sequence[str], stretch: str, available: int
+) -> int:
+    """The width of column `stretch` when it takes the room the other `shown` columns leave.
+
+    Never below its own text's width or STRETCH_MIN, whichever is less: a table too narrow for
+    that scrolls sideways rather than showing nothing of the column that matters.
+    """
+    others = _width(widths, [c for c in shown if c != stretch])
+    return max(available - others - CELL_PADDING, min(widths[stretch], STRETCH_MIN))
+
+
+def with_stretch_min(widths: Mapping[str, int], stretch: str) -> dict[str, int]:
+    """`widths` with column `stretch` counted at no more than STRETCH_MIN, for folding.
+
+    A long text there is cut, not a reason to fold every other column away.
+    """
+    return {**widths, stretch: min(widths[stretch], STRETCH_MIN)}

@@ -12,19 +12,31 @@ from console.model.formatting import tokens
 from console.model.safe_text import sanitise
 
 
-def evaluation_lines(evaluation: DrafterEvaluation) -> list[str]:
-    """The verdict, then a line per level."""
+def evaluation_lines(evaluation: DrafterEvaluation, width: int | None = None) -> list[str]:
+    """The verdict, then each level's lines (see `level_lines`)."""
     lines = [f"drafter: {sanitise(evaluation.verdict)}"]
     for level in evaluation.levels:
-        speed = f"{level.tokens_per_s:,.0f} tok/s"
-        if level.baseline_tokens_per_s is not None:
-            speed += f" vs {level.baseline_tokens_per_s:,.0f}"
-        speedup = f" {level.speedup:.2f}×" if level.speedup is not None else ""
-        lines.append(
-            f"  c={level.concurrency}: {speed}{speedup}{_accept(level)} · p50 "
-            f"{level.latency_p50_s:.2f} s{' · warm cache' if level.warm_cache else ''}"
-        )
+        lines += level_lines(level, width)
     return lines
+
+
+def level_lines(level: EvalLevel, width: int | None = None) -> list[str]:
+    """The level on one line, or on two where one is wider than `width`.
+
+    Two: the speed, latency and a warm cache first, the accept lengths and the drafts accepted
+    below (the panel cuts a line still too wide with an ellipsis).
+    """
+    speed = f"{level.tokens_per_s:,.0f} tok/s"
+    if level.baseline_tokens_per_s is not None:
+        speed += f" vs {level.baseline_tokens_per_s:,.0f}"
+    speedup = f" {level.speedup:.2f}×" if level.speedup is not None else ""
+    head = f"  c={level.concurrency}: {speed}{speedup}"
+    latency = f" · p50 {level.latency_p50_s:.2f} s{' · warm cache' if level.warm_cache else ''}"
+    accept = _accept(level)
+    whole = f"{head}{accept}{latency}"
+    if width is None or len(whole) <= width or not accept:
+        return [whole]
+    return [f"{head}{latency}", f"    {accept.removeprefix(' · ')}"]
 
 
 def _accept(level: EvalLevel) -> str:
@@ -50,9 +62,11 @@ def export_line(export: ExportSummary) -> str:
     )
 
 
-def drafter_text(evaluation: DrafterEvaluation | None, export: ExportSummary | None) -> str:
-    """The drafter panel's text ("" when there is nothing to show)."""
-    lines = evaluation_lines(evaluation) if evaluation is not None else []
+def drafter_text(
+    evaluation: DrafterEvaluation | None, export: ExportSummary | None, width: int | None = None
+) -> str:
+    """The drafter panel's text ("" when there is nothing to show), its levels fitted to `width`."""
+    lines = evaluation_lines(evaluation, width) if evaluation is not None else []
     if export is not None:
         lines.append(export_line(export))
     return "\n".join(lines)

@@ -14,7 +14,12 @@ from agent.protocol import (
     TrainingProgress,
 )
 from agent.protocol.snapshot import TrainingEval
-from console.model.drafter_view import drafter_text, export_row, measured_accept_length
+from console.model.drafter_view import (
+    drafter_text,
+    export_row,
+    level_lines,
+    measured_accept_length,
+)
 from console.model.formatting import training_text
 
 EVALUATION = DrafterEvaluation(
@@ -120,3 +125,15 @@ def test_a_level_shows_both_accept_lengths_the_accept_rate_and_a_warm_cache() ->
         "  c=1: 331 tok/s vs 156 2.12× · accept 3.05 (3.00 per decode pass) · drafts 52% "
         "accepted · p50 0.29 s · warm cache"
     )
+
+
+def test_a_level_too_wide_for_the_panel_takes_two_lines_that_fit_it() -> None:
+    measured = EvalLevel(1, 330.7, 155.7, 2.124, 3.05, 0.29, 0.31, 3.0, 0.52, warm_cache=True)
+    assert level_lines(measured, 60) == [
+        "  c=1: 331 tok/s vs 156 2.12× · p50 0.29 s · warm cache",
+        "    accept 3.05 (3.00 per decode pass) · drafts 52% accepted",
+    ]
+    assert level_lines(measured, 120) == level_lines(measured)
+    assert len(level_lines(measured)) == 1
+    evaluation = dataclasses.replace(EVALUATION, levels=(measured,))
+    assert drafter_text(evaluation, None, width=60).splitlines()[1:] == level_lines(measured, 60)

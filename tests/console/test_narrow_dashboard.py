@@ -15,7 +15,7 @@ from textual.widgets._footer import FooterKey
 
 from console.link.host_connection import LinkState
 from console.model.columns import columns_that_fit, content_widths
-from console.model.footer_fit import FooterEntry, footer_style, footer_width
+from console.model.footer_fit import FooterEntry, FooterFit, fit_footer, footer_width
 from console.model.formatting import dataset_row
 from console.ui.app import ConsoleApp
 from console.ui.commands import DASHBOARD_COMMANDS, keys_of
@@ -60,14 +60,34 @@ def test_a_narrow_column_that_fits_is_not_lost_to_a_wide_one_folded_after_it() -
 
 
 def test_the_footer_gets_tighter_before_it_drops_keys() -> None:
-    entries = [FooterEntry("g", "Generate", "Gen"), FooterEntry("v", "Vocab map"),
-               FooterEntry("?", "Help", "Help")]  # fmt: skip
-    roomy = footer_style(entries, 100)
-    assert (roomy.compact, roomy.short, roomy.fold) == (False, False, False)
-    assert footer_width(entries, roomy) == len(" g Generate  v Vocab map  ? Help ")
-    tightest = footer_style(entries, 10)
-    assert (tightest.compact, tightest.short, tightest.fold) == (True, True, True)
-    assert footer_width(entries, tightest) == len("g Gen ? Help ")
+    entries = [FooterEntry("g", "Generate", "Gen", rank=1), FooterEntry("v", "Vocab map", rank=4),
+               FooterEntry("?", "Help", rank=0)]  # fmt: skip
+    roomy = fit_footer(entries, 100)
+    assert roomy == FooterFit(compact=False, words=("Generate", "Vocab map", "Help"))
+    assert footer_width(list(zip("gv?", roomy.words, strict=True)), compact=False) == len(
+        " g Generate  v Vocab map  ? Help "
+    )
+    assert fit_footer(entries, 29) == FooterFit(compact=False, words=("Gen", "Vocab map", "Help"))
+    assert fit_footer(entries, 26) == FooterFit(compact=True, words=("Gen", "Vocab map", "Help"))
+    tightest = fit_footer(entries, 13)
+    assert tightest == FooterFit(compact=True, words=("Gen", None, "Help"))
+    assert footer_width(list(zip("gv?", tightest.words, strict=True)), compact=True) == len(
+        "g Gen ? Help "
+    )
+
+
+def test_keys_leave_a_narrow_footer_by_rank_and_the_room_left_goes_to_full_words() -> None:
+    entries = [FooterEntry("x", "Export data", "Export", rank=4),
+               FooterEntry("R", "Kill+deploy+restart", "Redeploy", rank=1),
+               FooterEntry("e", "Events", rank=3), FooterEntry("q", "Quit", rank=0)]  # fmt: skip
+    assert fit_footer(entries, 30) == FooterFit(True, (None, "Redeploy", "Events", "Quit"))
+    assert fit_footer(entries, 8) == FooterFit(True, (None, None, None, "Quit"))
+    room_for_one = fit_footer(entries, 51)  # every key, and room for one full word: R's, not x's
+    assert room_for_one == FooterFit(False, ("Export", "Kill+deploy+restart", "Events", "Quit"))
+    widths = range(8, 80)
+    kept = [{e.key for e, w in zip(entries, fit_footer(entries, n).words, strict=True) if w}
+            for n in widths]  # fmt: skip
+    assert all(narrower <= wider for narrower, wider in zip(kept, kept[1:], strict=False))
 
 
 async def footer_keys(size: tuple[int, int]) -> tuple[KeyFooter, dict[str, str]]:

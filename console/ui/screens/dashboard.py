@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
@@ -21,6 +21,16 @@ from console.model.autopilot_view import autopilot_line
 from console.model.drafter_view import measured_accept_length
 from console.model.formatting import STALE_AFTER_S, age, gpu_text, training_text
 from console.model.host_view import HostView, as_asked, no_data_text
+from console.model.lower_pages import (
+    DRAFTER,
+    DRAFTER_BESIDE_FROM,
+    GPUS,
+    MAIN,
+    NARROW_BELOW,
+    lower_pages,
+    next_page,
+    page_hint,
+)
 from console.model.operations_view import under_way
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal, literal_lines
@@ -48,19 +58,30 @@ from console.ui.widgets.jobs_table import JobsTable
 from console.ui.widgets.key_footer import KeyFooter
 from console.ui.widgets.server_panel import ServerPanel
 
+PAGE_PANEL = {MAIN: "server", GPUS: "gpus", DRAFTER: "drafter"}
+"""The panel whose border says what `]` shows next, on each page."""
+
 
 class DashboardScreen(Screen[None]):
     """Everything about one host at a glance."""
 
     KEYS = DASHBOARD_COMMANDS
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
-    """Narrow: the GPU/training and drafter panels fold away (themes/dashboard.tcss)."""
+    HORIZONTAL_BREAKPOINTS = [
+        (0, "-narrow"),
+        (NARROW_BELOW, "-wide"),
+        (DRAFTER_BESIDE_FROM, "-widest"),
+    ]
+    """Narrow: the GPU/training panel folds away, and below widest the drafter panel: `]` shows
+    them on pages of the lower half (console/model/lower_pages.py, themes/dashboard.tcss)."""
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
     """Short: the alerts take fewer lines."""
     BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
 
     shown: Snapshot | None = None
     """The snapshot last shown: what the rows under the cursor stand for."""
+    page = MAIN
+    """The page of the lower half on display (`]`)."""
+    _pages_shown: tuple[str, ...] = ()
 
     def __init__(self, host: str) -> None:
         super().__init__()
@@ -73,6 +94,40 @@ class DashboardScreen(Screen[None]):
 
     def _host_shown(self, shown: HostShown) -> None:
         self.show(shown.view, shown.others, shown.now)
+
+    def on_resize(self, _: events.Resize) -> None:
+        """Another width folds other panels: the page on display may be gone."""
+        self._show_page()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`]` acts (and shows in the footer) only while some panel is folded away."""
+        if action == "next_panels":
+            return len(self._pages()) > 1
+        return True
+
+    def action_next_panels(self) -> None:
+        """]: the next page of the lower half."""
+        self.page = next_page(self._pages(), self.page)
+        self._show_page()
+
+    def _pages(self) -> tuple[str, ...]:
+        drafter_shown = any(panel.has_class("-shown") for panel in self.query(DrafterPanel))
+        width, height = self.size if self.size.area else self.app.size
+        return lower_pages(width, height, drafter_shown)
+
+    def _show_page(self) -> None:
+        """Show the page on display, or the first when it is gone; hint at the others."""
+        pages = self._pages()
+        if self.page not in pages:
+            self.page = MAIN
+        for page in (GPUS, DRAFTER):
+            self.set_class(self.page == page, f"-page-{page}")
+        hinted = PAGE_PANEL[self.page]
+        for panel in self.query("#server, #gpus, #drafter"):
+            panel.border_subtitle = page_hint(pages, self.page) if panel.id == hinted else ""
+        if pages != self._pages_shown:  # `]` comes or goes in the footer
+            self._pages_shown = pages
+            self.refresh_bindings()
 
     def compose(self) -> ComposeResult:
         """Header, datasets, jobs beside server and GPUs, alerts, footer."""
@@ -108,9 +163,7 @@ class DashboardScreen(Screen[None]):
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         jobs = as_asked(snapshot.jobs, view.stops_asked)
         self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)
-        self.query_one("#jobs").border_subtitle = literal(
-            " · ".join(under_way(snapshot.operations))
-        )
+        self.query_one(JobsTable).show_note(literal(" · ".join(under_way(snapshot.operations))))
         self.query_one(ServerPanel).show(
             snapshot.server, list(view.throughput), snapshot.datasets, snapshot.taken_at
         )
@@ -123,6 +176,7 @@ class DashboardScreen(Screen[None]):
         )
         self.query_one(AlertStrip).show(snapshot.alerts)
         self.query_one(DrafterPanel).show(snapshot.evaluation, snapshot.export)
+        self._show_page()
 
     def _show_no_data(self, why: str) -> None:
         """No snapshot of this host: no row or figure of another host stays, each panel says why."""
@@ -133,6 +187,7 @@ class DashboardScreen(Screen[None]):
         self.query_one("#gpus", Static).update(literal(why))
         self.query_one(AlertStrip).update(literal(why, "dim"))
         self.query_one(DrafterPanel).show(None, None)
+        self._show_page()
 
     @property
     def selected_dataset(self) -> str | None:

@@ -1,4 +1,8 @@
-"""One dataset up close: finish reasons, length histogram, latest responses and errors."""
+"""One dataset up close: finish reasons, length histogram, latest responses and errors.
+
+On a short terminal the title, the latest responses and the first errors keep their lines; the
+histogram and the tokens-over-time chart take at most half the height and scroll (tab to them).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,16 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
+from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from agent.protocol import DatasetDetail, DatasetProgress
 from console.model.api_usage_view import record_shares_line
 from console.model.formatting import bar, window_rates_line
 from console.model.safe_text import literal, literal_lines, sanitise
 from console.ui.commands import DATASET_COMMANDS, bindings
+from console.ui.widgets.key_footer import KeyFooter
 from console.ui.widgets.tokens_over_time import TokensOverTime
 
 
@@ -35,6 +41,9 @@ class DatasetScreen(Screen[None]):
 
     KEYS = DATASET_COMMANDS
     BINDINGS: ClassVar[list[BindingType]] = [*bindings(KEYS)]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (130, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]
+    """Wide: the histogram and the chart side by side. Short: the errors take fewer lines."""
 
     def __init__(
         self, host: str, detail: DatasetDetail, progress: DatasetProgress | None = None
@@ -62,8 +71,9 @@ class DatasetScreen(Screen[None]):
             yield Static(literal(rates), id="dataset-rates")
         if shares := record_shares_line(detail.api_usage):
             yield Static(literal(shares), id="dataset-api-usage")
-        yield Static(histogram_text(detail), id="dataset-histogram")
-        yield TokensOverTime(detail)
+        with VerticalScroll(id="dataset-charts"):
+            yield Static(histogram_text(detail), id="dataset-histogram")
+            yield TokensOverTime(detail)
         recent: DataTable[Text | str] = DataTable(id="dataset-recent", cursor_type="row")
         recent.add_columns("id", "tokens", "finish", "latency")
         for item in reversed(detail.recent):
@@ -80,7 +90,11 @@ class DatasetScreen(Screen[None]):
             for e in detail.errors
         )
         yield Static(literal_lines(errors or "no errors"), id="dataset-errors")
-        yield Footer(show_command_palette=False)  # the command table decides the footer
+        yield KeyFooter()
+
+    def on_mount(self) -> None:
+        """The latest responses have the focus (the charts scroll when tabbed to)."""
+        self.query_one("#dataset-recent").focus()
 
     def action_back(self) -> None:
         """Back to the dashboard."""

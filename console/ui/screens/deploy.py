@@ -10,13 +10,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from console.link.deploy import FilePlan
 from console.model.safe_text import literal, sanitise_lines
 from console.ui.commands import DEPLOY_COMMANDS, bindings
 from console.ui.intents import DeployAllRequested, DiffRequested, RollbackRequested
 from console.ui.signals import DeployPlanned, signals_of
+from console.ui.widgets.key_footer import KeyFooter
 
 STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
 
@@ -65,7 +66,7 @@ class DeployScreen(Screen[None]):
         table: DataTable[Text | str] = DataTable(id="deploy-table", cursor_type="row")
         table.add_columns("status", "remote", "local", "host sha256", "local sha256")
         yield table
-        yield Footer(show_command_palette=False)  # the command table decides the footer
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Show the plans, and hear when this host's files are planned afresh."""

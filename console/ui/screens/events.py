@@ -1,23 +1,39 @@
-"""`e`: what happened on the host, whether or not a console was attached (the agent's timeline)."""
+"""`e`: what happened on the host, whether or not a console was attached (the agent's timeline).
+
+"What happened" takes the width the other columns leave (at 80 columns the kind and then the
+severity fold away first), cut with an ellipsis; the event under the cursor is spelt out in full
+below the table.
+"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
-from agent.protocol import EVENTS_LIST, EventsList, EventsParams
+from agent.protocol import EVENTS_LIST, EventsList, EventsParams, TimelineEvent
 from console.link.agent_link import AgentLink, LinkError
-from console.model.safe_text import literal
+from console.model.safe_text import literal, literal_lines
 from console.model.timeline import COLUMNS, event_cells
 from console.ui.commands import EVENTS_COMMANDS, bindings
+from console.ui.widgets.fitted_table import FittedTable, Row
+from console.ui.widgets.key_footer import KeyFooter
 
 SINCE_S = 24 * 3600.0
+SEVERITY_STYLE = {"error": "red", "warning": "yellow"}
+
+
+class EventsTable(FittedTable):
+    """One row per event; "what happened" takes the room left."""
+
+    COLUMNS = COLUMNS
+    FOLD_ORDER = ("event", "severity", "subject")
+    """The time and what happened stay; the row under the cursor is spelt out below."""
+    STRETCH = "what happened"
 
 
 class EventsScreen(Screen[None]):
@@ -30,14 +46,14 @@ class EventsScreen(Screen[None]):
         super().__init__()
         self.host = host
         self.link = link
+        self.events: tuple[TimelineEvent, ...] = ()
 
     def compose(self) -> ComposeResult:
-        """A title that says what is shown, and the table of events."""
+        """A title that says what is shown, the table of events, the selected one in full."""
         yield Static(literal(f"{self.host} · events of the last 24 h", "bold"), id="events-title")
-        table: DataTable[Text | str] = DataTable(id="events-table", cursor_type="row")
-        table.add_columns(*COLUMNS)
-        yield table
-        yield Footer(show_command_palette=False)
+        yield EventsTable(id="events-table")
+        yield Static(id="events-detail")
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Ask the agent for the timeline, off the UI's path."""
@@ -54,12 +70,22 @@ class EventsScreen(Screen[None]):
         except LinkError as exc:
             self._say(f"the events could not be read: {exc}")
             return
-        table = self.query_one("#events-table", DataTable)
-        for event in found.events:
-            table.add_row(*(literal(cell) for cell in event_cells(event)))
+        self.events = found.events
+        table = self.query_one(EventsTable)
+        table.fill_rows([_row(index, event) for index, event in enumerate(found.events)])
         if not found.events:
             self._say("no events in the last 24 h")
         table.move_cursor(row=table.row_count - 1)
+
+    @on(DataTable.RowHighlighted, "#events-table")
+    def _spell_out(self, event: DataTable.RowHighlighted) -> None:
+        """The event under the cursor, every field in full."""
+        if event.row_key.value is None:
+            return
+        cells = event_cells(self.events[int(event.row_key.value)])
+        self.query_one("#events-detail", Static).update(
+            literal_lines(f"{' · '.join(cells[:-1])}\n{cells[-1]}")
+        )
 
     def _say(self, text: str) -> None:
         self.query_one("#events-title", Static).update(literal(f"{self.host} · {text}", "bold"))
@@ -67,3 +93,12 @@ class EventsScreen(Screen[None]):
     def action_back(self) -> None:
         """Back to the dashboard."""
         _ = self.dismiss(None)
+
+
+def _row(index: int, event: TimelineEvent) -> Row:
+    """The event's cells, host text shown literally; its severity and what happened in colour."""
+    style = SEVERITY_STYLE.get(event.severity, "")
+    when, severity, kind, subject, message = event_cells(event)
+    cells = (literal(when), literal(severity, style), literal(kind), literal(subject),
+             literal(message, style))  # fmt: skip
+    return Row(str(index), cells)

@@ -8,12 +8,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from agent.protocol import ExportSummary
 from console.model.drafter_view import EXPORT_COLUMNS, export_line, export_notes, export_row
 from console.model.safe_text import literal, literal_lines
 from console.ui.commands import EXPORT_COMMANDS, bindings
+from console.ui.widgets.key_footer import KeyFooter
 
 
 class ExportScreen(Screen[None]):
@@ -39,7 +40,7 @@ class ExportScreen(Screen[None]):
             table.add_row(*(literal(cell) for cell in row[:-1]), Text(row[-1], style=style))
         yield table
         yield Static(literal_lines(export_notes(self.export)), id="export-notes")
-        yield Footer(show_command_palette=False)  # the command table decides the footer
+        yield KeyFooter()
 
     def action_back(self) -> None:
         """Back to the dashboard."""

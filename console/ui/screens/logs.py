@@ -19,12 +19,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Log, Static
+from textual.widgets import Input, Log, Static
 
 from agent.protocol import LogChunk
+from console.model.packed_line import GAP, packed
 from console.model.safe_text import literal, sanitise
 from console.ui.commands import LOG_COMMANDS, bindings
 from console.ui.signals import LogChunkReceived, signals_of
+from console.ui.widgets.key_footer import KeyFooter
 
 MAX_LINES = 50_000
 FLUSH_S = 0.1
@@ -77,7 +79,7 @@ class LogScreen(Screen[None]):
         yield Static(id="log-status")
         yield Log(id="log-view", max_lines=MAX_LINES, highlight=True)
         yield Input(id="log-prompt", classes="-hidden")
-        yield Footer(show_command_palette=False)  # the command table decides the footer
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         """Hear this log's chunks; show the status line; write new lines in batches."""
@@ -234,18 +236,28 @@ class LogScreen(Screen[None]):
         self.query_one(Log).scroll_end(animate=False, immediate=True, x_axis=False)
 
     def _update_status(self) -> None:
+        """Host, log, state and lines; the patterns in force and the unseen lines after them.
+
+        Each part whole: on lines of their own where one line cannot hold them all.
+        """
         self._status_due = False
         state = "following" if self.following else "paused"
-        extra = "".join(
-            f"  {name}: /{pattern.pattern}/"
+        parts = [Text.assemble(
+            literal(self.host, "bold"),
+            literal(f" · {self.log_name} · {state} · {len(self.lines):,} lines"),
+        )]  # fmt: skip
+        parts += [
+            literal(f"{name}: /{pattern.pattern}/")
             for name, pattern in (("filter", self.filter), ("search", self.search))
             if pattern
-        )
-        status = Text.assemble(
-            literal(self.host, "bold"),
-            literal(f" · {self.log_name} · {state} · {len(self.lines):,} lines{extra}"),
-        )
+        ]
         if self.unseen:
-            status.append("  ")
-            status.append(f" +{self.unseen:,} new lines ", style="reverse")
-        self.query_one("#log-status", Static).update(status)
+            parts.append(Text(f" +{self.unseen:,} new lines ", style="reverse"))
+        status = self.query_one("#log-status", Static)
+        width = status.content_size.width or self.app.size.width - 2
+        rows = packed([part.cell_len for part in parts], width)
+        status.update(Text("\n").join(Text(" " * GAP).join(parts[i] for i in row) for row in rows))
+
+    def on_resize(self) -> None:
+        """Pack the status line again for the new width."""
+        self._update_status()

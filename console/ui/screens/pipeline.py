@@ -8,13 +8,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from agent.protocol import Snapshot
 from console.model.autopilot_view import autopilot_line, stage_rows
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal
 from console.ui.commands import PIPELINE_COMMANDS, bindings
+from console.ui.widgets.key_footer import KeyFooter
 
 STYLE = {
     "done": "green",
@@ -66,7 +67,7 @@ class PipelineScreen(Screen[None]):
                 key=stage.name,
             )
         yield table
-        yield Footer(show_command_palette=False)  # the command table decides the footer
+        yield KeyFooter()
 
     def action_back(self) -> None:
         """Back to the dashboard."""

@@ -2,22 +2,48 @@
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual import events
 from textual.widgets import Static
 
 from agent.protocol import DrafterEvaluation, ExportSummary
 from console.model.drafter_view import drafter_text
-from console.model.safe_text import literal_lines
+from console.model.safe_text import literal
 
 
 class DrafterPanel(Static):
-    """Hidden until there is an evaluation or an export to show."""
+    """Hidden until there is an evaluation or an export to show.
+
+    A level's figures are fitted to the panel's width (two lines where one is too wide); a line
+    still too wide is cut with an ellipsis, never wrapped into the next level's. The verdict and
+    the export's line are sentences: they wrap.
+    """
+
+    _shown: tuple[DrafterEvaluation | None, ExportSummary | None] = (None, None)
 
     def show(self, evaluation: DrafterEvaluation | None, export: ExportSummary | None) -> None:
         """Render the latest reports."""
-        text = drafter_text(evaluation, export)
-        self.set_class(bool(text), "-shown")
+        self._shown = (evaluation, export)
+        self.set_class(bool(drafter_text(evaluation, export)), "-shown")
         self.set_class(evaluation is not None and evaluation.slower, "-slower")
         flagged = export is not None and export.roundtrip_flagged
         self.set_class(flagged, "-flagged")
         self.border_title = "drafter"
-        self.update(literal_lines(text))
+        self._render_lines()
+
+    def on_resize(self, _: events.Resize) -> None:
+        """Fit the levels to the new width."""
+        self._render_lines()
+
+    def _render_lines(self) -> None:
+        width = self.content_size.width or None
+        text = drafter_text(*self._shown, width=width)
+        self.update(Text("\n").join(_line(line, width) for line in text.splitlines()))
+
+
+def _line(line: str, width: int | None) -> Text:
+    """One line of host text; an indented one (a level's figures) is cut, not wrapped."""
+    text = literal(line)
+    if width and line.startswith(" "):
+        text.truncate(width, overflow="ellipsis")
+    return text

@@ -1,11 +1,11 @@
-"""Jobs: the agent's own and external ones, with pid, state, uptime, exit, GPU."""
+"""Jobs: the agent's own and external ones, with pid, state, uptime, exit (and why), GPU."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
 from agent.protocol import JobInfo
-from console.model.formatting import job_uptime
+from console.model.formatting import exit_text, job_uptime
 from console.model.restart_text import restart_badge
 from console.model.safe_text import literal
 from console.ui.widgets.fitted_table import FittedTable, Row
@@ -27,6 +27,8 @@ class JobsTable(FittedTable):
     COLUMNS = COLUMNS
     FOLD_ORDER = ("origin", "gpu", "kind", "exit", "uptime", "pid", "dataset")
     """The job's name and state stay at any width."""
+    SCROLL_HINT = True
+    """More jobs than rows in view (a short terminal) say so in the bottom border."""
 
     def show(
         self, jobs: tuple[JobInfo, ...], now: float, stale: frozenset[str] = frozenset()
@@ -54,9 +56,8 @@ def _state_text(job: JobInfo, stale: frozenset[str]) -> Text:
 
 
 def _row(job: JobInfo, now: float, stale: frozenset[str]) -> Row:
-    exit_text = job.exit_signal or ("" if job.exit_code is None else str(job.exit_code))
     return Row(job.id, (
         literal(job.name), literal(job.kind), literal(job.dataset or ""), str(job.pid or ""),
-        _state_text(job, stale), job_uptime(job, now), literal(exit_text),
+        _state_text(job, stale), job_uptime(job, now), literal(exit_text(job)),
         "gpu" if job.gpu else "", "external" if job.external else "own",
     ))  # fmt: skip
