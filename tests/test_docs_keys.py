@@ -11,7 +11,7 @@ import pytest
 from console.ui.commands import APP_COMMANDS, DASHBOARD_COMMANDS
 
 REPO = Path(__file__).resolve().parents[1]
-KEY_NAMES = {"question_mark": "?", "tab": None}
+KEY_NAMES = {"question_mark": "?", "right_square_bracket": "]", "tab": None}
 """How a binding's key is written in the docs (None: not a key a person is told about)."""
 
 

@@ -30,6 +30,7 @@ from console.config import ConsoleSettings, HostConfig
 from console.link.host_connection import BACKOFF_S, HostConnection, LinkState, Opener
 from console.link.host_keys import OfferedKey
 from console.link.last_seen import LastSeen
+from console.model.config_drift import drift_text
 from console.model.host_view import HostView, headline, new_alerts
 from console.model.operations_view import ALERTS_TOLD_HERE
 from console.model.safe_text import sanitise
@@ -267,6 +268,9 @@ class ConsoleApp(App[None]):
         elif after == "refused" and before != "refused":
             self.notify(message.state.detail, severity="error", timeout=30)
             self._offer_trust(message.state)
+        if after == "up" and before != "up" and message.state.config_differences:
+            drift = drift_text(view.name, message.state.config_differences)
+            self.notify(drift, severity="warning", timeout=30)
         self._publish_host_shown()
 
     def on_agent_event_received(self, message: AgentEventReceived) -> None:
@@ -306,8 +310,15 @@ class ConsoleApp(App[None]):
     # ------------------------------------------------------------ actions
 
     def action_next_host(self) -> None:
-        """Show the next host."""
+        """Show the next host (with one host, say how to watch more)."""
         names = list(self.views)
+        if len(names) == 1:
+            self.notify(
+                f"{self.current} is the only host in the config: add a [hosts.NAME] table "
+                "for each box to watch, then h moves between them",
+                timeout=6,
+            )
+            return
         self.show_host(names[(names.index(self.current) + 1) % len(names)])
 
     def action_events(self) -> None:

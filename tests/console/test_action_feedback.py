@@ -135,3 +135,15 @@ async def test_deploy_and_rollback_refresh_the_deploy_screen_and_an_identical_ro
         assert not any(t.startswith("rolled back") for t in toasts(app))
         assert isinstance(app.screen, DeployScreen)
         assert deploy_rows(app) == ["changed"]
+
+
+async def test_h_with_one_host_says_how_to_watch_more() -> None:
+    agent = agent_with({})
+    app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
+        await pilot.press("h")
+        await wait_for(pilot, lambda: any("only host" in t for t in toasts(app)))
+        [said] = [t for t in toasts(app) if "only host" in t]
+        assert "[hosts.NAME]" in said
+        assert app.current == "gpu"
