@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.attach import stop_daemon
 from agent.protocol import (
     JOBS_LAUNCH,
     SNAPSHOT,
@@ -34,6 +35,7 @@ from agent.protocol import (
     to_wire,
 )
 from agent.simulator.tokenizer import build_tokenizer
+from agent.state import StatePaths
 from console.config import HostConfig, load_config
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -130,7 +132,8 @@ async def boxes(tmp_path: Path) -> AsyncIterator[dict[str, AgentLink]]:
         try:
             yield links
         finally:
-            for state in states.values():
+            for state in states.values():  # the daemon first: it would restart what is killed
+                stop_daemon(StatePaths(state))
                 kill_leftover_jobs(state)
 
 
