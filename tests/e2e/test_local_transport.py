@@ -20,6 +20,7 @@ from console.demo.workspace import DATASETS, Workspace, prepare_scripts, write_d
 from tests.e2e.test_status_over_ssh import run_cli
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.ports import free_port
+from tests.support.repo import REPO
 
 
 @pytest.fixture
@@ -61,6 +62,16 @@ async def test_doctor_checks_the_local_host_without_ssh(demo_space: Workspace) -
     assert "ssh" not in lines
     assert f"{len(DATASETS)} dataset(s)" in lines["datasets"]
     assert "localhost:22" not in result.stdout + result.stderr
+    checked = ["ssh" if (name := line.split()[1]) == "local" else name
+               for line in result.stdout.splitlines() if line.startswith(("ok ", "FAIL "))]  # fmt: skip
+    assert guide_doctor_sample() == checked, "the guide's doctor sample shows what doctor checks"
+
+
+def guide_doctor_sample() -> list[str]:
+    """The check names of the guide's `eagle-console doctor kimi` sample, in order."""
+    guide = (REPO / "docs" / "getting-started.md").read_text()
+    sample = guide.split("$ eagle-console doctor kimi\nok ", 1)[1].split("```", 1)[0]
+    return [line.split()[1] for line in ("ok " + sample).splitlines() if line.strip()]
 
 
 async def test_events_and_report_answer_from_the_local_agent(demo_space: Workspace) -> None:
