@@ -43,6 +43,18 @@ def test_finish_lands_within_one_response_of_the_budget(
     assert final["cancelled_requests"] == 0
     assert final["completed"] == final["dispatched"], "finish keeps every request it sent"
     assert max(response_ids(folder).values()) == 1
+    last = result.stderr.strip().splitlines()[-1]
+    said = f"ended: its token budget is met ({final['tokens']:,} of {budget:,} tokens)"
+    assert said in last, "the runner's last line says why it ended (#30 item 9)"
+
+
+def test_a_run_out_of_prompts_says_so_last(simulator: SimulatorProcess, tmp_path: Path) -> None:
+    folder = tmp_path / "B2_small"
+    write_id_prompts(folder, 5)
+    result = run_runner(folder, simulator.url, "--token-budget", "10000000")
+    assert result.returncode == 0, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "ended: no prompt is left to answer; 5 response(s) written this run" in last
 
 
 def test_cancel_aborts_in_flight_work_and_reports_it(tmp_path: Path) -> None:

@@ -47,6 +47,16 @@ def how_it_ended(
     return Ending("stopped", "budget" if budget_reached else "exhausted", None, "", EXIT_OK)
 
 
+def ending_words(end: Ending, stats: RunStats, tokens_done: int, budget: int | None) -> str:
+    """The runner's last line for a run that did not fail: why it ended, and what it wrote."""
+    why = {
+        "budget": f"its token budget is met ({tokens_done:,} of {budget or 0:,} tokens)",
+        "exhausted": "no prompt is left to answer",
+        "signal": "stopped by a signal, the requests in flight drained or cancelled",
+    }.get(end.stop_reason or "", end.stop_reason or "it stopped")
+    return f"ended: {why}; {stats.completed:,} response(s) written this run"
+
+
 def nothing_generated(stats: RunStats) -> bool:
     """Requests went out and not one answer came back to keep."""
     return stats.dispatched > 0 and stats.completed + stats.truncated == 0

@@ -40,7 +40,7 @@ from agent.pipeline.inference.rejections import (
 )
 from agent.pipeline.inference.response_line import DatasetTally
 from agent.pipeline.inference.retry_pacing import RetryPacing
-from agent.pipeline.inference.run_ending import how_it_ended
+from agent.pipeline.inference.run_ending import ending_words, how_it_ended
 from agent.pipeline.inference.run_report import (
     dataset_tally,
     options_fields,
@@ -419,6 +419,8 @@ class Runner:
         self._say_failed_prompts()
         if end.failure is not None:
             raise RunFailedError(end.failure, end.exit_code)
+        words = ending_words(end, self.stats, self.gate.tokens_done, self.gate.budget)
+        log.info("[%s] %s", self.name, words)
         return end.exit_code
 
     def _say_failed_prompts(self) -> None:
