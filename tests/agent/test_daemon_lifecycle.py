@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from agent.host.procfs import process_info
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_LIST,
@@ -26,24 +25,11 @@ from agent.protocol import (
 from agent.state import read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
+from tests.support.process_checks import alive, gone_within
 from tests.support.simulator_process import agent_env
 
 LEAVE_WITHIN_S = 60.0
 SLEEPER = JobSpec((sys.executable, "-c", "import time; time.sleep(300)"), grace_s=1)
-
-
-def alive(pid: int) -> bool:
-    info = process_info(pid)
-    return info is not None and info.alive
-
-
-async def gone_within(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.2)
-    return True
 
 
 async def job_now(link: AgentLink, job_id: str) -> JobInfo:

@@ -7,7 +7,6 @@ job's, so it ran on unseen. Each worker here writes its pid to a file, then slee
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import sys
@@ -32,6 +31,7 @@ from agent.state import read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from tests.support.operations import jobs_where, text_appears
+from tests.support.process_checks import alive, gone_within
 
 PY = sys.executable
 WORKER = (
@@ -66,21 +66,6 @@ async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
     agent = await open_local_link(state_dir, pipeline(tmp_path))
     yield agent
     await agent.close()
-
-
-def alive(pid: int) -> bool:
-    info = process_info(pid)
-    return info is not None and info.alive
-
-
-async def ended_within(pid: int, timeout_s: float) -> bool:
-    """True once `pid` has ended (a SIGKILL is delivered, not done, when kill() returns)."""
-    deadline = time.monotonic() + timeout_s
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.01)
-    return True
 
 
 @pytest.mark.parametrize("mode", ["setsid", "group"])
@@ -154,7 +139,7 @@ async def test_a_worker_whose_job_killed_its_shim_is_still_stopped_with_the_job(
     async with shim_killed(tmp_path, state_dir, "stay") as (agent, job, worker):
         shim = read_json(state_dir / "jobs" / job.id / "shim.json")
         assert isinstance(shim, dict)
-        assert await ended_within(int(shim["pid"]), 10.0), "the job's kill never ended its shim"
+        assert await gone_within(int(shim["pid"]), 10.0), "the job's kill never ended its shim"
         info = process_info(worker)
         assert info is not None
         assert info.pgid != job.pgid
