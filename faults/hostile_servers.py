@@ -80,14 +80,17 @@ async def _round(
 
 
 @contextlib.asynccontextmanager
-async def _linked(state: Path, pipeline: PipelineConfig) -> AsyncIterator[AgentLink]:
+async def _linked(
+    state: Path, pipeline: PipelineConfig, *, apply: bool = True
+) -> AsyncIterator[AgentLink]:
     """A link to the state folder's daemon (started if none runs), `pipeline` applied on purpose.
 
-    Each part runs its own config on the one daemon: a hello only compares it (#30).
+    With `apply` False the caller applies it when it is ready. Each part runs its own config on the one daemon: a hello only compares it (#30).
     """
     link = await open_local_link(state, pipeline)
     try:
-        await link.apply_pipeline(pipeline)
+        if apply:
+            await link.apply_pipeline(pipeline)
         yield link
     finally:
         await link.close()
@@ -141,8 +144,11 @@ def _panel(server: ServerStats) -> str:
 async def _hook_part(result: ScenarioResult, state: Path, peers: Peers, kind: str) -> None:
     dead = f"http://127.0.0.1:{free_port()}"  # its server_down alert is the one watched for
     pipeline = PipelineConfig(sglang_url=dead, notify=NotifyConfig(f"{peers.hooks_url}/{kind}"))
-    async with _linked(state, pipeline) as link:
+    async with _linked(state, pipeline, apply=False) as link:
+        # counted before the new hook is in place: the agent may probe the dead server, raise its
+        # alert and deliver it between an apply and the next request (a full parallel run did)
         before = await _notify_status(link)
+        await link.apply_pipeline(pipeline)
         started = time.monotonic()
         settled = await wait_until_async(
             lambda: _delivered(peers, dead) if kind == "good" else _settled(link, before), WAIT_S

@@ -57,6 +57,11 @@ async def open_local_link(
             (await process.stderr.read()).decode(errors="replace").strip() if process.stderr else ""
         )
         raise LinkError(f"{exc}{'; agent said: ' + stderr if stderr else ''}") from None
+    except BaseException:  # cancelled mid-hello (the app quitting): leave no attach process behind
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await link.close()
+        raise
     return link
 
 

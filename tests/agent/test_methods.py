@@ -28,4 +28,5 @@ def test_only_the_changing_methods_need_an_idempotency_key() -> None:
     assert mutating == [
         "autopilot.control", "autostart.set", "files.install", "files.rollback", "jobs.launch",
         "jobs.stop", "operations.generate", "operations.redeploy", "operations.sequence",
+        "pipeline.apply",
     ]  # fmt: skip

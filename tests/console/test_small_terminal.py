@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -99,11 +101,32 @@ def lines_of(app: ConsoleApp) -> list[str]:
     return [line.rstrip() for line in screen_text(app).splitlines()]
 
 
+def _holds(condition: bool, shown: object = "") -> None:
+    assert condition, shown
+
+
+async def eventually(pilot: Pilot[Any], check: Callable[[], None], timeout_s: float = 20) -> None:
+    """Until `check` passes (its assertions, as they are), or its last failure after `timeout_s`:
+    a screen draws a frame or two after what it shows has arrived, later on a loaded machine."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            check()
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            await pilot.pause(0.05)
+        else:
+            return
+
+
 async def show(pilot: Pilot[Any], **changes: Any) -> None:
     """The crowded host (eight datasets, a training run), with `changes` to its snapshot."""
     await show_crowded(pilot)
-    pilot.app.post_message(SnapshotReceived("gpu", dataclasses.replace(CROWDED, **changes)))
-    await pilot.pause(0.3)
+    shown = dataclasses.replace(CROWDED, **changes)
+    pilot.app.post_message(SnapshotReceived("gpu", shown))
+    app = cast(ConsoleApp, pilot.app)
+    await wait_for(pilot, lambda: app.views["gpu"].snapshot == shown)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "200x60"])
@@ -114,15 +137,18 @@ async def test_the_events_say_what_happened_in_full(size: tuple[int, int]) -> No
         await app.push_screen(EventsScreen("gpu", cast(AgentLink, TimelineLink())))
         table = app.screen.query_one("#events-table", DataTable)
         await wait_for(pilot, lambda: table.row_count == 2)
-        await pilot.pause(0.2)
-        text = screen_text(app)
-        assert "events of the last 24 h" in text
-        assert "what happened" in text
-        assert "started pid 4242" in text
-        assert all(word in text for word in WORDS.split()), text
-        header = next(line for line in lines_of(app) if "what happened" in line)
-        assert len(header) <= size[0]
-        assert table.virtual_size.width <= table.scrollable_content_region.width
+
+        def told_in_full() -> None:
+            text = screen_text(app)
+            assert "events of the last 24 h" in text
+            assert "what happened" in text
+            assert "started pid 4242" in text
+            assert all(word in text for word in WORDS.split()), text
+            header = next(line for line in lines_of(app) if "what happened" in line)
+            assert len(header) <= size[0]
+            assert table.virtual_size.width <= table.scrollable_content_region.width
+
+        await eventually(pilot, told_in_full)
 
 
 async def test_at_80x24_the_dataset_detail_keeps_its_title_responses_and_errors() -> None:
@@ -130,15 +156,18 @@ async def test_at_80x24_the_dataset_detail_keeps_its_title_responses_and_errors(
     async with app.run_test(size=SMALL) as pilot:
         await show_crowded(pilot)
         await app.push_screen(DatasetScreen("gpu", DETAIL, CROWDED.datasets[2]))
-        await pilot.pause(0.3)
-        lines = lines_of(app)
-        assert "B3_math · last 200 responses" in lines[0]
-        shown_ids = [f"math-{i:04}" for i in range(20) if f"math-{i:04}" in "\n".join(lines)]
-        assert len(shown_ids) >= 4, "\n".join(lines)
-        assert "math-0019" in shown_ids  # the newest response first
-        assert any(line.lstrip().startswith("id") and "tokens" in line for line in lines)
-        assert "math-e0: HTTP 500: simulated" in "\n".join(lines)
-        assert "Back" in lines[-1]
+
+        def detail_kept() -> None:
+            lines = lines_of(app)
+            assert "B3_math · last 200 responses" in lines[0]
+            shown_ids = [f"math-{i:04}" for i in range(20) if f"math-{i:04}" in "\n".join(lines)]
+            assert len(shown_ids) >= 4, "\n".join(lines)
+            assert "math-0019" in shown_ids  # the newest response first
+            assert any(line.lstrip().startswith("id") and "tokens" in line for line in lines)
+            assert "math-e0: HTTP 500: simulated" in "\n".join(lines)
+            assert "Back" in lines[-1]
+
+        await eventually(pilot, detail_kept)
 
 
 async def test_at_80x24_the_log_status_line_shows_the_whole_search_and_filter() -> None:
@@ -155,16 +184,19 @@ async def test_at_80x24_the_log_status_line_shows_the_whole_search_and_filter() 
             await pilot.press(key)
             await pilot.press(*pattern)
             await pilot.press("enter")
-        await pilot.pause(0.3)
-        lines = lines_of(app)
-        status = "".join(line.strip() for line in lines[:3])
-        assert f"search: /{search}/" in status, lines[:3]
-        assert f"filter: /{needle}/" in status, lines[:3]
-        assert "gpu · sglang" in lines[0]
-        assert any("gen throughput" in line for line in lines[3:])
+
+        def status_whole() -> None:
+            lines = lines_of(app)
+            status = "".join(line.strip() for line in lines[:3])
+            assert f"search: /{search}/" in status, lines[:3]
+            assert f"filter: /{needle}/" in status, lines[:3]
+            assert "gpu · sglang" in lines[0]
+            assert any("gen throughput" in line for line in lines[3:])
+
+        await eventually(pilot, status_whole)
 
 
-async def footer_keys(app: ConsoleApp) -> dict[str, str]:
+def footer_keys(app: ConsoleApp) -> dict[str, str]:
     footer = app.screen.query_one(KeyFooter)
     return {key.key_display: key.description for key in footer.query(FooterKey)}
 
@@ -173,48 +205,61 @@ async def test_with_room_the_footer_shows_export_report_bench_and_events() -> No
     app = fixed_app()
     async with app.run_test(size=LARGE) as pilot:
         await show_crowded(pilot)
-        keys = await footer_keys(app)
-        assert {"x", "X", "B", "e"} <= set(keys), keys
-        last = lines_of(app)[-1]
-        assert all(f" {key} " in f" {last} " for key in ("x", "X", "B", "e")), last
+
+        def roomy_footer() -> None:
+            keys = footer_keys(app)
+            assert {"x", "X", "B", "e"} <= set(keys), keys
+            last = lines_of(app)[-1]
+            assert all(f" {key} " in f" {last} " for key in ("x", "X", "B", "e")), last
+
+        await eventually(pilot, roomy_footer)
 
 
 async def test_at_80x24_the_training_and_drafter_panels_are_a_key_away() -> None:
     app = fixed_app()
     async with app.run_test(size=SMALL) as pilot:
         await show(pilot, evaluation=EVALUATION)
-        assert "] Panels" in lines_of(app)[-1]
+        await eventually(pilot, lambda: _holds("] Panels" in lines_of(app)[-1]))
         assert "step 600/900" not in screen_text(app)
         await pilot.press("right_square_bracket")
-        await pilot.pause(0.2)
-        text = screen_text(app)
-        assert "sglang: step 600/900 · epoch 1 · ETA 30m 00s" in text
-        assert "GPU0 97%" in text
+
+        def training_page() -> None:
+            text = screen_text(app)
+            assert "sglang: step 600/900 · epoch 1 · ETA 30m 00s" in text
+            assert "GPU0 97%" in text
+
+        await eventually(pilot, training_page)
         await pilot.press("right_square_bracket")
-        await pilot.pause(0.2)
-        lines = lines_of(app)
-        assert any("c=1: 331 tok/s vs 156 2.12× · p50 0.29 s · warm cache" in ln for ln in lines)
-        assert any(
-            ln.strip("│ ").startswith("accept 3.05 (3.00 per decode pass) · drafts 52% accepted")
-            for ln in lines
-        ), "\n".join(lines)
+
+        def drafter_page() -> None:
+            lines = lines_of(app)
+            warm = "c=1: 331 tok/s vs 156 2.12× · p50 0.29 s · warm cache"
+            assert any(warm in ln for ln in lines), "\n".join(lines)
+            accept = "accept 3.05 (3.00 per decode pass) · drafts 52% accepted"
+            assert any(ln.strip("│ ").startswith(accept) for ln in lines), "\n".join(lines)
+
+        await eventually(pilot, drafter_page)
         await pilot.press("right_square_bracket")
-        await pilot.pause(0.2)
-        assert "hand-runner" in screen_text(app)
-        assert "SGLang" in screen_text(app)
+        await eventually(
+            pilot, lambda: _holds("hand-runner" in (t := screen_text(app)) and "SGLang" in t)
+        )
 
 
 async def test_at_200x60_every_panel_is_on_screen_and_the_footer_needs_no_page_key() -> None:
     app = fixed_app()
     async with app.run_test(size=LARGE) as pilot:
         await show(pilot, evaluation=EVALUATION)
-        lines = lines_of(app)
-        text = "\n".join(lines)
-        for shown in ("sglang: step 600/900", "hand-runner", "SGLang", "GPU1 95%"):
-            assert shown in text
-        assert any("c=32: 3,051 tok/s vs 4,355 0.70× · p50 0.50 s" in line for line in lines)
-        assert "accept 2.66 (2.90 per decode pass) · drafts 48% accepted" in text
-        assert "]" not in await footer_keys(app)
+
+        def all_on_screen() -> None:
+            lines = lines_of(app)
+            text = "\n".join(lines)
+            for shown in ("sglang: step 600/900", "hand-runner", "SGLang", "GPU1 95%"):
+                assert shown in text
+            assert any("c=32: 3,051 tok/s vs 4,355 0.70× · p50 0.50 s" in line for line in lines)
+            assert "accept 2.66 (2.90 per decode pass) · drafts 48% accepted" in text
+            assert "]" not in footer_keys(app)
+
+        await eventually(pilot, all_on_screen)
 
 
 async def test_at_80x24_the_jobs_table_says_how_many_jobs_are_out_of_view() -> None:
@@ -223,14 +268,14 @@ async def test_at_80x24_the_jobs_table_says_how_many_jobs_are_out_of_view() -> N
         await show(pilot, jobs=MANY_JOBS)
         table = app.screen.query_one("#jobs", DataTable)
         await wait_for(pilot, lambda: table.row_count == len(MANY_JOBS))
-        await pilot.pause(0.2)
         in_view = table.scrollable_content_region.height - table.header_height
         assert in_view < len(MANY_JOBS)
-        assert f"+{len(MANY_JOBS) - in_view} more ↓" in screen_text(app)
+        more = f"+{len(MANY_JOBS) - in_view} more ↓"
+        await eventually(pilot, lambda: _holds(more in screen_text(app), screen_text(app)))
         table.focus()
         await pilot.press(*["down"] * len(MANY_JOBS))
-        await pilot.pause(0.2)
-        assert f"↑ {len(MANY_JOBS) - in_view} above" in screen_text(app)
+        above = f"↑ {len(MANY_JOBS) - in_view} above"
+        await eventually(pilot, lambda: _holds(above in screen_text(app), screen_text(app)))
         assert "more ↓" not in screen_text(app)
 
 
@@ -241,16 +286,19 @@ async def test_at_80x24_a_toast_over_a_modal_leaves_its_buttons_uncovered() -> N
         spec = JobSpec(("python",), stop_signal="SIGINT", grace_s=60)
         consequences = stop_consequences("gpu", SNAPSHOT, "inference-B3_math-1", spec)
         await app.push_screen(ConfirmScreen("Stop inference?", consequences, "Stop"))
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: len(app.screen.query(Button)) == 2)
         for n in range(3):
             app.notify(f"gpu: B{n}: a toast long enough to take three or four lines " * 2)
         await wait_for(pilot, lambda: len(app.screen.query(Toast)) == 3)
-        await pilot.pause(0.3)
-        buttons = [button.region for button in app.screen.query(Button)]
-        assert len(buttons) == 2
-        toasts = [on_screen(app, toast) for toast in app.screen.query(Toast)]
-        assert any(toasts), "no toast on screen"
-        for toast in filter(None, toasts):
-            assert not any(toast.overlaps(button) for button in buttons), (toast, buttons)
-        assert "Cancel" in screen_text(app)
-        assert re.search(r"gpu: B\d: a toast", screen_text(app))
+
+        def buttons_clear() -> None:
+            buttons = [button.region for button in app.screen.query(Button)]
+            assert len(buttons) == 2
+            toasts = [on_screen(app, toast) for toast in app.screen.query(Toast)]
+            assert any(toasts), "no toast on screen"
+            for toast in filter(None, toasts):
+                assert not any(toast.overlaps(button) for button in buttons), (toast, buttons)
+            assert "Cancel" in screen_text(app)
+            assert re.search(r"gpu: B\d: a toast", screen_text(app))
+
+        await eventually(pilot, buttons_clear)
