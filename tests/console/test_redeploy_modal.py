@@ -22,6 +22,7 @@ from console.ui.screens.redeploy import RedeployScreen
 from tests.console.scripted_agent import ScriptedAgent
 from tests.console.test_hostile_text import wait_for
 from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
+from tests.support.pilot_waits import eventually
 
 BUDGET = 25_000
 ARGV = (
@@ -125,18 +126,21 @@ async def test_at_80x24_the_title_pid_whole_command_and_buttons_are_in_view() ->
     async with app.run_test(size=(80, 24)) as pilot:
         await press_r(pilot, agent, CROSSED)
         app.clear_notifications()  # toasts sit over the corner; the test reads the modal
-        await pilot.pause(0.3)
-        lines = visible_lines(app)
-        shown = "\n".join(lines)
-        assert len(lines) == 24
-        assert "Kill, deploy and restart inference-old?" in shown
-        assert "(pid 82261, process group 82260)" in shown
-        assert "Cancel" in shown
-        assert "Kill, deploy, restart" in shown
-        area = app.screen.query_one(TextArea).content_region
-        rows = [line[area.x : area.right].strip() for line in lines[area.y : area.bottom]]
-        expected = shlex.join(with_token_budget(ARGV, BUDGET))
-        assert " ".join(row for row in rows if row) == expected  # every word, the tail included
-        assert focused_id(app) == "cancel"
+
+        def all_in_view() -> None:
+            lines = visible_lines(app)
+            shown = "\n".join(lines)
+            assert len(lines) == 24
+            assert "Kill, deploy and restart inference-old?" in shown
+            assert "(pid 82261, process group 82260)" in shown
+            assert "Cancel" in shown
+            assert "Kill, deploy, restart" in shown
+            area = app.screen.query_one(TextArea).content_region
+            rows = [line[area.x : area.right].strip() for line in lines[area.y : area.bottom]]
+            expected = shlex.join(with_token_budget(ARGV, BUDGET))
+            assert " ".join(row for row in rows if row) == expected  # every word, the tail too
+            assert focused_id(app) == "cancel"
+
+        await eventually(pilot, all_in_view)
         await pilot.press("tab")
         assert focused_id(app) == "confirm"

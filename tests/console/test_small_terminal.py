@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
-from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -47,6 +45,7 @@ from console.ui.widgets.key_footer import KeyFooter
 from tests.console.test_hostile_text import wait_for
 from tests.console.test_layout import CROWDED, show_crowded
 from tests.console.test_snapshots import NOW, SNAPSHOT, fixed_app
+from tests.support.pilot_waits import eventually, holds
 
 SMALL = (80, 24)
 LARGE = (200, 60)
@@ -99,25 +98,6 @@ def on_screen(app: ConsoleApp, widget: Widget) -> Region | None:
 
 def lines_of(app: ConsoleApp) -> list[str]:
     return [line.rstrip() for line in screen_text(app).splitlines()]
-
-
-def _holds(condition: bool, shown: object = "") -> None:
-    assert condition, shown
-
-
-async def eventually(pilot: Pilot[Any], check: Callable[[], None], timeout_s: float = 20) -> None:
-    """Until `check` passes (its assertions, as they are), or its last failure after `timeout_s`:
-    a screen draws a frame or two after what it shows has arrived, later on a loaded machine."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            check()
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            await pilot.pause(0.05)
-        else:
-            return
 
 
 async def show(pilot: Pilot[Any], **changes: Any) -> None:
@@ -219,7 +199,7 @@ async def test_at_80x24_the_training_and_drafter_panels_are_a_key_away() -> None
     app = fixed_app()
     async with app.run_test(size=SMALL) as pilot:
         await show(pilot, evaluation=EVALUATION)
-        await eventually(pilot, lambda: _holds("] Panels" in lines_of(app)[-1]))
+        await eventually(pilot, lambda: holds("] Panels" in lines_of(app)[-1]))
         assert "step 600/900" not in screen_text(app)
         await pilot.press("right_square_bracket")
 
@@ -241,7 +221,7 @@ async def test_at_80x24_the_training_and_drafter_panels_are_a_key_away() -> None
         await eventually(pilot, drafter_page)
         await pilot.press("right_square_bracket")
         await eventually(
-            pilot, lambda: _holds("hand-runner" in (t := screen_text(app)) and "SGLang" in t)
+            pilot, lambda: holds("hand-runner" in (t := screen_text(app)) and "SGLang" in t)
         )
 
 
@@ -271,11 +251,11 @@ async def test_at_80x24_the_jobs_table_says_how_many_jobs_are_out_of_view() -> N
         in_view = table.scrollable_content_region.height - table.header_height
         assert in_view < len(MANY_JOBS)
         more = f"+{len(MANY_JOBS) - in_view} more ↓"
-        await eventually(pilot, lambda: _holds(more in screen_text(app), screen_text(app)))
+        await eventually(pilot, lambda: holds(more in screen_text(app), screen_text(app)))
         table.focus()
         await pilot.press(*["down"] * len(MANY_JOBS))
         above = f"↑ {len(MANY_JOBS) - in_view} above"
-        await eventually(pilot, lambda: _holds(above in screen_text(app), screen_text(app)))
+        await eventually(pilot, lambda: holds(above in screen_text(app), screen_text(app)))
         assert "more ↓" not in screen_text(app)
 
 
