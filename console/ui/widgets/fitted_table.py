@@ -113,9 +113,12 @@ class FittedTable(DataTable[Text | str]):
         return text
 
     def _update(self, rows: Sequence[Row], shown: list[str]) -> None:
+        """Only the cells that changed: each update has the table measure its columns again."""
         for row in rows:
             for column in shown:
-                self.update_cell(row.key, column, self._cell(row, column), update_width=True)
+                cell = self._cell(row, column)
+                if self.get_cell(row.key, column) != cell:
+                    self.update_cell(row.key, column, cell, update_width=True)
 
     def _fill(self, rows: Sequence[Row], shown: list[str], same_columns: bool) -> None:
         if not same_columns:
