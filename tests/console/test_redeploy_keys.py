@@ -99,7 +99,10 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
             assert f"pid {running.pid}" in text
             assert "B1_sharegpt:" in text
             assert f"changed: {app_dir / 'agent' / 'pipeline' / 'inference' / 'status.py'}" in text
-            await pilot.click("#confirm")
+            # by key, as a keyboard user confirms: the modal follows live snapshots, and a click
+            # aimed at a button laid out before one arrived can land beside it on a loaded machine
+            modal.query_one("#confirm").focus()
+            await pilot.press("enter")
             await wait_for(
                 pilot,
                 lambda: (
