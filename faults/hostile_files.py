@@ -48,6 +48,9 @@ from tests.support.simulator_process import agent_env
 TITLE = "Hostile files: FIFOs, devices, sockets, loops, locked folders, corrupt and huge lines"
 MAX_GAP_S = 3.0
 REFUSE_WITHIN_S = 15.0
+JOB_LIMIT_S = 180.0
+"""Vocab and resume must finish and agree, not be quick: vocab imports numpy and torch, which
+took past REFUSE_WITHIN_S beside a full parallel test run (the refusal keeps its own bound)."""
 RSS_LIMIT_MB = 300.0
 
 
@@ -219,7 +222,8 @@ def _check_jobs(root: HostileRoot, workdir: Path, result: ScenarioResult) -> Non
     vocab_root.mkdir()
     shutil.copytree(root.path / root.lines_name, vocab_root / root.lines_name)
     vocab = _run([sys.executable, "-m", "agent.pipeline.vocab", "--datasets-root", str(vocab_root),
-                  "--out", str(workdir / "vocab"), "--target-vocab-size", "100", "--draft-vocab-size", "10"])  # fmt: skip
+                  "--out", str(workdir / "vocab"), "--target-vocab-size", "100", "--draft-vocab-size", "10"],
+                 JOB_LIMIT_S)  # fmt: skip
     good, corrupt = expected_lines()
     report = _json(workdir / "vocab" / "vocab_report.json")
     skipped = report.get("skipped_lines_per_dataset", {}).get(root.lines_name)
@@ -228,7 +232,8 @@ def _check_jobs(root: HostileRoot, workdir: Path, result: ScenarioResult) -> Non
             f"vocab skipped {skipped} lines, want {corrupt}: {vocab and vocab.stderr[-300:]}"
         )
     resume = _run(
-        [sys.executable, "-c", RESUME, str(vocab_root / root.lines_name / "raw_responses.jsonl")]
+        [sys.executable, "-c", RESUME, str(vocab_root / root.lines_name / "raw_responses.jsonl")],
+        JOB_LIMIT_S,
     )
     counts = json.loads(resume.stdout) if resume is not None and resume.returncode == 0 else None
     if counts != [good, corrupt]:
@@ -249,10 +254,12 @@ RESUME = (
 )
 
 
-def _run(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+def _run(
+    argv: list[str], limit_s: float = REFUSE_WITHIN_S
+) -> subprocess.CompletedProcess[str] | None:
     try:
         return subprocess.run(argv, env=agent_env(), capture_output=True, text=True,
-                              timeout=REFUSE_WITHIN_S)  # fmt: skip
+                              timeout=limit_s)  # fmt: skip
     except subprocess.TimeoutExpired:
         return None
 

@@ -48,7 +48,10 @@ async def test_unknown_key_is_refused_then_pinned_with_a_typed_yes(
 
     app = ConsoleApp({"gpu": opener()}, pinners={"gpu": functools.partial(pin_host_key, host)})
     async with app.run_test(size=(170, 50)) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, TrustScreen))
+        await wait_for(  # the screen is app.screen before its widgets are composed
+            pilot,
+            lambda: isinstance(app.screen, TrustScreen) and bool(app.screen.query("#trust-text")),
+        )
         text = str(app.screen.query_one("#trust-text").render())
         assert asyncssh_endpoint.host_key_fingerprint in text
         assert not state_dir.exists(), "nothing ran on the host before the key was trusted"
