@@ -9,12 +9,10 @@ The router is the real sglang-router; every box gets its own agent, as on a flee
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -24,13 +22,10 @@ import pytest
 from agent.attach import stop_daemon
 from agent.protocol import (
     JOBS_LAUNCH,
-    SNAPSHOT,
     JobInfo,
     JobSpec,
     LaunchParams,
     PipelineConfig,
-    Snapshot,
-    SnapshotParams,
     from_wire,
     to_wire,
 )
@@ -41,7 +36,7 @@ from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
 from tests.support.leftover_jobs import kill_leftover_jobs
-from tests.support.operations import jobs_where
+from tests.support.operations import jobs_where, snapshot_where
 from tests.support.ports import free_port
 from tests.support.repo import REPO
 from tests.support.router_process import require_router
@@ -135,19 +130,6 @@ async def boxes(tmp_path: Path) -> AsyncIterator[dict[str, AgentLink]]:
             for state in states.values():  # the daemon first: it would restart what is killed
                 stop_daemon(StatePaths(state))
                 kill_leftover_jobs(state)
-
-
-async def snapshot_where(
-    link: AgentLink, predicate: Callable[[Snapshot], bool], timeout_s: float = 90.0
-) -> Snapshot:
-    """Wait until the agent's snapshot satisfies `predicate`; returns it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-        if predicate(snapshot):
-            return snapshot
-        assert time.monotonic() < deadline, f"the snapshot never got there: {snapshot.server}"
-        await asyncio.sleep(0.2)
 
 
 async def launch(link: AgentLink, job: str, dataset: str | None = None) -> JobInfo:

@@ -18,6 +18,7 @@ from agent.protocol import (
     AUTOPILOT_STATUS,
     JOBS_LIST,
     OPERATIONS_LIST,
+    SNAPSHOT,
     SNAPSHOT_WATCH,
     AutopilotStatus,
     AutopilotStatusParams,
@@ -25,6 +26,8 @@ from agent.protocol import (
     JobsParams,
     OperationInfo,
     OperationsParams,
+    Snapshot,
+    SnapshotParams,
     StagedFile,
     WatchParams,
 )
@@ -85,6 +88,19 @@ async def jobs_where(
             return jobs
         assert time.monotonic() < deadline, f"the jobs never got there: {jobs}"
         await asyncio.sleep(POLL_S)
+
+
+async def snapshot_where(
+    link: AgentLink, predicate: Callable[[Snapshot], bool], timeout_s: float = 90.0
+) -> Snapshot:
+    """Wait until the agent's snapshot satisfies `predicate`; returns it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+        if predicate(snapshot):
+            return snapshot
+        assert time.monotonic() < deadline, f"the snapshot never got there: {snapshot.server}"
+        await asyncio.sleep(POLL_S * 4)
 
 
 async def autopilot_where(
