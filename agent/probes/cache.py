@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -76,7 +77,7 @@ class ProbeCache:
             log_stats={k: str(v) for k, v in (log_stats or {}).items()},
         )
         self.server = with_down_since(self.server, probed)
-        self.gpus = await read_gpus()
+        self.gpus = await read_gpus(nvidia_smi_binary(pipeline))
 
     def alerts(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> list[Alert]:
         """server_down when a configured server (or every worker behind a router) is down.
@@ -159,3 +160,8 @@ def _api_key(key_file: str | None) -> tuple[str | None, str]:
         return read_api_key(key_file), ""
     except ApiKeyError as exc:
         return None, str(exc)
+
+
+def nvidia_smi_binary(pipeline: PipelineConfig) -> str:
+    """The host's `nvidia_smi` (a `~/` path is the agent user's home), else the one on PATH."""
+    return os.path.expanduser(pipeline.nvidia_smi) if pipeline.nvidia_smi else "nvidia-smi"

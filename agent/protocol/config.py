@@ -116,6 +116,8 @@ class PipelineConfig:
     """Run the code that tokenizer folder ships (Kimi-K2's); an explicit opt-in, never a default."""
     notify: NotifyConfig | None = None
     """A webhook for alerts; None sends nothing."""
+    nvidia_smi: str | None = None
+    """The nvidia-smi the GPU probe runs; None: `nvidia-smi` on the agent's PATH."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,6 +140,7 @@ def deploy_tables(
 _HOST_KEYS = {
     "ssh", "python", "state_dir", "known_hosts", "identity", "ssh_config", "read_only",
     "datasets", "sglang", "deploy", "jobs", "external", "deploy_roots", "tokenizer", "notify",
+    "nvidia_smi",
 }  # fmt: skip
 
 

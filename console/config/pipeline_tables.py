@@ -42,6 +42,7 @@ def pipeline_table(reader: TableReader, host: Mapping[str, Any], where: str) -> 
         tokenizer=tokenizer_path,
         trust_remote_code=trust_remote_code,
         notify=_notify(reader, host, where) if "notify" in host else None,
+        nvidia_smi=_host_path(reader, host, "nvidia_smi", where),
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.config import HostConfig, load_config
-from console.demo.workspace import OLD_RUN, Workspace
+from console.demo.workspace import OLD_RUN, Workspace, write_gpu_standin
 
 DEMO_END_OF_TURN_ID = 4
 """`<|im_end|>` in the demo's tokenizer (agent.simulator.tokenizer.end_of_turn_id, checked by a
@@ -59,6 +59,7 @@ def write_demo_config(
         f"python = {_q(sys.executable)}",
         f"state_dir = {_q(space.state)}",
         f"deploy_roots = [{_q(space.remote_script.parent)}]",
+        f"nvidia_smi = {_q(write_gpu_standin(space, sglang_port))}  # imaginary GPUs; a box has its own",
         "",
         "[hosts.demo.datasets]",
         f"root = {_q(space.datasets)}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -106,6 +107,29 @@ def prepare_scripts(space: Workspace) -> None:
     space.remote_script.parent.mkdir(exist_ok=True)
     space.local_script.write_text('"""The fixed runner."""\nBUDGET_FLAG = "--token-budget"\n')
     space.remote_script.write_text('"""The old runner: no budget."""\n')
+
+
+def write_gpu_standin(space: Workspace, serving_port: int) -> Path:
+    """`bin/nvidia-smi` in the workspace: imaginary GPUs held by the demo's server on its port.
+
+    The demo's server and trainer have `gpu = true` as on a real box; the host's `nvidia_smi`
+    names this file, so the GPU panel, the training gate and `doctor` see GPUs (#30 item 6).
+    """
+    standin = space.root / "bin" / "nvidia-smi"
+    standin.parent.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable,
+        "-m",
+        "agent.simulator.nvidia_smi",
+        "--serving-port",
+        str(serving_port),
+    ]
+    standin.write_text(
+        "#!/bin/sh\n# The demo's stand-in for nvidia-smi: agent/simulator/nvidia_smi.py\n"
+        f'PYTHONPATH={shlex.quote(str(local_bundle().source))} exec {shlex.join(command)} "$@"\n'
+    )
+    standin.chmod(0o755)
+    return standin
 
 
 def bundle_env() -> dict[str, str]:

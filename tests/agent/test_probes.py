@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from agent.probes.cache import STARTING_GRACE_S, ProbeCache, with_down_since
+from agent.probes.cache import STARTING_GRACE_S, ProbeCache, nvidia_smi_binary, with_down_since
 from agent.probes.gpus import read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
@@ -196,3 +198,32 @@ async def test_a_server_down_is_named_by_the_configured_api() -> None:
         "the OpenAI-compatible server at http://127.0.0.1:1: unreachable"
     )
     assert "SGLang" not in alert.message
+
+
+async def test_the_demos_nvidia_smi_stand_in_shows_its_gpus_held_by_the_server_on_its_port(
+    tmp_path: Path,
+) -> None:
+    standin = tmp_path / "nvidia-smi"
+    standin.write_text(
+        f'#!/bin/sh\nexec {sys.executable} -m agent.simulator.nvidia_smi --serving-port 4321 "$@"\n'
+    )
+    standin.chmod(0o755)
+    idle = await read_gpus(str(standin))
+    assert [(g.index, g.memory_used_mib, g.pids) for g in idle.gpus] == [(0, 3.0, ()), (1, 3.0, ())]
+    looks_like = [sys.executable, "-c", "import time; time.sleep(60)", "agent.simulator"]
+    server = subprocess.Popen([*looks_like, "--port", "4321"])
+    other_port = subprocess.Popen([*looks_like, "--port", "4322"])
+    try:
+        held = await read_gpus(str(standin))
+    finally:
+        for process in (server, other_port):
+            process.kill()
+            process.wait()
+    assert [(g.memory_used_mib, g.pids) for g in held.gpus] == [(70000.0, (server.pid,))] * 2
+    assert held.note == ""
+
+
+def test_the_gpu_probe_runs_the_hosts_nvidia_smi_with_its_home_expanded() -> None:
+    assert nvidia_smi_binary(PipelineConfig()) == "nvidia-smi"
+    configured = PipelineConfig(nvidia_smi="~/bin/nvidia-smi")
+    assert nvidia_smi_binary(configured) == str(Path.home() / "bin" / "nvidia-smi")

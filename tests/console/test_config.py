@@ -12,6 +12,7 @@ GOOD = """
 [hosts.kimi]
 ssh = "root@10.1.230.174"
 python = "/opt/venv/bin/python3"
+nvidia_smi = "/usr/local/nvidia/bin/nvidia-smi"
 
 [hosts.kimi.datasets]
 root = "/data/eagle3/datasets"
@@ -73,6 +74,8 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
     )
     assert kimi.pipeline.sglang_url == "http://127.0.0.1:30000"
     assert kimi.pipeline.sglang_api_key_file == "~/.sglang-key"
+    assert kimi.pipeline.nvidia_smi == "/usr/local/nvidia/bin/nvidia-smi"
+    assert config.host("alias").pipeline.nvidia_smi is None
     assert kimi.pipeline.sglang_api == "openai-completions"
     assert kimi.pipeline.sglang_model == "moonshotai/Kimi-K2-Instruct"
     assert config.host("alias").pipeline.sglang_api is None
@@ -144,6 +147,11 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
         (
             '[hosts.a]\nssh = "b"\n[hosts.a.sglang]\napi_key_file = "key.txt"\n',
             "hosts.a.sglang.api_key_file",
+            "a path on the host",
+        ),
+        (
+            '[hosts.a]\nssh = "b"\nnvidia_smi = "bin/nvidia-smi"\n',
+            "hosts.a.nvidia_smi",
             "a path on the host",
         ),
         (

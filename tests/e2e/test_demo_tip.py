@@ -82,11 +82,9 @@ def test_every_command_of_the_demo_tip_works_as_printed(
             said = f"{shlex.join(argv[1:])}:\n{result.stdout}\n{result.stderr}"
             assert "cannot reach" not in said
             assert "Traceback" not in said
-            if argv[3] == "doctor":  # the demo's GPU jobs and no nvidia-smi: that line may fail
-                failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
-                assert all(" gpus " in line for line in failed), said
-            else:
-                assert result.returncode == 0, said
+            assert result.returncode == 0, said  # doctor too: the demo's GPUs are its stand-in's
+            if argv[3] == "doctor":
+                assert re.search(r"^ok +gpus +2 GPU\(s\)", result.stdout, re.M), said
         terminal.send(b"q")
         assert terminal.wait_exit(60) == 0
     finally:
