@@ -144,3 +144,18 @@ async def test_at_80x24_the_title_pid_whole_command_and_buttons_are_in_view() ->
         await eventually(pilot, all_in_view)
         await pilot.press("tab")
         assert focused_id(app) == "confirm"
+
+
+async def test_the_buttons_stay_put_when_live_numbers_shorten_the_text() -> None:
+    app, agent = scripted_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await press_r(pilot, agent, STARTING)
+        await pilot.pause()
+        confirm, text = app.screen.query_one("#confirm"), app.screen.query_one("#confirm-text")
+        before, text_rows = confirm.region, text.size.height
+        unbudgeted = dataclasses.replace(STARTING, budget=None)  # no budget: no advice lines
+        agent.push(Event("snapshot", host_with(unbudgeted)))
+        await wait_for(pilot, lambda: "no projection yet" not in modal_text(app))
+        await pilot.pause()
+        assert text.size.height < text_rows  # the text did shrink
+        assert confirm.region == before

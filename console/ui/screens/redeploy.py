@@ -7,7 +7,8 @@ say) and wraps, so its tail is never cut off; a suggested command not edited yet
 advice. `ctrl+d` shows the diff of the files that will be deployed. A command holding characters
 that cannot be shown as they are (escapes, controls) is shown with placeholders and cannot be
 edited: it restarts exactly as it was. At 80x24 the title, the pid line, the whole command and
-the buttons stay on screen; the rest of the text scrolls.
+the buttons stay on screen; the rest of the text scrolls. The text and the command may grow as
+the numbers move but never shrink, so the buttons do not jump away from a pointer aimed at them.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
         signals_of(self).host_shown.subscribe(self, self._host_shown)
         command = self.query_one(TextArea)
         self.call_after_refresh(command.scroll_end, animate=False)  # a long one shows its tail
+        self.call_after_refresh(self._hold_heights)
 
     def _host_shown(self, shown: HostShown) -> None:
         """Take the numbers of a new snapshot of this modal's host."""
@@ -101,6 +103,19 @@ class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
         if suggested != self.suggested and command.text == _shown(self.suggested):
             command.text = _shown(suggested)  # not edited: it follows the advice
         self.suggested = suggested
+        self.call_after_refresh(self._hold_heights)
+
+    def _hold_heights(self) -> None:
+        """The text and the command keep the tallest height they have had (within their caps).
+
+        A snapshot that shortens the text (an advice line gone, a number one digit shorter)
+        would shrink the centred box and move its buttons under a pointer on its way to one.
+        """
+        for widget in (self.query_one("#redeploy-facts"), self.query_one(TextArea)):
+            held = widget.styles.min_height
+            shown = widget.outer_size.height
+            if held is None or held.value < shown:
+                widget.styles.min_height = shown
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         """Dismiss with the argv to start, or None."""
