@@ -57,12 +57,24 @@ def stop_condition(counts: Counts, budget: int | None, run: RunView | None) -> S
     return StopCondition("all_prompts", counts.prompts, None)
 
 
-def projected_tokens(counts: Counts, condition: StopCondition) -> int | None:
-    """Tokens at the end of the run, from the mean response length so far."""
-    if counts.responses == 0:
+MIN_RESPONSES_TO_PROJECT = 10
+"""No projection from fewer responses: one long answer among three moved it by hours (#30)."""
+
+
+def projected_tokens(counts: Counts, condition: StopCondition, in_flight: int = 0) -> int | None:
+    """Tokens at the end of the run, from the mean response length so far.
+
+    None until the mean means something: at least MIN_RESPONSES_TO_PROJECT responses, and at
+    least as many as the run has in flight, since the first to finish of a batch are its
+    shortest. A dataset with nothing left to answer is projected exactly, however few it holds.
+    """
+    remaining = max(0, condition.target_responses - counts.responses)
+    if counts.responses == 0 or (
+        remaining and counts.responses < max(MIN_RESPONSES_TO_PROJECT, in_flight)
+    ):
         return None
     mean = counts.tokens / counts.responses
-    by_responses = counts.tokens + max(0, condition.target_responses - counts.responses) * mean
+    by_responses = counts.tokens + remaining * mean
     if condition.target_tokens is not None:
         by_responses = min(by_responses, max(condition.target_tokens, counts.tokens))
     return round(by_responses)
@@ -122,7 +134,7 @@ def dataset_progress(
 ) -> DatasetProgress:  # fmt: skip
     """Everything the dashboard shows for one dataset."""
     condition = stop_condition(counts, budget, run)
-    projected = projected_tokens(counts, condition)
+    projected = projected_tokens(counts, condition, run.in_flight if run and run.active else 0)
     main, etas = history.rate(), _etas(counts, condition, projected, history.rates())
     overrun = max(0, projected - budget) if projected is not None and budget is not None else None
     return DatasetProgress(

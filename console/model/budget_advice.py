@@ -3,7 +3,7 @@
 The TUI's `R` modal and the headless `redeploy` both show it from here, so they say the same
 thing; the TUI pre-fills the suggested command, and `redeploy --token-budget N` applies it. It is
 given whenever the dataset has a budget the command does not already stop at: before the first
-response (no projection yet), within the budget, heading past it, or already past it.
+response and while too few have come to project from, within the budget, heading past it, or already past it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class BudgetAdvice:
     dataset: str
     tokens: int
     projected_tokens: int | None
-    """None while there is no rate to project from (no responses yet)."""
+    """None while there are too few responses to project from."""
     overrun_tokens: int
     """How far past the budget the projection ends; 0 within it."""
     budget: int
@@ -35,7 +35,7 @@ class BudgetAdvice:
         if self.projected_tokens is None:
             return (
                 f"{self.dataset}: {self.tokens:,} tokens so far of its budget of {self.budget:,}; "
-                "no projection yet (no rate to project from until responses come in)."
+                "no projection yet (too few responses to project from)."
             )
         end = f"{self.projected_tokens:,}"
         if self.overrun_tokens:

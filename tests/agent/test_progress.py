@@ -44,6 +44,34 @@ def test_a_sample_capped_run_heading_past_its_budget_shows_the_overrun() -> None
     assert "2,500,000" in alert.message
 
 
+@pytest.mark.parametrize(
+    ("responses", "in_flight", "projected"),
+    [
+        (3, 0, None),  # three answers say little of the next thousand
+        (9, 0, None),
+        (10, 0, 100_000),
+        (40, 64, None),  # the first to finish of 64 in flight are the short ones
+        (64, 64, 100_000),
+    ],
+)
+def test_no_projection_until_enough_responses_have_come(
+    responses: int, in_flight: int, projected: int | None
+) -> None:
+    counts = Counts(prompts=5000, responses=responses, tokens=responses * 100)
+    run = RunView(active=True, max_samples=1000, in_flight=in_flight)
+    progress = dataset_progress("B3", counts, 50_000, run, steady_history(500.0, 5.0), LIVE)
+    assert progress.projected_tokens == projected
+    assert progress.projected_overrun_tokens == (None if projected is None else 50_000)
+    alerts = [a.kind for a in dataset_alerts(progress, 0.02, now=1.0)]
+    assert ("projected_overrun" in alerts) == (projected is not None)
+
+
+def test_a_dataset_with_nothing_left_is_projected_exactly_however_few_it_holds() -> None:
+    counts = Counts(prompts=3, responses=3, tokens=420)
+    progress = dataset_progress("tiny", counts, 1000, None, RateHistory(), LIVE)
+    assert progress.projected_tokens == 420
+
+
 def test_a_budgeted_run_projects_to_its_budget() -> None:
     counts = Counts(prompts=5000, responses=200, tokens=700_000)
     run = RunView(active=True, budget=1_000_000)
