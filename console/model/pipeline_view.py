@@ -42,13 +42,27 @@ def stages(snapshot: Snapshot) -> list[Stage]:
         Stage("generate", generate, _generate_detail(snapshot, complete), "g"),
         _export_stage(snapshot),
         _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
-        Stage("stop server", "done" if server is None or server.state not in ACTIVE else "not started",
-              "the server holds the GPUs" if server and server.state in ACTIVE else "GPUs free", "s"),
+        _stop_server_stage(snapshot.jobs, server),
         _hidden_states_stage(snapshot.jobs),
         _job_stage("train", _latest(snapshot.jobs, "train"), "t"),
         _serve_stage(snapshot.jobs, trained, server),
         _evaluate_stage(snapshot),
     ]  # fmt: skip
+
+
+def _stop_server_stage(jobs: tuple[JobInfo, ...], server: JobInfo | None) -> Stage:
+    """Done once the GPUs were freed for a GPU stage, though a server may serve again since.
+
+    After training the server comes back (the evaluation's baseline, or the drafter's): the
+    stage read "not started" then, as if the GPUs had never been freed (#30 item 9).
+    """
+    if server is None or server.state not in ACTIVE:
+        return Stage("stop server", "done", "GPUs free", "s")
+    gpu_stages = [job for kind in ("hidden_states", "train") if (job := _latest(jobs, kind))]
+    if any((job.started_at or 0.0) < (server.started_at or 0.0) for job in gpu_stages):
+        detail = sanitise(f"{server.name} serving again after training")
+        return Stage("stop server", "done", detail, "s")
+    return Stage("stop server", "not started", "the server holds the GPUs", "s")
 
 
 def _generate_detail(snapshot: Snapshot, complete: int) -> str:

@@ -141,3 +141,13 @@ def test_generation_done_names_the_datasets_that_ran_past_their_budget() -> None
     [generate] = [stage for stage in stages(done) if stage.name == "generate"]
     assert generate.state == "done"
     assert generate.detail == "2/2 datasets complete, 1 over budget (B3_math)"
+
+
+def test_a_server_started_again_after_training_leaves_the_stop_stage_done() -> None:
+    datasets = (DatasetProgress("B1", 10, 10, 100, 100, status="complete"),)
+    trained = job("train", "train", "exited", 3.0, 0)
+    again = stages(snapshot(datasets, (job("sglang", "server", "running", 5.0), trained)))
+    stop = next(s for s in again if s.name == "stop server")
+    assert (stop.state, stop.detail) == ("done", "sglang serving again after training")
+    before = stages(snapshot(datasets, (job("sglang", "server", "running", 1.0), trained)))
+    assert next(s for s in before if s.name == "stop server").state == "not started"
