@@ -59,7 +59,7 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
         '"guard":"alert","guards":{},"stall_guard_s":null},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"sglang_api_key_file":null,'
         '"sglang_api":null,"sglang_model":null,"jobs":{},"external":{},'
-        '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false,"notify":null}}}',
+        '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false,"notify":null,"nvidia_smi":null}}}',
     ),
     (
         Request(17, "tokenizer.check", TokenizerCheckParams(30.0)),
@@ -189,6 +189,6 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
         '{"id":28,"method":"pipeline.apply","params":{"pipeline":{"datasets":null,'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"sglang_api_key_file":null,'
         '"sglang_api":null,"sglang_model":null,"jobs":{},"external":{},"deploy_roots":[],'
-        '"tokenizer":null,"trust_remote_code":false,"notify":null}},"idempotency_key":"k-10"}',
+        '"tokenizer":null,"trust_remote_code":false,"notify":null,"nvidia_smi":null}},"idempotency_key":"k-10"}',
     ),
 ]
