@@ -1,7 +1,7 @@
 """`eagle-console doctor HOST`: every precondition of a working link, checked and explained.
 
 SSH and the host key (or, for `ssh = "local"`, nothing to connect to), the remote Python and its version, aiohttp (for SGLang probes), the agent
-bundle and daemon, the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on
+bundle and daemon, whether the box runs this config (#30), the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on
 the host with the configured trust setting), the webhook's lost notifications and whether the
 agent starts at boot: one line each, with what to do.
 """
@@ -36,6 +36,7 @@ from console.link.ssh_link import (
     probe_python,
     read_probe,
 )
+from console.model.config_drift import drift_text
 
 PROBE_WAIT_S = 12.0
 AIOHTTP_WAIT_S = 30.0
@@ -62,7 +63,7 @@ async def run_doctor(host: HostConfig) -> list[Check]:
         return [*checks, Check("agent", False, str(exc))]
     try:
         checks += await _agent_checks(
-            link, sorted(n for n, j in host.pipeline.jobs.items() if j.gpu)
+            link, host.name, sorted(n for n, j in host.pipeline.jobs.items() if j.gpu)
         )
         ok, detail = await tokenizer_line(link, host.name, host.pipeline)
         return [
@@ -119,7 +120,7 @@ def _aiohttp_line(host: HostConfig, status: int | None, stdout: str) -> Check:
                  "`pip install aiohttp` in that environment")  # fmt: skip
 
 
-async def _agent_checks(link: AgentLink, gpu_jobs: list[str]) -> list[Check]:
+async def _agent_checks(link: AgentLink, host: str, gpu_jobs: list[str]) -> list[Check]:
     hello = link.hello_result
     checks = [
         Check(
@@ -128,6 +129,7 @@ async def _agent_checks(link: AgentLink, gpu_jobs: list[str]) -> list[Check]:
             f"agent {hello.agent_version if hello else '?'} running (pid {hello.pid if hello else '?'})",
         )
     ]
+    checks.append(_config_check(link, host))
     snapshot = await _snapshot_with_probes(link)
     root_alert = next((a for a in snapshot.alerts if a.kind == "datasets_root"), None)
     if snapshot.datasets_root is None:
@@ -143,6 +145,17 @@ async def _agent_checks(link: AgentLink, gpu_jobs: list[str]) -> list[Check]:
     checks.append(sglang_line(snapshot.server))
     checks.append(gpus_line(snapshot, gpu_jobs))
     return checks
+
+
+def _config_check(link: AgentLink, host: str) -> Check:
+    """Whether the box runs this console's config: the checks below read the box's own (#30).
+
+    An agent keeps the config it runs until `eagle-console apply`; a file edited since would
+    otherwise be checked as if it were in force.
+    """
+    if link.config_differences:
+        return Check("config", False, drift_text(host, link.config_differences))
+    return Check("config", True, "the box runs this config")
 
 
 def sglang_line(server: ServerStats | None) -> Check:

@@ -35,6 +35,7 @@ from console.config import (
     load_config,
 )
 from console.link.agent_link import LinkError
+from console.model.config_drift import drift_text
 from console.model.safe_text import literal, sanitise_lines
 
 if TYPE_CHECKING:
@@ -267,6 +268,11 @@ def _report_failure(status: HostStatus, err: Console) -> None:
         for alert in status.snapshot.alerts:
             if alert.kind == "datasets_root":
                 err.print(literal(f"eagle-console: {status.host}: {alert.message}"))
+        if (
+            status.failed and status.config_differences
+        ):  # the table and its drift line were not printed
+            drift = drift_text(status.host, status.config_differences)
+            err.print(literal(f"eagle-console: {status.host}: {drift}"))
 
 
 def _doctor(host: HostConfig) -> int:
@@ -275,10 +281,11 @@ def _doctor(host: HostConfig) -> int:
     checks = asyncio.run(run_doctor(host))
     out = stdout_console()
     print_checks(checks, out)
-    out.print(
-        literal(f"the console's own log (its failures, with tracebacks): {console_log_path()}")
-    )
-    return EXIT_OK if all(check.ok for check in checks) else EXIT_FAILURE
+    if all(check.ok for check in checks):
+        return EXIT_OK
+    where = f"the console's own log (its failures, with tracebacks): {console_log_path()}"
+    stderr_console().print(literal(where))
+    return EXIT_FAILURE
 
 
 def print_checks(checks: list[Check], out: Console) -> None:

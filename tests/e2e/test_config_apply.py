@@ -7,6 +7,7 @@ servers: two config files name one agent state folder and two datasets roots.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -118,3 +119,27 @@ async def test_a_look_over_ssh_with_another_config_leaves_the_agents_alone(
     assert report["datasets_root"] == str(tmp_path / "a")
     assert report["config_differences"] == [f"datasets.root: {tmp_path / 'a'} → {tmp_path / 'b'}"]
     assert kept_root(state_dir) == str(tmp_path / "a")
+
+
+async def test_doctor_and_status_say_the_box_runs_another_config_even_when_its_root_is_gone(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    wrong, fixed = local_config(tmp_path, "typo", state_dir), local_config(tmp_path, "b", state_dir)
+    assert (await run_cli("status", "box", config=wrong)).code == 0
+    shutil.rmtree(tmp_path / "typo")  # the box's root is gone: the status table is not printed
+
+    doctor = await run_cli("doctor", "box", config=fixed)
+    [config_line] = [line for line in doctor.stdout.splitlines() if line.split()[1:2] == ["config"]]
+    assert config_line.startswith("FAIL"), doctor.stdout
+    assert f"datasets.root: {tmp_path / 'typo'} → {tmp_path / 'b'}" in config_line
+    assert "eagle-console apply box" in config_line
+    assert doctor.code == 1
+    assert "console's own log" in doctor.stderr
+    assert "console's own log" not in doctor.stdout
+
+    status = await run_cli("status", "box", config=fixed)
+    assert status.code == 1
+    assert "does not exist" in status.stderr
+    assert f"datasets.root: {tmp_path / 'typo'} → {tmp_path / 'b'}" in status.stderr
+    again = await run_cli("doctor", "box", config=fixed)
+    assert "ok   config" not in again.stdout  # still not applied: looking changes nothing
