@@ -39,6 +39,19 @@ def host_pattern(host: str, port: int | None) -> str:
     return host if port in (None, 22) else f"[{host}]:{port}"
 
 
+def known_hosts_target(options: dict[str, Any]) -> tuple[str, int | None]:
+    """The name known_hosts must hold for the connection `options` make to find a key.
+
+    The ssh config's HostKeyAlias, else its HostName, with its Port off 22: what asyncssh looks
+    up, as OpenSSH does. `ssh = "gpubox"`, an alias for 127.0.0.1 port 2222, is looked up as
+    `[127.0.0.1]:2222`: a pin written as `gpubox` was never found (#30).
+    """
+    wanted = {k: v for k, v in options.items() if k in ("host", "port", "config", "username")}
+    resolved = asyncssh.SSHClientConnectionOptions(**wanted)
+    port = resolved.port if resolved.port != 22 else None
+    return resolved.host_key_alias or resolved.host, port
+
+
 @dataclass(frozen=True, slots=True)
 class OfferedKey:
     """The key a server presented, and what known_hosts already says about the host."""
@@ -48,6 +61,8 @@ class OfferedKey:
     """Fingerprints known_hosts pins for this host, the offered one included if trusted."""
     revoked: bool = False
     """known_hosts marks exactly this key @revoked: never trusted, never pinned."""
+    known_as: str = ""
+    """The name the connection looks the host up by in known_hosts (`known_hosts_target`)."""
 
     @property
     def fingerprint(self) -> str:
@@ -89,7 +104,7 @@ def _refusal_message(host: HostConfig, offered: OfferedKey | None) -> str:
             "Ask whoever runs the box which key it should offer."
         )
     if offered.changed:
-        pattern = host_pattern(host.ssh.host, host.ssh.port)
+        pattern = offered.known_as or host_pattern(host.ssh.host, host.ssh.port)
         return (
             f"{host.name}: HOST KEY CHANGED for {host.ssh}: it offers {offered.algorithm} "
             f"{offered.fingerprint} but {path} pins {', '.join(offered.pinned_fingerprints)}. "
@@ -98,9 +113,14 @@ def _refusal_message(host: HostConfig, offered: OfferedKey | None) -> str:
             f"`ssh-keygen -R '{pattern}' -f {path}` and pin the new key with "
             f"`eagle-console trust {host.name}`."
         )
+    named = (
+        f" (known_hosts names it {offered.known_as})"
+        if offered.known_as and offered.known_as != host_pattern(host.ssh.host, host.ssh.port)
+        else ""
+    )
     return (
-        f"{host.name}: unknown host key for {host.ssh}: {offered.algorithm} {offered.fingerprint}"
-        f" is not in {path}. If this is the right key, pin it with "
+        f"{host.name}: unknown host key for {host.ssh}{named}: {offered.algorithm} "
+        f"{offered.fingerprint} is not in {path}. If this is the right key, pin it with "
         f"`eagle-console trust {host.name}`."
     )
 
@@ -118,11 +138,13 @@ async def fetch_offered_key(
     if key is None:
         return None
     path = known_hosts_path(host)
-    matched = load_known_hosts(path).match(host.ssh.host, "", host.ssh.port)  # "": a name is fine
+    name, port = known_hosts_target(options)
+    known_as = host_pattern(name, port)
+    matched = load_known_hosts(path).match(name, "", port)  # "": a name is fine
     pinned = dict.fromkeys(str(k.get_fingerprint("sha256")) for k in matched[0])
     revoked = {str(k.get_fingerprint("sha256")) for k in matched[2]} | revoked_fingerprints(path)
     fingerprint = str(key.get_fingerprint("sha256"))
-    return OfferedKey(key, tuple(pinned), revoked=fingerprint in revoked)
+    return OfferedKey(key, tuple(pinned), revoked=fingerprint in revoked, known_as=known_as)
 
 
 def revoked_fingerprints(path: Path) -> set[str]:
@@ -160,7 +182,8 @@ def pin_host_key(host: HostConfig, offered: OfferedKey) -> Path:
     path = known_hosts_path(host)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     public = offered.key.export_public_key("openssh").decode().split()
-    line = f"{host_pattern(host.ssh.host, host.ssh.port)} {public[0]} {public[1]}\n"
+    name = offered.known_as or host_pattern(host.ssh.host, host.ssh.port)
+    line = f"{name} {public[0]} {public[1]}\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a") as handle:
         handle.write(line)

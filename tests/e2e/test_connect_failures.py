@@ -133,6 +133,33 @@ async def test_a_host_given_by_name_is_refused_then_pinned_without_a_traceback(
     assert status.code == 0, status.stderr
 
 
+@pytest.mark.parametrize("alias_line", ["", "HostKeyAlias gpu-box-key"])
+async def test_a_host_given_by_an_ssh_config_alias_is_pinned_under_the_name_it_is_looked_up_by(
+    ssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path, alias_line: str
+) -> None:
+    known = tmp_path / "fresh_known_hosts"
+    ssh_config = tmp_path / "ssh_config"
+    ssh_config.write_text(
+        f"Host gpubox\n  HostName {ssh_endpoint.host}\n  Port {ssh_endpoint.port}\n"
+        f"  User {ssh_endpoint.user}\n  {alias_line}\n"
+    )
+    config = write_config(
+        tmp_path, ssh_endpoint, state_dir, root, known_hosts=str(known), ssh="gpubox",
+        ssh_config=str(ssh_config),
+    )  # fmt: skip
+    name = "gpu-box-key" if alias_line else ssh_endpoint.host  # asyncssh keeps the port either way
+    looked_up_as = f"[{name}]:{ssh_endpoint.port}"
+    refused = await run_cli("status", "gpu", config=config)
+    assert_one_clear_failure(refused, "unknown host key", f"known_hosts names it {looked_up_as}")
+    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
+    assert accepted.code == 0, accepted.stderr
+    assert known.read_text().startswith(f"{looked_up_as} ")  # not `gpubox`: never looked up
+    status = await run_cli("status", "--json", "gpu", config=config)
+    assert status.code == 0, status.stderr
+    again = await run_cli("trust", "gpu", "--yes", config=config)
+    assert again.code == 0, again.stderr
+
+
 async def test_failed_authentication(
     asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, root: Path
 ) -> None:
