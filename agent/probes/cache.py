@@ -62,6 +62,7 @@ class ProbeCache:
                 pipeline.sglang_url, api_key, key_note, pipeline.sglang_api, pipeline.sglang_model,
                 key_source(key_file, api_key),
             )  # fmt: skip
+            server = with_unreadable_key(server, key_note)
         else:
             server = ServerStats(url=None, healthy=None, detail="no [sglang] url configured")
         log_stats = (
@@ -160,6 +161,19 @@ def _api_key(key_file: str | None) -> tuple[str | None, str]:
         return read_api_key(key_file), ""
     except ApiKeyError as exc:
         return None, str(exc)
+
+
+def with_unreadable_key(server: ServerStats, key_note: str) -> ServerStats:
+    """A configured key file that cannot be read is a key problem even where no key is asked.
+
+    Every job is handed that file (EAGLE_API_KEY_FILE) and refuses to start without it, while
+    /health and a keyless server said all was well (#30).
+    """
+    if not key_note or server.key_problem is not None:
+        return server
+    said = f"{key_note}: the jobs handed it as EAGLE_API_KEY_FILE fail"
+    detail = f"{server.detail}; {said}" if server.detail else said
+    return replace(server, detail=detail, key_problem="unreadable")
 
 
 def nvidia_smi_binary(pipeline: PipelineConfig) -> str:

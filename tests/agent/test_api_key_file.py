@@ -112,6 +112,21 @@ async def test_the_right_key_is_no_trouble(server: SimulatorProcess, tmp_path: P
     assert cache.alerts(now=1.0) == []
 
 
+async def test_a_key_file_that_cannot_be_read_fails_doctor_though_the_server_wants_no_key(
+    tmp_path: Path,
+) -> None:
+    with running_simulator(tmp_path / "keyless", *FAST) as keyless:  # no --api-key
+        cache = await probed(keyless, tmp_path / "absent.key")
+    reading = cache.server
+    assert reading is not None
+    assert (reading.healthy, reading.key_problem) == (True, "unreadable")
+    assert str(tmp_path / "absent.key") in reading.detail
+    assert "EAGLE_API_KEY_FILE fail" in reading.detail
+    assert not sglang_line(reading).ok
+    [alert] = cache.alerts(now=1.0)
+    assert alert.kind == "server_key"
+
+
 def pipeline(tmp_path: Path, server: SimulatorProcess, key: Path) -> PipelineConfig:
     root = tmp_path / "datasets"
     write_id_prompts(root / "B3_math", 3)
