@@ -55,7 +55,13 @@ def bounded_reason(value: object) -> str | None:
 
 
 def cut(text: str) -> str:
-    """`text` no longer than MAX_EXIT_REASON_CHARS, ending in "…" where it was cut."""
+    """`text` no longer than MAX_EXIT_REASON_CHARS, cut in the middle with "…".
+
+    A reason says what went wrong first and what to do last ("… (in eagle-console.toml:
+    trust_remote_code = true)"): a cut at the end lost the advice (#30), so both ends stay.
+    """
     if len(text) <= MAX_EXIT_REASON_CHARS:
         return text
-    return text[: MAX_EXIT_REASON_CHARS - 1] + "…"
+    head = MAX_EXIT_REASON_CHARS * 2 // 5
+    tail = MAX_EXIT_REASON_CHARS - head - 1
+    return text[:head].rstrip() + "…" + text[-tail:].lstrip()

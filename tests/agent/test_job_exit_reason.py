@@ -25,13 +25,23 @@ from console.link.local_link import open_local_link
 from tests.support.operations import jobs_where
 
 PY = sys.executable
+HEAD = MAX_EXIT_REASON_CHARS * 2 // 5
+LONG_REASON = (
+    "what failed "
+    + "x" * (HEAD - 12)
+    + "…"
+    + "x" * (MAX_EXIT_REASON_CHARS - HEAD - 12)
+    + " what to do"
+)
+"""Cut in the middle: what failed at its head, what to do at its tail, both kept."""
 SAYS = {
     "traceback": "import sys\nprint('working', flush=True)\nraise SystemExit('bad input: line 7')",
     "runner": "import sys; print('runner: the server refused the key in /k (HTTP 401)', "
     "file=sys.stderr); sys.exit(2)",
     "stamped": "import logging, sys; logging.basicConfig(format='%(asctime)s %(levelname)s "
     "%(message)s'); logging.error('disk \\x1b[31mfull\\x1b[0m'); print('\\n---\\n'); sys.exit(5)",
-    "long": f"import sys; print('x' * {MAX_EXIT_REASON_CHARS * 3}); sys.exit(1)",
+    "long": f"import sys; print('what failed ' + 'x' * {MAX_EXIT_REASON_CHARS * 3} + ' what to do'); "
+    "sys.exit(1)",
     "silent": "import sys; sys.exit(3)",
     "fine": "print('all done')",
 }
@@ -61,7 +71,7 @@ async def ended(link: AgentLink, name: str) -> JobInfo:
         ("traceback", "bad input: line 7"),
         ("runner", "the server refused the key in /k (HTTP 401)"),
         ("stamped", "ERROR disk full"),
-        ("long", "x" * (MAX_EXIT_REASON_CHARS - 1) + "…"),
+        ("long", LONG_REASON),
         ("silent", None),
         ("missing", "cannot start '/nonexistent/program': No such file or directory"),
     ],
