@@ -131,7 +131,8 @@ def _writers_of(
     if holder is not None:
         found.setdefault(holder.pid, _writer(holder.pid, f"holds {LOCK_NAME}", holder.argv))
     for pid in open_for_writing.get(dataset.responses_key, []):
-        found.setdefault(pid, _writer(pid, f"has {dataset.responses.name} open for writing"))
+        if pid not in found and process_info(pid) is not None:  # ended since the last fd scan
+            found[pid] = _writer(pid, f"has {dataset.responses.name} open for writing")
     return list(found.values())
 
 

@@ -156,6 +156,18 @@ async def test_an_old_script_with_the_file_open_for_writing_is_the_writer(
         assert f"pid {script.pid} (" in refused.value.detail
 
 
+async def test_a_script_that_ended_stops_being_the_writer_before_the_next_descriptor_scan(
+    link: AgentLink, root: Path
+) -> None:
+    with background(PY, "-c", HOLD_OPEN, str(root / "B1" / "raw_responses.jsonl")) as script:
+        assert (await progress_of(link, "B1")).writer_pid == script.pid
+        kill_group(script.pid, signal.SIGKILL)
+        script.wait()
+        after = await progress_of(link, "B1")  # the last /proc/*/fd scan still lists its pid
+    assert not after.writer_active
+    assert after.status != "running"
+
+
 async def test_a_lock_holder_is_the_writer(link: AgentLink, root: Path) -> None:
     lock = str(root / "B1" / LOCK_NAME)
     with background("flock", "--exclusive", lock, "sh", "-c", "echo locked; sleep 300") as held:
