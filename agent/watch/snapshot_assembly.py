@@ -182,9 +182,12 @@ def job_alerts(
 ) -> list[Alert]:
     """An alert for every job that failed (exit code other than 0) or was lost, or just ended.
 
-    `ended_age_s` ages a job's end (the shim's wall stamp) safely across clock steps.
+    `ended_age_s` ages a job's end (the shim's wall stamp) safely across clock steps. A failure
+    that a later run of the same job on the same dataset has followed is over: it no longer
+    alerts (status listed a run's old key error after the next run succeeded, #30).
     """
     age_s = ended_age_s or (lambda job: now - (job.ended_at or now))
+    latest = _latest_starts(jobs)
     return [
         Alert(
             "job_failed", "error",
@@ -194,7 +197,7 @@ def job_alerts(
             job.id, now,
         )
         for job in jobs
-        if job.state in ("failed", "lost")
+        if job.state in ("failed", "lost") and (job.started_at or 0.0) >= latest[_run_of(job)]
     ] + [
         Alert("job_exited", "info", f"job {job.name}{' (' + job.dataset + ')' if job.dataset else ''} "
               f"finished ({job.state}{', code ' + str(job.exit_code) if job.exit_code is not None else ''})",
@@ -207,3 +210,16 @@ def job_alerts(
         for job in jobs
         if job.state == "running" and (script := stale_script(job)) is not None
     ]  # fmt: skip
+
+
+def _run_of(job: JobInfo) -> tuple[str, str | None]:
+    return job.name, job.dataset
+
+
+def _latest_starts(jobs: tuple[JobInfo, ...]) -> dict[tuple[str, str | None], float]:
+    """When the latest run of each job (per dataset) started."""
+    latest: dict[tuple[str, str | None], float] = {}
+    for job in jobs:
+        key = _run_of(job)
+        latest[key] = max(latest.get(key, 0.0), job.started_at or 0.0)
+    return latest
