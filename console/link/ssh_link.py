@@ -133,7 +133,7 @@ def read_probe(host: HostConfig, status: int | None, stdout: str, stderr: str) -
         raise LinkError(
             f"{host.name}: cannot run Python {host.python!r} on {where} "
             f"({detail[-1] if detail else f'exit {status}'}); "
-            f"set hosts.{host.name}.python to the container's interpreter"
+            f"set hosts.{host.name}.python to a Python 3.10+ interpreter on the box (an absolute path)"
         ) from None
     if version < MIN_PYTHON:
         raise LinkError(
