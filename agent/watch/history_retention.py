@@ -52,14 +52,18 @@ def prune_in_steps(
 ) -> None:
     """`prune`, each step committed on its own, and the write-ahead log cut back after.
 
-    `go_on` is asked before each step: a closing agent does not wait for a long pruning.
+    `go_on` is asked before each step: a closing agent does not wait for a long pruning. With
+    nothing pruned the log is left as it is: shrinking it then frees nothing worth having, and
+    freed space appearing under a full state folder moved what a launch could write there.
     """
+    changes = db.total_changes
     for step in prune_steps(db, now, retention):
         more = True
         while more and go_on():
             with db:
                 more = step(db)
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    if db.total_changes != changes:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
 
 
 def prune_steps(db: sqlite3.Connection, now: float, retention: Retention) -> Iterator[Step]:
