@@ -131,8 +131,8 @@ def _writers_of(
     if holder is not None:
         found.setdefault(holder.pid, _writer(holder.pid, f"holds {LOCK_NAME}", holder.argv))
     for pid in open_for_writing.get(dataset.responses_key, []):
-        if pid not in found and process_info(pid) is not None:  # ended since the last fd scan
-            found[pid] = _writer(pid, f"has {dataset.responses.name} open for writing")
+        if pid not in found and (writer := _live_writer(pid, dataset.responses.name)) is not None:
+            found[pid] = writer
     return list(found.values())
 
 
@@ -148,6 +148,15 @@ def _writer(pid: int, how: str, argv: tuple[str, ...] = ()) -> Writer:
     info = process_info(pid)
     stopped = info is not None and info.state in STOPPED_STATES
     return Writer(pid, argv or tuple(command_line(pid)), how, stopped)
+
+
+def _live_writer(pid: int, file_name: str) -> Writer | None:
+    """A pid the last descriptor scan saw writing `file_name`; None once it has ended since."""
+    info = process_info(pid)
+    if info is None:
+        return None
+    how = f"has {file_name} open for writing"
+    return Writer(pid, tuple(command_line(pid)), how, info.state in STOPPED_STATES)
 
 
 def open_for_writing(paths: set[str]) -> dict[str, list[int]]:
