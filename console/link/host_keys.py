@@ -93,6 +93,11 @@ class UntrustedHostKeyError(LinkError):
         super().__init__(_refusal_message(host, offered))
 
 
+def _known_as(host: HostConfig, offered: OfferedKey) -> str:
+    """The known_hosts name of the host: the connection's, else the config's `ssh` host."""
+    return offered.known_as or host_pattern(host.ssh.host, host.ssh.port)
+
+
 def _refusal_message(host: HostConfig, offered: OfferedKey | None) -> str:
     path = known_hosts_path(host)
     if offered is None:
@@ -104,7 +109,7 @@ def _refusal_message(host: HostConfig, offered: OfferedKey | None) -> str:
             "Ask whoever runs the box which key it should offer."
         )
     if offered.changed:
-        pattern = offered.known_as or host_pattern(host.ssh.host, host.ssh.port)
+        pattern = _known_as(host, offered)
         return (
             f"{host.name}: HOST KEY CHANGED for {host.ssh}: it offers {offered.algorithm} "
             f"{offered.fingerprint} but {path} pins {', '.join(offered.pinned_fingerprints)}. "
@@ -113,9 +118,10 @@ def _refusal_message(host: HostConfig, offered: OfferedKey | None) -> str:
             f"`ssh-keygen -R '{pattern}' -f {path}` and pin the new key with "
             f"`eagle-console trust {host.name}`."
         )
+    pattern = _known_as(host, offered)
     named = (
-        f" (known_hosts names it {offered.known_as})"
-        if offered.known_as and offered.known_as != host_pattern(host.ssh.host, host.ssh.port)
+        f" (known_hosts names it {pattern})"
+        if pattern != host_pattern(host.ssh.host, host.ssh.port)
         else ""
     )
     return (
@@ -182,8 +188,7 @@ def pin_host_key(host: HostConfig, offered: OfferedKey) -> Path:
     path = known_hosts_path(host)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     public = offered.key.export_public_key("openssh").decode().split()
-    name = offered.known_as or host_pattern(host.ssh.host, host.ssh.port)
-    line = f"{name} {public[0]} {public[1]}\n"
+    line = f"{_known_as(host, offered)} {public[0]} {public[1]}\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     with os.fdopen(fd, "a") as handle:
         handle.write(line)
