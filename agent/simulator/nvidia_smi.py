@@ -52,7 +52,7 @@ def _processes(proc: Path) -> Iterator[tuple[int, list[str]]]:
 def _port(argv: list[str]) -> int | None:
     if "--port" not in argv:
         return None
-    value = argv[argv.index("--port") + 1 : argv.index("--port") + 2]
+    value = argv[argv.index("--port") + 1 :][:1]
     return int(value[0]) if value and value[0].isdigit() else None
 
 

@@ -1,9 +1,10 @@
 """`eagle-console doctor HOST`: every precondition of a working link, checked and explained.
 
-SSH and the host key (or, for `ssh = "local"`, nothing to connect to), the remote Python and its version, aiohttp (for SGLang probes), the agent
-bundle and daemon, whether the box runs this config (#30), the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on
-the host with the configured trust setting), the webhook's lost notifications and whether the
-agent starts at boot: one line each, with what to do.
+SSH and the host key (or, for `ssh = "local"`, nothing to connect to), the remote Python and its
+version, aiohttp (for SGLang probes), the agent bundle and daemon, whether the box runs this
+config (#30), the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on the host
+with the configured trust setting), the webhook's lost notifications and whether the agent
+starts at boot: one line each, with what to do.
 """
 
 from __future__ import annotations

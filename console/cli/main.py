@@ -268,9 +268,8 @@ def _report_failure(status: HostStatus, err: Console) -> None:
         for alert in status.snapshot.alerts:
             if alert.kind == "datasets_root":
                 err.print(literal(f"eagle-console: {status.host}: {alert.message}"))
-        if (
-            status.failed and status.config_differences
-        ):  # the table and its drift line were not printed
+        # a failed host's table, and the drift line under it, were not printed
+        if status.failed and status.config_differences:
             drift = drift_text(status.host, status.config_differences)
             err.print(literal(f"eagle-console: {status.host}: {drift}"))
 
