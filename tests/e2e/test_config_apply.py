@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from agent.state import StatePaths, read_json
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.e2e.test_status_over_ssh import CliResult, run_cli
 from tests.support.datasets import write_prompts
 from tests.support.ssh_servers import SshEndpoint
 
@@ -36,6 +36,14 @@ def kept_root(state_dir: Path) -> str:
     return str(read_json(StatePaths(state_dir).pipeline_config)["datasets"]["root"])
 
 
+def assert_a_kept_and_b_named(status_json: CliResult, tmp_path: Path, state_dir: Path) -> None:
+    """`status --json` with config b: the box still runs a's root, and b's is named as a difference."""
+    [report] = [json.loads(line) for line in status_json.stdout.splitlines()]
+    assert report["datasets_root"] == str(tmp_path / "a")
+    assert report["config_differences"] == [f"datasets.root: {tmp_path / 'a'} → {tmp_path / 'b'}"]
+    assert kept_root(state_dir) == str(tmp_path / "a")
+
+
 async def test_status_with_another_config_changes_nothing_and_says_how_it_differs(
     tmp_path: Path, state_dir: Path
 ) -> None:
@@ -50,10 +58,7 @@ async def test_status_with_another_config_changes_nothing_and_says_how_it_differ
     assert "eagle-console apply box" in looked.stdout
     assert "does not exist" not in looked.stdout + looked.stderr
     as_json = await run_cli("status", "box", "--json", config=other)
-    [report] = [json.loads(line) for line in as_json.stdout.splitlines()]
-    assert report["datasets_root"] == str(tmp_path / "a")
-    assert report["config_differences"] == [f"datasets.root: {tmp_path / 'a'} → {tmp_path / 'b'}"]
-    assert kept_root(state_dir) == str(tmp_path / "a")
+    assert_a_kept_and_b_named(as_json, tmp_path, state_dir)
 
 
 async def test_verbs_that_start_jobs_refuse_until_the_config_is_applied(
@@ -115,10 +120,7 @@ async def test_a_look_over_ssh_with_another_config_leaves_the_agents_alone(
     assert (await run_cli("status", "gpu", config=configs[0])).code == 0
     looked = await run_cli("status", "gpu", "--json", config=configs[1])
     assert looked.code == 0, looked.stderr
-    [report] = [json.loads(line) for line in looked.stdout.splitlines()]
-    assert report["datasets_root"] == str(tmp_path / "a")
-    assert report["config_differences"] == [f"datasets.root: {tmp_path / 'a'} → {tmp_path / 'b'}"]
-    assert kept_root(state_dir) == str(tmp_path / "a")
+    assert_a_kept_and_b_named(looked, tmp_path, state_dir)
 
 
 async def test_doctor_and_status_say_the_box_runs_another_config_even_when_its_root_is_gone(
