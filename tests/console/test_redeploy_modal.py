@@ -18,6 +18,7 @@ from agent.protocol import DatasetProgress, Event, HelloResult, JobInfo, Snapsho
 from console.config import HostConfig, SshTarget
 from console.model.budget_advice import with_token_budget
 from console.ui.app import ConsoleApp
+from console.ui.screens.pipeline import PipelineScreen
 from console.ui.screens.redeploy import RedeployScreen
 from tests.console.scripted_agent import ScriptedAgent
 from tests.console.test_hostile_text import wait_for
@@ -159,3 +160,20 @@ async def test_the_buttons_stay_put_when_live_numbers_shorten_the_text() -> None
         await pilot.pause()
         assert text.size.height < text_rows  # the text did shrink
         assert confirm.region == before
+
+
+async def test_a_height_hold_due_after_the_modal_is_gone_does_nothing() -> None:
+    """A snapshot schedules the hold for after the next refresh. Textual runs it after the
+    refresh of whichever screen is on top then: when Escape came in between, the dashboard's,
+    with the modal already taken down. The console died there under load (CI, the
+    terminal_text scenario: the next key found no console)."""
+    app, agent = scripted_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await press_r(pilot, agent, STARTING)
+        modal = app.screen
+        assert isinstance(modal, RedeployScreen)
+        await modal.dismiss(None)
+        await wait_for(pilot, lambda: not modal.children)  # its widgets are gone
+        modal._hold_heights()  # what the scheduled callback runs: it must not look for them
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, PipelineScreen))

@@ -110,7 +110,11 @@ class RedeployScreen(ModalScreen[tuple[str, ...] | None]):
 
         A snapshot that shortens the text (an advice line gone, a number one digit shorter)
         would shrink the centred box and move its buttons under a pointer on its way to one.
+        Textual runs it after the next refresh of whichever screen is on top: once the modal is
+        dismissed, its widgets may be gone, and there is nothing left to hold.
         """
+        if not self.is_current:
+            return
         for widget in (self.query_one("#redeploy-facts"), self.query_one(TextArea)):
             held = widget.styles.min_height
             shown = widget.outer_size.height
