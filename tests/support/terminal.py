@@ -24,9 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agent.host.signals import kill_group
+from console.model.safe_text import sanitise
 
 READ_SIZE = 65536
 POLL_S = 0.05
+EXIT_WAIT_S = 5.0
+"""How long a program that closed its terminal gets to be reaped, for its exit code."""
+LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049l"
+CONTROL_SEQUENCE = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 
 class MarkerNotSeenError(AssertionError):
@@ -78,14 +83,29 @@ class PtyTerminal:
         deadline = time.monotonic() + timeout_s
         with self._changed:
             while (found := regex.search(self.output, after)) is None:
+                if self.master is None:
+                    raise MarkerNotSeenError(self._ended_before(pattern))
                 left = deadline - time.monotonic()
-                if left <= 0 or self.master is None:
+                if left <= 0:
                     raise MarkerNotSeenError(
                         f"never saw {pattern!r} within {timeout_s:g} s; the terminal shows:\n"
                         + _tail(self.output)
                     )
                 self._changed.wait(min(left, 0.5))
             return found.end()
+
+    def _ended_before(self, pattern: bytes) -> str:
+        """The program closed the terminal first: its exit, and what it wrote after its screen
+        (a Textual app prints its traceback there, once it has left the alternate screen)."""
+        code = self.wait_exit(EXIT_WAIT_S)
+        ended = "still running" if code is None else f"exit code {code}"
+        last = self.output.rfind(LEAVE_ALTERNATE_SCREEN)
+        after = self.output[last + len(LEAVE_ALTERNATE_SCREEN) :] if last >= 0 else self.output
+        words = " ".join(CONTROL_SEQUENCE.sub(b"", after).decode(errors="replace").split())
+        return (
+            f"the program closed the terminal ({ended}) before writing {pattern!r}; "
+            f"its last words: {sanitise(words[-600:])}"
+        )
 
     def send(self, keys: bytes) -> None:
         """Type `keys` (raw bytes: b"q", b"\\r" for enter, b"\\x1b[B" for down...)."""
