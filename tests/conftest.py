@@ -10,18 +10,28 @@ import pytest
 from agent.attach import stop_daemon
 from agent.state import StatePaths
 from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.shared_fixtures import shares_fixtures
 from tests.support.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the slow tests are handed out first.
+    """Under pytest-xdist, a module's shared fixtures are made once, and slow tests go first.
+
+    A fixture of module or session scope is made once per worker that runs any of the module's
+    tests: a module whose tests were spread over six workers built its tokenizer, or ran its
+    trainer, six times. Such a module is one xdist group, so one worker runs it whole.
 
     Workers take tests in collection order, and a 50 s test handed out last would run on while
     the other workers sit idle. The sort is stable, so every worker collects the same order, as
     xdist requires.
     """
-    if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    if not hasattr(config, "workerinput"):
+        return
+    for item in items:
+        if shares_fixtures(item.path):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(autouse=True)
