@@ -11,7 +11,9 @@ transformers is always given an explicit True or False, so it never asks "Do you
 custom code? [y/N]" (it asks only when the choice is left open, and waits on a terminal), and its
 own question is switched off for any nested load the tokenizer's code might do. A package the
 tokenizer needs and the box lacks (tiktoken for Kimi) is named in one line, not a traceback.
-Standard library only at import time: transformers is imported inside `load_tokenizer`.
+A folder holding a plain tokenizer and no model config is loaded by its class, which AutoTokenizer
+would pick anyway, without the torch import AutoTokenizer brings (`plain`). Standard library only
+at import time: transformers is imported inside `load_tokenizer`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent.pipeline.tokenizer.plain import plain_class
 from agent.pipeline.tokenizer.remote_code import TRUST_FLAG, refusal, shipped_code
 
 __all__ = [
@@ -64,8 +67,9 @@ def load_tokenizer(path: str, *, trust_remote_code: bool) -> Any:
     transformers = _transformers(path)
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()  # its warnings would repeat our one line in pieces
+    loader = plain_class(folder, transformers) or transformers.AutoTokenizer
     try:
-        return transformers.AutoTokenizer.from_pretrained(
+        return loader.from_pretrained(
             path, local_files_only=True, trust_remote_code=trust_remote_code
         )
     except ImportError as exc:

@@ -22,9 +22,9 @@ def shipped_code(folder: Path) -> tuple[str, ...]:
     The tokenizer's own first, then the config's: trusted, transformers loads config.json with
     the same trust (Kimi-K2's `configuration_deepseek.py`) before the tokenizer.
     """
-    model_config = _json(folder / "config.json")
+    model_config = read_json(folder / "config.json")
     references = _references(
-        _json(folder / "tokenizer_config.json"), "AutoTokenizer", legacy_pair=True
+        read_json(folder / "tokenizer_config.json"), "AutoTokenizer", legacy_pair=True
     ) or _references(model_config, "AutoTokenizer")
     if not references:
         return ()
@@ -42,7 +42,8 @@ def refusal(path: str, code: tuple[str, ...]) -> str:
     )
 
 
-def _json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`; empty when it is absent, unreadable or not an object."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
