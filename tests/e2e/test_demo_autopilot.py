@@ -58,11 +58,7 @@ def test_the_demo_left_alone_reaches_the_verdict_through_a_runner_and_a_server_c
     assert json.loads(events)["state"] == "done"
 
     tmux.keys("q")
-    deadline = time.monotonic() + 150
-    while not exited.exists():
-        assert time.monotonic() < deadline, f"the demo did not exit:\n{tmux.screen()}"
-        time.sleep(0.2)
-    assert exited.read_text().strip() == "0"
+    assert tmux.wait_exit(exited) == "0"
     assert demo_processes(workspace) == []
 
 

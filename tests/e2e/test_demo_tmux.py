@@ -59,6 +59,22 @@ class Tmux:
         """Press keys, as tmux names them."""
         self.run("send-keys", "-t", "demo", *keys)
 
+    def wait_exit(self, exited: Path, timeout_s: float = SCREEN_TIMEOUT_S) -> str:
+        """The exit status the window's shell wrote to `exited`, once the window has closed.
+
+        The shell writes the status, then ends, and the tmux server with it. Both name the
+        workspace in their command lines: a look for the demo's leftovers made as the file
+        appeared found these two, still ending.
+        """
+        deadline = time.monotonic() + timeout_s
+        while not exited.exists():
+            assert time.monotonic() < deadline, f"the program did not exit:\n{self.screen()}"
+            time.sleep(0.2)
+        while harness := [pid for pid in all_pids() if str(exited) in " ".join(command_line(pid))]:
+            assert time.monotonic() < deadline, f"the window did not close: pids {harness}"
+            time.sleep(0.2)
+        return exited.read_text().strip()
+
     def wait_for(self, found: Callable[[str], bool], what: str) -> str:
         """The screen once `found` holds; fails with the last screen after SCREEN_TIMEOUT_S."""
         deadline = time.monotonic() + SCREEN_TIMEOUT_S
@@ -146,9 +162,5 @@ def test_the_demo_shows_progress_and_r_redeploys_the_run_heading_over_budget(
     assert sum("--token-budget" in argv for argv in argvs) == 1
 
     tmux.keys("q")
-    deadline = time.monotonic() + SCREEN_TIMEOUT_S
-    while not exited.exists():
-        assert time.monotonic() < deadline, f"the demo did not exit:\n{tmux.screen()}"
-        time.sleep(0.2)
-    assert exited.read_text().strip() == "0"
+    assert tmux.wait_exit(exited) == "0"
     assert demo_processes(workspace) == []

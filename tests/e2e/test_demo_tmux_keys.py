@@ -11,13 +11,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_demo_tmux import SCREEN_TIMEOUT_S, Tmux, demo_processes, end_leftovers
+from tests.e2e.test_demo_tmux import Tmux, demo_processes, end_leftovers
 
 pytestmark = [
     pytest.mark.tmux,
@@ -49,15 +48,6 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 def on_dashboard(screen: str) -> bool:
     """The dashboard with the demo's datasets, no modal or other screen over it."""
     return "B1_sharegpt" in screen and "datasets" in screen and "Cancel" not in screen
-
-
-def wait_exit(tmux: Tmux, exited: Path) -> str:
-    """The exit status the shell wrote once the console exited."""
-    deadline = time.monotonic() + SCREEN_TIMEOUT_S
-    while not exited.exists():
-        assert time.monotonic() < deadline, f"the console did not exit:\n{tmux.screen()}"
-        time.sleep(0.2)
-    return exited.read_text().strip()
 
 
 def closed_port() -> int:
@@ -94,7 +84,7 @@ def test_at_80x24_r_d_and_k_open_and_cancel_and_q_exits_leaving_nothing(
     tmux.wait_for(on_dashboard, "the dashboard again after escape")
 
     tmux.keys("q")
-    assert wait_exit(tmux, exited) == "0"
+    assert tmux.wait_exit(exited) == "0"
     assert demo_processes(workspace) == []
 
 
@@ -123,7 +113,7 @@ def test_h_to_a_host_that_is_down_says_so_and_shows_none_of_the_first_hosts_rows
         assert "B1_sharegpt" not in screen
         assert "B2_ultrachat" not in screen
         two.keys("q")
-        assert wait_exit(two, exited) == "0"
+        assert two.wait_exit(exited) == "0"
     finally:
         kill_server(two)
     tmux.keys("q")
