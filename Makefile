@@ -10,6 +10,10 @@ SOURCES := agent console tests benchmarks faults
 # 2-core machine 6 workers keep both cores busy. loadgroup keeps tests of one xdist_group on one worker.
 PYTEST_WORKERS ?= 6
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
+# The tests start some 2,000 Python processes (agents, runners, simulators, consoles): with the
+# bytecode cache each compiles the project once, not at every start (and pytest keeps its
+# rewritten test modules). A shell that sets PYTHONDONTWRITEBYTECODE would switch that off.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-fast lint typecheck bench faults install system-tools clean
 
