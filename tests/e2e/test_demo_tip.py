@@ -6,6 +6,7 @@ headless command failed with "cannot reach localhost:22".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -13,14 +14,17 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from tests.support.demo_terminal import CONSOLE_UP, START_TIMEOUT_S, kill_leftovers, start_demo
 
 TIP = "#   "
+CONFIG = "eagle-console.toml"
 COMMAND_TIMEOUT_S = 180
 SERVER_BACK_S = 120.0
 """The demo's server restarts within seconds of its kill; this bounds the wait for it."""
@@ -54,15 +58,34 @@ def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def doctor_with_the_server_up(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """doctor, asked again while the demo's server is down: the demo kills it at 55 s to show a
-    restart, and a doctor run in those seconds rightly says so."""
+def doctor_with_the_server_up(argv: list[str], config: Path) -> subprocess.CompletedProcess[str]:
+    """doctor, asked again once the demo's server is back: the demo kills it at 55 s to show a
+    restart, and a doctor run in those seconds rightly says so. Each doctor run loads the
+    tokenizer on the box: the server's own /health says when it is back, for a fraction of that."""
     deadline = time.monotonic() + SERVER_BACK_S
     result = run(argv)
     while re.search(r"^FAIL sglang ", result.stdout, re.M) and time.monotonic() < deadline:
-        time.sleep(1.0)
+        wait_for_health(server_url(config), deadline)
         result = run(argv)
     return result
+
+
+def server_url(config: Path) -> str:
+    """The demo host's SGLang URL, as its config names it."""
+    url: str = tomllib.loads(config.read_text())["hosts"]["demo"]["sglang"]["url"]
+    return url
+
+
+def wait_for_health(url: str, deadline: float) -> None:
+    """Until the server answers /health with 200, or `deadline` (monotonic) has passed."""
+    while time.monotonic() < deadline:
+        with (
+            contextlib.suppress(OSError),
+            urllib.request.urlopen(f"{url}/health", timeout=5) as got,
+        ):
+            if got.status == 200:
+                return
+        time.sleep(0.5)
 
 
 @pytest.mark.timeout(600)
@@ -74,11 +97,12 @@ def test_every_command_of_the_demo_tip_works_as_printed(
     terminal = start_demo(workspace)
     try:
         terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)
-        commands = tip_commands(workspace / "eagle-console.toml")
+        commands = tip_commands(workspace / CONFIG)
         names = [argv[3] for argv in commands]
         assert names == ["status", "report", "doctor", "events", "deploy", "redeploy"]
         for argv in commands:
-            result = run(argv) if argv[3] != "doctor" else doctor_with_the_server_up(argv)
+            doctor = argv[3] == "doctor"
+            result = doctor_with_the_server_up(argv, workspace / CONFIG) if doctor else run(argv)
             said = f"{shlex.join(argv[1:])}:\n{result.stdout}\n{result.stderr}"
             assert "cannot reach" not in said
             assert "Traceback" not in said
