@@ -23,7 +23,10 @@ from tests.e2e.test_demo_tmux import Tmux, demo_processes, end_leftovers
 VERDICT_TIMEOUT_S = 900.0
 KILLED = ("killed runner", "killed the SGLang stand-in")
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [
+    pytest.mark.tmux,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
 
 
 @pytest.fixture
@@ -39,6 +42,7 @@ def tmux(tmp_path: Path) -> Iterator[Tmux]:
 
 
 @pytest.mark.timeout(1200)
+@pytest.mark.slow
 def test_the_demo_left_alone_reaches_the_verdict_through_a_runner_and_a_server_crash(
     tmp_path: Path,
     tmux: Tmux,  # noqa: F811
