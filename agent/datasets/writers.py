@@ -29,7 +29,7 @@ from agent.datasets.writer_lock import (
     flock_writers,
     lock_holder,
 )
-from agent.host.procfs import PROC, all_pids, command_line, process_info
+from agent.host.procfs import PROC, ProcessInfo, all_pids, command_line, process_info
 from agent.protocol import LIVE_JOB_STATES, DatasetProgress, JobInfo
 
 FD_SCAN_INTERVAL_S = 30.0
@@ -145,18 +145,19 @@ def _lock_holder(path: Path, locks: Callable[[], FlockTable]) -> LockHolder | No
 
 
 def _writer(pid: int, how: str, argv: tuple[str, ...] = ()) -> Writer:
-    info = process_info(pid)
-    stopped = info is not None and info.state in STOPPED_STATES
-    return Writer(pid, argv or tuple(command_line(pid)), how, stopped)
+    return _described(pid, process_info(pid), how, argv)
 
 
 def _live_writer(pid: int, file_name: str) -> Writer | None:
     """A pid the last descriptor scan saw writing `file_name`; None once it has ended since."""
     info = process_info(pid)
-    if info is None:
-        return None
-    how = f"has {file_name} open for writing"
-    return Writer(pid, tuple(command_line(pid)), how, info.state in STOPPED_STATES)
+    return None if info is None else _described(pid, info, f"has {file_name} open for writing")
+
+
+def _described(pid: int, info: ProcessInfo | None, how: str, argv: tuple[str, ...] = ()) -> Writer:
+    """The Writer for `pid`, read from /proc once (`info`); its argv from /proc when not given."""
+    stopped = info is not None and info.state in STOPPED_STATES
+    return Writer(pid, argv or tuple(command_line(pid)), how, stopped)
 
 
 def open_for_writing(paths: set[str]) -> dict[str, list[int]]:
