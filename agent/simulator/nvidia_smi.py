@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
+
+from agent.host.procfs import all_pids, command_line
 
 GPUS = 2
 NAME = "Simulated GPU (demo)"
@@ -24,29 +25,15 @@ HELD_MIB = 70000
 """What each holder is shown using on every GPU: a tensor-parallel server fills them all."""
 
 
-def holders(serving_port: int, proc: Path = Path("/proc")) -> list[int]:
+def holders(serving_port: int) -> list[int]:
     """The pids of the simulated server on `serving_port` and of simulated trainers."""
-    return sorted(
-        pid
-        for pid, argv in _processes(proc)
-        if "agent.simulator.train" in argv
-        or ("agent.simulator" in argv and _port(argv) == serving_port)
+    return sorted(pid for pid in all_pids() if _holds(command_line(pid), serving_port))
+
+
+def _holds(argv: list[str], serving_port: int) -> bool:
+    return "agent.simulator.train" in argv or (
+        "agent.simulator" in argv and _port(argv) == serving_port
     )
-
-
-def _processes(proc: Path) -> Iterator[tuple[int, list[str]]]:
-    try:
-        entries = list(proc.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue  # gone, or not ours to read
-        yield int(entry.name), raw.decode(errors="replace").split("\0")
 
 
 def _port(argv: list[str]) -> int | None:
