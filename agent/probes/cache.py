@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agent.host.sglang_auth import ApiKeyError, key_source, read_api_key
@@ -80,6 +80,28 @@ class ProbeCache:
         self.server = with_down_since(self.server, probed)
         self.gpus = await read_gpus(nvidia_smi_binary(pipeline))
 
+    def reading(self) -> ProbeReading:
+        """The readings of this moment, taken together.
+
+        A refresh that lands while a snapshot is assembled must not give it one server for its
+        alerts and another for its panel (a down server once showed with no server_down alert).
+        """
+        return ProbeReading(self.server, self.gpus, self._server_name)
+
+    def alerts(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> list[Alert]:
+        """The alerts of the readings of this moment (`ProbeReading.alerts`)."""
+        return self.reading().alerts(now, jobs)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeReading:
+    """The server and GPU readings of one moment, and the alerts they make."""
+
+    server: ServerStats | None
+    gpus: GpuReading
+    server_name: str
+    """What the alerts call the server: the config's `api` says which kind it is."""
+
     def alerts(self, now: float, jobs: tuple[JobInfo, ...] = ()) -> list[Alert]:
         """server_down when a configured server (or every worker behind a router) is down.
 
@@ -89,21 +111,21 @@ class ProbeCache:
         """
         server = self.server
         if server is not None and server.url is not None and server.healthy:
-            return key_alerts(self._server_name, server, now)
+            return key_alerts(self.server_name, server, now)
         if server is None or server.url is None or server.healthy is not False:
             return []
         servers = sorted((j for j in jobs if j.kind == "server"), key=lambda j: j.started_at or 0)
         if servers and servers[-1].state == "stopped":
-            message = f"{self._server_name} at {server.url} is down: job {servers[-1].name} was stopped on request"
+            message = f"{self.server_name} at {server.url} is down: job {servers[-1].name} was stopped on request"
             return [Alert("server_down", "info", message, server.url, now)]
         if servers and _starting(servers[-1], now):
             job = servers[-1]
             message = (
-                f"{self._server_name} at {server.url} is starting: job {job.name} launched "
+                f"{self.server_name} at {server.url} is starting: job {job.name} launched "
                 f"{now - (job.started_at or now):.0f} s ago ({server.detail})"
             )
             return [Alert("server_down", "warning", message, server.url, now)]
-        message = f"{self._server_name} at {server.url}: {server.detail}"
+        message = f"{self.server_name} at {server.url}: {server.detail}"
         warming = server.detail.startswith(WARMING_DETAIL)  # up, answering, not ready yet
         return [Alert("server_down", "warning" if warming else "error", message, server.url, now)]
 

@@ -20,6 +20,7 @@ from agent.host.procfs import process_info
 from agent.host.wall_clock import WallClockWatch
 from agent.jobs.supervisor import stale_script
 from agent.probes.cache import REFRESH_S, ProbeCache
+from agent.probes.gpus import GpuReading
 from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.training import TrainingWatch
 from agent.protocol import (
@@ -102,28 +103,29 @@ class SnapshotAssembly:
             # The snapshot's time, read once: its datasets' last responses are dated against it,
             # so neither a slow scan nor a clock step after it ages them into a false stall.
             now = tracker.clock.wall() if tracker is not None else time.time()
+            probes = self.probes.reading()  # once: its alerts and its panel judge one reading
             jobs = finish.jobs()
             datasets, alerts = (
                 scan_datasets(tracker, jobs, self.writers, now) if tracker else ((), ())
             )
             if tracker is not None:
                 self.long_lived.settle(tracker, len(datasets))
-            read = self._read_files_and_proc(jobs)
-            alerts += (*read.job_alerts, *self.probes.alerts(now, jobs))
+            read = self._read_files_and_proc(jobs, probes.gpus)
+            alerts += (*read.job_alerts, *probes.alerts(now, jobs))
             alerts += (*self.wall_clock.alerts(now), *self.state_health.alerts(now))
             root = tracker.config.root if tracker is not None else None
             return finish.alerts(Snapshot(
                 now, socket.gethostname(), root, datasets, alerts, jobs,
-                self.probes.server, read.gpus, self.probes.gpus.note,
+                probes.server, read.gpus, probes.gpus.note,
                 read.training, read.export, read.evaluation,
             ))  # fmt: skip
 
-    def _read_files_and_proc(self, jobs: tuple[JobInfo, ...]) -> JobReadings:
+    def _read_files_and_proc(self, jobs: tuple[JobInfo, ...], gpus: GpuReading) -> JobReadings:
         """What the jobs' logs, reports, scripts and /proc say; blocking, so run in a thread."""
         self.wall_clock.observe()
         self.wall_clock.keep_only(jobs)
         return JobReadings(
-            gpus_with_holders(self.probes.gpus.gpus, jobs),
+            gpus_with_holders(gpus.gpus, jobs),
             self.training.progress(jobs),
             self.reports.export(jobs),
             self.reports.evaluation(jobs),

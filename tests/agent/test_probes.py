@@ -10,11 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from agent.datasets.writers import WriterFinder
 from agent.probes.cache import STARTING_GRACE_S, ProbeCache, nvidia_smi_binary, with_down_since
 from agent.probes.gpus import read_gpus
 from agent.probes.sglang_http import probe_sglang
 from agent.probes.sglang_log import latest_decode_stats, parse_stat_line
-from agent.protocol import SNAPSHOT, JobInfo, PipelineConfig, ServerStats, Snapshot, SnapshotParams
+from agent.protocol import (
+    SNAPSHOT,
+    Alert,
+    JobInfo,
+    PipelineConfig,
+    ServerStats,
+    Snapshot,
+    SnapshotParams,
+)
+from agent.state.health import StateHealth
+from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 from console.link.local_link import open_local_link
 from tests.support.simulator_process import running_simulator
 
@@ -227,3 +238,39 @@ def test_the_gpu_probe_runs_the_hosts_nvidia_smi_with_its_home_expanded() -> Non
     assert nvidia_smi_binary(PipelineConfig()) == "nvidia-smi"
     configured = PipelineConfig(nvidia_smi="~/bin/nvidia-smi")
     assert nvidia_smi_binary(configured) == str(Path.home() / "bin" / "nvidia-smi")
+
+
+class ReadingsByHand(ProbeCache):
+    """Probe readings only the test sets: no refresh of its own runs."""
+
+    def refresh_if_stale(self, pipeline: PipelineConfig, every_s: float = 0.0) -> None:
+        """Nothing: the readings are the test's."""
+
+
+class LandingHealth(StateHealth):
+    """A state folder's health whose alerts are asked after the probes' alerts: a probe refresh
+    is made to land right then, between a snapshot's alerts and its server panel."""
+
+    def __init__(self, root: Path, cache: ProbeCache, landing: ServerStats) -> None:
+        super().__init__(root)
+        self.cache, self.landing = cache, landing
+
+    def alerts(self, now: float) -> list[Alert]:
+        self.cache.server = self.landing
+        return super().alerts(now)
+
+
+async def test_a_refresh_landing_mid_snapshot_never_splits_its_server_from_its_alerts(
+    tmp_path: Path,
+) -> None:
+    cache = ReadingsByHand()
+    down = ServerStats("http://127.0.0.1:1", healthy=False, detail="unreachable")
+    health = LandingHealth(tmp_path / "state", cache, down)
+    assembly = SnapshotAssembly(cache, WriterFinder(), health)
+    finish = Finish(jobs=lambda: (), alerts=lambda snapshot: snapshot)
+    first = await assembly.take(finish, None, PipelineConfig())
+    server_down = [a for a in first.alerts if a.kind == "server_down"]
+    assert (first.server, server_down) == (None, [])  # the reading it began with, whole
+    second = await assembly.take(finish, None, PipelineConfig())
+    assert second.server == down
+    assert [a.kind for a in second.alerts] == ["server_down"]
