@@ -70,8 +70,8 @@ class Tmux:
         while not exited.exists():
             assert time.monotonic() < deadline, f"the program did not exit:\n{self.screen()}"
             time.sleep(0.2)
-        while harness := [pid for pid in all_pids() if str(exited) in " ".join(command_line(pid))]:
-            assert time.monotonic() < deadline, f"the window did not close: pids {harness}"
+        while harness := demo_processes(exited):  # the processes that name the status file
+            assert time.monotonic() < deadline, f"the window did not close: {harness}"
             time.sleep(0.2)
         return exited.read_text().strip()
 
