@@ -2,10 +2,20 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# A bare `torch` requirement can pull a CUDA build of several GB; pin the build you want here.
-TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
-SOURCES := agent console tests benchmarks faults
+SOURCES := agent console tests benchmarks faults requirements
+# Every package make installs is pinned, with its hashes, in requirements/lock.txt (the trainers,
+# installed without their own pins, in trainers-lock.txt). uv compiles and installs them: see the
+# README's "Dependencies". `make upgrade` is the one way a newer release gets in.
+REQUIREMENTS := requirements
+LOCK := $(REQUIREMENTS)/lock.txt
+TRAINERS_LOCK := $(REQUIREMENTS)/trainers-lock.txt
+UV := $(BIN)/uv
+UV_PIP = $(UV) pip $(1) --quiet --python $(BIN)/python --find-links $(WHEELS)
+# torch's CPU build is on no index uv reads by default: pip fetches the wheel requirements/torch.txt
+# names into this folder (from pip's own indexes, else PyTorch's CPU index); uv checks its hash.
+WHEELS := $(VENV)/wheels
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # Most tests wait on subprocesses, servers and terminals, so more workers than cores pays: on a
 # 2-core machine 6 workers keep both cores busy. loadgroup keeps tests of one xdist_group on one worker.
 PYTEST_WORKERS ?= 6
@@ -15,17 +25,44 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 # rewritten test modules). A shell that sets PYTHONDONTWRITEBYTECODE would switch that off.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-fast lint typecheck bench faults install system-tools clean
+.PHONY: demo test test-fast lint typecheck bench faults install system-tools lock upgrade clean
 
-$(STAMP): pyproject.toml tests/trainers.txt
+# pip (the venv's own) installs only uv, from the lock's entry and hashes; uv installs the rest:
+# `sync` makes the venv exactly the two locks, removing whatever they do not name.
+$(STAMP): $(LOCK) $(TRAINERS_LOCK) $(REQUIREMENTS)/torch.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e '.[pipeline,test]'
-	$(BIN)/python -m pip install --quiet --no-deps -r tests/trainers.txt
+	$(call lock_entry,uv) > $(VENV)/uv-pin.txt
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r $(VENV)/uv-pin.txt
+	$(MAKE) --no-print-directory torch-wheel
+	$(call UV_PIP,sync) --require-hashes $(LOCK) $(TRAINERS_LOCK)
+	$(call UV_PIP,install) --no-deps --no-build-isolation --editable .
 	touch $(STAMP)
 
+# A package's entry in the lock (its pin and hash lines), for pip to install uv from.
+lock_entry = awk '/^$(1)==/ {on = 1; print; next} on && /^ / {print; next} {on = 0}' $(LOCK)
+
+.PHONY: torch-wheel
+torch-wheel:
+	@mkdir -p $(WHEELS)
+	$(BIN)/python -m pip download --quiet --no-deps --dest $(WHEELS) -r $(REQUIREMENTS)/torch.txt \
+	  || $(BIN)/python -m pip download --quiet --no-deps --dest $(WHEELS) \
+	       --extra-index-url $(TORCH_CPU_INDEX) -r $(REQUIREMENTS)/torch.txt
+
 install: $(STAMP)
+
+# Compile the locks from pyproject's ranges, keeping every pin they still allow; UPGRADE=--upgrade
+# moves each to its newest release (`make upgrade` does, and keeps it only if the tests pass). The
+# lock is for what CI runs: CPython 3.11 on Linux x86_64.
+lock: install
+	$(call UV_PIP,compile) --generate-hashes --custom-compile-command "make lock" $(UPGRADE) \
+	  --constraint $(REQUIREMENTS)/torch.txt --extra pipeline --extra test \
+	  pyproject.toml $(REQUIREMENTS)/tools.in --output-file $(LOCK)
+	$(call UV_PIP,compile) --generate-hashes --custom-compile-command "make lock" $(UPGRADE) \
+	  --no-deps $(REQUIREMENTS)/trainers.in --output-file $(TRAINERS_LOCK)
+
+# The newest releases into new locks, tried with `make test-fast`: kept if green, else put back.
+upgrade: install
+	$(BIN)/python -m requirements.upgrade
 
 # OpenSSH's server and tmux, for the tests that use them (they skip, saying why, where neither
 # is installed nor installable: apt-get needs root).

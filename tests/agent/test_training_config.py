@@ -1,5 +1,5 @@
 """A training run's total from its command line and config files, checked against SpecForge's own
-loader and schedule functions (specforge 0.2.0 from tests/trainers.txt), and files that lie.
+loader and schedule functions (specforge 0.2.0 from requirements/trainers.in), and files that lie.
 
 speculators' config is checked against its own resolver in test_training_trainers.py (importing
 it here would import torch's deprecated modules into the test process).

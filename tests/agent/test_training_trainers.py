@@ -1,6 +1,6 @@
 """The training panel's figures from the lines SpecForge 0.2.0 and speculators 0.9.0 really print.
 
-Each log here is printed by the trainer's own code from its wheel (tests/trainers.txt): SpecForge's
+Each log here is printed by the trainer's own code from its wheel (requirements/trainers.in): SpecForge's
 TrainerController.fit loop, `_logger`, TrackerLogger and Evaluator on the CPU, with a stand-in
 strategy and backend in place of a model on a GPU; speculators' setup_root_logger, metric logger,
 eagle3 compute_metrics and tqdm.rich bars in a child process whose output goes to a file, as a

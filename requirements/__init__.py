@@ -1,0 +1,1 @@
+"""The locks every `make` target installs from, and `make upgrade`, the one way they move."""

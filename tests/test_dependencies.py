@@ -1,0 +1,93 @@
+"""The locks: a fresh venv installs exactly them and imports with no warning; make upgrade's report.
+
+`make install` syncs the venv to requirements/lock.txt and trainers-lock.txt with their hashes.
+A lock that does not install, one whose packages do not fit together, or a dependency that warns
+as it is imported (as cryptography 51 made asyncssh do) is caught here before a user sees it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from requirements.upgrade import moves, pins
+from tests.support.repo import REPO
+
+LOCK = REPO / "requirements" / "lock.txt"
+TRAINERS_LOCK = REPO / "requirements" / "trainers-lock.txt"
+UV = Path(sys.prefix) / "bin" / "uv"
+WHEELS = Path(sys.prefix) / "wheels"  # where make install put torch's CPU build
+IMPORTS = "import console.cli.main, console.ui.app, agent.__main__, agent.core, tests.conftest"
+"""The console (headless and TUI), the agent, and what pytest loads first."""
+
+
+def test_every_locked_package_is_installed_at_its_locked_version() -> None:
+    installed = {
+        dist.metadata["Name"].replace("_", "-").replace(".", "-").lower(): dist.version
+        for dist in metadata.distributions()
+    }
+    locked = pins(LOCK.read_text()) | pins(TRAINERS_LOCK.read_text())
+    wrong = {
+        name: (version, installed.get(name))
+        for name, version in locked.items()
+        if installed.get(name) != version
+    }
+    assert not wrong, f"the venv is not the lock (locked, installed): {wrong}; run make install"
+
+
+def test_the_lock_holds_a_hash_for_every_pin() -> None:
+    for lock in (LOCK, TRAINERS_LOCK):
+        lines = lock.read_text().splitlines()
+        pinned = [line for line in lines if "==" in line and not line.startswith((" ", "#"))]
+        assert pinned
+        for line in pinned:
+            assert line.endswith("\\"), f"{lock.name}: {line} has no --hash lines"
+
+
+def test_cryptography_stays_below_the_release_that_makes_asyncssh_warn() -> None:
+    assert int(pins(LOCK.read_text())["cryptography"].split(".")[0]) < 51
+
+
+def test_upgrade_reports_what_moved_came_and_went() -> None:
+    before = pins(
+        "aiohttp==3.14.5 \\\n    --hash=sha256:00\nTyping_Extensions==4.0\nold-pkg==1.0\n"
+    )
+    after = pins("aiohttp==3.15.0 \\\n    --hash=sha256:11\ntyping-extensions==4.0\nnew.pkg==2.0\n")
+    assert moves(before, after) == [
+        "    aiohttp 3.14.5 -> 3.15.0",
+        "  + new-pkg 2.0",
+        "  - old-pkg 1.0",
+    ]
+    assert moves(before, before) == []
+
+
+@pytest.mark.slow
+def test_a_fresh_venv_from_the_locks_imports_everything_with_warnings_as_errors(
+    tmp_path: Path,
+) -> None:
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    uv(["venv", "--quiet", "--python", sys.executable, str(venv)])
+    sync = ["pip", "sync", "--quiet", "--require-hashes", "--python", str(python)]
+    uv([*sync, "--find-links", str(WHEELS), str(LOCK)])
+    uv(["pip", "check", "--quiet", "--python", str(python)])  # the lock's packages fit together
+    install = ["pip", "install", "--quiet", "--require-hashes", "--no-deps"]
+    uv([*install, "--python", str(python), "-r", str(TRAINERS_LOCK)])
+
+    result = subprocess.run(
+        [str(python), "-W", "error", "-c", IMPORTS],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == ""
+
+
+def uv(args: list[str]) -> None:
+    result = subprocess.run([str(UV), *args], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"uv {' '.join(args)}: {result.stderr[-3000:]}"
