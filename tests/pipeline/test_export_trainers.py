@@ -4,7 +4,6 @@ ids.jsonl, its Config loads trainers/specforge.json, and what cannot be exact is
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +53,10 @@ def specforge_rows(tmp_path: Path, path: Path) -> list[tuple[list[int], list[int
 
     tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
     conversations = [row["conversations"] for row in read_jsonl(path)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = preprocess_conversations(
-            tokenizer, conversations, TEMPLATE_REGISTRY.get("lfm"), max_length=100_000,
-            train_only_last_turn=True, tools=[[]] * len(conversations),
-        )  # fmt: skip
+    result = preprocess_conversations(
+        tokenizer, conversations, TEMPLATE_REGISTRY.get("lfm"), max_length=100_000,
+        train_only_last_turn=True, tools=[[]] * len(conversations),
+    )  # fmt: skip
     return [
         (ids[0].tolist(), mask[0].tolist())
         for ids, mask in zip(result["input_ids"], result["loss_mask"], strict=True)

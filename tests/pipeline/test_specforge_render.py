@@ -1,13 +1,12 @@
 """Our rendering of a conversation row against SpecForge 0.2.0's own parser, id by id, mask by mask.
 
-SpecForge is installed from the package index (tests/trainers.txt); its parser runs here on the
+SpecForge is installed from the package index (requirements/trainers.in); its parser runs here on the
 tokenizer the tests build, for the templates the export knows, and must give exactly what
 agent/pipeline/export/specforge_render.py gives.
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +45,10 @@ def specforge_parse(tokenizer: Any, name: str, conversation: list[dict[str, Any]
     from specforge.data.preprocessing import preprocess_conversations
     from specforge.data.template import TEMPLATE_REGISTRY
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # its own notes: "The first message is from system ..."
-        result = preprocess_conversations(
-            tokenizer, [conversation], TEMPLATE_REGISTRY.get(name), max_length=100_000,
-            train_only_last_turn=last,
-        )  # fmt: skip
+    result = preprocess_conversations(
+        tokenizer, [conversation], TEMPLATE_REGISTRY.get(name), max_length=100_000,
+        train_only_last_turn=last,
+    )  # fmt: skip
     return result["input_ids"][0][0].tolist(), result["loss_mask"][0][0].tolist()
 
 
