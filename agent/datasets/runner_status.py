@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from agent.host.signals import is_running
+from agent.probes.values import is_small_number
 from agent.protocol import ApiUsage
 from agent.state import read_json
 
@@ -124,7 +125,7 @@ def _flag(argv: tuple[str, ...], name: str) -> int | None:
 
 def _int(value: object) -> int | None:
     """A count from 0 to MAX_COUNT (an int, or a string of ASCII digits), else None."""
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+    if isinstance(value, str) and is_small_number(value):
         value = int(value)
     if type(value) is int and 0 <= value <= MAX_COUNT:
         return value

@@ -10,6 +10,7 @@ import re
 
 from agent.host.procfs import all_pids, command_line, process_info, started_at
 from agent.jobs.stopper import GroupIdentity, StopTarget, TreeIdentity
+from agent.probes.values import is_small_number
 from agent.protocol import JobInfo
 
 PREFIX = "ext"
@@ -44,7 +45,11 @@ def find_external(patterns: dict[str, str], own_pgids: set[int]) -> tuple[JobInf
 def external_target(job_id: str) -> StopTarget | None:
     """The stop target an external job id names, or None if the id is not an external one."""
     parts = job_id.split("-")
-    if len(parts) != 3 or parts[0] != PREFIX or not (parts[1].isdigit() and parts[2].isdigit()):
+    if (
+        len(parts) != 3
+        or parts[0] != PREFIX
+        or not (is_small_number(parts[1]) and is_small_number(parts[2]))
+    ):
         return None
     pid, ticks = int(parts[1]), int(parts[2])
     info = process_info(pid)

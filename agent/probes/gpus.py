@@ -7,6 +7,7 @@ import csv
 import io
 from dataclasses import dataclass
 
+from agent.probes.values import is_small_number
 from agent.protocol import GpuSample
 
 GPU_FIELDS = "index,uuid,name,utilization.gpu,memory.used,memory.total,temperature.gpu,power.draw"
@@ -33,7 +34,7 @@ async def read_gpus(nvidia_smi: str = "nvidia-smi") -> GpuReading:
         return GpuReading((), f"nvidia-smi failed: {exc}")
     holders: dict[str, list[int]] = {}
     for row in apps:
-        if len(row) >= 2 and row[1].strip().isdigit():
+        if len(row) >= 2 and is_small_number(row[1].strip()):
             holders.setdefault(row[0].strip(), []).append(int(row[1]))
     return GpuReading(tuple(_sample(row, holders) for row in gpus if len(row) >= 8))
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.host.regular_files import open_regular
+from agent.probes.values import count
 from agent.protocol import (
     DrafterEvaluation,
     EvalLevel,
@@ -88,14 +89,14 @@ def _export_summary(job: JobInfo, folder: str, record: dict[str, Any]) -> Export
     try:
         trip = record["roundtrip"]
         return ExportSummary(
-            job_id=job.id, out_dir=folder, finished_at=float(record["finished_at"]),
+            job_id=job.id, out_dir=folder, finished_at=_finite(record["finished_at"]),
             roundtrip_share=_float_or_none(trip["share"]),
-            roundtrip_threshold=float(record["min_roundtrip_share"]),
-            roundtrip_flagged=bool(trip["flagged"]), tokens=int(record["tokens"]),
-            tokens_per_s=float(record["tokens_per_s"]),
+            roundtrip_threshold=_finite(record["min_roundtrip_share"]),
+            roundtrip_flagged=bool(trip["flagged"]), tokens=_whole(record["tokens"]),
+            tokens_per_s=_finite(record["tokens_per_s"]),
             datasets=tuple(_dataset(d) for d in record["datasets"]),
         )  # fmt: skip
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return None
 
 
@@ -103,24 +104,24 @@ def _dataset(record: dict[str, Any]) -> ExportDatasetQuality:
     quality, trip = record["quality"], record["roundtrip"]
     examples = trip.get("examples") or []
     return ExportDatasetQuality(
-        name=str(record["name"]), answers=int(quality["answers"]), tokens=int(quality["tokens"]),
-        truncated=int(quality["truncated"]), empty=int(quality["empty"]),
-        looping=int(quality["looping"]),
-        reasoning_closed=int(quality["reasoning"].get("closed", 0)),
-        reasoning_unclosed=int(quality["reasoning"].get("unclosed", 0)),
-        duplicates_skipped=int(record["duplicates_skipped"]),
-        unanswered_prompts=int(record["unanswered_prompts"]),
-        no_prompt=int(record["no_prompt"]["count"]),
-        prompt_mismatch=int(record["prompt_mismatch"]["count"]),
-        corrupt_lines=int(record["corrupt_lines"]), dropped_answers=int(quality["dropped_answers"]),
-        ids_lines=int(record["ids_lines"]), conversation_lines=int(record["conversation_lines"]),
-        roundtrip_checked=int(trip["checked"]), roundtrip_matched=int(trip["matched"]),
+        name=str(record["name"]), answers=_whole(quality["answers"]), tokens=_whole(quality["tokens"]),
+        truncated=_whole(quality["truncated"]), empty=_whole(quality["empty"]),
+        looping=_whole(quality["looping"]),
+        reasoning_closed=_whole(quality["reasoning"].get("closed", 0)),
+        reasoning_unclosed=_whole(quality["reasoning"].get("unclosed", 0)),
+        duplicates_skipped=_whole(record["duplicates_skipped"]),
+        unanswered_prompts=_whole(record["unanswered_prompts"]),
+        no_prompt=_whole(record["no_prompt"]["count"]),
+        prompt_mismatch=_whole(record["prompt_mismatch"]["count"]),
+        corrupt_lines=_whole(record["corrupt_lines"]), dropped_answers=_whole(quality["dropped_answers"]),
+        ids_lines=_whole(record["ids_lines"]), conversation_lines=_whole(record["conversation_lines"]),
+        roundtrip_checked=_whole(trip["checked"]), roundtrip_matched=_whole(trip["matched"]),
         roundtrip_flagged=bool(trip["flagged"]),
         first_mismatch=_mismatch_text(examples[0]) if examples else "",
-        finish_reasons={str(k): int(v) for k, v in quality["finish_reasons"].items()},
-        dropped={str(k): int(v) for k, v in quality["dropped"].items()},
-        length_edges=tuple(int(e) for e in quality["length_edges"]),
-        length_counts=tuple(int(c) for c in quality["length_counts"]),
+        finish_reasons={str(k): _whole(v) for k, v in quality["finish_reasons"].items()},
+        dropped={str(k): _whole(v) for k, v in quality["dropped"].items()},
+        length_edges=tuple(_whole(e) for e in quality["length_edges"]),
+        length_counts=tuple(_whole(c) for c in quality["length_counts"]),
     )  # fmt: skip
 
 
@@ -144,13 +145,13 @@ def _evaluation(job: JobInfo, folder: str, record: dict[str, Any]) -> DrafterEva
     try:
         levels = tuple(
             EvalLevel(
-                concurrency=int(level["concurrency"]),
-                tokens_per_s=float(level["tokens_per_s"]),
+                concurrency=_whole(level["concurrency"]),
+                tokens_per_s=_finite(level["tokens_per_s"]),
                 baseline_tokens_per_s=_float_or_none(level["baseline_tokens_per_s"]),
                 speedup=_float_or_none(level["speedup"]),
                 accept_length=_float_or_none(level["accept_length"]),
-                latency_p50_s=float(level["latency_p50_s"]),
-                latency_p95_s=float(level["latency_p95_s"]),
+                latency_p50_s=_finite(level["latency_p50_s"]),
+                latency_p95_s=_finite(level["latency_p95_s"]),
                 accept_length_decode_steps=_finite_or_none(level.get("accept_length_decode_steps")),
                 spec_accept_rate=_finite_or_none(level.get("spec_accept_rate")),
                 warm_cache=level.get("warm_cache") is True,
@@ -158,10 +159,10 @@ def _evaluation(job: JobInfo, folder: str, record: dict[str, Any]) -> DrafterEva
             for level in record["levels"]
         )
         return DrafterEvaluation(
-            job.id, folder, float(record.get("finished_at") or 0.0), str(record["verdict"])[:500],
+            job.id, folder, _finite(record.get("finished_at") or 0.0), str(record["verdict"])[:500],
             bool(record.get("slower")), levels,
         )  # fmt: skip
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return None
 
 
@@ -169,8 +170,24 @@ def _finite_or_none(value: Any) -> float | None:
     """An optional figure: a finite number, else missing (never a broken report)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    return _finite(value) if math.isfinite(value) else None
 
 
 def _float_or_none(value: Any) -> float | None:
-    return None if value is None else float(value)
+    return None if value is None else _finite(value)
+
+
+def _finite(value: Any) -> float:
+    """A report's figure: a finite number (1e400 reads as infinity), else the report is not one."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
+
+
+def _whole(value: Any) -> int:
+    """A report's count: a whole number from 0 up, else the report is not one."""
+    number = count(value)
+    if number is None:
+        raise ValueError(f"{value!r} is not a count")
+    return number

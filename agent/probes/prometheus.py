@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from agent.probes.values import count, figure
+from agent.probes.values import count, figure, is_small_number
 
 _LINE = r"^({prefix}[:_][A-Za-z0-9_]+)(?:\{{(.*)\}})?\s+(\S+)(?:\s+\d+)?$"
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -122,13 +122,8 @@ def _combine(name: str, values: list[float]) -> float:
 
 def _natural(item: tuple[str, object]) -> tuple[int, str]:
     key = item[0]
-    return (int(key), "") if _small_number(key) else (1 << 62, key)
+    return (int(key), "") if is_small_number(key) else (1 << 62, key)
 
 
 def _int(text: str) -> int:
-    return int(text) if _small_number(text) else 0
-
-
-def _small_number(text: str) -> bool:
-    """Digits a rank can be: int() refuses past 4,300 digits, and a label may hold any (#28)."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
+    return int(text) if is_small_number(text) else 0

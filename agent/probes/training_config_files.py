@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from agent.host.regular_files import NotRegularFileError, open_regular
+from agent.probes.values import is_small_number
 
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_DATA_BYTES = 4 * 1024**3
@@ -29,6 +30,8 @@ COUNT_BUDGET_S = 5.0
 MAX_COUNT = 10**9
 """Past any real run's steps, epochs or batch size: a larger figure is a file that lies."""
 _CHUNK = 1024 * 1024
+MAX_QUOTED_CHARS = 60
+MAX_TEXT_CHARS = 4096
 
 
 class UnreadableConfigError(Exception):
@@ -152,8 +155,8 @@ def whole(value: Any, name: str, source: str = "") -> int:
 
     `name` is the setting (`training.max_steps`) and `source` the file it is in, for the reason.
     """
-    where = f"{name} = {value!r}" + (f" in {source}" if source else "")
-    if isinstance(value, str) and value.strip().isdigit():
+    where = f"{name} = {described(value)}" + (f" in {source}" if source else "")
+    if isinstance(value, str) and is_small_number(value.strip()):
         value = int(value.strip())
     elif isinstance(value, float) and value.is_integer():
         value = int(value)  # as the trainers' pydantic configs take 2.0, "2" and true
@@ -162,6 +165,28 @@ def whole(value: Any, name: str, source: str = "") -> int:
     if value > MAX_COUNT:
         raise UnreadableConfigError(f"{where} is past any real run's {MAX_COUNT:,}")
     return int(value)
+
+
+def described(value: Any) -> str:
+    """A config value as a reason quotes it: never longer than a line.
+
+    A value may be anything a file held: a YAML alias bomb's nested lists repr to gigabytes.
+    """
+    if isinstance(value, str):
+        return repr(value[:MAX_QUOTED_CHARS] + ("…" if len(value) > MAX_QUOTED_CHARS else ""))
+    if isinstance(value, int) and abs(value) >= 10**MAX_QUOTED_CHARS:
+        return "a number of over 60 digits"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
+def text_value(value: Any, name: str, source: str = "") -> str:
+    """A config value that must be a path or a name: a string of at most MAX_TEXT_CHARS."""
+    if isinstance(value, str) and len(value) <= MAX_TEXT_CHARS:
+        return value
+    where = f"{name} = {described(value)}" + (f" in {source}" if source else "")
+    raise UnreadableConfigError(f"{where} is not a path")
 
 
 def count_lines(path: Path) -> int:

@@ -20,11 +20,15 @@ from typing import Any
 
 from agent.probes.training_figures import Figures, number, split_of, take
 from agent.probes.training_speculators_log import EPOCH_BAR, PHASE, RecordJoiner
+from agent.probes.values import is_small_number
 
 _TQDM = re.compile(
-    r"(?P<desc>[^|\r]*?):?\s*(?P<pct>\d+)%\|[^|]*\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
-    r"\[(?P<elapsed>[^<\]]*)<(?P<remaining>[^,\]]*)(?:,\s*(?P<rest>[^\]]*))?\]"
+    r"(?P<pct>\d{1,3})%\|[^|]{0,200}\|\s*(?P<n>\d{1,12})/(?P<total>\d{1,12})\s*"
+    r"\[(?P<elapsed>[^<\]]{0,40})<(?P<remaining>[^,\]]{0,40})(?:,\s*(?P<rest>[^\]]*))?\]"
 )
+"""A tqdm bar from its percentage on; what it describes is the text before (`_bar_description`).
+Each part is bounded: a lazy description group before it made a search over a 12 KB line of
+letters take 11 s, and one of digits longer (#37)."""
 _EPOCH = re.compile(r"Epoch\s+(\d+)")
 _EVAL = re.compile(
     r"Eval - Step (?P<step>\d+) \[(?P<epoch>\d+)/(?P<epochs>\d+)\], position (?P<pos>\d+),\s+"
@@ -33,6 +37,11 @@ _EVAL = re.compile(
 _STEP_DICT = re.compile(r"step (?P<step>\d{1,12}): (?P<dict>\{.*\})\s*$")
 MAX_DICT_CHARS = 64 * 1024
 """A metrics dict is a few hundred characters; a longer one is not read (literal_eval's cost)."""
+MAX_LINE_CHARS = MAX_DICT_CHARS + 256
+"""Past the longest metrics dict with its prefix: a longer line is not looked at."""
+MAX_PATTERN_LINE_CHARS = 2048
+"""Bars, evaluation lines and rich records are short: a longer line is read only as a metrics
+dict, never searched by their patterns (the cost of a search grows with the line)."""
 
 
 @dataclass
@@ -79,20 +88,23 @@ class TrainingLogParser:
 
     def take_line(self, line: str) -> None:
         """Update the state from one line, whatever trainer wrote it."""
-        for record in self._records.take(line):
+        if len(line) > MAX_LINE_CHARS:
+            return
+        short = len(line) <= MAX_PATTERN_LINE_CHARS
+        for record in self._records.take(line) if short else ():
             self._speculators(record.values)
-        if (match := _EVAL.search(line)) is not None:
+        if short and (match := _EVAL.search(line)) is not None:
             self._eval_line(match)
         elif (match := _STEP_DICT.search(line)) is not None:
             self._metrics(_literal(match["dict"]), step=int(match["step"]))
-        elif (match := PHASE.search(line)) is not None:
+        elif short and (match := PHASE.search(line)) is not None:
             self._phase_line(match)
-        elif (match := EPOCH_BAR.match(line)) is not None:
+        elif short and (match := EPOCH_BAR.match(line)) is not None:
             self._rich_epoch_bar(match)
         elif "{" in line and any(k in line for k in ("'train'", '"train"', "'val'", '"val"')):
             self._speculators(_flat(_literal(line[line.index("{") :])))
-        elif (match := _TQDM.search(line)) is not None:
-            self._tqdm(match)
+        elif short and (match := _TQDM.search(line)) is not None:
+            self._tqdm(match, _bar_description(line, match))
 
     def _eval_line(self, match: re.Match[str]) -> None:
         state, value, position = self.state, float(match["value"]), int(match["pos"])
@@ -165,11 +177,11 @@ class TrainingLogParser:
             self.state.steps_per_epoch = int(match["total"])
             self._overall_total()
 
-    def _tqdm(self, match: re.Match[str]) -> None:
+    def _tqdm(self, match: re.Match[str], description: str) -> None:
         state = self.state
         n, total = int(match["n"]), int(match["total"])
         remaining = _clock_seconds(match["remaining"])
-        epoch = _EPOCH.search(match["desc"] or "")
+        epoch = _EPOCH.search(description)
         if epoch is None:  # a bar over the whole run
             state.step, state.total_steps = n, total
             if remaining is not None and n < total:
@@ -240,9 +252,14 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _bar_description(line: str, bar: re.Match[str]) -> str:
+    """What a tqdm bar describes: its line's text before the percentage, from the last `|` on."""
+    return line[: bar.start()].rsplit("|", 1)[-1].strip().rstrip(":").strip()
+
+
 def _clock_seconds(text: str) -> float | None:
     parts = text.strip().split(":")
-    if not all(p.isdigit() for p in parts) or not parts or parts == [""]:
+    if not all(is_small_number(p) for p in parts) or not parts or parts == [""]:
         return None
     seconds = 0.0
     for part in parts:

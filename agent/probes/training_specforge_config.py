@@ -22,8 +22,10 @@ from agent.probes.training_config_files import (
     count_files,
     count_lines,
     read_mapping,
+    text_value,
     whole,
 )
+from agent.probes.values import is_small_number
 
 FEATURE_SUFFIXES = (".ckpt", ".ckpt.gz")
 """runtime/data_plane/offline_reader.py `_FEATURE_SUFFIXES`."""
@@ -75,6 +77,10 @@ class _Settings:
         *sections, key = dotted.split(".")
         return _section(self.raw, *sections).get(key)
 
+    def text(self, dotted: str) -> str | None:
+        value = self.value(dotted)
+        return None if value is None else text_value(value, dotted, self.source)
+
     def count(self, dotted: str, default: int | None) -> int | None:
         value = self.value(dotted)
         return default if value is None else whole(value, dotted, self.source)
@@ -97,9 +103,9 @@ def _from_data(settings: _Settings, epochs: int, command: TrainerCommand) -> Con
     if settings.value("training.attention_backend") == "usp":
         accumulation *= sequence_ranks  # assembly.py ~541-543: one unit is a whole sequence
     shape = (epochs, batch, accumulation, _world(settings, command) // sequence_ranks or 1)
-    if folder := settings.value("data.hidden_states_path"):
-        return _offline(command, str(folder), shape)
-    prompts = settings.value("data.prompts_path") or settings.value("data.train_data_path")
+    if folder := settings.text("data.hidden_states_path"):
+        return _offline(command, folder, shape)
+    prompts = settings.text("data.prompts_path") or settings.text("data.train_data_path")
     if not prompts:
         return ConfiguredRun(note="its config names no training data", epochs=epochs)
     no_cap = settings.value("data.max_prompts") in (None, 0, "0")  # prompt_builder.py ~71
@@ -111,8 +117,8 @@ def _world(settings: _Settings, command: TrainerCommand) -> int:
     """Trainer processes: torchrun's, when it launches SpecForge, else deployment.trainer's."""
     per_node = flag_value(command.launcher, "--nproc-per-node", "--nproc_per_node")
     nodes = flag_value(command.launcher, "--nnodes")
-    if per_node is not None and per_node.isdigit():
-        count = int(per_node) * (int(nodes) if nodes and nodes.isdigit() else 1)
+    if per_node is not None and is_small_number(per_node):
+        count = int(per_node) * (int(nodes) if nodes and is_small_number(nodes) else 1)
         return whole(count, "torchrun's processes")
     nodes_n = settings.count("deployment.trainer.nnodes", 1) or 1
     per_node_n = settings.count("deployment.trainer.nproc_per_node", 1) or 1

@@ -12,6 +12,17 @@ MAX_COUNT = 1 << 53
 """Past this no count of requests, workers or tokens is real (and a float holds it exactly)."""
 MAX_TEXT_CHARS = 4096
 """A model path or a reason this long is not one: it would ride in every snapshot."""
+MAX_DIGITS = 18
+"""Digits enough for any count; int() refuses 4,300 digits and more."""
+
+
+def is_small_number(text: str) -> bool:
+    """Whether `text` is ASCII digits int() reads as a count.
+
+    "²" and "٣" are digits to str.isdigit, and "²" is an error to int(): a file, a peer or a
+    command's output that held one stopped every snapshot (#37).
+    """
+    return text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS
 
 
 def count(value: object, default: int | None = None) -> int | None:

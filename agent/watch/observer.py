@@ -147,15 +147,19 @@ class Observer:
         number = self._started
         try:
             snapshot = await self._take()
-            data = await asyncio.to_thread(encode, Event("snapshot", snapshot), self._memo)
         except Exception:
             log.exception("taking a snapshot failed; the next is due in %g s", self.interval_s)
             return
         self.scans += 1
-        self.latest = data
-        for watcher in list(self._watchers.values()):
-            if watcher.joined_after_scan < number:
-                watcher.deliver(data)
+        try:
+            data = await asyncio.to_thread(encode, Event("snapshot", snapshot), self._memo)
+        except Exception:  # the consoles miss this one; the guard and the listeners do not
+            log.exception("encoding a snapshot failed; the consoles get the next")
+        else:
+            self.latest = data
+            for watcher in list(self._watchers.values()):
+                if watcher.joined_after_scan < number:
+                    watcher.deliver(data)
         for listener in list(self.listeners):
             await _heard(listener, snapshot)
 

@@ -35,10 +35,15 @@ from agent.protocol import (
     TrainingProgress,
 )
 from agent.state.health import StateHealth
+from agent.watch.isolated_readers import IsolatedReaders
 from agent.watch.long_lived import LongLived
 
 RECENT_EXIT_S = 600.0
 """Jobs that ended this recently are announced as job_exited."""
+
+Reports = tuple[ExportSummary | None, DrafterEvaluation | None]
+NO_REPORTS: Reports = (None, None)
+NO_ALERTS: tuple[Alert, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,8 @@ class SnapshotAssembly:
         self.reports = PipelineReports()
         self.wall_clock = WallClockWatch()
         self.long_lived = LongLived()
+        self.readers = IsolatedReaders()
+        """Every part but the datasets scan is read through one, alone in its failures."""
         self._taking: asyncio.Future[Snapshot] | None = None
         self._taking_for: DatasetTracker | None = None
         self._reading = threading.Lock()
@@ -99,6 +106,7 @@ class SnapshotAssembly:
         return True
 
     def _take(self, finish: Finish, tracker: DatasetTracker | None) -> Snapshot:
+        """The datasets scan, then every other part through its own isolated reader."""
         with self._reading:
             # The snapshot's time, read once: its datasets' last responses are dated against it,
             # so neither a slow scan nor a clock step after it ages them into a false stall.
@@ -108,29 +116,45 @@ class SnapshotAssembly:
             datasets, alerts = (
                 scan_datasets(tracker, jobs, self.writers, now) if tracker else ((), ())
             )
+            inline = self.readers.inline
             if tracker is not None:
-                self.long_lived.settle(tracker, len(datasets))
+                inline("dataset ages", None, lambda: self.long_lived.settle(tracker, len(datasets)))
             read = self._read_files_and_proc(jobs, probes.gpus)
-            alerts += (*read.job_alerts, *probes.alerts(now, jobs))
-            alerts += (*self.wall_clock.alerts(now), *self.state_health.alerts(now))
+            alerts += (
+                *read.job_alerts,
+                *inline("probe", NO_ALERTS, lambda: tuple(probes.alerts(now, jobs))),
+                *inline("clock", NO_ALERTS, lambda: tuple(self.wall_clock.alerts(now))),
+                *inline("state folder", NO_ALERTS, lambda: tuple(self.state_health.alerts(now))),
+            )
             root = tracker.config.root if tracker is not None else None
-            return finish.alerts(Snapshot(
+            taken = Snapshot(
                 now, socket.gethostname(), root, datasets, alerts, jobs,
                 probes.server, read.gpus, probes.gpus.note,
                 read.training, read.export, read.evaluation,
-            ))  # fmt: skip
+            )  # fmt: skip
+            finished = inline("daemon's own alerts", taken, lambda: finish.alerts(taken))
+            return replace(finished, alerts=finished.alerts + self.readers.alerts(now))
 
     def _read_files_and_proc(self, jobs: tuple[JobInfo, ...], gpus: GpuReading) -> JobReadings:
-        """What the jobs' logs, reports, scripts and /proc say; blocking, so run in a thread."""
-        self.wall_clock.observe()
-        self.wall_clock.keep_only(jobs)
+        """What the jobs' logs, reports, scripts and /proc say; blocking, so run in a thread.
+
+        The readers of files the jobs write (training logs and configs, the reports) run bounded
+        in time; the rest here read the agent's own records and /proc.
+        """
+        inline, bounded = self.readers.inline, self.readers.bounded
+        inline("clock", None, self.wall_clock.observe)
+        inline("clock", None, lambda: self.wall_clock.keep_only(jobs))
+        export, evaluation = bounded("reports", NO_REPORTS, lambda: self._reports(jobs))
         return JobReadings(
-            gpus_with_holders(gpus.gpus, jobs),
-            self.training.progress(jobs),
-            self.reports.export(jobs),
-            self.reports.evaluation(jobs),
-            job_alerts(jobs, time.time(), self.wall_clock.ended_age_s),
+            inline("GPU holders", gpus.gpus, lambda: gpus_with_holders(gpus.gpus, jobs)),
+            bounded("training", (), lambda: self.training.progress(jobs)),
+            export,
+            evaluation,
+            inline("job", [], lambda: job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)),
         )
+
+    def _reports(self, jobs: tuple[JobInfo, ...]) -> Reports:
+        return self.reports.export(jobs), self.reports.evaluation(jobs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,13 @@ import pytest
 
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.protocol import (
+    JOBS_LAUNCH,
     SNAPSHOT,
     DatasetProgress,
     DatasetsConfig,
     JobInfo,
     JobSpec,
+    LaunchParams,
     PipelineConfig,
     ServerStats,
     Snapshot,
@@ -57,21 +59,44 @@ def wait_for_exit(process: subprocess.Popen[str]) -> int:
         raise AssertionError("the guard never stopped the runner") from None
 
 
+def with_hostile_readings(pipeline: PipelineConfig, folder: Path) -> PipelineConfig:
+    """A training job whose config says `max_steps: "²"` and an evaluation whose report holds
+    1e400: files other readers of the snapshot read, which once stopped every snapshot (#37)."""
+    (folder / "train.yaml").write_text('training:\n  max_steps: "²"\n')
+    (folder / "eval").mkdir()
+    (folder / "eval" / "eval.json").write_text(
+        '{"verdict": "x", "finished_at": 1e400, "levels": [{"concurrency": 1e400}]}'
+    )
+    waits = ("bash", "-c", "sleep 600")
+    jobs = {
+        **pipeline.jobs,
+        "train": JobSpec((*waits, "specforge", "train", "--config", str(folder / "train.yaml")), kind="train"),
+        "evaluate": JobSpec((*waits, "--out", str(folder / "eval")), kind="evaluate"),
+    }  # fmt: skip
+    return replace(pipeline, jobs=jobs)
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("beside", ["nothing", "hostile files"])
 async def test_a_hand_started_runner_capped_only_by_samples_is_stopped_at_its_budget(
-    tmp_path: Path, state_dir: Path
+    tmp_path: Path, state_dir: Path, beside: str
 ) -> None:
     folder = tmp_path / "datasets" / "B3_math"
     write_id_prompts(folder, 2000)
+    pipeline = guarded(tmp_path / "datasets")
+    if beside == "hostile files":
+        pipeline = with_hostile_readings(pipeline, tmp_path)
     with running_simulator(
         tmp_path / "sim", "--speed", "10", "--mean-tokens", str(MEAN_TOKENS), "--sd-tokens", "10"
     ) as sim:
-        link = await open_local_link(state_dir, guarded(tmp_path / "datasets"))
+        link = await open_local_link(state_dir, pipeline)
+        for name in ("train", "evaluate") if beside == "hostile files" else ():
+            await link.call(JOBS_LAUNCH, LaunchParams(name), idempotency_key=name)
         await link.close()  # nobody watches from here on
         runner = start_runner(folder, sim.url, "--max-samples", "1500",
                               "--concurrency", str(CONCURRENCY))  # fmt: skip
         code = await asyncio.to_thread(wait_for_exit, runner)
-        link = await open_local_link(state_dir, guarded(tmp_path / "datasets"))
+        link = await open_local_link(state_dir, pipeline)
         try:
             snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         finally:
@@ -91,6 +116,13 @@ async def test_a_hand_started_runner_capped_only_by_samples_is_stopped_at_its_bu
             kind for (kind,) in db.execute("SELECT kind FROM events WHERE subject = 'B3_math'")
         ]
     assert kinds.count("guard_stop") == 1
+    if beside == "hostile files":
+        [training] = snapshot.training
+        assert (
+            "training.max_steps = '²' in train.yaml is not a positive whole number"
+            in training.total_note
+        )
+        assert snapshot.evaluation is None, "a report with an infinity is no report"
 
 
 def progress(tokens: int, writer_pid: int | None = None) -> DatasetProgress:

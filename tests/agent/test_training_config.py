@@ -118,6 +118,8 @@ MAX_STEPS_AS_WRITTEN = [
     "[1, 2]",
     "1e13",
     "10000000000000",
+    '"²"',  # a digit to str.isdigit, an error to int(): it once stopped every snapshot (#37)
+    '"٣"',
 ]
 
 
@@ -138,8 +140,9 @@ def test_max_steps_reads_as_specforge_reads_it_or_says_why_not(
     assert run.total_steps == theirs
     if theirs is None:
         value = importlib.import_module("yaml").safe_load(written)
+        quoted = repr(value) if not isinstance(value, list) else "a list"
         assert (
-            run.note == f"training.max_steps = {value!r} in run.yaml is not a positive whole number"
+            run.note == f"training.max_steps = {quoted} in run.yaml is not a positive whole number"
         )
 
 
@@ -249,3 +252,22 @@ def test_the_plain_reader_agrees_with_pyyaml_where_totals_are_read(text: str) ->
 def test_a_json_config_reads_as_json(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text('{"training": {"max_steps": 9}}')
     assert read_mapping(tmp_path / "run.json") == {"training": {"max_steps": 9}}
+
+
+ALIAS_BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+"""Nine levels of nine aliases: 387 million strings to whoever walks it (its repr never ends)."""
+
+
+@pytest.mark.parametrize("key", ["training:\n  max_steps", "data:\n  hidden_states_path"])
+def test_an_alias_bomb_in_a_config_is_a_reason_at_once_never_walked(
+    tmp_path: Path, key: str
+) -> None:
+    (tmp_path / "run.yaml").write_text(f"{ALIAS_BOMB}model:\n  target_model_path: /m\n{key}: *i\n")
+    run = specforge_total(tmp_path)
+    assert run.total_steps is None
+    assert run.note.endswith(
+        "= a list in run.yaml is not a positive whole number"
+    ) or run.note.endswith("= a list in run.yaml is not a path"), run.note

@@ -1,0 +1,101 @@
+"""Each reader of a snapshot fails or lags alone: its part is empty or stale, with an alert (#37)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.probes.pipeline_reports import PipelineReports
+from agent.probes.training_log import TrainingLogParser
+from agent.protocol import JobInfo, Snapshot
+from agent.watch.isolated_readers import IsolatedReaders
+from agent.watch.observer import Observer
+
+NOW = 1_000.0
+
+
+def test_a_reader_that_raises_gives_its_fallback_and_an_alert_until_it_reads_again() -> None:
+    readers = IsolatedReaders()
+
+    def broken() -> int:
+        raise OverflowError("cannot convert float infinity to integer\x1b[2J")
+
+    assert readers.inline("export report", 0, broken) == 0
+    assert readers.bounded("training", -1, broken) == -1
+    alerts = readers.alerts(NOW)
+    assert [(a.kind, a.subject) for a in alerts] == [
+        ("reader_failed", "export report"),
+        ("reader_failed", "training"),
+    ]
+    assert "OverflowError: cannot convert float infinity to integer" in alerts[0].message
+    assert "\x1b" not in alerts[0].message  # what a file made a reader say is made printable
+    assert readers.inline("export report", 0, lambda: 7) == 7
+    assert [a.subject for a in readers.alerts(NOW)] == ["training"]
+
+
+def test_a_slow_reader_leaves_its_last_reading_goes_on_alone_and_is_not_started_twice() -> None:
+    readers = IsolatedReaders(deadline_s=0.2)
+    release, started = threading.Event(), []
+
+    def slow() -> str:
+        started.append(1)
+        release.wait(30)
+        return "new"
+
+    assert readers.bounded("training", "none", lambda: "first") == "first"
+    began = time.monotonic()
+    assert readers.bounded("training", "none", slow) == "first"
+    assert time.monotonic() - began < 5, "the snapshot waits the deadline, not the reader"
+    assert readers.bounded("training", "none", slow) == "first"
+    assert len(started) == 1, "a reader still running is not started again"
+    [alert] = readers.alerts(NOW)
+    assert (alert.kind, alert.subject) == ("reader_slow", "training")
+    release.set()
+    assert readers.bounded("training", "none", slow) == "new", "its reading is taken when it ends"
+    assert readers.alerts(NOW) == ()
+
+
+def test_a_report_with_an_infinity_is_no_report_and_never_an_error(tmp_path: Path) -> None:
+    (tmp_path / "eval.json").write_text(
+        json.dumps({"verdict": "x", "levels": [{"concurrency": 1}]}).replace("1}", "1e400}")
+    )
+    (tmp_path / "export_report.json").write_text('{"tokens": 1e400, "roundtrip": {}}')
+    jobs = tuple(
+        JobInfo(kind, kind, kind, "exited", ("--out", str(tmp_path)), started_at=1.0)
+        for kind in ("evaluate", "export")
+    )
+    reports = PipelineReports()
+    assert reports.evaluation(jobs) is None
+    assert reports.export(jobs) is None
+
+
+@pytest.mark.parametrize("unit", ["x", "1", " ", ": ", "5%|", "  a:1", "step 1: {"])
+def test_thirty_long_log_lines_of_any_kind_are_read_in_well_under_a_second(unit: str) -> None:
+    line = (unit * 12_000)[:12_000]
+    parser = TrainingLogParser()
+    began = time.monotonic()
+    parser.feed((line + "\n") * 30)
+    assert time.monotonic() - began < 1.0  # 11 s for one line of letters before the fix
+    parser.feed("Training Epoch 1:  41%|████      | 820/2000 [01:00<01:30, loss=2.5]\n")
+    assert (parser.state.epoch_step, parser.state.steps_per_epoch) == (820, 2000)
+
+
+async def test_a_snapshot_that_cannot_be_encoded_still_reaches_the_listeners() -> None:
+    heard: list[Snapshot] = []
+
+    async def take() -> Snapshot:
+        return Snapshot(time.time(), "host", None, (), (), (), gpu_note=object())  # type: ignore[arg-type]
+
+    async def listen(snapshot: Snapshot) -> None:
+        heard.append(snapshot)
+
+    observer = Observer(take, lambda: (), asyncio.Event())
+    observer.listeners.append(listen)
+    await observer.scan()
+    assert len(heard) == 1, "the budget guard hears every snapshot taken"
+    assert observer.latest is None
