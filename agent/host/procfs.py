@@ -126,8 +126,15 @@ def boot_id() -> str:
 
 
 def same_boot(recorded: object) -> bool:
-    """True unless `recorded` names another boot (a record without a boot id is taken as ours)."""
-    return not isinstance(recorded, str) or not recorded or recorded == boot_id()
+    """True unless `recorded` names another boot.
+
+    A record without a boot id is taken as ours, and so is every record where this boot's id
+    cannot be read (some container runtimes give an empty file): the pid and its start ticks
+    still tell a process apart. A boot id that reads empty once took every healthy job for lost,
+    and the leftover sweep ended them (#37).
+    """
+    current = boot_id()
+    return not isinstance(recorded, str) or not recorded or not current or recorded == current
 
 
 def boot_time_s() -> float:

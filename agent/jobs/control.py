@@ -19,6 +19,7 @@ from agent.errors import AgentError
 from agent.host.procfs import process_info
 from agent.jobs.end_watch import EndWatch
 from agent.jobs.external import external_target, find_external
+from agent.jobs.registry import STOP_FILE
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor, launch_params
@@ -102,6 +103,7 @@ class JobControl:
         async with self._launching:
             if not self.supervisor.launched(key):
                 await self._refuse_a_second_writer(params)
+                await self._refuse_an_overruled_restart(lineage)
             try:
                 holders = await asyncio.to_thread(self.gpu_holders)
                 job = await self.supervisor.launch(
@@ -136,6 +138,28 @@ class JobControl:
         writers = found.get(params.dataset, [])
         if writers:
             raise AgentError(ErrorCode.DATASET_BUSY, second_writer_refusal(params.dataset, writers))
+
+    async def _refuse_an_overruled_restart(self, lineage: Mapping[str, Any] | None) -> None:
+        """A restart policy's launch, refused where a person overruled it while it waited.
+
+        Checked under the launch lock, so a start by hand and a restart never both run: the job
+        was stopped since it ended (stop.json), or its line (name and dataset) has a newer run.
+        """
+        replaced = (lineage or {}).get("restart_of")
+        files = self.supervisor.registry.get(replaced) if isinstance(replaced, str) else None
+        if files is None:
+            return
+        if files.read(STOP_FILE) is not None:
+            raise AgentError(ErrorCode.OPERATION_BUSY, "a stop was asked for it while it waited")
+        jobs = await asyncio.to_thread(self.supervisor.jobs)
+        old = next((job for job in jobs if job.id == replaced), None)
+        newer = [
+            job.id for job in jobs
+            if old is not None and (job.name, job.dataset) == (old.name, old.dataset)
+            and (job.started_at or 0.0, job.id) > (old.started_at or 0.0, old.id)
+        ]  # fmt: skip
+        if newer:
+            raise AgentError(ErrorCode.OPERATION_BUSY, f"{newer[-1]} was started since")
 
     async def jobs_stop(self, request: Request[StopParams]) -> StopResult:
         """Stop a job: its stop signal, grace, SIGTERM, SIGKILL, with pid checks before each."""

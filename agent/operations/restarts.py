@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import AgentError
-from agent.jobs.registry import JOB_FILE, RESTART_FILE, Registry
+from agent.host.procfs import boot_id
+from agent.jobs.registry import JOB_FILE, RESTART_FILE, STOP_FILE, Registry
 from agent.jobs.supervisor import launch_params
 from agent.logs import last_lines
 from agent.operations.announce import Announcer
 from agent.operations.box import Box
 from agent.pipeline.exit_codes import EXIT_LOCKED, EXIT_SIGNAL, EXIT_USAGE, EXIT_WRITE_FAILED
+from agent.probes.values import figure
 from agent.protocol import Alert, ErrorCode, JobInfo, JobSpec, Snapshot
 from agent.tasks import TaskOwner
 
@@ -46,6 +48,7 @@ NO_RETRY = {
     EXIT_LOCKED: "exit 4 means another process writes its dataset",
 }
 TAIL_LINES = 3
+POLICY_NOW_NO = "not restarted: its restart policy was set to no while it waited"
 
 
 class Restarts:
@@ -67,9 +70,13 @@ class Restarts:
         """Set (and replaced) at every snapshot: what a waiting restart looks again at."""
 
     async def heard(self, snapshot: Snapshot) -> None:
-        """Take up every line whose latest job ended badly (an observer listener; never waits)."""
+        """Take up every line whose latest job ended badly (an observer listener; never waits).
+
+        A restart still pending is dropped first where a person (or anyone) has overruled it since.
+        """
         self._scanned.set()
         self._scanned = asyncio.Event()
+        await self._drop_overruled(snapshot)
         for job in latest_per_line(snapshot.jobs):
             if job.state not in ENDED_BADLY or job.id in self._final or job.id in self._pending:
                 continue
@@ -83,6 +90,25 @@ class Restarts:
                 self._follow_up(job, decision), f"restart policy {job.id}"
             )
             self._pending[job.id].add_done_callback(self._settled)
+
+    async def _drop_overruled(self, snapshot: Snapshot) -> None:
+        """Cancel each pending restart that a stop, a newer run or the config now overrules."""
+        latest = {(job.name, job.dataset): job for job in latest_per_line(snapshot.jobs)}
+        for job in [job for job in snapshot.jobs if job.id in self._pending]:
+            why = await asyncio.to_thread(self._overruled, job, latest.get((job.name, job.dataset)))
+            if why is not None:
+                self._pending.pop(job.id).cancel()
+                await self._decide(job, "no", why)
+
+    def _overruled(self, job: JobInfo, latest: JobInfo | None) -> str | None:
+        """Why a pending restart of `job` no longer stands (blocking: reads its files), or None."""
+        if latest is not None and job.id not in (latest.id, latest.restart_of):  # not its own
+            return f"not restarted: {latest.id} was started since"
+        files = self.registry.get(job.id)
+        if files is not None and files.read(STOP_FILE) is not None:
+            return "not restarted: a stop was asked for it while it waited to restart"
+        why_not = _why_not(job, self.box.pipeline.jobs.get(job.name))
+        return None if why_not is None else why_not or POLICY_NOW_NO
 
     def _settled(self, task: asyncio.Task[None]) -> None:
         for job_id, pending in list(self._pending.items()):
@@ -117,20 +143,30 @@ class Restarts:
         if len(earlier) >= spec.max_restarts:
             await self._give_up(job, spec, len(earlier))
             return
-        due = decision.get("at") if decision.get("decision") == "scheduled" else None
-        if not isinstance(due, (int, float)):
-            due = time.time() + min(MAX_DELAY_S, spec.restart_delay_s * 2 ** len(earlier))
+        wait_s = scheduled_wait_s(decision) if decision.get("decision") == "scheduled" else None
+        if wait_s is None:
+            wait_s = min(MAX_DELAY_S, spec.restart_delay_s * 2 ** len(earlier))
+            due = time.time() + wait_s
             note = (
                 f"restarting at {time.strftime('%H:%M:%S', time.localtime(due))} (restart "
                 f"{len(earlier) + 1} of {spec.max_restarts} within {_span(spec.restart_window_s)})"
             )
-            await self._decide(job, "scheduled", note, at=due)
-        await asyncio.sleep(max(0.0, due - time.time()))
-        await self._restart(job, spec, earlier)
+            when = {"at": due, "at_monotonic": time.monotonic() + wait_s, "boot_id": boot_id()}
+            await self._decide(job, "scheduled", note, **when)
+        await asyncio.sleep(wait_s)
+        await self._restart(job, earlier)
 
-    async def _restart(self, job: JobInfo, spec: JobSpec, earlier: list[float]) -> None:
-        files = self.registry.get(job.id)
+    async def _restart(self, job: JobInfo, earlier: list[float]) -> None:
+        """Start the job again, unless the config or a person overruled it while it waited.
+
+        The launch itself refuses a restart of a job that was stopped, or whose line has a newer
+        run, under the lock every launch takes: a start by hand can never run beside it.
+        """
+        files, spec = self.registry.get(job.id), self.box.pipeline.jobs.get(job.name)
         if files is None:
+            return
+        if (why_not := _why_not(job, spec)) is not None or spec is None:
+            await self._decide(job, "no", why_not or POLICY_NOW_NO)
             return
         lineage = {"restart_of": job.id, "restarts": [*earlier, time.time()]}
         while True:
@@ -211,6 +247,27 @@ class Restarts:
         if datasets is not None and job.dataset:
             return Path(datasets.root) / job.dataset
         return Path(job.cwd or "/")
+
+
+def scheduled_wait_s(decision: dict[str, Any]) -> float | None:
+    """How long a restart recorded as scheduled still waits, whatever the wall clock did.
+
+    On the boot it was scheduled in, by the monotonic clock; else (a reboot, an older record) by
+    its wall time. Never past MAX_DELAY_S: a clock stepped back an hour once kept a restart
+    away for that hour, or for good.
+    """
+    monotonic, at, boot = (
+        figure(decision.get("at_monotonic")),
+        figure(decision.get("at")),
+        decision.get("boot_id"),
+    )
+    if monotonic is not None and isinstance(boot, str) and boot and boot == boot_id():
+        left = monotonic - time.monotonic()
+    elif at is not None:
+        left = at - time.time()
+    else:
+        return None
+    return min(max(0.0, left), MAX_DELAY_S)
 
 
 def latest_per_line(jobs: tuple[JobInfo, ...]) -> list[JobInfo]:

@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from agent.host import procfs
+from agent.host.procfs import boot_id
 from agent.host.signals import kill_group, kill_process
 from agent.jobs.supervisor import _state as job_state
+from agent.operations.restarts import MAX_DELAY_S, POLICY_NOW_NO, scheduled_wait_s
 from agent.protocol import (
     EVENTS_LIST,
     JOBS_LAUNCH,
@@ -40,19 +44,33 @@ from tests.support.operations import jobs_now, jobs_where, observer_scans, text_
 
 PY = sys.executable
 FAST = {"restart": "on-failure", "restart_delay_s": 0.1, "restart_window_s": 600.0}
+BACKOFF_S = 2.0
+"""Long enough for a person's stop, start or apply to land while the restart waits."""
 
 
 def exits(code: int) -> tuple[str, ...]:
     return (PY, "-c", f"import sys; print('ran, exiting {code}', flush=True); sys.exit({code})")
 
 
-def pipeline(tmp_path: Path) -> PipelineConfig:
+def fails_once(flag: Path) -> tuple[str, ...]:
+    """Exits 1 the first time; every later run stays up (the run a person starts by hand)."""
+    code = (
+        "import pathlib, sys, time; flag = pathlib.Path(sys.argv[1])\n"
+        "if not flag.exists(): flag.touch(); print('failing', flush=True); sys.exit(1)\n"
+        "print('up', flush=True); time.sleep(600)"
+    )
+    return (PY, "-c", code, str(flag))
+
+
+def pipeline(tmp_path: Path, backoff_restart: str = "on-failure") -> PipelineConfig:
     root = tmp_path / "datasets"
     write_prompts(root / "D", 2)
     sleeper = (PY, "-c", "import time; print('up', flush=True); time.sleep(600)")
+    backoff = {"restart": backoff_restart, "restart_delay_s": BACKOFF_S, "restart_window_s": 600.0}
     return PipelineConfig(
         datasets=DatasetsConfig(str(root), low_disk_floor_bytes=2**62),
         jobs={
+            "backoff": JobSpec(fails_once(tmp_path / "failed-once"), **backoff),  # type: ignore[arg-type]
             "crash": JobSpec(exits(1), max_restarts=2, **FAST),  # type: ignore[arg-type]
             "refused": JobSpec(exits(2), **FAST),  # type: ignore[arg-type]
             "disk": JobSpec(exits(5), **FAST),  # type: ignore[arg-type]
@@ -224,3 +242,78 @@ def _my_ticks() -> int:
     ticks = start_ticks(os.getpid())
     assert ticks is not None
     return ticks
+
+
+async def in_back_off(link: AgentLink) -> JobInfo:
+    """The `backoff` job, failed and waiting out its back-off before its restart."""
+    await launch(link, "backoff")
+    [waiting] = await jobs_where(
+        link, lambda js: bool(js and (js[0].restart_note or "").startswith("restarting at"))
+    )
+    return waiting
+
+
+async def past_the_back_off(link: AgentLink, waiting: JobInfo, note: str) -> tuple[JobInfo, ...]:
+    """The jobs once the back-off's end has passed and the agent has looked again."""
+    await jobs_where(
+        link, lambda js: any(j.id == waiting.id and j.restart_note == note for j in js)
+    )
+    due = (waiting.ended_at or 0.0) + BACKOFF_S + 0.5
+    while time.time() < due:
+        await observer_scans(link, 1)
+    await observer_scans(link, 3)
+    return await jobs_now(link)
+
+
+async def test_a_stop_while_a_restart_waits_ends_the_line(link: AgentLink) -> None:
+    waiting = await in_back_off(link)
+    await link.call(JOBS_STOP, StopParams(waiting.id), idempotency_key="stop-in-back-off")
+    jobs = await past_the_back_off(
+        link, waiting, "not restarted: a stop was asked for it while it waited to restart"
+    )
+    assert [j.id for j in jobs] == [waiting.id], "no restart after the stop"
+
+
+async def test_a_start_by_hand_while_a_restart_waits_is_the_only_new_run(link: AgentLink) -> None:
+    waiting = await in_back_off(link)
+    mine = await link.call(JOBS_LAUNCH, LaunchParams("backoff"), idempotency_key="by-hand")
+    jobs = await past_the_back_off(link, waiting, f"not restarted: {mine.id} was started since")
+    assert sorted(j.id for j in jobs) == sorted([waiting.id, mine.id]), "never two runs at once"
+    assert len(await events(link, "job_restarted")) == 0
+
+
+async def test_apply_setting_restart_no_while_a_restart_waits_is_obeyed(
+    link: AgentLink, tmp_path: Path, state_dir: Path
+) -> None:
+    waiting = await in_back_off(link)
+    other = await open_local_link(state_dir, pipeline(tmp_path, backoff_restart="no"))
+    try:
+        assert await other.apply_pipeline(pipeline(tmp_path, backoff_restart="no")) == (
+            "job backoff: restart changed",
+        )
+    finally:
+        await other.close()
+    jobs = await past_the_back_off(link, waiting, POLICY_NOW_NO)
+    assert [j.id for j in jobs] == [waiting.id]
+
+
+def test_a_scheduled_restart_waits_by_the_monotonic_clock_and_never_past_the_longest_delay() -> (
+    None
+):
+    stepped_back = time.time() + 3600  # the wall clock went back an hour after it was written
+    on_this_boot = {"at": stepped_back, "at_monotonic": time.monotonic() + 5, "boot_id": boot_id()}
+    wait_s = scheduled_wait_s(on_this_boot)
+    assert wait_s is not None
+    assert 4 < wait_s <= 5
+    after_a_reboot = {**on_this_boot, "boot_id": "another-boot"}
+    assert scheduled_wait_s(after_a_reboot) == MAX_DELAY_S
+    assert scheduled_wait_s({"at": time.time() - 10}) == 0.0
+    assert scheduled_wait_s({"at": "soon"}) is None
+
+
+def test_a_boot_id_that_reads_empty_never_makes_a_live_process_someone_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    me = {"pid": os.getpid(), "start_ticks": _my_ticks(), "boot_id": boot_id() or "recorded-boot"}
+    monkeypatch.setattr(procfs, "boot_id", lambda: "")
+    assert job_state(False, me, None, None, None)[0] == "starting", "alive: not lost"
