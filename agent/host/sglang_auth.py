@@ -14,8 +14,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent.host.regular_files import open_regular
+
 API_KEY_ENV = "SGLANG_API_KEY"
 KEY_FILE_ENV = "EAGLE_API_KEY_FILE"
+MAX_KEY_FILE_BYTES = 4096
+"""Far past any key; what is longer is not a key file."""
 """The path of the host's configured key file, set by the agent in every job's environment."""
 
 
@@ -32,8 +36,20 @@ def read_api_key(key_file: str | Path | None, environ: dict[str, str] | None = N
 
 
 def _from_file(path: Path) -> str:
+    """The one line of a key file: a regular file of at most MAX_KEY_FILE_BYTES.
+
+    A FIFO blocked the server probe, and every runner handed the file, for good; /dev/zero or a
+    300 MB file took the agent to 642 MB (#37). Neither is read: each is a reason.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        with open_regular(path) as handle:
+            data = handle.read(MAX_KEY_FILE_BYTES + 1)
+        if len(data) > MAX_KEY_FILE_BYTES:
+            raise ApiKeyError(
+                f"API key file {path} holds over {MAX_KEY_FILE_BYTES:,} bytes: put the server's "
+                "--api-key in it, alone"
+            )
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ApiKeyError(f"API key file {path}: cannot read it ({reason})") from None

@@ -8,21 +8,21 @@ hangs (a slow disk, code that waits) is bounded by killing that process's group.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
-import signal
 import sys
 import time
 from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
-from agent.host.signals import kill_group
+from agent.host.bounded_process import run_bounded
 from agent.pipeline.tokenizer import TRUST_FLAG
 from agent.protocol import PipelineConfig, TokenizerCheck, from_wire
 
 MAX_TIMEOUT_S = 600.0
+MAX_OUTPUT_BYTES = 1024 * 1024
+"""A tokenizer's own code may print; past this much it is stopped (its answer is one line)."""
 """Longest a console may ask the check to wait."""
 
 
@@ -33,21 +33,20 @@ async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> Tokeniz
         return TokenizerCheck(path, trust, False, "no path under [tokenizer] in this host's config")
     timeout_s = min(max(timeout_s, 1.0), MAX_TIMEOUT_S)
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent.pipeline.tokenizer", path, "--json",
-        *([TRUST_FLAG] if trust else []),
-        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True,
-        env=dict(os.environ, PYTHONPATH=str(AGENT_PACKAGE.parent)),
+    answer = await run_bounded(
+        (sys.executable, "-m", "agent.pipeline.tokenizer", path, "--json",
+         *([TRUST_FLAG] if trust else [])),
+        timeout_s, MAX_OUTPUT_BYTES, env=dict(os.environ, PYTHONPATH=str(AGENT_PACKAGE.parent)),
     )  # fmt: skip
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), timeout_s)
-    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-        _kill_group(process.pid)
-        await process.wait()
+    if answer.timed_out:
         return TokenizerCheck(
             path, trust, False, f"loading {path} took longer than {timeout_s:g} s; gave up"
         )
+    if answer.flooded:
+        return TokenizerCheck(
+            path, trust, False, f"loading {path} printed over {MAX_OUTPUT_BYTES:,} bytes; stopped"
+        )
+    out, err = answer.out, answer.err
     return _result(path, trust, out, err, time.monotonic() - started)
 
 
@@ -80,8 +79,3 @@ def _last_json_object(out: bytes) -> dict[str, Any] | None:
             if isinstance(value, dict) and "ok" in value:
                 return value
     return None
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        kill_group(pid, signal.SIGKILL)
