@@ -8,6 +8,7 @@ A line longer than the cap is shortened in what is sent, but offsets always coun
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,8 @@ def log_size(path: Path) -> int | None:
         return None
 
 
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
+"""A terminal's escape sequences: CSI (colours, cursor moves), OSC (titles, links), and the rest."""
 TAIL_BYTES = 4096
 TAIL_LINE_CHARS = 200
 
@@ -90,5 +93,14 @@ def last_lines(path: Path, count: int) -> list[str]:
         chunk = read_chunk(NamedLog("tail", path), -TAIL_BYTES, None)
     except OSError:
         return []
-    lines = [line.rstrip() for line in chunk.text.splitlines() if line.strip()]
-    return [line[:TAIL_LINE_CHARS] for line in lines[-count:]]
+    lines = [printable_line(line) for line in chunk.text.splitlines()]
+    return [line[:TAIL_LINE_CHARS] for line in [line for line in lines if line][-count:]]
+
+
+def printable_line(line: str) -> str:
+    """`line` fit to travel in an event, a webhook or an alert.
+
+    Its terminal escapes (CSI, OSC) are removed, and every other character that does not print
+    (C0, C1, bidi, zero-width) dropped.
+    """
+    return "".join(c for c in _ESCAPES.sub("", line) if c.isprintable()).strip()

@@ -10,17 +10,18 @@ checks it again where it is read).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
-from agent.logs import TAIL_BYTES, NamedLog, read_chunk
+from agent.host.regular_files import open_regular
+from agent.logs import TAIL_BYTES, NamedLog, printable_line, read_chunk
 from agent.protocol import MAX_EXIT_REASON_CHARS
 
 TAIL_LINES = 8
 """The last lines looked at for one that says something (blank and bare-punctuation ones do not)."""
 PROGRAM_LABELS = ("runner: ", "vocab: ", "export: ", "evaluate: ", "shim: ")
 """How the pipeline's programs (and the shim) begin their last line: dropped, the job names them."""
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]")
 _LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+")
 """The time Python's logging puts before a line by default: the reason is what follows."""
 
@@ -29,18 +30,32 @@ def exit_reason(log: Path) -> str | None:
     """The last line of `log` that says something, as a reason; None when it has none."""
     try:
         chunk = read_chunk(NamedLog("exit", log), -TAIL_BYTES, None)
+        lines = chunk.text.splitlines()[-TAIL_LINES:] or [_unaligned_tail(log)]
     except OSError:
         return None
-    for line in reversed(chunk.text.splitlines()[-TAIL_LINES:]):
+    for line in reversed(lines):
         reason = reason_text(line)
         if any(c.isalnum() for c in reason):
             return reason
     return None
 
 
+def _unaligned_tail(log: Path) -> str:
+    """The end of a last line longer than TAIL_BYTES, "…" before it.
+
+    A tail aligned to a line start holds nothing then, and such a job's reason was empty (#37).
+    """
+    with open_regular(log) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        handle.seek(max(0, size - TAIL_BYTES))
+        text = handle.read(TAIL_BYTES).decode(errors="replace")
+    last = text.rstrip("\n").rsplit("\n", 1)[-1]
+    return ("…" if size > TAIL_BYTES else "") + last
+
+
 def reason_text(line: str) -> str:
     """One line made safe and short: no escapes, control characters, log stamp or program label."""
-    text = "".join(c for c in _ESCAPES.sub("", line) if c.isprintable()).strip()
+    text = printable_line(line)
     text = _LOG_STAMP.sub("", text)
     label = next((label for label in PROGRAM_LABELS if text.startswith(label)), "")
     return cut(text[len(label) :].strip())

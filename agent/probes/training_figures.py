@@ -92,17 +92,25 @@ def take(figures: Figures, name: str, value: Any) -> bool:
         return any([take(figures, f"acc_{i}", item) for i, item in enumerate(value[:64])])
     if (amount := number(value)) is None:
         return False
-    if (match := _POSITION.match(name)) is not None:
-        _take_position(figures, match["name"], int(match["pos"]), amount)
-    elif name in _LOSS_NAMES:
+    if name in _LOSS_NAMES:
         figures.loss = amount
+        return True
+    if (share_of := share(amount)) is None:  # acc = 1e308 was once the best evaluation, for good
+        return False
+    if (match := _POSITION.match(name)) is not None:
+        _take_position(figures, match["name"], int(match["pos"]), share_of)
     elif name in _ACCURACY_NAMES:
-        figures.accuracy = amount
+        figures.accuracy = share_of
     elif name == "acceptance_rate":
-        figures.acceptance_rate = amount
+        figures.acceptance_rate = share_of
     else:
         return False
     return True
+
+
+def share(value: float | None) -> float | None:
+    """An accuracy or a rate: from 0 to 1, else no reading."""
+    return value if value is not None and 0.0 <= value <= 1.0 else None
 
 
 def _take_position(figures: Figures, name: str, position: int, amount: float) -> None:

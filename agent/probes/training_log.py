@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.probes.training_figures import Figures, number, split_of, take
+from agent.probes.training_figures import Figures, number, share, split_of, take
 from agent.probes.training_speculators_log import EPOCH_BAR, PHASE, RecordJoiner
 from agent.probes.values import is_small_number
 
@@ -34,7 +34,9 @@ _EVAL = re.compile(
     r"Eval - Step (?P<step>\d+) \[(?P<epoch>\d+)/(?P<epochs>\d+)\], position (?P<pos>\d+),\s+"
     r"(?P<name>Acc|Acceptance Rate|pLoss): (?P<value>[-+0-9.eE]+)"
 )
-_STEP_DICT = re.compile(r"step (?P<step>\d{1,12}): (?P<dict>\{.*\})\s*$")
+_STEP_HEAD = re.compile(r"step (?P<step>\d{1,12}): \{")
+"""Where SpecForge's `step N: {...}` metrics dict begins; it runs to the end of the line (a
+pattern ending in `.*}$` backtracked over the line from each `step N: {` in it)."""
 MAX_DICT_CHARS = 64 * 1024
 """A metrics dict is a few hundred characters; a longer one is not read (literal_eval's cost)."""
 MAX_LINE_CHARS = MAX_DICT_CHARS + 256
@@ -95,8 +97,8 @@ class TrainingLogParser:
             self._speculators(record.values)
         if short and (match := _EVAL.search(line)) is not None:
             self._eval_line(match)
-        elif (match := _STEP_DICT.search(line)) is not None:
-            self._metrics(_literal(match["dict"]), step=int(match["step"]))
+        elif (step_dict := _step_dict(line)) is not None:
+            self._metrics(_literal(step_dict[1]), step=step_dict[0])
         elif short and (match := PHASE.search(line)) is not None:
             self._phase_line(match)
         elif short and (match := EPOCH_BAR.match(line)) is not None:
@@ -107,7 +109,10 @@ class TrainingLogParser:
             self._tqdm(match, _bar_description(line, match))
 
     def _eval_line(self, match: re.Match[str]) -> None:
-        state, value, position = self.state, float(match["value"]), int(match["pos"])
+        state, position = self.state, int(match["pos"])
+        value = float(match["value"])
+        if match["name"] != "pLoss" and share(value) is None:
+            return  # an accuracy or a rate past 1 is no reading
         state.step, state.epoch = int(match["step"]), int(match["epoch"])
         state.epochs = int(match["epochs"])
         if state.epoch_step is not None:
@@ -250,6 +255,14 @@ def _number(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def _step_dict(line: str) -> tuple[int, str] | None:
+    """(step, its metrics dict's text) from a `step N: {...}` line, or None."""
+    text = line.rstrip()
+    if not text.endswith("}") or (head := _STEP_HEAD.search(text)) is None:
+        return None
+    return int(head["step"]), text[head.end() - 1 :]
 
 
 def _bar_description(line: str, bar: re.Match[str]) -> str:

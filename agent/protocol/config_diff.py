@@ -100,7 +100,9 @@ def without_secrets(pipeline: PipelineConfig) -> PipelineConfig:
     """`pipeline` fit for a record: the webhook's URL cut to its host, job env values hidden."""
     notify = pipeline.notify
     jobs = {
-        name: dataclasses.replace(spec, env=dict.fromkeys(spec.env, "…"))
+        name: dataclasses.replace(
+            spec, env=dict.fromkeys(spec.env, "…"), argv=argv_without_secrets(spec.argv)
+        )
         for name, spec in pipeline.jobs.items()
     }
     return dataclasses.replace(
@@ -108,6 +110,28 @@ def without_secrets(pipeline: PipelineConfig) -> PipelineConfig:
         jobs=jobs,
         notify=dataclasses.replace(notify, url=url_without_secret(notify.url)) if notify else None,
     )
+
+
+SECRET_FLAG_ENDS = ("key", "token", "password", "passwd", "secret")
+"""A command-line flag whose name ends so takes a secret (`--api-key`, `--hf-token`); one that
+ends in `-file` or `-path` names where a secret is, which is no secret."""
+
+
+def argv_without_secrets(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """`argv` fit for a record: the value of every secret flag (`--api-key K`, `--api-key=K`) hidden."""
+    hidden: list[str] = []
+    for arg in argv:
+        if hidden and _takes_secret(hidden[-1]) and "=" not in hidden[-1]:
+            hidden.append("…")
+            continue
+        flag, equals, _ = arg.partition("=")
+        hidden.append(f"{flag}=…" if equals and _takes_secret(flag) else arg)
+    return tuple(hidden)
+
+
+def _takes_secret(flag: str) -> bool:
+    name = flag.lower().lstrip("-").replace("_", "-")
+    return flag.startswith("-") and name.endswith(SECRET_FLAG_ENDS)
 
 
 def shown(value: object) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent.protocol import AuditEntry, PipelineApplyParams, from_wire, to_wire, without_secrets
+from agent.protocol.config_diff import argv_without_secrets
 from agent.state.private_files import open_private
 
 TAIL_BLOCK_BYTES = 64 * 1024
@@ -37,9 +38,25 @@ def _bounded(text: str | None, limit: int = MAX_TEXT_CHARS) -> str | None:
 def _bounded_params(params: object) -> object:
     if isinstance(params, PipelineApplyParams):  # a config's webhook URL and env hold secrets
         params = PipelineApplyParams(without_secrets(params.pipeline))
-    wire = to_wire(params)
+    wire = _argvs_without_secrets(to_wire(params))
     size = len(json.dumps(wire, separators=(",", ":")))
     return wire if size <= MAX_PARAMS_BYTES else {"omitted": f"{size:,} bytes of params"}
+
+
+def _argvs_without_secrets(wire: object) -> object:
+    """Every `argv` in a request's params with its secret flags' values hidden.
+
+    An edited launch's `--api-key=…` was kept verbatim in audit.jsonl, where env values and the
+    webhook's URL were not (#37).
+    """
+    if not isinstance(wire, dict):
+        return wire
+    return {
+        key: argv_without_secrets(tuple(map(str, value)))
+        if key == "argv" and isinstance(value, list)
+        else _argvs_without_secrets(value)
+        for key, value in wire.items()
+    }
 
 
 class AuditLog:

@@ -7,6 +7,7 @@ answered 7 MB. A planted symlink in place of audit.jsonl is not written through.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -49,3 +50,14 @@ def test_huge_params_are_summarised_and_a_planted_link_is_not_followed(tmp_path:
     with pytest.raises(OSError, match="audit.jsonl"):
         audit.record("c", "jobs.stop", LaunchParams("x"), "k2", "ok")
     assert elsewhere.read_text() == ""
+
+
+def test_a_secret_on_an_edited_command_line_never_reaches_the_audit_log(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    argv = ("run", "--api-key", "sk-one", "--hf_token=sk-two", "--api-key-file", "/k", "-n", "5")
+    audit.record("me", "jobs.launch", LaunchParams("runner", "B1", argv), "k", "ok")
+    line = (tmp_path / "audit.jsonl").read_text()
+    assert "sk-one" not in line
+    assert "sk-two" not in line
+    kept = json.loads(line)["params"]["argv"]
+    assert kept == ["run", "--api-key", "…", "--hf_token=…", "--api-key-file", "/k", "-n", "5"]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.logs import last_lines
 from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.training_log import TrainingLogParser
 from agent.protocol import JobInfo, Snapshot
@@ -99,3 +100,11 @@ async def test_a_snapshot_that_cannot_be_encoded_still_reaches_the_listeners() -
     await observer.scan()
     assert len(heard) == 1, "the budget guard hears every snapshot taken"
     assert observer.latest is None
+
+
+def test_the_last_lines_an_event_carries_are_printable(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(
+        "ok\n\x1b]8;;http://x\x07link\x1b]8;;\x07 \u202eevil\u200b\x9b31m red\x1b[0m\n\x1b[2J\n"
+    )
+    assert last_lines(log, 3) == ["ok", "link evil31m red"]

@@ -43,6 +43,10 @@ SAYS = {
     "long": f"import sys; print('what failed ' + 'x' * {MAX_EXIT_REASON_CHARS * 3} + ' what to do'); "
     "sys.exit(1)",
     "silent": "import sys; sys.exit(3)",
+    "longer than the tail": "import sys; print('what failed ' + 'x' * 6000 + ' what to do'); "
+    "sys.exit(1)",
+    "hostile": "import sys; print('\\x1b]0;owned\\x07bad \\u202ekey\\u200b\\x9b2J file\\x1b[2J'); "
+    "sys.exit(1)",
     "fine": "print('all done')",
 }
 """Each job's program: what it prints, and how it exits."""
@@ -87,3 +91,20 @@ async def test_a_failed_job_carries_its_last_words_cleaned_and_cut(
 async def test_a_job_that_exits_0_has_no_reason(link: AgentLink) -> None:
     job = await ended(link, "fine")
     assert (job.state, job.exit_code, job.exit_reason) == ("exited", 0, None)
+
+
+async def test_a_last_line_longer_than_the_tail_read_still_gives_its_reason(
+    link: AgentLink,
+) -> None:
+    job = await ended(link, "longer than the tail")
+    reason = job.exit_reason or ""
+    assert reason.startswith("…xxx")
+    assert reason.endswith("x what to do"), "what to do, at the end of the line, is kept"
+    assert len(reason) == MAX_EXIT_REASON_CHARS
+
+
+async def test_a_last_line_of_escapes_and_invisible_characters_is_made_printable(
+    link: AgentLink,
+) -> None:
+    job = await ended(link, "hostile")
+    assert job.exit_reason == "bad key2J file"

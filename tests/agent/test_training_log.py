@@ -181,3 +181,14 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
     assert progress.eval.acceptance_length > 1
     assert progress.acceptance_length is None  # its bar has no per-position accuracy
     assert len(progress.loss_history) >= 6
+
+
+def test_an_accuracy_past_one_is_no_reading_and_never_the_best_evaluation() -> None:
+    parser = TrainingLogParser()
+    parser.feed("step 10: {'eval/acc_0': 0.7, 'eval/loss': 1.5}\n")
+    parser.feed("step 20: {'eval/acc_0': 1e308, 'eval/acceptance_rate': 7.0, 'eval/loss': 1.2}\n")
+    parser.feed("Eval - Step 30 [1/2], position 0,  Acc: 1e308\n")
+    assert parser.state.eval.accuracy_by_position == {0: 0.7}
+    assert parser.state.eval.acceptance_rate is None
+    assert parser.state.eval.loss == 1.2, "the loss beside it is a reading"
+    assert parser.state.best_eval_acceptance == 1.7
