@@ -58,8 +58,13 @@ def boot_command(state_dir: Path, python: str = sys.executable) -> str:
 
 
 def cron_line(state_dir: Path) -> str:
-    """The crontab line that runs `boot_command` at every boot."""
-    return f"@reboot {boot_command(state_dir)} >/dev/null 2>&1 {MARK} {state_dir}"
+    """The crontab line that runs `boot_command` at every boot.
+
+    cron reads an unescaped `%` in a command as a newline (crontab(5)): a state folder with a `%`
+    in its name broke the line, so each is escaped.
+    """
+    line = f"{boot_command(state_dir)} >/dev/null 2>&1 {MARK} {state_dir}"
+    return "@reboot " + line.replace("%", "\\%")
 
 
 def status(state_dir: Path) -> AutostartStatus:
@@ -99,7 +104,7 @@ def remove(state_dir: Path) -> AutostartStatus:
 
 
 def _is_ours(entry: str, state_dir: Path) -> bool:
-    return entry.rstrip().endswith(f"{MARK} {state_dir}")
+    return entry.rstrip().endswith(f"{MARK} {state_dir}".replace("%", "\\%"))
 
 
 def _read() -> list[str]:

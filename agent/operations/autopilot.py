@@ -272,13 +272,38 @@ def _fresh(asked_by: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "run": (str,), "started_at": (int, float), "asked_by": (str,), "index": (int,),
+    "round": (int,), "stages": (dict,), "attempts": (dict,), "fresh_after": (int, float),
+    "waiting_for": (str,), "paused_reason": (str, type(None)), "verdict": (str, type(None)),
+}  # fmt: skip
+"""What each field of a saved record holds; a record with another is not read."""
+
+
 def _loaded(value: object) -> dict[str, Any]:
-    """The saved record when it reads as one; off otherwise (a hostile file starts nothing)."""
+    """The saved record when it reads as one; off otherwise (a hostile file starts nothing).
+
+    Every field is checked, inside the stages and attempts too: one wrong-typed field once made
+    both resume and start fail until the file was deleted by hand (#37). Off, `start` works.
+    """
     if not isinstance(value, dict) or value.get("state") not in ("running", "paused", "done"):
         return {"state": "off"}
-    if not isinstance(value.get("index", 0), int) or not isinstance(value.get("stages", {}), dict):
+    fields_fit = all(
+        name not in value or (type(value[name]) is not bool and isinstance(value[name], kinds))
+        for name, kinds in RECORD_FIELDS.items()
+    )
+    if not fields_fit or not 0 <= value.get("index", 0) <= len(STAGES):
         return {"state": "off"}
-    return value
+    stages, attempts = value.get("stages", {}), value.get("attempts", {})
+    if not all(
+        isinstance(stage, dict) and _count(stage.get("attempts", 0)) for stage in stages.values()
+    ):
+        return {"state": "off"}
+    return value if all(_count(count) for count in attempts.values()) else {"state": "off"}
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and 0 <= value <= 1_000_000
 
 
 def _current(record: dict[str, Any]) -> str | None:

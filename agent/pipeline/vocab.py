@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent.datasets.root_listing import DatasetsRootError, list_datasets
+from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 from agent.pipeline.torch_saver import TorchSaver
 from agent.pipeline.vocab_count import LineTally as LineTally
@@ -217,4 +218,4 @@ def select(counts: Any, draft: int) -> tuple[Any, Any, Any]:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_with(main, "vocab")

@@ -40,6 +40,13 @@ LENGTHS: dict[tuple[type, str], int] = {
     (SequenceParams, "steps"): 100,
 }
 """Most items in a sequence field."""
+SHORTEST: dict[tuple[type, str], int] = {
+    (JobSpec, "argv"): 1,
+    (LaunchParams, "argv"): 1,
+    (RedeployParams, "argv"): 1,
+}
+"""Fewest items in a sequence field where it is given: a job needs a program to run (an empty
+argv was taken through hello and pipeline.apply, and failed only at its launch)."""
 
 
 class LimitError(ValueError):
@@ -67,6 +74,9 @@ def _check(value: Any, where: str) -> None:
         longest = LENGTHS.get((type(value), field.name))
         if longest is not None and isinstance(item, (tuple, list)) and len(item) > longest:
             raise LimitError(f"{path} has {len(item):,} items; at most {longest:,} are accepted")
+        fewest = SHORTEST.get((type(value), field.name))
+        if fewest is not None and isinstance(item, (tuple, list)) and len(item) < fewest:
+            raise LimitError(f"{path} is empty; it needs at least the program to run")
         for name, number in _numbers(item, path):
             _check_number(number, name, bound)
         for key, inner in _nested(item):

@@ -15,11 +15,13 @@ import pytest
 
 from agent.protocol import (
     AUTOPILOT_CONTROL,
+    AUTOPILOT_STATUS,
     EVENTS_LIST,
     JOBS_LAUNCH,
     AutopilotAction,
     AutopilotParams,
     AutopilotStatus,
+    AutopilotStatusParams,
     DatasetsConfig,
     EventsList,
     EventsParams,
@@ -167,3 +169,24 @@ async def test_a_pause_starts_nothing_more_and_a_second_start_changes_nothing(
     assert paused.state == "paused"
     assert (paused.paused_reason or "").startswith("paused by eagle-console")
     json.dumps(paused.stage)  # where it stopped is said, whatever it is
+
+
+@pytest.mark.parametrize(
+    "field",
+    [{"index": "2"}, {"attempts": {"vocab": "x"}}, {"stages": {"vocab": {"attempts": []}}},
+     {"fresh_after": "soon"}, {"paused_reason": 7}, {"index": 99}, {"round": True}],
+)  # fmt: skip
+async def test_a_record_with_a_wrong_typed_field_is_off_and_start_works(
+    tmp_path: Path, state_dir: Path, field: dict[str, object]
+) -> None:
+    state_dir.mkdir(mode=0o700, parents=True)
+    record = {"state": "paused", "run": "r", "index": 1, "stages": {}, "attempts": {}, **field}
+    (state_dir / "autopilot.json").write_text(json.dumps(record))
+    agent = await open_local_link(state_dir, pipeline(tmp_path))
+    try:
+        status: AutopilotStatus = await agent.call(AUTOPILOT_STATUS, AutopilotStatusParams())
+        assert status.state == "off", "a record that does not read is no run to resume"
+        started = await control(agent, "start", "after-a-bad-record")
+        assert started.state == "running"
+    finally:
+        await agent.close()

@@ -63,6 +63,12 @@ OUT_OF_RANGE: list[tuple[str, dict[str, Any], str | None, str]] = [
     ("hello", {"protocol_version": 1, "client_version": "t",
                "pipeline": {"jobs": {"j": {"argv": ["x"], "grace_s": 1e12}}}}, None,
      "params.pipeline.jobs.j.grace_s must be between 0 and 604,800"),
+    ("hello", {"protocol_version": 1, "client_version": "t",
+               "pipeline": {"jobs": {"j": {"argv": []}}}}, None,
+     "params.pipeline.jobs.j.argv is empty; it needs at least the program to run"),
+    ("pipeline.apply", {"pipeline": {"jobs": {"j": {"argv": []}}}}, "k2",
+     "params.pipeline.jobs.j.argv is empty"),
+    ("jobs.launch", {"job": "j", "argv": []}, "k3", "params.argv is empty"),
 ]  # fmt: skip
 
 

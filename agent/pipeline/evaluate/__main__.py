@@ -17,6 +17,7 @@ from agent.pipeline.evaluate.measure import Request
 from agent.pipeline.evaluate.options import FLUSH_TIMEOUT_S, EvaluateError, EvaluateOptions
 from agent.pipeline.evaluate.report import write_report
 from agent.pipeline.evaluate.run import encoded_prompts, evaluate, progress
+from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -126,4 +127,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_with(main, "evaluate")

@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.export.dataset import ExportError
 from agent.pipeline.export.quality import DROP_POLICIES
 from agent.pipeline.export.run import ExportOptions, UsageError, export, progress
@@ -140,4 +141,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_with(main, "export")
