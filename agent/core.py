@@ -25,7 +25,7 @@ from agent.jobs.leftovers import LeftoverSweep
 from agent.jobs.supervisor import Supervisor
 from agent.operations.announce import Announcer
 from agent.operations.autopilot import Autopilot
-from agent.operations.operations import Operations
+from agent.operations.operations import SHOWN_IN_SNAPSHOT, Operations
 from agent.operations.restarts import Restarts
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
@@ -285,7 +285,7 @@ class AgentCore:
             + self.history.alerts(now)
         )  # fmt: skip
         return replace(
-            taken, alerts=taken.alerts + tuple(notices), operations=self.operations.recent(now),
+            taken, alerts=taken.alerts + tuple(notices), operations=self.operations.recent(now, SHOWN_IN_SNAPSHOT),
             autopilot=self.autopilot.status(taken),
         )  # fmt: skip
 

@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 RECENT_S = 3600.0
 """Ended operations stay in snapshots (and their failures in alerts) this long."""
+SHOWN_IN_SNAPSHOT = 50
+"""The most operations a snapshot carries: those under way, then the latest ended (700 made
+every snapshot line 263 KB); `operations.list` still answers with every recent one."""
 
 
 class Operations:
@@ -126,13 +129,21 @@ class Operations:
 
     # ------------------------------------------------------------ what others ask
 
-    def recent(self, now: float) -> tuple[OperationInfo, ...]:
-        """Operations under way and those ended within RECENT_S (safe from any thread)."""
-        return tuple(
-            record.info()
+    def recent(self, now: float, limit: int | None = None) -> tuple[OperationInfo, ...]:
+        """Operations under way and those ended within RECENT_S (safe from any thread).
+
+        With a `limit`, at most that many: those under way, then the latest ended.
+        """
+        kept = [
+            record
             for record in list(self._records.values())
             if record.ended_at is None or now - record.ended_at < RECENT_S
-        )
+        ]
+        if limit is not None and len(kept) > limit:
+            first = sorted(kept, key=lambda r: (r.ended_at is None, r.started_at), reverse=True)
+            chosen = {record.id for record in first[:limit]}
+            kept = [record for record in kept if record.id in chosen]
+        return tuple(record.info() for record in kept)
 
     def alerts(self, now: float) -> list[Alert]:
         """A redeploy that left its run stopped is an error; one rolled back, a warning."""
@@ -183,6 +194,7 @@ class Operations:
                 "space there and retry",
             ) from None
         self._records[record.id] = record
+        self._records = {kept.id: kept for kept in self.store.prune(list(self._records.values()))}
         self._spawn(record)
         return record.info()
 
