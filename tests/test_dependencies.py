@@ -91,3 +91,41 @@ def test_a_fresh_venv_from_the_locks_imports_everything_with_warnings_as_errors(
 def uv(args: list[str]) -> None:
     result = subprocess.run([str(UV), *args], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"uv {' '.join(args)}: {result.stderr[-3000:]}"
+
+
+FAKE_MAKE = """#!/bin/sh
+# make, as make upgrade calls it: lock writes newer pins; test-fast passes or fails as told
+echo "$@" >> calls.log
+case "$*" in
+  *"lock UPGRADE=--upgrade"*) printf 'aiohttp==3.15.0 \\\\\\n    --hash=sha256:11\\nnew-pkg==1.0\\n' > requirements/lock.txt ;;
+  *test-fast*) exit "$TEST_FAST_EXIT" ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(("test_fast_exit", "kept"), [(0, True), (1, False)])
+def test_upgrade_keeps_new_locks_only_when_test_fast_passes(
+    tmp_path: Path, test_fast_exit: int, kept: bool
+) -> None:
+    (tmp_path / "requirements").mkdir()
+    old_lock = "aiohttp==3.14.5 \\\n    --hash=sha256:00\nold-pkg==2.0\n"
+    (tmp_path / "requirements" / "lock.txt").write_text(old_lock)
+    (tmp_path / "requirements" / "trainers-lock.txt").write_text("specforge==0.2.0\n")
+    make = tmp_path / "fake-make"
+    make.write_text(FAKE_MAKE)
+    make.chmod(0o755)
+    result = subprocess.run(
+        [sys.executable, "-m", "requirements.upgrade"], capture_output=True, text=True,
+        cwd=tmp_path, timeout=60,
+        env=dict(os.environ, MAKE=str(make), TEST_FAST_EXIT=str(test_fast_exit), PYTHONPATH=str(REPO)),
+    )  # fmt: skip
+    assert result.returncode == (0 if kept else 1), result.stdout + result.stderr
+    assert "    aiohttp 3.14.5 -> 3.15.0\n  + new-pkg 1.0\n  - old-pkg 2.0" in result.stdout
+    lock = (tmp_path / "requirements" / "lock.txt").read_text()
+    assert (lock != old_lock) is kept
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert [call.split()[-1] for call in calls] == (
+        ["UPGRADE=--upgrade", "test-fast"]
+        if kept
+        else ["UPGRADE=--upgrade", "test-fast", "install"]
+    ), "a red upgrade puts the old locks back and installs them again"
