@@ -79,6 +79,8 @@ PROBE_WATCHED_S = REFRESH_S
 """How often the server and GPUs are probed while a console watches."""
 PROBE_IDLE_S = 15.0
 """The same with nobody watching: server up/down still reaches the history and the webhook."""
+FIRST_PROBE_WAIT_S = 10.0
+"""How long a console's snapshot request waits for the agent's first probe of its server."""
 KEEP_SCANS_WAIT_S = 2.0
 """At the stop, a snapshot still reading the datasets is waited for this long before keeping."""
 
@@ -269,9 +271,14 @@ class AgentCore:
         self.changed.set()
 
     async def snapshot(self, request: Request[SnapshotParams]) -> Snapshot:
-        """Everything the dashboard shows, now."""
-        probe_every_s = PROBE_WATCHED_S if self.observer.watched else PROBE_IDLE_S
-        return await self.assembly.take(self._finish, self._tracker, self.pipeline, probe_every_s)
+        """Everything the dashboard shows, now.
+
+        Asked right after the agent starts, it waits (10 s at most) for the first probe
+        of the configured server: the first `status --json` said `"server": null` (#37).
+        """
+        self.probes.refresh_if_stale(self.pipeline, PROBE_IDLE_S)
+        await self.probes.first_reading(FIRST_PROBE_WAIT_S)
+        return await self._snapshot_now()
 
     def _with_own_alerts(self, taken: Snapshot) -> Snapshot:
         """Alerts of the guard, the webhook, the operations, the restarts and the history added.
@@ -297,7 +304,8 @@ class AgentCore:
         )
 
     async def _snapshot_now(self) -> Snapshot:
-        return await self.snapshot(Request(0, "snapshot", SnapshotParams()))
+        probe_every_s = PROBE_WATCHED_S if self.observer.watched else PROBE_IDLE_S
+        return await self.assembly.take(self._finish, self._tracker, self.pipeline, probe_every_s)
 
 
 def _load_pipeline(paths: StatePaths) -> tuple[PipelineConfig, bool]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from dataclasses import dataclass, replace
@@ -79,6 +80,14 @@ class ProbeCache:
         )
         self.server = with_down_since(self.server, probed)
         self.gpus = await read_gpus(nvidia_smi_binary(pipeline))
+
+    async def first_reading(self, timeout_s: float) -> None:
+        """Wait, at most `timeout_s`, for a probe under way when none has read this config yet."""
+        task = self._task
+        if self.server is not None or task is None or task.done():
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), timeout_s)
 
     def reading(self) -> ProbeReading:
         """The readings of this moment, taken together.

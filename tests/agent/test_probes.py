@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from agent.datasets.writers import WriterFinder
 from agent.probes.cache import STARTING_GRACE_S, ProbeCache, nvidia_smi_binary, with_down_since
@@ -27,6 +28,7 @@ from agent.protocol import (
 from agent.state.health import StateHealth
 from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 from console.link.local_link import open_local_link
+from tests.support.loopback_app import serving
 from tests.support.simulator_process import running_simulator
 
 SAMPLES = {
@@ -274,3 +276,22 @@ async def test_a_refresh_landing_mid_snapshot_never_splits_its_server_from_its_a
     second = await assembly.take(finish, None, PipelineConfig())
     assert second.server == down
     assert [a.kind for a in second.alerts] == ["server_down"]
+
+
+async def test_the_first_snapshot_of_a_fresh_agent_already_carries_its_server(
+    state_dir: Path,
+) -> None:
+    async def slow(request: web.Request) -> web.Response:
+        await asyncio.sleep(0.5)  # a server busy loading: its first probe takes a while
+        return web.Response(status=503, text="loading")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", slow)
+    async with serving(app) as url:
+        link = await open_local_link(state_dir, PipelineConfig(sglang_url=url))
+        try:
+            first: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+        finally:
+            await link.close()
+    assert first.server is not None, "the first status --json said server: null"
+    assert first.server.healthy is False
