@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 RECENT_S = 3600.0
 """Ended operations stay in snapshots (and their failures in alerts) this long."""
+KEY_NOTE = "idempotency_key"
+"""The note an operation's record keeps its request's key in."""
 SHOWN_IN_SNAPSHOT = 50
 """The most operations a snapshot carries: those under way, then the latest ended (700 made
 every snapshot line 263 KB); `operations.list` still answers with every recent one."""
@@ -74,6 +76,8 @@ class Operations:
 
     async def redeploy(self, request: Request[RedeployParams], asked_by: str) -> OperationInfo:
         """Check the job and the uploads, record the redeploy and run it."""
+        if (known := self._asked_before(request, "redeploy")) is not None:
+            return known
         params = request.params
         job = await self.box.own_job(params.job_id)
         if job is None or job.external:
@@ -88,10 +92,12 @@ class Operations:
             job_id=job.id,
             notes={"was_running": job.state in LIVE_JOB_STATES, "argv": list(job.argv)},
         )  # fmt: skip
-        return self._begin(record)
+        return self._begin(record, request.idempotency_key)
 
     async def generate(self, request: Request[GenerateParams], asked_by: str) -> OperationInfo:
         """Record a start of `job` on many datasets and run it."""
+        if (known := self._asked_before(request, "generate")) is not None:
+            return known
         params = request.params
         if params.job not in self.box.pipeline.jobs:
             raise AgentError(ErrorCode.NOT_FOUND, f"no job {params.job!r} in the host config")
@@ -101,10 +107,12 @@ class Operations:
         record = OperationRecord(
             new_id("generate"), "generate", subject, to_wire(params), time.time(), asked_by
         )
-        return self._begin(record)
+        return self._begin(record, request.idempotency_key)
 
     async def sequence(self, request: Request[SequenceParams], asked_by: str) -> OperationInfo:
         """Record steps to take in order (a GPU hand-over, B) and run them."""
+        if (known := self._asked_before(request, "sequence")) is not None:
+            return known
         params = request.params
         for step in params.steps:
             if step.action == "start" and step.job not in self.box.pipeline.jobs:
@@ -115,7 +123,7 @@ class Operations:
             new_id("sequence"), "sequence", params.subject[:200], to_wire(params), time.time(),
             asked_by,
         )  # fmt: skip
-        return self._begin(record)
+        return self._begin(record, request.idempotency_key)
 
     async def listing(self, request: Request[OperationsParams]) -> OperationsList:
         """One operation, or every one recorded lately."""
@@ -182,8 +190,22 @@ class Operations:
                     f"{record.kind} {record.id} is under way on {job.id}; wait for it to end",
                 )
 
-    def _begin(self, record: OperationRecord) -> OperationInfo:
+    def _asked_before(self, request: Request[object], kind: str) -> OperationInfo | None:
+        """The operation a retried key already began, though its answer was never kept.
+
+        The agent killed between an operation's record and the kept answer to its request left
+        the retry free to begin a second one (2 of 2 trials, #37): the key is in the record.
+        """
+        key = request.idempotency_key
+        for record in list(self._records.values()) if key else ():
+            if record.kind == kind and record.notes.get(KEY_NOTE) == key:
+                return record.info()
+        return None
+
+    def _begin(self, record: OperationRecord, key: str | None = None) -> OperationInfo:
         """Write the record down first, then run it: an operation not kept is not run."""
+        if key:
+            record.notes[KEY_NOTE] = key
         try:
             self.store.save(record)
         except OSError as exc:

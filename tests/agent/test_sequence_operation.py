@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from agent.attach import stop_daemon
 from agent.protocol import (
     JOBS_LAUNCH,
     OPERATIONS_SEQUENCE,
@@ -21,6 +22,7 @@ from agent.protocol import (
     SequenceParams,
     SequenceStep,
 )
+from agent.state import StatePaths
 from console.link.local_link import open_local_link
 from tests.support.operations import jobs_now, operation_ended, text_appears
 
@@ -76,3 +78,32 @@ async def test_a_step_that_fails_ends_the_sequence_with_nothing_after_it_started
     assert done.state == "failed"
     assert done.outcome == "step 1 (1. stop no-such-job): no job 'no-such-job'"
     assert jobs == ()
+
+
+async def test_a_key_retried_after_the_answer_was_lost_gets_the_operation_it_began(
+    state_dir: Path,
+) -> None:
+    """The agent killed between an operation's record and the kept answer: the retry of the
+    same key must not begin the operation a second time (#37)."""
+    params = SequenceParams("start train once", (SequenceStep("start", job="train"),))
+    link = await open_local_link(state_dir, PIPELINE)
+    try:
+        first: OperationInfo = await link.call(OPERATIONS_SEQUENCE, params, idempotency_key="once")
+        await operation_ended(link, first.id)
+    finally:
+        await link.close()
+    stop_daemon(StatePaths(state_dir))
+    answers = state_dir / "idempotency.jsonl"
+    kept = [line for line in answers.read_text().splitlines(keepends=True) if '"once"' not in line]
+    answers.write_text("".join(kept))  # as if the daemon died before it kept the answer
+
+    again = await open_local_link(state_dir, PIPELINE)
+    try:
+        retried: OperationInfo = await again.call(
+            OPERATIONS_SEQUENCE, params, idempotency_key="once"
+        )
+        trains = [job for job in await jobs_now(again) if job.name == "train"]
+    finally:
+        await again.close()
+    assert retried.id == first.id
+    assert len(trains) == 1, "train was started once"
