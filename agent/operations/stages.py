@@ -18,6 +18,7 @@ from agent.protocol import (
     ExportSummary,
     JobInfo,
     LaunchParams,
+    OperationInfo,
     PipelineConfig,
     Snapshot,
 )
@@ -141,10 +142,12 @@ def job_stage(
     def stage(ctx: Context) -> Decision:
         names = [n for n, s in ctx.pipeline.jobs.items() if s.kind == kind and not s.per_dataset]
         if not names:
-            return Skip(f"no job of kind {kind} is configured")
+            return _unconfigured(ctx, kind)
         job = _latest(ctx.snapshot.jobs, set(names), ctx.fresh_after)
         if job is None:
             return Launch(LaunchParams(names[0]), kind, f"starting {names[0]}")
+        if (operation := _operation_on(job, ctx.snapshot)) is not None:
+            return Wait(f"{operation.kind} {operation.id} is under way on {job.name}")
         if job.state in LIVE_JOB_STATES or _restart_pending(job, ctx):
             return Wait(f"{job.name} {job.state}" + _note(job))
         verdict = gate(ctx, job) if gate is not None and job.state in ("exited", "failed") else None
@@ -249,6 +252,30 @@ def _under_operation(snapshot: Snapshot) -> set[str | None]:
         for info in snapshot.operations
         if not info.ended and info.job_id in jobs
     }
+
+
+def _unconfigured(ctx: Context, kind: str) -> Decision:
+    """No job of `kind` in the config: skipped, unless one still runs (an apply removed it).
+
+    `apply` removing the train job while it ran made the autopilot skip training, serve the
+    drafter, evaluate it and report a verdict while training still ran (#37).
+    """
+    live = [j for j in ctx.snapshot.jobs if j.kind == kind and j.state in LIVE_JOB_STATES]
+    if live:
+        return Fail(
+            f"{_named(live[0])} ({kind}) still runs, but the config names no {kind} job any more: "
+            "apply a config with it, or stop it, then resume"
+        )
+    return Skip(f"no job of kind {kind} is configured")
+
+
+def _operation_on(job: JobInfo, snapshot: Snapshot) -> OperationInfo | None:
+    """An operation under way that stops and starts `job` (a redeploy): its stop is not a person's."""
+    return next(
+        (info for info in snapshot.operations
+         if not info.ended and job.id in (info.job_id, info.new_job_id)),
+        None,
+    )  # fmt: skip
 
 
 def _latest(jobs: tuple[JobInfo, ...], names: set[str], since: float) -> JobInfo | None:

@@ -195,3 +195,24 @@ def test_generate_leaves_a_dataset_alone_while_a_redeploy_stops_and_starts_its_r
                              job_id=stopped.id)  # fmt: skip
     decision = generate(ctx((dataset("B3", 5),), (stopped,), operations=(redeploy,)))
     assert isinstance(decision, Wait)
+
+
+def test_a_job_stage_waits_while_a_redeploy_stops_and_starts_its_job() -> None:
+    stopped = job("train", "stopped", ended_at=60.0)
+    redeploy = OperationInfo("r-2", "redeploy", "train", "running", (), 55.0, job_id=stopped.id)
+    decision = job_stage("train")(ctx(jobs=(stopped,), operations=(redeploy,)))
+    assert decision == Wait("redeploy r-2 is under way on train"), "not 'stopped on request'"
+
+
+def test_a_job_removed_from_the_config_while_it_runs_pauses_rather_than_skips() -> None:
+    running = JobInfo("t-1", "train", "train", "running", (), started_at=10.0)
+    without_train = {name: spec for name, spec in JOBS.items() if name != "train"}
+    taken = Snapshot(100.0, "h", "/data", (), jobs=(running,))
+    decision = job_stage("train")(
+        Context(taken, PipelineConfig(DatasetsConfig("/data"), jobs=without_train), 0.0, 50.0)
+    )
+    assert isinstance(decision, Fail)
+    assert (
+        "job train (train) still runs, but the config names no train job any more"
+        in decision.reason
+    )
