@@ -178,19 +178,27 @@ class Redeploy:
             self._step("roll back", "skipped", "no file was swapped in")
             self.journal.phase(self.record, "restore")
             return
-        said = []
+        said, failed = [], []
         for target in reversed(installed):
             try:
                 said.append(await asyncio.to_thread(staged_files.put_back, self.roots(), target))
             except (FileError, OSError) as exc:
-                said.append(f"{target}: could not be put back: {exc}")
-        failed = any("could not" in line for line in said)
-        self._step("roll back", "failed" if failed else "done", "; ".join(said))
+                failed.append(f"{target}: could not be put back: {exc}")
+        self._step("roll back", "failed" if failed else "done", "; ".join(said + failed))
+        if failed:  # what the phases after it must not say ("the old code runs again")
+            self.record.notes["not_put_back"] = failed
         self.journal.phase(self.record, "restore")
 
     async def _restore(self) -> None:
         self.journal.phase(self.record, "restore")
         why = str(self.record.notes.get("why", "the redeploy failed"))
+        if not_put_back := self.record.notes.get("not_put_back"):
+            self.journal.end(self.record, "failed", (
+                f"{why}; the roll back failed ({'; '.join(map(str, not_put_back))}): the new code "
+                "is still on disk, so the job was not started again on it. Put the files back by "
+                "hand (eagle-console deploy HOST --rollback PATH), then start the job"
+            ))  # fmt: skip
+            return
         if not self.record.notes.get("was_running"):
             self.journal.end(self.record, "rolled_back", f"{why}; the files are back as they "
                              "were; the job had ended before the redeploy, so none was started")  # fmt: skip

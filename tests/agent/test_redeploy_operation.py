@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,32 @@ async def test_generate_starts_every_dataset_and_says_which_were_refused(
     assert steps["B"].state == "done"
     jobs = await jobs_now(link)
     assert sorted(j.dataset or "" for j in jobs if j.name == "sleeper") == ["A", "B"]
+
+
+async def test_a_roll_back_that_cannot_put_the_files_back_says_so_and_starts_nothing(
+    link: AgentLink, roots: Path, tmp_path: Path
+) -> None:
+    """An apply narrowed deploy_roots while the new code ran: the roll back cannot put the old
+    file back, and the outcome said "the old code runs again" with the new code on disk (#37)."""
+    job = await running_worker(link)
+    flag = tmp_path / "fail-now"
+    waits_then_fails = (
+        f"import pathlib, sys, time\nprint('running v2, waiting', flush=True)\n"
+        f"while not pathlib.Path({str(flag)!r}).exists(): time.sleep(0.05)\nsys.exit(1)\n"
+    ).encode()
+    started = await redeploy(link, job, stage_upload(roots / "worker.py", waits_then_fails))
+    running = await operation_where(link, started.id, lambda info: info.new_job_id is not None)
+    [new] = [j for j in await jobs_now(link) if j.id == running.new_job_id]
+    await text_appears(Path(new.log_path or ""), "running v2, waiting")
+    (tmp_path / "elsewhere").mkdir()
+    narrowed = replace(config(tmp_path, roots), deploy_roots=(str(tmp_path / "elsewhere"),))
+    await link.apply_pipeline(narrowed)
+    flag.touch()
+
+    done = await operation_ended(link, started.id)
+
+    assert done.state == "failed", done.outcome
+    assert "the roll back failed" in done.outcome
+    assert "the new code is still on disk, so the job was not started again" in done.outcome
+    assert (roots / "worker.py").read_bytes() == waits_then_fails
+    assert not [j for j in await jobs_now(link) if j.state == "running"], "nothing on mixed code"
