@@ -28,10 +28,16 @@ class NamedLog:
 
 
 def read_chunk(
-    log: NamedLog, offset: int, inode: int | None, max_bytes: int = MAX_READ_BYTES
+    log: NamedLog,
+    offset: int,
+    inode: int | None,
+    max_bytes: int = MAX_READ_BYTES,
+    redraws_end_lines: bool = False,
 ) -> LogChunk:
     """Whole lines of `log` after `offset` (from the start if the file was reset since `inode`).
 
+    With `redraws_end_lines`, a carriage return ends a line too: a tqdm bar redrawn in place
+    writes no newline for as long as it runs, and its progress must not wait for one.
     A log that is not a regular file (a FIFO, a device) raises NotRegularFileError unread.
     """
     try:
@@ -48,7 +54,7 @@ def read_chunk(
     with open_regular(log.path) as handle:
         handle.seek(start)
         data = handle.read(min(max_bytes, info.st_size - start))
-    end = data.rfind(b"\n") + 1
+    end = max(data.rfind(b"\n"), data.rfind(b"\r") if redraws_end_lines else -1) + 1
     if end == 0 and len(data) == max_bytes:
         end = len(data)  # one line longer than a whole read: send it cut, move on
     text = "\n".join(_cap(line) for line in data[:end].decode(errors="replace").split("\n"))

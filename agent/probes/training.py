@@ -56,7 +56,8 @@ class TrainingWatch:
         return tuple(self._one(job, self._follows[job.id]) for job in wanted)
 
     def _one(self, job: JobInfo, follow: _Follow) -> TrainingProgress:
-        chunk = read_chunk(NamedLog(job.id, Path(str(job.log_path))), follow.offset, follow.inode)
+        log = NamedLog(job.id, Path(str(job.log_path)))
+        chunk = read_chunk(log, follow.offset, follow.inode, redraws_end_lines=True)
         if chunk.reset:
             follow.parser, follow.pace = TrainingLogParser(), StepPace()
         follow.parser.feed(chunk.text)

@@ -12,6 +12,7 @@ import pytest
 
 from agent.logs import last_lines
 from agent.probes.pipeline_reports import PipelineReports
+from agent.probes.training import TrainingWatch
 from agent.probes.training_log import TrainingLogParser
 from agent.protocol import JobInfo, Snapshot
 from agent.watch.isolated_readers import IsolatedReaders
@@ -108,3 +109,14 @@ def test_the_last_lines_an_event_carries_are_printable(tmp_path: Path) -> None:
         "ok\n\x1b]8;;http://x\x07link\x1b]8;;\x07 \u202eevil\u200b\x9b31m red\x1b[0m\n\x1b[2J\n"
     )
     assert last_lines(log, 3) == ["ok", "link evil31m red"]
+
+
+def test_a_tqdm_bar_redrawn_without_a_newline_is_read_as_it_goes(tmp_path: Path) -> None:
+    log = tmp_path / "output.log"
+    bars = "".join(
+        f"Training: {n // 20}%|##   | {n}/2000 [00:{n // 100:02d}<01:00]\r" for n in (100, 400, 820)
+    )
+    log.write_text(bars)  # tqdm writes no newline for as long as the bar runs
+    job = JobInfo("t-1", "train", "train", "running", (), log_path=str(log), started_at=1.0)
+    [progress] = TrainingWatch().progress((job,))
+    assert (progress.step, progress.total_steps) == (820, 2000)
