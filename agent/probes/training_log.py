@@ -171,10 +171,21 @@ class TrainingLogParser:
         self._metrics(record, step=None if step is None else step + 1)
 
     def _phase_line(self, match: re.Match[str]) -> None:
-        """A "Training epoch 1/3 started" line (speculators): which bar is next, and the epochs."""
+        """A "Training epoch 1/3 started" line (speculators): which bar is next, and the epochs.
+
+        "Training epoch 1/3 completed" is the epoch's last step, whatever step its last metrics
+        record was logged at: a validation after step 20 was dated at step 16 (#37).
+        """
+        state = self.state
         self._phase = match["phase"]
-        self.state.epoch, self.state.epochs = int(match["epoch"]), int(match["epochs"])
+        state.epoch, state.epochs = int(match["epoch"]), int(match["epochs"])
         self._overall_total()
+        if (
+            match["phase"] == "Training"
+            and match[0].endswith("completed")
+            and state.steps_per_epoch
+        ):
+            state.step = max(state.step or 0, state.epoch * state.steps_per_epoch)
 
     def _rich_epoch_bar(self, match: re.Match[str]) -> None:
         """An epoch bar of speculators', printed as the epoch ends: its total is its steps."""

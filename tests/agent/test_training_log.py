@@ -192,3 +192,14 @@ def test_an_accuracy_past_one_is_no_reading_and_never_the_best_evaluation() -> N
     assert parser.state.eval.acceptance_rate is None
     assert parser.state.eval.loss == 1.2, "the loss beside it is a reading"
     assert parser.state.best_eval_acceptance == 1.7
+
+
+def test_a_validation_after_the_epoch_s_last_step_is_dated_there_not_at_the_last_record() -> None:
+    parser = TrainingLogParser()
+    parser.feed("Training epoch 1/2 started\n")
+    parser.feed("{'train': {'loss': 2.0}, 'epoch': 0, 'global_step': 15}\n")  # logged every 8
+    parser.feed("Epoch 0 100% ━━━━━━━━━━ 20/20 [0:00:04 < 0:00:00, 5 it/s]\n")
+    parser.feed("Training epoch 1/2 completed\nValidation epoch 1/2 started\n")
+    parser.feed("{'val': {'loss_epoch': 1.5, 'full_acc_0_epoch': 0.6}, 'epoch': 0}\n")
+    assert parser.state.eval.step == 20
+    assert parser.state.best_eval_step == 20
