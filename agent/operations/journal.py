@@ -40,10 +40,16 @@ class Journal:
             self.write_failed(exc)
         self.announcer.operation(record.info())
 
-    def step(self, record: OperationRecord, name: str, state: StepState, detail: str) -> None:
-        """Set a step, save, and put a finished step on the timeline."""
+    def step(
+        self, record: OperationRecord, name: str, state: StepState, detail: str, save: bool = True
+    ) -> None:
+        """Set a step, save, and put a finished step on the timeline.
+
+        `save=False` where the caller saves the record now and then itself (a generate's starts).
+        """
         record.step(name, state, detail)
-        self.save(record)
+        if save:
+            self.save(record)
         if state != "running":
             self.announcer.event(
                 f"{record.kind}_step", record.subject, f"{record.kind} {name}: {state}: {detail}",

@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 
+from agent.operations.generate import SAVE_EVERY_S, Generate
+from agent.operations.journal import Journal
 from agent.operations.operations import SHOWN_IN_SNAPSHOT, Operations
-from agent.operations.records import KEEP, OperationRecord
+from agent.operations.records import KEEP, MAX_STEPS, OperationRecord, OperationStore
+from agent.protocol import GenerateParams, JobInfo, LaunchParams, to_wire
 from agent.tasks import TaskOwner
 
 
@@ -58,3 +61,53 @@ def test_a_snapshot_carries_those_under_way_then_the_latest_ended_and_no_more(
     assert ids[:2] == ["sequence-00003", "sequence-00007"], "those under way, however old"
     assert ids[2] == f"sequence-{KEEP - SHOWN_IN_SNAPSHOT + 2:05d}", "then the latest ended"
     assert len(operations.recent(time.time())) == KEEP, "a listing asked for still has them all"
+
+
+class CountingStore(OperationStore):
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__(state_dir)
+        self.saves = 0
+
+    def save(self, record: OperationRecord) -> None:
+        self.saves += 1
+        super().save(record)
+
+
+class QuietAnnouncer:
+    def operation(self, info: object) -> None:
+        pass
+
+    def event(self, *args: object, **fields: object) -> None:
+        pass
+
+
+class InstantBox:
+    """Starts every dataset's run at once, as the one key asks (a retried key: the same run)."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, JobInfo] = {}
+
+    async def launch(self, params: LaunchParams, key: str, lineage: object = None) -> JobInfo:
+        made = JobInfo(f"run-{params.dataset}", params.job, "inference", "running", ())
+        return self.started.setdefault(key, made)
+
+
+async def test_a_generate_over_3000_datasets_writes_its_record_now_and_then_and_keeps_it_small(
+    tmp_path: Path,
+) -> None:
+    store, box = CountingStore(tmp_path), InstantBox()
+    journal = Journal(store, QuietAnnouncer(), lambda exc: None)  # type: ignore[arg-type]
+    datasets = tuple(f"D{i:04d}" for i in range(3000))
+    made = OperationRecord(
+        "generate-1", "generate", "g", to_wire(GenerateParams("run", datasets)), 1.0
+    )
+    began = time.monotonic()
+    await Generate(made, box, journal).run()  # type: ignore[arg-type]
+    elapsed_s = time.monotonic() - began
+    assert made.state == "done"
+    assert made.outcome == "started run on 3000 of 3000 dataset(s)"
+    assert len(made.steps) == MAX_STEPS
+    assert store.saves <= 3 + elapsed_s / SAVE_EVERY_S, "not once a step (6,000 writes)"
+    assert len(box.started) == 3000
+    size = (store.folder / "generate-1.json").stat().st_size
+    assert size < 400_000, f"{size:,} bytes"
