@@ -150,12 +150,15 @@ class Observer:
         except Exception:
             log.exception("taking a snapshot failed; the next is due in %g s", self.interval_s)
             return
-        self.scans += 1
         try:
-            data = await asyncio.to_thread(encode, Event("snapshot", snapshot), self._memo)
+            data: bytes | None = await asyncio.to_thread(
+                encode, Event("snapshot", snapshot), self._memo
+            )
         except Exception:  # the consoles miss this one; the guard and the listeners do not
             log.exception("encoding a snapshot failed; the consoles get the next")
-        else:
+            data = None
+        self.scans += 1  # once it is handed out: a count seen is a scan every watcher has
+        if data is not None:
             self.latest = data
             for watcher in list(self._watchers.values()):
                 if watcher.joined_after_scan < number:
