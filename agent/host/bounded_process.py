@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from agent.host.signals import kill_group
 
 CHUNK = 64 * 1024
+POLL_S = 0.05
+LINGER_S = 0.5
+"""How long the output of a command that has ended is read before its group is killed."""
 DRAIN_S = 5.0
 """How long its pipes are read to their end once it is killed (a process that left its group
 may hold them open: it is not waited for longer)."""
@@ -62,17 +66,32 @@ async def run_bounded(
 async def _talk(
     process: asyncio.subprocess.Process, max_bytes: int
 ) -> tuple[tuple[bytes, bool], tuple[bytes, bool]]:
-    """Both outputs, each cut at `max_bytes`; then its exit, unless it flooded (killed at once)."""
+    """Both outputs, each cut at `max_bytes`, and its exit.
+
+    A command that floods is killed at once. One that ended while a child it left behind still
+    holds its output open is given LINGER_S, then its group is killed, so its answer stands.
+    """
     if process.stdout is None or process.stderr is None:
         raise OSError("the command's output is not piped")
 
     def flooded() -> None:
         _kill(process)
 
-    out, err = await asyncio.gather(
+    reading = asyncio.gather(
         _capped(process.stdout, max_bytes, flooded), _capped(process.stderr, max_bytes, flooded)
     )
-    await process.wait()
+    try:
+        ended_at: float | None = None
+        while not reading.done():  # Python 3.11's wait() wakes only once every pipe has closed
+            await asyncio.wait({reading}, timeout=POLL_S)
+            if process.returncode is not None and ended_at is None:
+                ended_at = time.monotonic()
+            if ended_at is not None and time.monotonic() - ended_at > LINGER_S:
+                _kill(process)  # a child it left holds its output open: the answer is in
+                break
+        out, err = await reading
+    finally:
+        reading.cancel()
     return out, err
 
 
@@ -99,9 +118,13 @@ async def _drain(stream: asyncio.StreamReader | None) -> None:
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            kill_group(process.pid, signal.SIGKILL)  # its own group: start_new_session
+    """SIGKILL the command's whole group, its leader ended or not.
+
+    A child it left in the background (`sleep 600 &`) is in it too; a group with no member left
+    is no error.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        kill_group(process.pid, signal.SIGKILL)  # its own group: start_new_session
 
 
 async def _ended(process: asyncio.subprocess.Process) -> None:

@@ -47,6 +47,7 @@ from agent.tasks import TaskOwner
 log = logging.getLogger(__name__)
 
 FILE_NAME = "autopilot.json"
+STAGE_STATES: tuple[StageState, ...] = ("pending", "running", "done", "skipped", "failed")
 MAX_ATTEMPTS = 2
 """Starts of one target (a dataset, a stage's job) before its failure pauses the autopilot."""
 MAX_QUIET_ATTEMPTS = 5
@@ -295,11 +296,19 @@ def _loaded(value: object) -> dict[str, Any]:
     if not fields_fit or not 0 <= value.get("index", 0) <= len(STAGES):
         return {"state": "off"}
     stages, attempts = value.get("stages", {}), value.get("attempts", {})
-    if not all(
-        isinstance(stage, dict) and _count(stage.get("attempts", 0)) for stage in stages.values()
-    ):
+    if not all(_stage_reads(stage) for stage in stages.values()):
         return {"state": "off"}
     return value if all(_count(count) for count in attempts.values()) else {"state": "off"}
+
+
+def _stage_reads(stage: object) -> bool:
+    """A saved stage: a known state, a text detail and a count of attempts, where it has them."""
+    return (
+        isinstance(stage, dict)
+        and _count(stage.get("attempts", 0))
+        and stage.get("state", "pending") in STAGE_STATES
+        and isinstance(stage.get("detail", ""), (str, type(None)))
+    )
 
 
 def _count(value: object) -> bool:
@@ -317,9 +326,7 @@ def _stage_fields(stage: object) -> tuple[StageState, str, int]:
     if not isinstance(stage, dict):
         return "pending", "", 0
     state = stage.get("state")
-    known: dict[Any, StageState] = {
-        s: s for s in ("pending", "running", "done", "skipped", "failed")
-    }
+    known: dict[Any, StageState] = {s: s for s in STAGE_STATES}
     attempts = stage.get("attempts")
     return (
         known.get(state, "pending"),

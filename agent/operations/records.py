@@ -139,7 +139,7 @@ class OperationStore:
 
     def prune(self, records: list[OperationRecord]) -> list[OperationRecord]:
         """Remove the oldest ended records past KEEP; returns those kept."""
-        ended = [r for r in records if r.phase == "end"]
+        ended = sorted((r for r in records if r.phase == "end"), key=lambda r: r.started_at)
         drop = {r.id for r in ended[: max(0, len(ended) - KEEP)]}
         for record_id in drop:
             (self.folder / f"{record_id}.json").unlink(missing_ok=True)

@@ -66,6 +66,8 @@ class Restarts:
         """True for a job whose end an operation deals with (a redeploy's new run)."""
         self._final: set[str] = set()
         self._pending: dict[str, asyncio.Task[None]] = {}
+        self._launching: set[str] = set()
+        """Pending restarts past their wait, in their launch: never cancelled from outside."""
         self._scanned = asyncio.Event()
         """Set (and replaced) at every snapshot: what a waiting restart looks again at."""
 
@@ -94,10 +96,14 @@ class Restarts:
     async def _drop_overruled(self, snapshot: Snapshot) -> None:
         """Cancel each pending restart that a stop, a newer run or the config now overrules."""
         latest = {(job.name, job.dataset): job for job in latest_per_line(snapshot.jobs)}
-        for job in [job for job in snapshot.jobs if job.id in self._pending]:
+        waiting = [
+            j for j in snapshot.jobs if j.id in self._pending and j.id not in self._launching
+        ]
+        for job in waiting:
             why = await asyncio.to_thread(self._overruled, job, latest.get((job.name, job.dataset)))
-            if why is not None:
-                self._pending.pop(job.id).cancel()
+            task = self._pending.pop(job.id, None) if job.id not in self._launching else None
+            if why is not None and task is not None:  # one that launches: the launch lock decides
+                task.cancel()
                 await self._decide(job, "no", why)
 
     def _overruled(self, job: JobInfo, latest: JobInfo | None) -> str | None:
@@ -107,13 +113,13 @@ class Restarts:
         files = self.registry.get(job.id)
         if files is not None and files.read(STOP_FILE) is not None:
             return "not restarted: a stop was asked for it while it waited to restart"
-        why_not = _why_not(job, self.box.pipeline.jobs.get(job.name))
-        return None if why_not is None else why_not or POLICY_NOW_NO
+        return _policy_now(self.box.pipeline.jobs.get(job.name))
 
     def _settled(self, task: asyncio.Task[None]) -> None:
         for job_id, pending in list(self._pending.items()):
             if pending is task:
                 del self._pending[job_id]
+                self._launching.discard(job_id)
 
     def alerts(self, snapshot: Snapshot) -> list[Alert]:
         """One error for each line whose restarts were given up (safe from any thread)."""
@@ -162,13 +168,15 @@ class Restarts:
         The launch itself refuses a restart of a job that was stopped, or whose line has a newer
         run, under the lock every launch takes: a start by hand can never run beside it.
         """
-        files, spec = self.registry.get(job.id), self.box.pipeline.jobs.get(job.name)
+        files = self.registry.get(job.id)
         if files is None:
             return
-        if (why_not := _why_not(job, spec)) is not None or spec is None:
-            await self._decide(job, "no", why_not or POLICY_NOW_NO)
+        spec = self.box.pipeline.jobs.get(job.name)
+        if (why_not := _policy_now(spec)) is not None or spec is None:
+            await self._decide(job, "no", why_not)
             return
         lineage = {"restart_of": job.id, "restarts": [*earlier, time.time()]}
+        self._launching.add(job.id)  # past its wait: only the launch's own check stops it now
         while True:
             try:
                 new = await self.box.launch(launch_params(files), f"restart-{job.id}", lineage)
@@ -296,6 +304,17 @@ def _why_not(job: JobInfo, spec: JobSpec | None) -> str | None:
     if job.state != "lost" and ended is not None and time.time() - ended > spec.restart_window_s:
         return "not restarted: it ended before the agent could see it, too long ago"
     return None
+
+
+def _policy_now(spec: JobSpec | None) -> str | None:
+    """Why a restart that waited no longer stands by the config of now, or None.
+
+    Only the policy itself is looked at again: a wait for disk space or the GPUs may outlast the
+    restart window, and that was never a reason to drop it.
+    """
+    if spec is None:
+        return "not restarted: its job is no longer in the host config"
+    return None if spec.restart == "on-failure" else POLICY_NOW_NO
 
 
 def _free_bytes(folder: Path) -> int:

@@ -86,7 +86,7 @@ class ProbeCache:
         task = self._task
         if self.server is not None or task is None or task.done():
             return
-        with contextlib.suppress(asyncio.TimeoutError):
+        with contextlib.suppress(Exception):  # a probe that failed is the refresh's to log
             await asyncio.wait_for(asyncio.shield(task), timeout_s)
 
     def reading(self) -> ProbeReading:

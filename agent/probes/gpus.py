@@ -69,7 +69,10 @@ async def _query(binary: str, query: str) -> list[list[str]]:
         said = answer.err.decode(errors="replace").strip().splitlines()
         raise RuntimeError(reason_text(said[-1]) if said else f"exit {answer.returncode}")
     text = answer.out.decode(errors="replace").replace("\0", "")
-    return [row for row in csv.reader(io.StringIO(text)) if row]
+    try:
+        return [row for row in csv.reader(io.StringIO(text)) if row]
+    except csv.Error as exc:  # a field past csv's limit, a quote never closed
+        raise RuntimeError(f"its answer is not CSV: {exc}") from None
 
 
 def _sample(row: list[str], holders: dict[str, list[int]]) -> GpuSample | None:

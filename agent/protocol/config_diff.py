@@ -112,26 +112,38 @@ def without_secrets(pipeline: PipelineConfig) -> PipelineConfig:
     )
 
 
-SECRET_FLAG_ENDS = ("key", "token", "password", "passwd", "secret")
-"""A command-line flag whose name ends so takes a secret (`--api-key`, `--hf-token`); one that
-ends in `-file` or `-path` names where a secret is, which is no secret."""
+SECRET_NAME_ENDS = ("key", "keys", "token", "password", "passwd", "secret", "secrets")
+"""A flag (`--api-key`, `--hf-token`) or an environment name (`HF_TOKEN=`) ending so holds a
+secret; one ending in `-file` or `-path` names where a secret is, which is no secret."""
 
 
 def argv_without_secrets(argv: tuple[str, ...]) -> tuple[str, ...]:
-    """`argv` fit for a record: the value of every secret flag (`--api-key K`, `--api-key=K`) hidden."""
+    """`argv` fit for a record: every secret's value hidden.
+
+    `--api-key K`, `--api-key=K` and `env HF_TOKEN=K` alike; a flag right after a secret flag
+    (`--api-key --token K`) is read as a flag, not as the first one's value.
+    """
     hidden: list[str] = []
     for arg in argv:
-        if hidden and _takes_secret(hidden[-1]) and "=" not in hidden[-1]:
+        before = hidden[-1] if hidden else ""
+        if _is_flag(before) and "=" not in before and _secret(before) and not arg.startswith("-"):
             hidden.append("…")
             continue
-        flag, equals, _ = arg.partition("=")
-        hidden.append(f"{flag}=…" if equals and _takes_secret(flag) else arg)
+        name, equals, _ = arg.partition("=")
+        hidden.append(f"{name}=…" if equals and _secret(name) else arg)
     return tuple(hidden)
 
 
-def _takes_secret(flag: str) -> bool:
-    name = flag.lower().lstrip("-").replace("_", "-")
-    return flag.startswith("-") and name.endswith(SECRET_FLAG_ENDS)
+def _is_flag(arg: str) -> bool:
+    return arg.startswith("-")
+
+
+def _secret(name: str) -> bool:
+    """A flag or an environment variable's name that holds a secret."""
+    words = name.lower().lstrip("-").replace("_", "-")
+    return (
+        bool(words) and " " not in words and "/" not in words and words.endswith(SECRET_NAME_ENDS)
+    )
 
 
 def shown(value: object) -> str:

@@ -19,8 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -75,10 +74,11 @@ class IsolatedReaders:
         reader = self._reader(name)
         if reader.running is None:
             reader.running, reader.running_since = _start(name, read), self._clock()
-        try:
-            value = reader.running.result(timeout=self.deadline_s)
-        except FutureTimeout:
+        wait([reader.running], timeout=self.deadline_s)
+        if not reader.running.done():  # not its own TimeoutError (an NFS read's): done() says
             return fallback if reader.last is None else cast(T, reader.last)
+        try:
+            value = reader.running.result()
         except Exception as exc:
             reader.running, reader.last = None, None
             self._failed(name, reader, exc)

@@ -123,7 +123,7 @@ class SnapshotAssembly:
             alerts += (
                 *read.job_alerts,
                 *inline("probe", NO_ALERTS, lambda: tuple(probes.alerts(now, jobs))),
-                *inline("clock", NO_ALERTS, lambda: tuple(self.wall_clock.alerts(now))),
+                *inline("clock steps", NO_ALERTS, lambda: tuple(self.wall_clock.alerts(now))),
                 *inline("state folder", NO_ALERTS, lambda: tuple(self.state_health.alerts(now))),
             )
             root = tracker.config.root if tracker is not None else None
@@ -142,8 +142,8 @@ class SnapshotAssembly:
         in time; the rest here read the agent's own records and /proc.
         """
         inline, bounded = self.readers.inline, self.readers.bounded
-        inline("clock", None, self.wall_clock.observe)
-        inline("clock", None, lambda: self.wall_clock.keep_only(jobs))
+        inline("wall clock", None, self.wall_clock.observe)
+        inline("job end ages", None, lambda: self.wall_clock.keep_only(jobs))
         export, evaluation = bounded("reports", NO_REPORTS, lambda: self._reports(jobs))
         return JobReadings(
             inline("GPU holders", gpus.gpus, lambda: gpus_with_holders(gpus.gpus, jobs)),

@@ -54,10 +54,13 @@ def test_huge_params_are_summarised_and_a_planted_link_is_not_followed(tmp_path:
 
 def test_a_secret_on_an_edited_command_line_never_reaches_the_audit_log(tmp_path: Path) -> None:
     audit = AuditLog(tmp_path / "audit.jsonl")
-    argv = ("run", "--api-key", "sk-one", "--hf_token=sk-two", "--api-key-file", "/k", "-n", "5")
+    argv = ("env", "HF_TOKEN=sk-three", "run", "--api-key", "--token", "sk-one", "--hf_token=sk-two",
+            "--api-key-file", "/k", "--max-tokens", "5")  # fmt: skip
     audit.record("me", "jobs.launch", LaunchParams("runner", "B1", argv), "k", "ok")
     line = (tmp_path / "audit.jsonl").read_text()
     assert "sk-one" not in line
     assert "sk-two" not in line
     kept = json.loads(line)["params"]["argv"]
-    assert kept == ["run", "--api-key", "…", "--hf_token=…", "--api-key-file", "/k", "-n", "5"]
+    assert kept == ["env", "HF_TOKEN=…", "run", "--api-key", "--token", "…", "--hf_token=…",
+                    "--api-key-file", "/k", "--max-tokens", "5"]  # fmt: skip
+    assert "sk-three" not in line

@@ -174,7 +174,8 @@ async def test_a_pause_starts_nothing_more_and_a_second_start_changes_nothing(
 @pytest.mark.parametrize(
     "field",
     [{"index": "2"}, {"attempts": {"vocab": "x"}}, {"stages": {"vocab": {"attempts": []}}},
-     {"fresh_after": "soon"}, {"paused_reason": 7}, {"index": 99}, {"round": True}],
+     {"fresh_after": "soon"}, {"paused_reason": 7}, {"index": 99}, {"round": True},
+     {"stages": {"export": {"state": [1]}}}, {"stages": {"export": {"detail": {}}}}],
 )  # fmt: skip
 async def test_a_record_with_a_wrong_typed_field_is_off_and_start_works(
     tmp_path: Path, state_dir: Path, field: dict[str, object]

@@ -6,6 +6,7 @@ Each is a reading with a note (or a refusal that says why), and nothing is left 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.host import sglang_auth
+from agent.host.bounded_process import run_bounded
 from agent.host.sglang_auth import ApiKeyError, read_api_key
 from agent.host.signals import is_running
 from agent.probes import gpus
@@ -115,3 +117,15 @@ def test_an_api_key_file_that_is_no_key_file_is_refused_at_once_and_unread(
 def test_a_key_file_of_one_line_is_still_read(tmp_path: Path) -> None:
     (tmp_path / "key").write_text("sk-local\n")
     assert read_api_key(tmp_path / "key") == "sk-local"
+
+
+async def test_a_child_left_in_the_background_dies_with_the_command(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child"
+    script = f"sleep 600 & echo $! > {pid_file}; echo done"
+    answer = await run_bounded(("sh", "-c", script), 5.0, 1024)
+    assert (answer.returncode, answer.out) == (0, b"done\n")
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while is_running(child) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert not is_running(child), "its background child was left running"

@@ -120,3 +120,16 @@ def test_a_tqdm_bar_redrawn_without_a_newline_is_read_as_it_goes(tmp_path: Path)
     job = JobInfo("t-1", "train", "train", "running", (), log_path=str(log), started_at=1.0)
     [progress] = TrainingWatch().progress((job,))
     assert (progress.step, progress.total_steps) == (820, 2000)
+
+
+def test_a_reader_that_raises_timeout_error_itself_is_a_failure_not_a_reader_still_running() -> (
+    None
+):
+    readers = IsolatedReaders(deadline_s=1.0)
+
+    def nfs_read() -> int:
+        raise TimeoutError("[Errno 110] Connection timed out")  # an NFS or FUSE read
+
+    assert readers.bounded("training", -1, nfs_read) == -1
+    assert [a.kind for a in readers.alerts(NOW)] == ["reader_failed"]
+    assert readers.bounded("training", -1, lambda: 5) == 5, "started again at the next snapshot"
