@@ -57,7 +57,10 @@ def read_chunk(
     end = max(data.rfind(b"\n"), data.rfind(b"\r") if redraws_end_lines else -1) + 1
     if end == 0 and len(data) == max_bytes:
         end = len(data)  # one line longer than a whole read: send it cut, move on
-    text = "\n".join(_cap(line) for line in data[:end].decode(errors="replace").split("\n"))
+    raw = data[:end].decode(errors="replace")
+    if redraws_end_lines:  # each redraw a line of its own, capped alone: the newest is kept whole
+        raw = raw.replace("\r", "\n")
+    text = "\n".join(_cap(line) for line in raw.split("\n"))
     return LogChunk(log.name, start, start + end, text, info.st_size, info.st_ino, reset=reset)
 
 

@@ -133,3 +133,12 @@ def test_a_reader_that_raises_timeout_error_itself_is_a_failure_not_a_reader_sti
     assert readers.bounded("training", -1, nfs_read) == -1
     assert [a.kind for a in readers.alerts(NOW)] == ["reader_failed"]
     assert readers.bounded("training", -1, lambda: 5) == 5, "started again at the next snapshot"
+
+
+def test_redraws_past_a_capped_line_s_length_still_give_the_newest_step(tmp_path: Path) -> None:
+    log = tmp_path / "output.log"
+    redraws = [f"Training: {n // 20}%|##   | {n}/2000 [00:01<01:00]\r" for n in range(1, 1001)]
+    log.write_text("".join(redraws))  # 60 KB of redraws between two reads, no newline
+    job = JobInfo("t-1", "train", "train", "running", (), log_path=str(log), started_at=1.0)
+    [progress] = TrainingWatch().progress((job,))
+    assert progress.step == 1000
