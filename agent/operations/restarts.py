@@ -101,8 +101,10 @@ class Restarts:
         ]
         for job in waiting:
             why = await asyncio.to_thread(self._overruled, job, latest.get((job.name, job.dataset)))
-            task = self._pending.pop(job.id, None) if job.id not in self._launching else None
-            if why is not None and task is not None:  # one that launches: the launch lock decides
+            if why is None or job.id in self._launching:  # one that launches: the lock decides
+                continue
+            task = self._pending.pop(job.id, None)  # None: it settled while the files were read
+            if task is not None:
                 task.cancel()
                 await self._decide(job, "no", why)
 
