@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -104,6 +104,17 @@ async def progress_of(link: AgentLink, name: str) -> DatasetProgress:
     return next(d for d in (await dataset_snapshot(link)).datasets if d.name == name)
 
 
+async def progress_where(
+    link: AgentLink, name: str, predicate: Callable[[DatasetProgress], bool]
+) -> DatasetProgress:
+    """The dataset's progress once `predicate` holds (a few snapshots at most)."""
+    deadline = time.monotonic() + 10
+    while not predicate(progress := await progress_of(link, name)):
+        assert time.monotonic() < deadline, f"never: {progress}"
+        await asyncio.sleep(0.1)
+    return progress
+
+
 async def launch(link: AgentLink, dataset: str, key: str) -> JobInfo:
     info: JobInfo = await link.call(
         JOBS_LAUNCH, LaunchParams("inference", dataset), idempotency_key=key
@@ -143,8 +154,8 @@ async def test_an_old_script_with_the_file_open_for_writing_is_the_writer(
     link: AgentLink, root: Path
 ) -> None:
     with background(PY, "-c", HOLD_OPEN, str(root / "B1" / "raw_responses.jsonl")) as script:
-        progress = await progress_of(link, "B1")
-        assert progress.writer_active
+        # a scan already under way when it opened the file is shared: the next one sees it
+        progress = await progress_where(link, "B1", lambda d: d.writer_active)
         assert progress.writer_pid == script.pid
         assert progress.status == "running"
         assert "has raw_responses.jsonl open for writing" in (progress.writer or "")
@@ -160,7 +171,7 @@ async def test_a_script_that_ended_stops_being_the_writer_before_the_next_descri
     link: AgentLink, root: Path
 ) -> None:
     with background(PY, "-c", HOLD_OPEN, str(root / "B1" / "raw_responses.jsonl")) as script:
-        assert (await progress_of(link, "B1")).writer_pid == script.pid
+        await progress_where(link, "B1", lambda d: d.writer_pid == script.pid)
         kill_group(script.pid, signal.SIGKILL)
         script.wait()
         after = await progress_of(link, "B1")  # the last /proc/*/fd scan still lists its pid
