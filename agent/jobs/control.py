@@ -19,6 +19,7 @@ from agent.errors import AgentError
 from agent.host.procfs import process_info
 from agent.jobs.end_watch import EndWatch
 from agent.jobs.external import external_target, find_external
+from agent.jobs.lines import latest_per_line
 from agent.jobs.registry import STOP_FILE
 from agent.jobs.spec import GpuBusyError, SpecError
 from agent.jobs.stopper import StopPlan, StopTarget
@@ -153,13 +154,10 @@ class JobControl:
             raise AgentError(ErrorCode.OPERATION_BUSY, "a stop was asked for it while it waited")
         jobs = await asyncio.to_thread(self.supervisor.jobs)
         old = next((job for job in jobs if job.id == replaced), None)
-        newer = [
-            job.id for job in jobs
-            if old is not None and (job.name, job.dataset) == (old.name, old.dataset)
-            and (job.started_at or 0.0, job.id) > (old.started_at or 0.0, old.id)
-        ]  # fmt: skip
-        if newer:
-            raise AgentError(ErrorCode.OPERATION_BUSY, f"{newer[-1]} was started since")
+        lines = {(job.name, job.dataset): job for job in latest_per_line(jobs)}
+        newest = lines.get((old.name, old.dataset)) if old is not None else None
+        if newest is not None and newest.id != replaced:
+            raise AgentError(ErrorCode.OPERATION_BUSY, f"{newest.id} was started since")
 
     async def jobs_stop(self, request: Request[StopParams]) -> StopResult:
         """Stop a job: its stop signal, grace, SIGTERM, SIGKILL, with pid checks before each."""

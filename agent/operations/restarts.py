@@ -24,6 +24,7 @@ from typing import Any
 
 from agent.errors import AgentError
 from agent.host.procfs import boot_id
+from agent.jobs.lines import latest_per_line
 from agent.jobs.registry import JOB_FILE, RESTART_FILE, STOP_FILE, Registry
 from agent.jobs.supervisor import launch_params
 from agent.logs import last_lines
@@ -278,20 +279,6 @@ def scheduled_wait_s(decision: dict[str, Any]) -> float | None:
     else:
         return None
     return min(max(0.0, left), MAX_DELAY_S)
-
-
-def latest_per_line(jobs: tuple[JobInfo, ...]) -> list[JobInfo]:
-    """The newest of the agent's own jobs for each (name, dataset)."""
-    latest: dict[tuple[str, str | None], JobInfo] = {}
-    for job in jobs:
-        key = (job.name, job.dataset)
-        if not job.external and (key not in latest or _newer(job, latest[key])):
-            latest[key] = job
-    return list(latest.values())
-
-
-def _newer(job: JobInfo, other: JobInfo) -> bool:
-    return (job.started_at or 0.0, job.id) > (other.started_at or 0.0, other.id)
 
 
 def _why_not(job: JobInfo, spec: JobSpec | None) -> str | None:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent.operations.restarts import latest_per_line
+from agent.jobs.lines import latest_per_line
 from agent.protocol import (
     LIVE_JOB_STATES,
     ExportSummary,

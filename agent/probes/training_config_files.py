@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from agent.host.regular_files import NotRegularFileError, open_regular
-from agent.probes.values import is_small_number
+from agent.probes.values import MAX_TEXT_CHARS, is_small_number
 
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_DATA_BYTES = 4 * 1024**3
@@ -31,7 +31,6 @@ MAX_COUNT = 10**9
 """Past any real run's steps, epochs or batch size: a larger figure is a file that lies."""
 _CHUNK = 1024 * 1024
 MAX_QUOTED_CHARS = 60
-MAX_TEXT_CHARS = 4096
 
 
 class UnreadableConfigError(Exception):
@@ -155,7 +154,7 @@ def whole(value: Any, name: str, source: str = "") -> int:
 
     `name` is the setting (`training.max_steps`) and `source` the file it is in, for the reason.
     """
-    where = f"{name} = {described(value)}" + (f" in {source}" if source else "")
+    where = _where(name, value, source)
     if isinstance(value, str) and is_small_number(value.strip()):
         value = int(value.strip())
     elif isinstance(value, float) and value.is_integer():
@@ -185,8 +184,12 @@ def text_value(value: Any, name: str, source: str = "") -> str:
     """A config value that must be a path or a name: a string of at most MAX_TEXT_CHARS."""
     if isinstance(value, str) and len(value) <= MAX_TEXT_CHARS:
         return value
-    where = f"{name} = {described(value)}" + (f" in {source}" if source else "")
-    raise UnreadableConfigError(f"{where} is not a path")
+    raise UnreadableConfigError(f"{_where(name, value, source)} is not a path")
+
+
+def _where(name: str, value: Any, source: str) -> str:
+    """`name = value in file`, as a reason begins."""
+    return f"{name} = {described(value)}" + (f" in {source}" if source else "")
 
 
 def count_lines(path: Path) -> int:
