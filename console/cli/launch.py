@@ -31,7 +31,7 @@ def main() -> int:
 def send_warnings_to_log(path: Path) -> logging.Handler:
     """Capture every Python warning shown from now on into the log file at `path`."""
     handler = _WarningsFile(path)
-    handler.setFormatter(_SanitisingFormatter("%(asctime)s WARNING %(name)s: %(message)s"))
+    handler.setFormatter(SanitisingFormatter("%(asctime)s WARNING %(name)s: %(message)s"))
     logger = logging.getLogger(WARNINGS_LOGGER)
     logger.addHandler(handler)
     logger.propagate = False  # never on to logging.lastResort, which writes to stderr
@@ -58,8 +58,11 @@ class _WarningsFile(RotatingFileHandler):
         """A log that cannot be written is no reason to write on the user's terminal."""
 
 
-class _SanitisingFormatter(logging.Formatter):
+class SanitisingFormatter(logging.Formatter):
+    """Log lines quote the agent and its dependencies: sanitised like all host text."""
+
     def format(self, record: logging.LogRecord) -> str:
+        """The record as usual, every control character made visible."""
         # imported here, not above: it brings Rich, which must come after warnings are routed
         from console.model.safe_text import sanitise_lines
 

@@ -23,6 +23,7 @@ from console.cli.apply_command import run_apply
 from console.cli.box_commands import COMMANDS as BOX_COMMANDS
 from console.cli.box_commands import add_parsers as add_box_parsers
 from console.cli.box_commands import run_box_command
+from console.cli.launch import SanitisingFormatter
 from console.cli.output import stderr_console, stdout_console
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
@@ -36,7 +37,7 @@ from console.config import (
 )
 from console.link.agent_link import LinkError
 from console.model.config_drift import drift_text
-from console.model.safe_text import literal, sanitise_lines
+from console.model.safe_text import literal
 
 if TYPE_CHECKING:
     from console.cli.doctor import Check
@@ -132,14 +133,6 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number of tokens")
     return value
-
-
-class SanitisingFormatter(logging.Formatter):
-    """Log lines quote the agent (its error messages, bad lines): sanitised like all host text."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """The record as usual, every control character made visible."""
-        return sanitise_lines(super().format(record))
 
 
 def main(argv: list[str] | None = None) -> int:
