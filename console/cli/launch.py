@@ -13,6 +13,7 @@ import logging
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from console.cli.log_format import SanitisingFormatter
 from console.config import console_log_path
 
 MAX_BYTES = 256 * 1024
@@ -56,14 +57,3 @@ class _WarningsFile(RotatingFileHandler):
 
     def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
         """A log that cannot be written is no reason to write on the user's terminal."""
-
-
-class SanitisingFormatter(logging.Formatter):
-    """Log lines quote the agent and its dependencies: sanitised like all host text."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """The record as usual, every control character made visible."""
-        # imported here, not above: it brings Rich, which must come after warnings are routed
-        from console.model.safe_text import sanitise_lines
-
-        return sanitise_lines(super().format(record))

@@ -23,7 +23,7 @@ from console.cli.apply_command import run_apply
 from console.cli.box_commands import COMMANDS as BOX_COMMANDS
 from console.cli.box_commands import add_parsers as add_box_parsers
 from console.cli.box_commands import run_box_command
-from console.cli.launch import SanitisingFormatter
+from console.cli.log_format import SanitisingFormatter
 from console.cli.output import stderr_console, stdout_console
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
