@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent.host.signals import kill_process
+from agent.operations.redeploy import RUNNER_MODULE
 from agent.protocol import (
     JOBS_LAUNCH,
     OPERATIONS_GENERATE,
@@ -228,14 +229,23 @@ async def test_a_roll_back_that_cannot_put_the_files_back_says_so_and_starts_not
     link: AgentLink, roots: Path, tmp_path: Path
 ) -> None:
     """An apply narrowed deploy_roots while the new code ran: the roll back cannot put the old
-    file back, and the outcome said "the old code runs again" with the new code on disk (#37)."""
+    file back, and the outcome said "the old code runs again" with the new code on disk (#37).
+
+    The new run names the runner module in its argv, so the watch waits for a runner's report
+    rather than settling on "running" at once: the new code fails only after the apply, whatever
+    the machine's speed (a plain worker let the watch say "done" first on a slow CI machine)."""
     job = await running_worker(link)
     flag = tmp_path / "fail-now"
     waits_then_fails = (
         f"import pathlib, sys, time\nprint('running v2, waiting', flush=True)\n"
         f"while not pathlib.Path({str(flag)!r}).exists(): time.sleep(0.05)\nsys.exit(1)\n"
     ).encode()
-    started = await redeploy(link, job, stage_upload(roots / "worker.py", waits_then_fails))
+    as_a_runner = (PY, str(roots / "worker.py"), RUNNER_MODULE)
+    params = RedeployParams(job.id, argv=as_a_runner,
+                            files=(stage_upload(roots / "worker.py", waits_then_fails),))  # fmt: skip
+    started: OperationInfo = await link.call(
+        OPERATIONS_REDEPLOY, params, idempotency_key="r-narrow"
+    )
     running = await operation_where(link, started.id, lambda info: info.new_job_id is not None)
     [new] = [j for j in await jobs_now(link) if j.id == running.new_job_id]
     await text_appears(Path(new.log_path or ""), "running v2, waiting")
