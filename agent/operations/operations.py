@@ -170,7 +170,7 @@ class Operations:
         staged: set[str] = set()
         for record in list(self._records.values()):
             if record.kind == "redeploy" and record.phase != "end":
-                staged.update(str(item.get("staged")) for item in record.params.get("files", ()))
+                staged.update(_staged_paths(record.params.get("files")))
         return staged
 
     def handles_end_of(self, job_id: str) -> bool:
@@ -224,13 +224,15 @@ class Operations:
         _ = self.tasks.spawn(self._run(record), f"operation {record.id}")
 
     async def _run(self, record: OperationRecord) -> None:
-        steps: Redeploy | Generate | Sequence
-        if record.kind == "redeploy":
-            steps = Redeploy(record, self.box, self.journal, self._roots)
-        elif record.kind == "sequence":
-            steps = Sequence(record, self.box, self.journal)
-        else:
-            steps = Generate(record, self.box, self.journal)
+        try:
+            steps = self._steps(record)
+        except (ValueError, TypeError) as exc:  # the wire decoder raises a ValueError
+            self.journal.end(record, "failed", (
+                f"its record ({self.store.folder / record.id}.json) holds what this agent does not "
+                f"read ({exc}): it was written by another version or edited. Nothing was done; "
+                "check the job and ask again"
+            ))  # fmt: skip
+            return
         try:
             await steps.run()
         except asyncio.CancelledError:
@@ -239,8 +241,26 @@ class Operations:
             log.exception("operation %s failed inside the agent", record.id)
             self.journal.end(record, "failed", f"failed inside the agent: {exc!r}; see agent.log")
 
+    def _steps(self, record: OperationRecord) -> Redeploy | Generate | Sequence:
+        """The steps of a record; raises when its params are not of this agent's shape.
+
+        Raised outside the run, a record of an older shape left its task dead and the record
+        "running" forever, refusing every redeploy of its job (operation_busy, #37).
+        """
+        if record.kind == "redeploy":
+            return Redeploy(record, self.box, self.journal, self._roots)
+        if record.kind == "sequence":
+            return Sequence(record, self.box, self.journal)
+        return Generate(record, self.box, self.journal)
+
     def _roots(self) -> Roots:
         return Roots.of(self.box.pipeline.deploy_roots)
+
+
+def _staged_paths(files: object) -> list[str]:
+    """The staged paths a redeploy record's files name; nothing from a list of another shape."""
+    items = files if isinstance(files, list) else []
+    return [str(item["staged"]) for item in items if isinstance(item, dict) and "staged" in item]
 
 
 def _subject(job: JobInfo) -> str:

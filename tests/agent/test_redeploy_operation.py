@@ -7,6 +7,7 @@ code again. Real daemon, real jobs, real signals; the daemon itself is killed mi
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -261,3 +262,34 @@ async def test_a_roll_back_that_cannot_put_the_files_back_says_so_and_starts_not
     assert "the new code is still on disk, so the job was not started again" in done.outcome
     assert (roots / "worker.py").read_bytes() == waits_then_fails
     assert not [j for j in await jobs_now(link) if j.state == "running"], "nothing on mixed code"
+
+
+async def test_a_record_of_another_shape_ends_failed_and_blocks_nothing(
+    link: AgentLink, roots: Path, state_dir: Path, tmp_path: Path
+) -> None:
+    """A redeploy record whose params this agent cannot read, left under way on a live job: it
+    read "running" forever and every redeploy of the job was refused (operation_busy, #37)."""
+    job = await running_worker(link)
+    kill_process(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
+    await link.close()
+    older = {
+        "id": "redeploy-20260101-000000-aaaaaa", "kind": "redeploy", "subject": "worker",
+        "params": {"job_id": job.id, "files": [["worker.py", "staged"]]}, "started_at": 1.0,
+        "asked_by": None, "phase": "watch", "state": "running", "ended_at": None, "outcome": "",
+        "job_id": job.id, "new_job_id": job.id, "notes": {}, "steps": [],
+    }  # fmt: skip
+    (state_dir / "operations" / f"{older['id']}.json").write_text(json.dumps(older))
+
+    same = config(tmp_path, roots, restart="on-failure", restart_delay_s=0.1)
+    again = await open_local_link(state_dir, same)
+    try:
+        done = await operation_ended(again, str(older["id"]))
+        started = await redeploy(again, job, stage_upload(roots / "worker.py", worker("v2")))
+        after = await operation_ended(again, started.id)
+    finally:
+        await again.close()
+
+    assert done.state == "failed"
+    assert "does not read" in done.outcome
+    assert "Nothing was done" in done.outcome
+    assert after.state == "done", after.outcome
