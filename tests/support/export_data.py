@@ -45,12 +45,17 @@ DROPS_THINK = (
 )
 
 
-def build_think_tokenizer(folder: Path, template: str = KEEPS_THINK) -> dict[str, int]:
-    """Write the tokenizer to `folder`; returns its vocabulary (token -> id)."""
+def build_think_tokenizer(
+    folder: Path, template: str = KEEPS_THINK, words: list[str] = WORDS
+) -> dict[str, int]:
+    """Write the tokenizer to `folder`; returns its vocabulary (token -> id).
+
+    Other `words` (the same ones in another order, say) make another model's tokenizer.
+    """
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {token: index for index, token in enumerate(SPECIALS + WORDS)}
+    vocab = {token: index for index, token in enumerate(SPECIALS + words)}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]

@@ -120,7 +120,7 @@ def _share(value: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Export; 0 when done and every round trip is above the threshold, 1 if not, 2 on usage."""
+    """Export: 0 when clean, 1 on a failed round trip or another tokenizer's answers, 2 on usage."""
     try:
         options = options_from(build_parser().parse_args(argv))
         summary = export(options)
@@ -134,10 +134,19 @@ def main(argv: list[str] | None = None) -> int:
         f"export: {summary['tokens']:,} output tokens at {summary['tokens_per_s'] / 1e6:.2f}M "
         f"tokens/s; wrote {options.out}"
     )
+    failed = False
     if summary["roundtrip"]["flagged"]:
         progress("export: ROUND TRIP FAILED for at least one dataset: see above and quality.md")
-        return EXIT_FAILURE
-    return EXIT_OK
+        failed = True
+    if others := summary["other_tokenizer"]:
+        named = ", ".join(f"{name} {count:,}" for name, count in others.items())
+        progress(
+            f"export: ANSWERS FROM ANOTHER TOKENIZER left out ({named}): a run with another "
+            "--tokenizer or model wrote into these datasets; move its answers out, or export "
+            "with its tokenizer (quality.md names the first)"
+        )
+        failed = True
+    return EXIT_FAILURE if failed else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from agent.pipeline.export.writers import (
 )
 from agent.pipeline.inference.prompts import Prompt, PromptEncoder, PromptsError
 from agent.pipeline.tokenizer import import_failure
+from agent.pipeline.tokenizer.identity import stamp_of
 from agent.pipeline.vocab import LineTally
 
 
@@ -128,6 +129,13 @@ class DatasetExport:
             self.report.duplicates_skipped += 1
             return
         assert isinstance(prompt, Prompt)
+        stamp = stamp_of(response.fields)
+        if stamp is not None and stamp != self.context.facts.digest:
+            self.report.other_tokenizer.add(
+                response.id,
+                f"stamped {stamp}; this export's tokenizer is {self.context.facts.digest}",
+            )
+            return
         sent = self._sent_ids(prompt, response)
         if sent is not None:
             self._export(prompt, sent, response)
@@ -146,6 +154,13 @@ class DatasetExport:
         if counted is not None and counted != len(sent):
             self.report.prompt_mismatch.add(
                 prompt.id, f"encodes to {len(sent)} tokens; the server counted {counted}"
+            )
+            return None
+        echoed = response.fields.get("prompt_ids")
+        if isinstance(echoed, list) and echoed and echoed != sent:
+            at = _first_difference(echoed, sent)
+            self.report.prompt_mismatch.add(
+                prompt.id, f"encodes to other ids than the server echoed (first at position {at})"
             )
             return None
         return sent
@@ -218,6 +233,12 @@ class DatasetExport:
             return None
         self.report.earlier_assistant_turns += _earlier_assistant_turns(messages)
         return conversation_body(messages)
+
+
+def _first_difference(one: list[Any], other: list[int]) -> int:
+    """The first position where two id lists differ (the shorter's length when one is a prefix)."""
+    pairs = zip(one, other, strict=False)
+    return next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(one), len(other)))
 
 
 def _earlier_assistant_turns(messages: list[dict[str, Any]]) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agent.pipeline.tokenizer.identity import vocabulary_digest
+
 THINK_PAIRS = (("<think>", "</think>"), ("◁think▷", "◁/think▷"), ("<thinking>", "</thinking>"))
 OPENER_WINDOW = 16
 """A think marker this close to the end of the prompt was opened by the generation prompt."""
@@ -25,6 +27,8 @@ class TokenFacts:
     think_names: tuple[str, str] = ("<think>", "</think>")
     vocab_size: int = 0
     """One past the tokenizer's largest id: every id must be below it (0: not checked)."""
+    digest: str = ""
+    """The vocabulary's digest, as the runner stamps each response line with its own."""
 
     def opener_start(self, sent: list[int]) -> int | None:
         """Where the think block that the prompt's end opens begins, if it does.
@@ -54,9 +58,10 @@ def token_facts(tokenizer: Any) -> TokenFacts:
     special |= {int(i) for i, token in decoder.items() if getattr(token, "special", False)}
     vocab = tokenizer.get_vocab()
     size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)  # ids may leave holes
+    digest = vocabulary_digest(vocab)
     for start, end in THINK_PAIRS:
         if start in vocab and end in vocab:
             return TokenFacts(
-                frozenset(special), int(vocab[start]), int(vocab[end]), (start, end), size
+                frozenset(special), int(vocab[start]), int(vocab[end]), (start, end), size, digest
             )
-    return TokenFacts(frozenset(special), vocab_size=size)
+    return TokenFacts(frozenset(special), vocab_size=size, digest=digest)

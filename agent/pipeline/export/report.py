@@ -140,6 +140,7 @@ def dataset_markdown(record: dict[str, Any]) -> str:
         ("prompts without an answer", record["unanswered_prompts"]),
         ("answers without a prompt", record["no_prompt"]["count"]),
         ("prompt no longer encodes as sent", record["prompt_mismatch"]["count"]),
+        ("answered under another tokenizer (left out)", record["other_tokenizer"]["count"]),
         ("ids beyond the vocabulary", record["out_of_vocab"]["count"]),
         ("corrupt lines", record["corrupt_lines"]),
         ("ids.jsonl lines", record["ids_lines"]),

@@ -177,6 +177,11 @@ def _summary(
             "share": matched / checked if checked else None,
             "flagged": any(flagged(r) for r in records),
         },
+        "other_tokenizer": {
+            record["name"]: record["other_tokenizer"]["count"]
+            for record in records
+            if record["other_tokenizer"]["count"]
+        },
         "tokens": tokens,
         "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else 0.0,
         "merged": merged,

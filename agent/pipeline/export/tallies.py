@@ -89,6 +89,8 @@ class DatasetReport:
     prompt_mismatch: Skipped = field(default_factory=Skipped)
     """Prompts that now encode to another length than the server counted when it answered."""
     encode_failed: Skipped = field(default_factory=Skipped)
+    other_tokenizer: Skipped = field(default_factory=Skipped)
+    """Answers a runner stamped with another tokenizer's digest: another vocabulary's ids."""
     out_of_vocab: Skipped = field(default_factory=Skipped)
     """Answers with an id the tokenizer does not have: a corrupt file, or another model's."""
     quality: QualityTally = field(default_factory=QualityTally)

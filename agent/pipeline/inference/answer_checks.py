@@ -49,10 +49,12 @@ def checked(answer: Generation) -> Generation:
     return answer
 
 
-def writable_line(prompt: Prompt, answer: Generation, latency_s: float, api: str) -> bytes:
+def writable_line(
+    prompt: Prompt, answer: Generation, latency_s: float, api: str, tokenizer_stamp: str | None
+) -> bytes:
     """The answer's response line, checked by the reader's definition; TransientError if refused."""
     try:
-        return encoded_line(response_line(prompt, answer, latency_s, api))
+        return encoded_line(response_line(prompt, answer, latency_s, api, tokenizer_stamp))
     except NotAResponseError as exc:
         raise TransientError(f"{NOT_USABLE}: {exc}") from None
 

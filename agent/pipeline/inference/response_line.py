@@ -25,10 +25,18 @@ from agent.host.regular_files import open_regular
 from agent.pipeline.inference.backends.base import Generation
 from agent.pipeline.inference.prompts import Prompt
 from agent.pipeline.inference.status import runner_sha256
+from agent.pipeline.tokenizer.identity import STAMP
 
 
-def response_line(prompt: Prompt, answer: Generation, latency_s: float, api: str) -> dict[str, Any]:
-    """The response line; the OpenAI-compatible backends add what their servers report."""
+def response_line(
+    prompt: Prompt, answer: Generation, latency_s: float, api: str,
+    tokenizer_stamp: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The response line; the OpenAI-compatible backends add what their servers report.
+
+    `tokenizer_stamp` is the digest of the tokenizer the prompt ids came from (identity.py): the
+    export leaves out the answers of another.
+    """
     record = {
         "id": prompt.id,
         "output_ids": answer.output_ids,
@@ -39,6 +47,8 @@ def response_line(prompt: Prompt, answer: Generation, latency_s: float, api: str
         "ts": round(time.time(), 3),
         "runner_sha256": runner_sha256(),
     }
+    if tokenizer_stamp is not None:
+        record[STAMP] = tokenizer_stamp
     if api != "sglang":
         record |= {"api": api, "prompt_ids": answer.prompt_ids, "stop_reason": answer.stop_reason,
                    "usage": answer.usage}  # fmt: skip

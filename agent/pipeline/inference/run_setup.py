@@ -19,6 +19,7 @@ from agent.pipeline.inference.options import RunnerOptions
 from agent.pipeline.inference.prompts import Prompt, PromptEncoder, read_prompts
 from agent.pipeline.inference.records import ResumeState, permanently_failed_ids, recover
 from agent.pipeline.inference.response_line import DatasetTally, tally_responses
+from agent.pipeline.tokenizer.identity import tokenizer_digest
 
 log = logging.getLogger("runner")
 
@@ -33,6 +34,8 @@ class Prepared:
     earlier: DatasetTally
     """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
     todo: deque[Prompt]
+    tokenizer_stamp: str | None = None
+    """The tokenizer's digest each response line carries (None: every prompt came as ids)."""
 
 
 def prepare(options: RunnerOptions, name: str) -> Prepared:
@@ -51,7 +54,9 @@ def prepare(options: RunnerOptions, name: str) -> Prepared:
         name, len(prompts), len(resume.done_ids), resume.tokens, len(todo),
         resume.torn_bytes_moved,
     )  # fmt: skip
-    return Prepared(prompts, encoder, resume, earlier, todo)
+    tokenizer = encoder.tokenizer
+    stamp = tokenizer_digest(tokenizer) if tokenizer is not None else None
+    return Prepared(prompts, encoder, resume, earlier, todo, stamp)
 
 
 def backend_for(

@@ -51,6 +51,7 @@ from agent.pipeline.inference.run_setup import backend_for, prepare
 from agent.pipeline.inference.status import RunStats, progress_line, status_record, write_status
 from agent.pipeline.inference.storage import StorageError
 from agent.pipeline.inference.waiting import wait_for_servers
+from agent.pipeline.tokenizer.identity import STAMP
 from agent.protocol import generation_done
 
 log = logging.getLogger("runner")
@@ -95,6 +96,7 @@ class Runner:
         self.resume = ResumeState()
         self.earlier = DatasetTally()
         """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
+        self.tokenizer_stamp: str | None = None
         self.gate = BudgetGate(
             options.token_budget, float(options.max_new_tokens), options.on_budget == "cancel"
         )
@@ -156,6 +158,7 @@ class Runner:
             prepared.resume,
         )
         self.earlier, self.todo = prepared.earlier, prepared.todo
+        self.tokenizer_stamp = prepared.tokenizer_stamp
         self.gate.resume(self.resume.lengths)
 
     def _refuse(self, reason: str) -> None:
@@ -259,7 +262,10 @@ class Runner:
             self.gate.sent(task, time.monotonic())
             try:
                 answer = await usable_answer(client, server, request)
-                line = writable_line(prompt, answer, time.monotonic() - started, self.options.api)
+                line = writable_line(
+                    prompt, answer, time.monotonic() - started, self.options.api,
+                    self.tokenizer_stamp,
+                )  # fmt: skip
                 pool.succeeded(server)
             except TransientError as exc:
                 failures += self.pacing.counts_against_prompt(exc, server, pool)
@@ -473,6 +479,7 @@ class Runner:
                 "rate_limited_until_s": round(self.pacing.paused_for(now), 1),
                 "prompts": len(self.prompts),
                 "in_flight": len(self.flight),
+                STAMP: self.tokenizer_stamp,
                 "write_error": self.storage_error.as_record() if self.storage_error else None,
                 **options_fields(self.options),
                 **progress_fields(self.gate, self.resume, now),
