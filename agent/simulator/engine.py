@@ -109,6 +109,10 @@ class Engine:
         self._verify_steps_since_log = 0.0
         self.accept_length = 0.0
         """The last Decode line's accept length (0 without a drafter), as the gauge holds it."""
+        self.answered_decode_tokens = 0
+        self.answered_verify_steps = 0
+        """The decode tokens and verify steps of the answers finished, as their meta_info counts
+        them: the accept length /server_info gives is theirs, not the configured one."""
         self._wake = asyncio.Event()
 
     @property
@@ -172,6 +176,23 @@ class Engine:
         self.generated_tokens_total += len(request.answer.output_ids)
         request.finished.set()
         request.progressed.set()
+        self._count_answered([request])
+
+    def _count_answered(self, finished: list[SimRequest]) -> None:
+        """Add the answers just finished (not aborted) to the counts their meta_info gives."""
+        speculation = self.settings.speculation
+        if speculation is None:
+            return
+        for request in finished:
+            if request.aborted is None:
+                completion = len(request.answer.output_ids)
+                self.answered_decode_tokens += max(0, completion - 1)
+                self.answered_verify_steps += speculation.verify_count(completion)
+
+    def _drop_finished(self) -> None:
+        """Running requests that finished leave the batch, and are counted."""
+        self._count_answered([r for r in self.running if r.finished.is_set()])
+        self.running = [r for r in self.running if not r.finished.is_set()]
 
     def _admit(self) -> None:
         """Fill the free slots, and only those: never more than max_running_requests run."""
@@ -202,7 +223,7 @@ class Engine:
         made = sum(r.produced for r in self.running) - before
         self.generated_tokens_total += round(made)
         self._account(per_request, made, sim_seconds)
-        self.running = [r for r in self.running if not r.finished.is_set()]
+        self._drop_finished()
 
     def _tick_speculative(self, speculation: Speculation, sim_seconds: float) -> None:
         """Verify steps: each yields `accept_length` tokens per request, at a higher cost."""
@@ -222,7 +243,7 @@ class Engine:
         self._verify_steps_since_log += made / speculation.accept_length
         self.generated_tokens_total += round(made)
         self._account(steps, made, sim_seconds)
-        self.running = [r for r in self.running if not r.finished.is_set()]
+        self._drop_finished()
 
     def _account(self, steps: float, tokens: float, sim_seconds: float) -> None:
         self._steps_since_log += steps

@@ -14,8 +14,10 @@ Paths are under `sglang/srt/` in the sglang 0.5.23 wheel.
 - `avg_spec_accept_length` in `/server_info` (managers/scheduler_components/internal_state.py:
   119-125, 243-253): accepted tokens per decode pass since start or the last flush
   (`reset_metrics`, metrics_reporter.py:707-716), the prefill's token not counted, folded in at
-  each Decode line (metrics_reporter.py:934, 996-1000): absent until the first one. Here every
-  decode pass gives the drafter's accept length, and the first fold comes once a rank has made
+  each Decode line (metrics_reporter.py:934, 996-1000): absent until the first one. Here it is
+  the decode tokens over the verify steps of the answers finished since the flush, as their
+  meta_info counts them (so it agrees with the answers, 2.57 where the drafter is set to 2.6),
+  the configured length while none has finished; the first fold comes once a rank has made
   DECODE_LOG_INTERVAL verify steps since the flush (SGLang counts batches, the engine requests).
   A rank at --speed 0 makes no steps, so it never reports one.
 
@@ -42,6 +44,7 @@ TIMED_OUT = "Timed out waiting for idle state."
 ANOTHER_PENDING = "Another flush_cache is already in progress."
 
 _steps_at_flush: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
+_answered_at_flush: weakref.WeakKeyDictionary[Engine, tuple[int, int]] = weakref.WeakKeyDictionary()
 _pending: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
@@ -103,6 +106,7 @@ def _flush_now(engine: Engine) -> bool:
         )
         return False
     _steps_at_flush[engine] = engine.verify_steps_total
+    _answered_at_flush[engine] = (engine.answered_decode_tokens, engine.answered_verify_steps)
     engine.log_line("Cache flushed successfully!")
     return True
 
@@ -113,4 +117,10 @@ def avg_spec_accept_length(engine: Engine) -> float | None:
     if speculation is None:
         return None
     steps = engine.verify_steps_total - _steps_at_flush.get(engine, 0.0)
-    return speculation.accept_length if steps >= DECODE_LOG_INTERVAL else None
+    if steps < DECODE_LOG_INTERVAL:
+        return None
+    tokens_then, steps_then = _answered_at_flush.get(engine, (0, 0))
+    answered_steps = engine.answered_verify_steps - steps_then
+    if answered_steps <= 0:  # the passes so far are those of answers still running
+        return speculation.accept_length
+    return (engine.answered_decode_tokens - tokens_then) / answered_steps

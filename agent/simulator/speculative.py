@@ -81,11 +81,7 @@ class Speculation:
         the steps.
         """
         del verify_steps
-        decode_tokens = max(0, completion_tokens - 1)
-        verify_ct = max(
-            round(decode_tokens / self.accept_length),
-            math.ceil(decode_tokens / self.num_draft_tokens),
-        )
+        verify_ct = self.verify_count(completion_tokens)
         if verify_ct == 0:  # tokenizer_manager.py:3149-3153
             return {}
         correct = completion_tokens - 1 - verify_ct
@@ -98,6 +94,14 @@ class Speculation:
             "spec_verify_ct": verify_ct,
             "spec_correct_drafts_histogram": correct_drafts_histogram(correct, verify_ct),
         }
+
+    def verify_count(self, completion_tokens: int) -> int:
+        """The verify steps of an answer of `completion_tokens`, as its meta_info counts them."""
+        decode_tokens = max(0, completion_tokens - 1)
+        return max(
+            round(decode_tokens / self.accept_length),
+            math.ceil(decode_tokens / self.num_draft_tokens),
+        )
 
     def log_part(self, tokens: float, steps: float) -> str:
         """`accept len: a, accept rate: b, ` for a Decode line covering `steps` verify steps."""
