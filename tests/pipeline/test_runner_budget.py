@@ -80,6 +80,30 @@ def test_cancel_aborts_in_flight_work_and_reports_it(tmp_path: Path) -> None:
     assert "cancelling" in result.stderr
 
 
+def test_cancel_cuts_the_answers_that_finish_with_the_one_that_meets_the_budget(
+    tmp_path: Path,
+) -> None:
+    """A batch of equal answers ends together, as on a real vLLM: each one that came back after
+    the budget was met was still written, so cancel overshot as much as finish (#37)."""
+    from tests.support.simulator_process import running_simulator
+
+    folder = tmp_path / "B2"
+    write_id_prompts(folder, 64)
+    with running_simulator(
+        tmp_path / "sim", "--speed", "20", "--mean-tokens", "100", "--sd-tokens", "0"
+    ) as sim:
+        result = run_runner(
+            folder, sim.url, "--token-budget", "150", "--concurrency", "16", "--on-budget", "cancel",
+        )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    final = status(folder)
+    assert final["stop_reason"] == "budget"
+    assert final["tokens"] == response_tokens(folder)
+    assert 150 <= final["tokens"] <= 200, "the answers past the one that met the budget are cut"
+    assert final["discarded_tokens"] + final["cancelled_requests"] > 0
+
+
 def test_without_budget_it_runs_the_sample_cap_and_stops_exhausted(
     simulator: SimulatorProcess, tmp_path: Path
 ) -> None:

@@ -323,7 +323,7 @@ class Runner:
                 return True
             self.stats.retries += 1
             return False
-        if self.cancelling:
+        if self.cancelling or self._past_budget_to_cut():
             self.stats.discarded_tokens += tokens
             return True
         if finish == "length":
@@ -343,6 +343,14 @@ class Runner:
         self.stats.tokens_this_run += tokens
         self.stats.count_answer(answer)
         return True
+
+    def _past_budget_to_cut(self) -> bool:
+        """--on-budget cancel, and an answer before this one met the budget: it is cut.
+
+        The answers of one batch end together (a real vLLM, equal lengths): each that came back
+        before the dispatcher woke to cancel was written, and cancel overshot as finish does.
+        """
+        return self.options.on_budget == "cancel" and self.gate.reached
 
     def _fail(
         self, prompt: Prompt, reason: str, *, permanent: bool, status: int | None = None
