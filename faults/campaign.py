@@ -17,7 +17,8 @@ SCENARIOS = (
     "hostile_files", "slow_client", "request_limits", "clock_steps", "export_kill",
     "runner_restarts", "server_restarts", "reboot", "redeploy_cuts", "stop_recording",
     "crash_loop", "loaded_stops", "hostile_peers", "hostile_servers", "hostile_state",
-    "hostile_writes", "process_trees", "hostile_answers",
+    "hostile_writes", "process_trees", "hostile_answers", "watch_under_fire", "restart_races",
+    "operation_crashes",
 )  # fmt: skip
 """In the order the report lists them."""
 
