@@ -92,7 +92,18 @@ async def _talk(
         out, err = await reading
     finally:
         reading.cancel()
+        reading.add_done_callback(_retrieve)
     return out, err
+
+
+def _retrieve(reading: asyncio.Future[object]) -> None:
+    """Take a cancelled read's outcome, so it is not logged as "never retrieved".
+
+    Python 3.11's gather, cancelled, ends with CancelledError set as its exception: every hung
+    nvidia-smi left a traceback in the agent's log when the future was collected.
+    """
+    if not reading.cancelled():
+        reading.exception()
 
 
 async def _capped(

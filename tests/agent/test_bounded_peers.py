@@ -7,6 +7,7 @@ Each is a reading with a note (or a refusal that says why), and nothing is left 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import stat
 import sys
@@ -54,6 +55,25 @@ async def test_an_nvidia_smi_that_hangs_is_a_note_and_is_not_left_running(
         "nvidia-smi failed: no answer within 0.5 s (stopped)",
     )
     assert gone(tmp_path), "a hung copy was left behind at every refresh"
+
+
+async def test_a_hung_nvidia_smi_leaves_no_traceback_in_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read cut at the deadline ended with an exception nobody took: each hang logged
+    "_GatheringFuture exception was never retrieved" with a traceback (found by peer_binaries)."""
+    monkeypatch.setattr(gpus, "TIMEOUT_S", 0.3)
+    said: list[str] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: said.append(str(context.get("message"))))
+    try:
+        for _ in range(3):
+            await read_gpus(stand_in(tmp_path, "time.sleep(600)"))
+        await asyncio.sleep(0.05)  # the cancelled reads' callbacks run
+        gc.collect()
+    finally:
+        loop.set_exception_handler(None)
+    assert said == []
 
 
 async def test_an_nvidia_smi_that_floods_is_cut_and_stopped(tmp_path: Path) -> None:
