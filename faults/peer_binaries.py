@@ -148,7 +148,7 @@ def _empty_boot_id(workdir: Path, result: ScenarioResult, count: int) -> None:
     recorded = boot_id() or "recorded-boot"
     children = [subprocess.Popen(["sleep", "600"]) for _ in range(count)]
     saved = procfs.boot_id
-    procfs.boot_id = lambda: ""
+    procfs.boot_id = lambda: ""  # type: ignore[assignment]
     try:
         for child in children:
             ticks = start_ticks(child.pid)

@@ -15,6 +15,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from agent.host.signals import kill_group
 
@@ -96,7 +97,7 @@ async def _talk(
     return out, err
 
 
-def _retrieve(reading: asyncio.Future[object]) -> None:
+def _retrieve(reading: asyncio.Future[Any]) -> None:
     """Take a cancelled read's outcome, so it is not logged as "never retrieved".
 
     Python 3.11's gather, cancelled, ends with CancelledError set as its exception: every hung
