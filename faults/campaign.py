@@ -18,7 +18,7 @@ SCENARIOS = (
     "runner_restarts", "server_restarts", "reboot", "redeploy_cuts", "stop_recording",
     "crash_loop", "loaded_stops", "hostile_peers", "hostile_servers", "hostile_state",
     "hostile_writes", "process_trees", "hostile_answers", "watch_under_fire", "restart_races",
-    "operation_crashes", "peer_binaries",
+    "operation_crashes", "peer_binaries", "pipeline_outputs",
 )  # fmt: skip
 """In the order the report lists them."""
 
