@@ -95,7 +95,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     result.notes.append(
         f"{trials} run(s) at budget {BUDGET:,}: tokens past it {', '.join(f'{o:,}' for o in over)} "
         f"(allowed {DRAIN_ALLOWANCE:,}: the stop's drain at concurrency {CONCURRENCY}); without "
-        "the isolated readers such a run reached 2,980 past a budget of 300"
+        "the isolated readers such a run reached 2,980 tokens at a budget of 300"
     )
     return result
 
