@@ -23,7 +23,6 @@ from console.cli.apply_command import run_apply
 from console.cli.box_commands import COMMANDS as BOX_COMMANDS
 from console.cli.box_commands import add_parsers as add_box_parsers
 from console.cli.box_commands import run_box_command
-from console.cli.log_format import SanitisingFormatter
 from console.cli.output import stderr_console, stdout_console
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
@@ -38,6 +37,7 @@ from console.config import (
 from console.link.agent_link import LinkError
 from console.model.config_drift import drift_text
 from console.model.safe_text import literal
+from console.ui.log_file import SanitisingFormatter
 
 if TYPE_CHECKING:
     from console.cli.doctor import Check

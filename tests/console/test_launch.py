@@ -77,3 +77,37 @@ def test_a_headless_command_prints_only_its_own_line(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("eagle-console: config error:")
+
+
+BOTH_WRITE = """
+import logging, sys, warnings
+from pathlib import Path
+from console.cli.launch import send_warnings_to_log
+from console.ui import log_file
+log_file.MAX_BYTES = 4096  # rotate often
+path = Path(sys.argv[1])
+send_warnings_to_log(path)
+attached = log_file.attach_log_file(path)
+for n in range(60):
+    warnings.warn_explicit(f"warning {n} " + "w" * 100, UserWarning, "dep.py", n, module="dep")
+    logging.getLogger("console.ui.app").warning("failure %d %s", n, "f" * 100)
+log_file.detach_log_file(attached)
+print(len(logging.getLogger("py.warnings").handlers), attached is logging.getLogger("py.warnings").handlers[0])
+"""
+
+
+def test_the_tui_and_the_warnings_write_one_rotating_file_through_one_handler(
+    tmp_path: Path,
+) -> None:
+    """Two handlers rotating one file each renamed it under the other, which wrote on into the
+    old copy: lines were lost past the backups, or landed out of order."""
+    log = tmp_path / "console.log"
+    result = run_python(BOTH_WRITE, str(log))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "True"]
+    files = sorted(tmp_path.glob("console.log*"))
+    assert [f.name for f in files] == ["console.log", "console.log.1", "console.log.2"]
+    assert all(f.stat().st_size <= 4096 + 300 for f in files), "each rotated at its size"
+    newest = log.read_text()
+    assert "failure 59" in newest
+    assert "warning 59" in newest
