@@ -4,8 +4,9 @@ It listens to the observer's snapshots, asks the current stage what to do (stage
 does it: a job started (with a key made of the run, the stage, the target and the attempt, so
 a restarted agent never starts one twice), the server stopped, or on to the next stage. Its
 record (`<state>/autopilot.json`) is written before every action. A stage whose job ends badly
-is retried once; a second failure, a failed gate or a stop on request pauses it with the
-reason and the command that resumes it. Every stage's start, end, retry and failure is an
+is retried once; a second failure, a crash the same argv would repeat (GPU out of memory:
+crash_causes.py), a failed gate or a stop on request pauses it with the reason and the command
+that resumes it. Every stage's start, end, retry and failure is an
 event on the timeline and goes to the webhook.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 from agent.errors import AgentError
 from agent.operations.announce import Announcer
 from agent.operations.box import Box
+from agent.operations.crash_causes import SAME_FAILURE, read_cause
 from agent.operations.stages import (
     STAGES,
     Context,
@@ -191,6 +193,9 @@ class Autopilot:
         if decision.failed_before is not None and tries >= MAX_ATTEMPTS:
             self._fail(name, f"{decision.failed_before}; it failed {tries} times")
             return
+        if (repeats := await _out_of_memory(decision)) is not None:
+            self._fail(name, repeats)  # the same argv fails the same way: no retry
+            return
         if tries >= MAX_QUIET_ATTEMPTS:
             self._fail(name, f"{decision.detail}: started {tries} times, and still not done")
             return
@@ -339,3 +344,14 @@ def _restarts_since(snapshot: Snapshot | None, since: float) -> int:
     if snapshot is None:
         return 0
     return sum(1 for job in snapshot.jobs if job.restart_of and (job.started_at or 0) >= since)
+
+
+async def _out_of_memory(decision: Launch) -> str | None:
+    """Why the last try's GPU ran out of memory, which the same argv repeats; else None."""
+    failed = decision.failed_before
+    if failed is None:
+        return None
+    if SAME_FAILURE in failed:  # the restart policy read its log first
+        return failed
+    cause = await asyncio.to_thread(read_cause, decision.failed_log)
+    return f"{failed}; {cause.note()}" if cause and cause.kind == "out_of_memory" else None

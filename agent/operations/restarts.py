@@ -6,9 +6,11 @@ name and its dataset) that failed, was killed or was lost (a reboot, a dead shim
 again with the request that started it, after a back-off that doubles with each restart in the
 window; past `max_restarts` in `restart_window_s` the policy gives up with one alert. Never
 restarted: a stop that was asked for (by a person, the budget guard or a redeploy), a job that
-exited 0, and the exits that say a retry cannot help. Exit 5 (a write failed) waits for disk
-space first. Every decision is written to the job's `restart.json` before it is acted on, so a
-restarted agent neither repeats a restart nor forgets one it had scheduled.
+exited 0, the exits that say a retry cannot help, and a crash its log shows the same argv would
+repeat (GPU out of memory, the same error at the same place twice: crash_causes.py). Exit 5 (a
+write failed) waits for disk space first. Every decision is written to the job's `restart.json`
+before it is acted on, so a restarted agent neither repeats a restart nor forgets one it had
+scheduled.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from agent.jobs.supervisor import launch_params
 from agent.logs import last_lines
 from agent.operations.announce import Announcer
 from agent.operations.box import Box
+from agent.operations.crash_causes import SAME_FAILURE, is_deterministic, read_cause
 from agent.pipeline.exit_codes import EXIT_LOCKED, EXIT_SIGNAL, EXIT_USAGE, EXIT_WRITE_FAILED
 from agent.probes.values import figure
 from agent.protocol import Alert, ErrorCode, JobInfo, JobSpec, Snapshot
@@ -80,6 +83,7 @@ class Restarts:
         self._scanned.set()
         self._scanned = asyncio.Event()
         await self._drop_overruled(snapshot)
+        runs = {job.id: job for job in snapshot.jobs}
         for job in latest_per_line(snapshot.jobs):
             if job.state not in ENDED_BADLY or job.id in self._final or job.id in self._pending:
                 continue
@@ -89,8 +93,9 @@ class Restarts:
             if decision.get("decision") in FINAL:
                 self._final.add(job.id)
                 continue
+            earlier_run = runs.get(job.restart_of) if job.restart_of else None
             self._pending[job.id] = self.tasks.spawn(
-                self._follow_up(job, decision), f"restart policy {job.id}"
+                self._follow_up(job, decision, earlier_run), f"restart policy {job.id}"
             )
             self._pending[job.id].add_done_callback(self._settled)
 
@@ -125,23 +130,30 @@ class Restarts:
                 self._launching.discard(job_id)
 
     def alerts(self, snapshot: Snapshot) -> list[Alert]:
-        """One error for each line whose restarts were given up (safe from any thread)."""
+        """One error per line given up, or left alone as it would fail the same way (thread-safe)."""
+        kinds = (("gave up", "crash_loop"), (SAME_FAILURE, "same_failure"))
         return [
             Alert(
-                "crash_loop",
+                kind,
                 "error",
                 f"{_named(job)}: {job.restart_note}",
                 job.id,
                 job.ended_at or snapshot.taken_at,
             )  # fmt: skip
             for job in latest_per_line(snapshot.jobs)
-            if job.restart_note and job.restart_note.startswith("gave up")
+            for prefix, kind in kinds
+            if job.restart_note and job.restart_note.startswith(prefix)
         ]
 
     # ------------------------------------------------------------ one job
 
-    async def _follow_up(self, job: JobInfo, decision: dict[str, Any]) -> None:
+    async def _follow_up(
+        self, job: JobInfo, decision: dict[str, Any], earlier_run: JobInfo | None
+    ) -> None:
         spec = self.box.pipeline.jobs.get(job.name)
+        fresh = spec is not None and job.exit_code not in NO_RETRY and not decision
+        if fresh and await self._fails_the_same_way(job, earlier_run):
+            return  # said whatever its policy: the autopilot reads it too, and does not retry
         why_not = _why_not(job, spec)
         if why_not is not None or spec is None:
             await self._decide(job, "no", why_not or None)
@@ -164,6 +176,23 @@ class Restarts:
             await self._decide(job, "scheduled", note, **when)
         await asyncio.sleep(wait_s)
         await self._restart(job, earlier)
+
+    async def _fails_the_same_way(self, job: JobInfo, earlier_run: JobInfo | None) -> bool:
+        """True (decided, said) when the job's log shows a crash the same argv would repeat."""
+        if job.state != "failed":  # a signal, a reboot: nothing in the log to go by
+            return False
+        cause = await asyncio.to_thread(read_cause, job.log_path)
+        if cause is None:
+            return False
+        before = None
+        if cause.kind == "python_error" and earlier_run is not None:
+            before = await asyncio.to_thread(read_cause, earlier_run.log_path)
+        if not is_deterministic(cause, before):
+            return False
+        note = cause.note()
+        await self._decide(job, "no", note)
+        self.announcer.event("restart_not_useful", job.id, f"{_named(job)}: {note}", "error")
+        return True
 
     async def _restart(self, job: JobInfo, earlier: list[float]) -> None:
         """Start the job again, unless the config or a person overruled it while it waited.

@@ -72,6 +72,8 @@ class Launch:
     detail: str
     failed_before: str | None = None
     """How the last try of this target ended, when it ended badly: retried once, then it pauses."""
+    failed_log: str | None = None
+    """That try's log, whose end may show a crash the same argv repeats: then no retry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +130,8 @@ def generate(ctx: Context) -> Decision:
             return Fail(f"{_named(job)} was stopped on request; resume to start it again")
         failed = _ending(job) if job is not None and _ended_badly(job, ctx) else None
         detail = f"starting {name} on {dataset.name}"
-        return Launch(LaunchParams(name, dataset.name), dataset.name, detail, failed)
+        log = job.log_path if job is not None and failed else None
+        return Launch(LaunchParams(name, dataset.name), dataset.name, detail, failed, log)
     writing = sum(1 for d in left if d.writer_active or d.writer)
     done = len(datasets) - len(left)
     return Wait(f"{done} of {len(datasets)} dataset(s) at their budget; {writing} being written")
@@ -157,7 +160,8 @@ def job_stage(
             return verdict or Done(f"{job.name} exited 0", job.ended_at or ctx.snapshot.taken_at)
         if _stopped_on_request(job, ctx):
             return Fail(f"{_named(job)} was stopped on request; resume to start it again")
-        return Launch(LaunchParams(names[0]), kind, f"starting {names[0]} again", _ending(job))
+        again = f"starting {names[0]} again"
+        return Launch(LaunchParams(names[0]), kind, again, _ending(job), job.log_path)
 
     return stage
 
@@ -224,7 +228,8 @@ def serve(ctx: Context) -> Decision:
         job = _latest(ctx.snapshot.jobs, set(names), 0.0)
         if job is None or job.state not in LIVE_JOB_STATES:
             failed = _ending(job) if job and _ended_badly(job, ctx) else None
-            return Launch(LaunchParams(names[0]), target, f"starting {names[0]}", failed)
+            log = job.log_path if job and failed else None
+            return Launch(LaunchParams(names[0]), target, f"starting {names[0]}", failed, log)
         started.append(job)
     return Done(
         "serving: " + ", ".join(job.name for job in started),

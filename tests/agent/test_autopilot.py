@@ -49,7 +49,8 @@ def writes(name: str, report: dict[str, object], out: Path) -> tuple[str, ...]:
     return (PY, "-c", REPORT.format(report=repr(report), name=name), "--out", str(out))
 
 
-def pipeline(tmp_path: Path, vocab: tuple[str, ...] = (PY, "-c", "pass"), export: dict[str, object] = EXPORT) -> PipelineConfig:  # fmt: skip
+def pipeline(tmp_path: Path, vocab: tuple[str, ...] = (PY, "-c", "pass"), export: dict[str, object] = EXPORT,
+             train: tuple[str, ...] = (PY, "-c", "pass")) -> PipelineConfig:  # fmt: skip
     root = tmp_path / "datasets"
     for name in ("A", "B"):
         write_prompts(root / name, 1)
@@ -59,7 +60,7 @@ def pipeline(tmp_path: Path, vocab: tuple[str, ...] = (PY, "-c", "pass"), export
         "export": JobSpec(writes("export_report.json", export, tmp_path / "export"), kind="export"),
         "vocab": JobSpec(vocab, kind="vocab"),
         "sglang": JobSpec((PY, "-c", SLEEP), kind="server"),
-        "train": JobSpec((PY, "-c", "pass"), kind="train"),
+        "train": JobSpec(train, kind="train"),
         "drafter": JobSpec((PY, "-c", SLEEP), kind="drafter_server"),
         "evaluate": JobSpec(
             (*writes("eval.json", EVAL, tmp_path / "eval"), "--baseline", "x"), kind="evaluate"
@@ -142,6 +143,25 @@ async def test_a_stage_that_fails_twice_pauses_with_the_reason_and_resumes_on_re
         assert {"autopilot_retry", "autopilot_paused", "autopilot_resumed"} <= set(events)
     finally:
         await link.close()
+
+
+async def test_a_train_stage_out_of_gpu_memory_pauses_at_once_naming_the_knobs(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """Tried once more with the same argv, it ran out of memory the same way (#38)."""
+    oom = "import sys; print('torch.OutOfMemoryError: CUDA out of memory.'); sys.exit(1)"
+    link = await open_local_link(state_dir, pipeline(tmp_path, train=(PY, "-c", oom)))
+    try:
+        await control(link, "start", "a1")
+        paused = await autopilot_where(link, lambda s: s.state == "paused")
+        jobs = await jobs_now(link)
+    finally:
+        await link.close()
+    assert paused.stage == "train"
+    reason = paused.paused_reason or ""
+    assert "GPU out of memory" in reason
+    assert "lower the batch size" in reason
+    assert [j.name for j in jobs].count("train") == 1, "not tried once more"
 
 
 async def test_an_export_below_its_round_trip_gate_pauses_without_a_retry(

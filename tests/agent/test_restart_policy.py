@@ -62,6 +62,24 @@ def fails_once(flag: Path) -> tuple[str, ...]:
     return (PY, "-c", code, str(flag))
 
 
+OUT_OF_MEMORY = (
+    "import sys\nprint('Traceback (most recent call last):', file=sys.stderr)\n"
+    "print('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.', "
+    "file=sys.stderr)\nsys.exit(1)"
+)
+
+
+def raises_at(counter: Path, same_place: bool) -> tuple[str, ...]:
+    """Raises ValueError each run: at one line, or one line further down each time."""
+    code = (
+        "import pathlib, sys; c = pathlib.Path(sys.argv[1]); n = int(c.read_text() or 0) "
+        "if c.exists() else 0; c.write_text(str(n + 1))\n"
+        f"exec(compile('\\n' * (0 if {same_place} else n) + 'raise ValueError(n)', "
+        "'load.py', 'exec'), {'n': n})"
+    )
+    return (PY, "-c", code, str(counter))
+
+
 def pipeline(tmp_path: Path, backoff_restart: str = "on-failure") -> PipelineConfig:
     root = tmp_path / "datasets"
     write_prompts(root / "D", 2)
@@ -76,6 +94,10 @@ def pipeline(tmp_path: Path, backoff_restart: str = "on-failure") -> PipelineCon
             "disk": JobSpec(exits(5), **FAST),  # type: ignore[arg-type]
             "sleeper": JobSpec(sleeper, **FAST),  # type: ignore[arg-type]
             "plain": JobSpec(sleeper),
+            "oom": JobSpec((PY, "-c", OUT_OF_MEMORY), max_restarts=3, **FAST),  # type: ignore[arg-type]
+            "oom_no_policy": JobSpec((PY, "-c", OUT_OF_MEMORY)),
+            "same": JobSpec(raises_at(tmp_path / "same", True), max_restarts=3, **FAST),  # type: ignore[arg-type]
+            "moves": JobSpec(raises_at(tmp_path / "moves", False), max_restarts=2, **FAST),  # type: ignore[arg-type]
         },
     )
 
@@ -317,3 +339,45 @@ def test_a_boot_id_that_reads_empty_never_makes_a_live_process_someone_else(
     me = {"pid": os.getpid(), "start_ticks": _my_ticks(), "boot_id": boot_id() or "recorded-boot"}
     monkeypatch.setattr(procfs, "boot_id", lambda: "")
     assert job_state(False, me, None, None, None)[0] == "starting", "alive: not lost"
+
+
+async def test_a_gpu_out_of_memory_is_not_restarted_and_one_alert_names_the_knobs(
+    link: AgentLink,
+) -> None:
+    """The same argv runs out of memory the same way: it was restarted up to its cap (#38)."""
+    job = await launch(link, "oom")
+    [ended] = await jobs_where(link, lambda js: bool(js and js[0].restart_note))
+    await observer_scans(link, 3)
+    assert [j.id for j in await jobs_now(link)] == [job.id], "not started again"
+    note = ended.restart_note or ""
+    assert note.startswith("not restarted: it would fail the same way: GPU out of memory (")
+    assert "--batch-size" in note
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+    [alert] = [a for a in snapshot.alerts if a.kind == "same_failure"]
+    assert (alert.subject, alert.severity) == (job.id, "error")
+    assert "lower the batch size" in alert.message
+    [said] = await events(link, "restart_not_useful")
+    assert "CUDA out of memory" in said
+
+
+async def test_a_job_without_a_policy_still_has_its_cause_said(link: AgentLink) -> None:
+    job = await launch(link, "oom_no_policy")
+    [ended] = await jobs_where(link, lambda js: bool(js and js[0].restart_note))
+    assert ended.id == job.id
+    assert "GPU out of memory" in (ended.restart_note or "")
+
+
+async def test_the_same_error_at_the_same_place_twice_ends_the_line(link: AgentLink) -> None:
+    await launch(link, "same")
+    await jobs_where(link, lambda js: any((j.restart_note or "").startswith(
+        "not restarted: it would fail the same way") for j in js))  # fmt: skip
+    await observer_scans(link, 3)
+    line = sorted(await jobs_now(link), key=lambda j: j.id)
+    assert len(line) == 2, "the first run, one restart, and no more"
+    assert "load.py:1 in <module>: ValueError" in (line[1].restart_note or "")
+
+
+async def test_an_error_that_moves_keeps_the_policy_to_its_cap(link: AgentLink) -> None:
+    await launch(link, "moves")
+    await jobs_where(link, lambda js: any((j.restart_note or "").startswith("gave up") for j in js))
+    assert len(await jobs_now(link)) == 3, "the first run and two restarts: each crash differed"
