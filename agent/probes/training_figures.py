@@ -41,13 +41,25 @@ class Figures:
     acceptance_rate_by_position: dict[int, float] = field(default_factory=dict)
     loss_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
     acceptance_history: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    loss_not_finite: bool = False
+    """The latest complete record's loss was NaN or infinite: the run has diverged."""
+    zero_records: int = 0
+    """Complete records in a row, the latest among them, whose loss or accuracy was exactly 0."""
+    _not_finite_now: bool = False
 
     def note_history(self) -> None:
-        """A record is complete: keep its loss and acceptance length for the sparklines."""
-        if self.loss is not None:
+        """A record is complete: keep its loss and acceptance length, and what it says is wrong."""
+        self.loss_not_finite, self._not_finite_now = self._not_finite_now, False
+        if self.loss is not None and not self.loss_not_finite:
             self.loss_history.append(self.loss)
         if (length := self.acceptance_length) is not None:
             self.acceptance_history.append(length)
+        at_zero = 0.0 in (self.loss, self.accuracy) and not self.loss_not_finite
+        self.zero_records = self.zero_records + 1 if at_zero else 0
+
+    def loss_is_not_finite(self) -> None:
+        """The record being read logs a NaN or infinite loss (kept apart: it is no figure)."""
+        self._not_finite_now = True
 
     @property
     def acceptance_length(self) -> float | None:
@@ -90,6 +102,9 @@ def take(figures: Figures, name: str, value: Any) -> bool:
     """Record one metric in `figures`; False when the name is not one of a split's figures."""
     if name == "per_position_acc" and isinstance(value, list):
         return any([take(figures, f"acc_{i}", item) for i, item in enumerate(value[:64])])
+    if name in _LOSS_NAMES and isinstance(value, float) and not math.isfinite(value):
+        figures.loss_is_not_finite()  # `nan` or `inf` as the trainer printed it: it diverged
+        return True
     if (amount := number(value)) is None:
         return False
     if name in _LOSS_NAMES:

@@ -37,6 +37,8 @@ _EVAL = re.compile(
 _STEP_HEAD = re.compile(r"step (?P<step>\d{1,12}): \{")
 """Where SpecForge's `step N: {...}` metrics dict begins; it runs to the end of the line (a
 pattern ending in `.*}$` backtracked over the line from each `step N: {` in it)."""
+PEAK_MARGIN = 0.005
+"""An evaluation this close below the best (relative) is a plateau, not a fall past the peak."""
 MAX_DICT_CHARS = 64 * 1024
 """A metrics dict is a few hundred characters; a longer one is not read (literal_eval's cost)."""
 MAX_LINE_CHARS = MAX_DICT_CHARS + 256
@@ -72,6 +74,10 @@ class TrainingState:
     eval: Figures = field(default_factory=Figures)
     best_eval_acceptance: float | None = None
     best_eval_step: int | None = None
+    evals_since_best: int = 0
+    """Evaluations in a row since the best one, each below it by more than PEAK_MARGIN: the
+    peak may have passed."""
+    last_eval_step: int | None = None
 
 
 class TrainingLogParser:
@@ -156,8 +162,16 @@ class TrainingLogParser:
         figures.note_history()
         length = figures.acceptance_length
         best = state.best_eval_acceptance
-        if evaluated and length is not None and (best is None or length > best):
+        if not evaluated or length is None:
+            return
+        if best is None or length > best:
             state.best_eval_acceptance, state.best_eval_step = length, state.step
+            state.evals_since_best = 0
+        elif length >= best * (1 - PEAK_MARGIN):  # a plateau at the best: not past its peak
+            state.evals_since_best = 0
+        elif state.step != state.last_eval_step:  # one evaluation logged in parts counts once
+            state.evals_since_best += 1
+        state.last_eval_step = state.step
 
     def _speculators(self, record: dict[str, Any]) -> None:
         """A speculators record, whose counts start at 0.
@@ -233,11 +247,15 @@ class TrainingLogParser:
             state.total_steps = state.steps_per_epoch * state.epochs
 
 
+_NOT_FINITE = re.compile(r"(?<![\w'\".])(nan|inf)(?![\w'\"])")
+"""Python's repr of a NaN or an infinity, bare in a printed dict, which literal_eval refuses."""
+
+
 def _literal(text: str) -> dict[str, Any]:
     if len(text) > MAX_DICT_CHARS:
         return {}
-    try:
-        value = ast.literal_eval(text.strip())
+    try:  # `nan` and `inf` read as 1e999 (infinite): a diverged loss is seen, not the dict lost
+        value = ast.literal_eval(_NOT_FINITE.sub("1e999", text.strip()))
     except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
         return {}
     return value if isinstance(value, dict) else {}

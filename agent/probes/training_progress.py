@@ -69,6 +69,7 @@ def progress_of(
         state.best_eval_acceptance, state.best_eval_step, _eta(state, total, pace),
         tuple(train.loss_history), tuple(train.acceptance_history),
         state.epochs or configured.epochs, train.accuracy, _evaluation(state.eval), note, pace,
+        train.loss_not_finite, train.zero_records, state.evals_since_best,
     )  # fmt: skip
 
 

@@ -182,6 +182,12 @@ class TrainingProgress:
     """Where `total_steps` came from (the run's config, its data, the log), or why it is unknown."""
     seconds_per_step: float | None = None
     """The rate the ETA is worked out from."""
+    loss_not_finite: bool = False
+    """The latest training record logged a NaN or infinite loss: the run has diverged."""
+    zero_records: int = 0
+    """Training records in a row, the latest among them, whose loss or accuracy was exactly 0."""
+    evals_since_best: int = 0
+    """Evaluations since the best (`best_eval_step`), none better: the peak may have passed."""
 
 
 @dataclass(frozen=True, slots=True)

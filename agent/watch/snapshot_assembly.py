@@ -23,6 +23,7 @@ from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.gpus import GpuReading
 from agent.probes.pipeline_reports import PipelineReports
 from agent.probes.training import TrainingWatch
+from agent.probes.training_alerts import training_alerts
 from agent.protocol import (
     Alert,
     DatasetProgress,
@@ -125,6 +126,7 @@ class SnapshotAssembly:
                 *inline("probe", NO_ALERTS, lambda: tuple(probes.alerts(now, jobs))),
                 *inline("clock steps", NO_ALERTS, lambda: tuple(self.wall_clock.alerts(now))),
                 *inline("state folder", NO_ALERTS, lambda: tuple(self.state_health.alerts(now))),
+                *inline("training", NO_ALERTS, lambda: tuple(training_alerts(read.training, now))),
             )
             root = tracker.config.root if tracker is not None else None
             taken = Snapshot(

@@ -363,11 +363,15 @@ def training_text(
 def _training_block(t: TrainingProgress, name: str, measured_accept: float | None) -> list[str]:
     step = f"step {t.step or 0:,}" + (f"/{t.total_steps:,}" if t.total_steps else "")
     loss = f"loss {t.loss:.3f}" if t.loss is not None else "loss —"
+    if t.loss_not_finite:
+        loss = "loss NaN or inf (DIVERGED)"
     accuracy = f" · acc {t.accuracy:.2f}" if t.accuracy is not None else ""
     lines = [
         f"{sanitise(name)}: {step} · {_epoch(t)} · ETA {duration(t.eta_s)}",
         f"  {loss} {spark(t.loss_history)}{accuracy}",
     ]
+    if t.zero_records > 1:
+        lines.append(f"  loss or acc exactly 0 for {t.zero_records} logged steps: nothing learnt?")
     best = _best_eval(t, measured_accept)
     if t.eval is None or t.acceptance_length:
         accept = f"accept len {t.acceptance_length:.2f}" if t.acceptance_length else "accept len —"
@@ -382,8 +386,9 @@ def _training_block(t: TrainingProgress, name: str, measured_accept: float | Non
 
 def _best_eval(t: TrainingProgress, measured_accept: float | None) -> str:
     """The best eval acceptance and the server's: ` (best 2.85 @ 800) · measured 2.66`."""
+    below = f", {t.evals_since_best} eval(s) below it since" if t.evals_since_best else ""
     best = (
-        f" (best {t.best_eval_acceptance:.2f} @ {t.best_eval_step})"
+        f" (best {t.best_eval_acceptance:.2f} @ {t.best_eval_step}{below})"
         if t.best_eval_acceptance
         else ""
     )

@@ -26,12 +26,13 @@ import pytest
 import torch
 
 from agent.probes.training import TrainingWatch
+from agent.probes.training_alerts import training_alerts
 from agent.probes.training_config import TrainerCommand, trainer_command
 from agent.probes.training_log import TrainingLogParser, TrainingState
 from agent.probes.training_progress import progress_of
 from agent.probes.training_specforge_config import specforge_run
 from agent.probes.training_speculators_config import UNTIL_FIRST_EPOCH, speculators_run
-from agent.protocol import JobInfo
+from agent.protocol import JobInfo, TrainingProgress
 from tests.support.clocks import SteppedClock
 
 POSITIONS = 3
@@ -101,7 +102,30 @@ class RecordingTracker:
         """Nothing to close."""
 
 
-def specforge_fit(*, tracker: bool, epochs: int = 2, batches: int = 4) -> tuple[str, list[Any]]:
+class Diverging(StandInStrategy):
+    """Its per-position losses (which SpecForge sums into the loss it logs) turn NaN from step 6
+    on, as a diverged run's do."""
+
+    def forward_loss(self, batch: Any, ctx: Any) -> Any:
+        output = super().forward_loss(batch, ctx)
+        if int(ctx.global_step) >= 6:
+            nan = [torch.tensor(float("nan")) for _ in range(POSITIONS)]
+            output.metrics["metric_losses"] = output.metrics["plosses"] = nan
+        return output
+
+
+class LearnsNothing(StandInStrategy):
+    """Not one position is ever right: SpecForge #392's "loss and acc keep 0"."""
+
+    def forward_loss(self, batch: Any, ctx: Any) -> Any:
+        output = super().forward_loss(batch, ctx)
+        output.metrics["acc_corrects"] = [torch.tensor(0.0) for _ in range(POSITIONS)]
+        return output
+
+
+def specforge_fit(
+    *, tracker: bool, epochs: int = 2, batches: int = 4, strategy: Any = None
+) -> tuple[str, list[Any]]:
     """What SpecForge prints for a fit that logs every 2 steps and evaluates every 4, and the
     (step, metrics) its logger was handed."""
     controller = importlib.import_module("specforge.training.controller")
@@ -123,7 +147,7 @@ def specforge_fit(*, tracker: bool, epochs: int = 2, batches: int = 4) -> tuple[
         tensors = {"loss_mask": torch.ones(4)}
         return [contracts.TrainBatch([f"s{i}"], "eagle3", tensors) for i in range(count)]
 
-    core = controller.TrainerCore(StandInStrategy(), StandInBackend())
+    core = controller.TrainerCore(strategy or StandInStrategy(), StandInBackend())
     fit = controller.TrainerController(
         core, run_id="r", log_interval=2, eval_interval=4, eval_data_factory=lambda: data(2),
         num_epochs=epochs, logger=logger, checkpoint_manager=NeverBetter(),
@@ -253,6 +277,72 @@ def test_the_watch_takes_the_total_from_the_config_and_the_pace_from_its_clock(
     assert later.eval.step == 8
     assert later.eval.loss is not None
     assert later.eval.loss != pytest.approx(later.loss)
+
+
+def watched(text: str, folder: Path) -> TrainingProgress:
+    """The progress the agent's watch makes of a SpecForge job that printed `text`."""
+    (folder / "run.yaml").write_text("training:\n  max_steps: 400\n")
+    (folder / "train.log").write_text(text)
+    job = JobInfo(
+        "train-1", "train", "train", "running", ("/venv/bin/specforge", "train", "-c", "run.yaml"),
+        pid=1, log_path=str(folder / "train.log"), cwd=str(folder),
+    )  # fmt: skip
+    [progress] = TrainingWatch(SteppedClock().monotonic).progress((job,))
+    return progress
+
+
+def test_a_loss_specforge_prints_as_nan_is_a_diverged_run_not_a_lost_record(
+    tmp_path: Path,
+) -> None:
+    """SpecForge prints `{'loss': nan, ...}`, which literal_eval refuses: the record was lost,
+    and the panel showed the last finite loss while the run went on diverged (#38)."""
+    text, handed = specforge_fit(tracker=False, strategy=Diverging())
+    assert "'loss': nan" in text
+    progress = watched(text, tmp_path)
+    assert progress.step == 8, "the NaN records are read, not skipped"
+    assert progress.loss_not_finite
+    [alert] = [a for a in training_alerts((progress,), 1.0) if a.kind == "training_diverged"]
+    assert alert.severity == "error"
+    assert "NaN or infinite at step 8" in alert.message
+    assert not any(v != v for v in progress.loss_history), "no NaN reaches the history"
+    healthy = watched(specforge_fit(tracker=False)[0], tmp_path)
+    assert not healthy.loss_not_finite
+    assert training_alerts((healthy,), 1.0) == []
+    del handed
+
+
+def test_accuracy_stuck_at_zero_for_ten_logged_steps_says_nothing_is_learnt(
+    tmp_path: Path,
+) -> None:
+    text, handed = specforge_fit(tracker=False, epochs=5, strategy=LearnsNothing())
+    train = [m for _, m in handed if "acc" in m]
+    assert len(train) == 10
+    assert all(m["acc"] == 0.0 for m in train)
+    progress = watched(text, tmp_path)
+    assert progress.zero_records == 10
+    [alert] = training_alerts((progress,), 1.0)
+    assert alert.kind == "training_stuck"
+    assert "exactly 0 for 10 logged steps" in alert.message
+    fewer = watched(specforge_fit(tracker=False, epochs=4, strategy=LearnsNothing())[0], tmp_path)
+    assert fewer.zero_records == 8
+    assert training_alerts((fewer,), 1.0) == []
+
+
+def test_acceptance_falling_for_three_evaluations_after_its_best_says_the_peak_passed(
+    tmp_path: Path,
+) -> None:
+    text, handed = specforge_fit(tracker=False, epochs=4)
+    evaluations = [(s, m["eval/simulated_acc_len"]) for s, m in handed if "eval/avg_acc" in m]
+    assert [s for s, _ in evaluations] == [4, 8, 12, 16]
+    assert [v for _, v in evaluations] == sorted((v for _, v in evaluations), reverse=True)
+    progress = watched(text, tmp_path)
+    assert (progress.best_eval_step, progress.evals_since_best) == (4, 3)
+    [alert] = training_alerts((progress,), 1.0)
+    assert (alert.kind, alert.severity) == ("training_peak_passed", "warning")
+    assert "serve the checkpoint of step 4, not the last" in alert.message
+    two_after = watched(specforge_fit(tracker=False, epochs=3)[0], tmp_path)
+    assert two_after.evals_since_best == 2
+    assert training_alerts((two_after,), 1.0) == []
 
 
 SPECULATORS_SCRIPT = textwrap.dedent(

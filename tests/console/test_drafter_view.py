@@ -137,3 +137,14 @@ def test_a_level_too_wide_for_the_panel_takes_two_lines_that_fit_it() -> None:
     assert len(level_lines(measured)) == 1
     evaluation = dataclasses.replace(EVALUATION, levels=(measured,))
     assert drafter_text(evaluation, None, width=60).splitlines()[1:] == level_lines(measured, 60)
+
+
+def test_a_diverged_stuck_or_past_its_peak_run_says_so_in_its_block() -> None:
+    """The agent's alerts say it too; the block must not show a finite loss or a calm best (#38)."""
+    lying = dataclasses.replace(
+        EVALUATED, loss_not_finite=True, zero_records=12, evals_since_best=3
+    )
+    lines = training_text((lying,), ()).splitlines()
+    assert lines[1] == "  loss NaN or inf (DIVERGED) █▁ · acc 0.61"
+    assert lines[2] == "  loss or acc exactly 0 for 12 logged steps: nothing learnt?"
+    assert "(best 2.85 @ 800, 3 eval(s) below it since)" in lines[4]
