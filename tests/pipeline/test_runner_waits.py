@@ -28,14 +28,19 @@ def test_a_warming_server_is_waited_for_and_shown_as_waiting(tmp_path: Path) -> 
     folder = tmp_path / "W1"
     ids = write_id_prompts(folder, 30)
     with running_simulator(
-        tmp_path / "sim", "--speed", "1", "--warmup-s", "8", "--mean-tokens", "40",
+        tmp_path / "sim", "--speed", "1", "--warmup-s", "12", "--mean-tokens", "40",
         "--per-request-rate", "4000",
     ) as sim:  # fmt: skip
         runner = start_runner(folder, sim.url, "--concurrency", "8")
-        first = wait_for_status(folder, lambda s: s["state"] == "waiting_for_server")
-        view = read_runner_status(folder)
-        again = wait_for_status(folder, lambda s: s["updated_at"] > first["updated_at"])
-        code = runner.wait(RUN_TIMEOUT_S)
+        try:
+            first = wait_for_status(folder, lambda s: s["state"] == "waiting_for_server")
+            view = read_runner_status(folder)
+            again = wait_for_status(folder, lambda s: s["updated_at"] > first["updated_at"])
+            code = runner.wait(RUN_TIMEOUT_S)
+        finally:  # reaped whatever happened: a runner left unwaited fails a later test
+            if runner.poll() is None:
+                runner.kill()
+            runner.wait()
 
     assert again["state"] in ("waiting_for_server", "running")  # kept fresh while it waits
     assert view is not None
