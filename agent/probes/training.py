@@ -1,17 +1,19 @@
 """Following every training and hidden-states job's log, so the snapshot carries their progress.
 
-Each job's configuration (its command line's trainer and config file, training_config) is read
-once, when the job is first seen: the trainer read it once too.
+Each job's configuration (its command line's trainer and config file, training_config) and where
+its trainer writes checkpoints (training_checkpoints) are read once, when the job is first seen:
+the trainer read them once too.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.logs import MAX_READ_BYTES, NamedLog, read_chunk
+from agent.probes.training_checkpoints import CheckpointLayout, checkpoint_layout
 from agent.probes.training_config import ConfiguredRun, job_base, trainer_command
 from agent.probes.training_log import TrainingLogParser
 from agent.probes.training_progress import StepPace, progress_of
@@ -30,11 +32,18 @@ def configured_run(job: JobInfo) -> ConfiguredRun:
     return specforge_run(command) if command.trainer == "specforge" else speculators_run(command)
 
 
+def layout_of(job: JobInfo) -> CheckpointLayout | str:
+    """Where the job's trainer writes its checkpoints, or why it is not known."""
+    command = trainer_command(job.argv, job_base(job))
+    return checkpoint_layout(command) if command is not None else "no trainer the agent knows"
+
+
 @dataclass
 class _Follow:
     """One job's log as read so far."""
 
     configured: ConfiguredRun
+    layout: CheckpointLayout | str
     parser: TrainingLogParser = field(default_factory=TrainingLogParser)
     offset: int = 0
     inode: int | None = None
@@ -52,7 +61,9 @@ class TrainingWatch:
         """Read what each training job's log gained since last time."""
         wanted = [job for job in jobs if job.kind in TRAINING_KINDS and job.log_path]
         known = self._follows
-        self._follows = {j.id: known.get(j.id) or _Follow(configured_run(j)) for j in wanted}
+        self._follows = {
+            j.id: known.get(j.id) or _Follow(configured_run(j), layout_of(j)) for j in wanted
+        }
         return tuple(self._one(job, self._follows[job.id]) for job in wanted)
 
     def _one(self, job: JobInfo, follow: _Follow) -> TrainingProgress:
@@ -67,4 +78,13 @@ class TrainingWatch:
             follow.pace.note(self._clock(), state.step)
         running = job.state in ("starting", "running", "stopping")
         pace = follow.pace.seconds_per_step
-        return progress_of(job.id, state, follow.configured, pace, running=running)
+        progress = progress_of(job.id, state, follow.configured, pace, running=running)
+        if state.best_eval_step is None:
+            return progress
+        layout = follow.layout
+        folder, note = (
+            layout.best(state.best_eval_step, state.best_eval_epoch)
+            if isinstance(layout, CheckpointLayout)
+            else (None, layout)
+        )
+        return replace(progress, best_checkpoint=folder, best_checkpoint_note=note)

@@ -35,10 +35,11 @@ def training_alerts(runs: tuple[TrainingProgress, ...], now: float) -> list[Aler
                 "trainer cannot read); check the export's round trip and the trainer's data path"
             ), run.job_id, now))  # fmt: skip
         if run.evals_since_best >= PEAK_EVALS and run.best_eval_step is not None:
+            keep = run.best_checkpoint or f"the checkpoint of step {run.best_eval_step:,}"
             alerts.append(Alert("training_peak_passed", "warning", (
                 f"training {run.job_id}: acceptance has not beaten its best "
                 f"({run.best_eval_acceptance or 0:.2f} at step {run.best_eval_step:,}) in "
-                f"{run.evals_since_best} evaluations: the peak has likely passed; serve the "
-                f"checkpoint of step {run.best_eval_step:,}, not the last"
+                f"{run.evals_since_best} evaluations: the peak has likely passed; serve {keep}, "
+                "not the last"
             ), run.job_id, now))  # fmt: skip
     return alerts

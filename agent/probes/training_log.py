@@ -74,6 +74,8 @@ class TrainingState:
     eval: Figures = field(default_factory=Figures)
     best_eval_acceptance: float | None = None
     best_eval_step: int | None = None
+    best_eval_epoch: int | None = None
+    """The epoch (from 1) the best evaluation was in: speculators names its checkpoints by it."""
     evals_since_best: int = 0
     """Evaluations in a row since the best one, each below it by more than PEAK_MARGIN: the
     peak may have passed."""
@@ -166,7 +168,7 @@ class TrainingLogParser:
             return
         if best is None or length > best:
             state.best_eval_acceptance, state.best_eval_step = length, state.step
-            state.evals_since_best = 0
+            state.best_eval_epoch, state.evals_since_best = state.epoch, 0
         elif length >= best * (1 - PEAK_MARGIN):  # a plateau at the best: not past its peak
             state.evals_since_best = 0
         elif state.step != state.last_eval_step:  # one evaluation logged in parts counts once

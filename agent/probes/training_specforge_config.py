@@ -40,13 +40,13 @@ def specforge_run(command: TrainerCommand) -> ConfiguredRun:
     if path is None:
         return ConfiguredRun(note=f"{config} is relative and the job's folder is unknown")
     try:
-        raw = _with_overrides(read_mapping(path), command.args)
+        raw = with_overrides(read_mapping(path), command.args)
         return _total(_Settings(raw, path.name), command)
     except UnreadableConfigError as exc:
         return ConfiguredRun(note=str(exc))
 
 
-def _with_overrides(raw: dict[str, Any], args: tuple[str, ...]) -> dict[str, Any]:
+def with_overrides(raw: dict[str, Any], args: tuple[str, ...]) -> dict[str, Any]:
     """The dotted `training.max_steps=500` arguments laid over the file, as SpecForge does."""
     for arg in args:
         dotted, sep, value = arg.partition("=")

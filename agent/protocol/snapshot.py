@@ -188,6 +188,10 @@ class TrainingProgress:
     """Training records in a row, the latest among them, whose loss or accuracy was exactly 0."""
     evals_since_best: int = 0
     """Evaluations since the best (`best_eval_step`), none better: the peak may have passed."""
+    best_checkpoint: str | None = None
+    """The folder the trainer wrote for the best evaluation: the one to serve."""
+    best_checkpoint_note: str = ""
+    """Why no folder is named, when a best evaluation exists (none saved at its step...)."""
 
 
 @dataclass(frozen=True, slots=True)

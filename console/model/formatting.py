@@ -379,6 +379,9 @@ def _training_block(t: TrainingProgress, name: str, measured_accept: float | Non
         lines.append(f"  {accept}{tail} {spark(t.acceptance_history)}")
     if t.eval is not None:
         lines.append(f"  {_eval_line(t)}{best} {spark(t.eval.acceptance_history)}")
+    if t.best_checkpoint or t.best_checkpoint_note:
+        kept = t.best_checkpoint or f"unknown: {t.best_checkpoint_note}"
+        lines.append(f"  best checkpoint {sanitise(kept)}")
     if t.total_note:
         lines.append(f"  total {'from' if t.total_steps else 'unknown:'} {sanitise(t.total_note)}")
     return lines

@@ -281,7 +281,7 @@ def test_the_watch_takes_the_total_from_the_config_and_the_pace_from_its_clock(
 
 def watched(text: str, folder: Path) -> TrainingProgress:
     """The progress the agent's watch makes of a SpecForge job that printed `text`."""
-    (folder / "run.yaml").write_text("training:\n  max_steps: 400\n")
+    (folder / "run.yaml").write_text("run_id: r\noutput_dir: out\ntraining:\n  max_steps: 400\n")
     (folder / "train.log").write_text(text)
     job = JobInfo(
         "train-1", "train", "train", "running", ("/venv/bin/specforge", "train", "-c", "run.yaml"),
@@ -340,6 +340,19 @@ def test_acceptance_falling_for_three_evaluations_after_its_best_says_the_peak_p
     [alert] = training_alerts((progress,), 1.0)
     assert (alert.kind, alert.severity) == ("training_peak_passed", "warning")
     assert "serve the checkpoint of step 4, not the last" in alert.message
+    assert progress.best_checkpoint is None
+    assert progress.best_checkpoint_note == f"no checkpoint under {tmp_path / 'out'} yet"
+    for step in (2, 8, 12):  # as SpecForge's CheckpointManager names them (run_id "r")
+        (tmp_path / "out" / f"r-step{step}").mkdir(parents=True, exist_ok=True)
+    missing = watched(text, tmp_path)
+    assert missing.best_checkpoint_note == (
+        f"no checkpoint for step 4 under {tmp_path / 'out'} (saved: 2, 8, 12)"
+    )
+    (tmp_path / "out" / "r-step4").mkdir()
+    found = watched(text, tmp_path)
+    assert found.best_checkpoint == str(tmp_path / "out" / "r-step4")
+    [alert] = training_alerts((found,), 1.0)
+    assert f"serve {tmp_path / 'out' / 'r-step4'}, not the last" in alert.message
     two_after = watched(specforge_fit(tracker=False, epochs=3)[0], tmp_path)
     assert two_after.evals_since_best == 2
     assert training_alerts((two_after,), 1.0) == []

@@ -148,3 +148,16 @@ def test_a_diverged_stuck_or_past_its_peak_run_says_so_in_its_block() -> None:
     assert lines[1] == "  loss NaN or inf (DIVERGED) █▁ · acc 0.61"
     assert lines[2] == "  loss or acc exactly 0 for 12 logged steps: nothing learnt?"
     assert "(best 2.85 @ 800, 3 eval(s) below it since)" in lines[4]
+
+
+def test_the_best_checkpoint_or_why_it_is_unknown_has_a_line() -> None:
+    kept = dataclasses.replace(EVALUATED, best_checkpoint="/ckpt/r-step800")
+    assert "  best checkpoint /ckpt/r-step800" in training_text((kept,), ()).splitlines()
+    lost = dataclasses.replace(
+        EVALUATED, best_checkpoint_note="no checkpoint for step 800 under /ckpt (saved: 500, 1,000)"
+    )
+    assert (
+        "  best checkpoint unknown: no checkpoint for step 800 under /ckpt (saved: 500, 1,000)"
+        in training_text((lost,), ()).splitlines()
+    )
+    assert "best checkpoint" not in training_text((EVALUATED,), ())
