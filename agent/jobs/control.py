@@ -21,10 +21,11 @@ from agent.jobs.end_watch import EndWatch
 from agent.jobs.external import external_target, find_external
 from agent.jobs.lines import latest_per_line
 from agent.jobs.registry import STOP_FILE
-from agent.jobs.spec import GpuBusyError, SpecError
+from agent.jobs.spec import GpuBusyError, SpecError, uses_the_snapshot
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor, launch_params
 from agent.probes.cache import ProbeCache
+from agent.probes.training_checkpoints import best_checkpoint_now
 from agent.protocol import (
     LIVE_JOB_STATES,
     ErrorCode,
@@ -107,8 +108,9 @@ class JobControl:
                 await self._refuse_an_overruled_restart(lineage)
             try:
                 holders = await asyncio.to_thread(self.gpu_holders)
+                seen = await self._seen_values(params)
                 job = await self.supervisor.launch(
-                    params, key, self.pipeline, self.dataset_names(), holders, lineage
+                    params, key, self.pipeline, self.dataset_names(), holders, lineage, seen
                 )
                 self.state_health.wrote(self.supervisor.registry.root)
                 self.end_watch.watch([job])
@@ -125,6 +127,13 @@ class JobControl:
                     f"started (a job whose records cannot be kept is not run). Free space in "
                     f"{self.supervisor.state_dir} and launch again",
                 ) from None
+
+    async def _seen_values(self, params: LaunchParams) -> dict[str, str | None]:
+        """The placeholders a snapshot fills, for a job that uses them (a fresh snapshot then)."""
+        spec = self.pipeline.jobs.get(params.job)
+        if spec is None or not uses_the_snapshot(spec):
+            return {}
+        return {"best_checkpoint": best_checkpoint_now(await self._snapshot())}
 
     async def _refuse_a_second_writer(self, params: LaunchParams) -> None:
         spec = self.pipeline.jobs.get(params.job)

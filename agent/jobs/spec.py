@@ -17,8 +17,11 @@ from agent.protocol import JobSpec
 
 PLACEHOLDERS = (
     "python", "bundle", "state_dir", "dataset", "dataset_dir", "budget", "sglang_url", "tokenizer",
-    "trust_remote_code", "api", "model", "api_key_file",
+    "trust_remote_code", "api", "model", "api_key_file", "best_checkpoint",
 )  # fmt: skip
+FROM_THE_SNAPSHOT = "{best_checkpoint}"
+"""Filled from what the agent sees at launch (the training run's best evaluation's folder), not
+from the config: a drafter server started with it serves the best weights, not the last."""
 FLAG_PLACEHOLDER = "{trust_remote_code}"
 """An argv element of its own: --trust-remote-code when the host trusts its tokenizer's code,
 else the element is left out (an empty argument would be a different command line)."""
@@ -71,6 +74,10 @@ _SET_IN_CONFIG = {
     "sglang_url": "; set url under [hosts.NAME.sglang] in eagle-console.toml",
     "model": "; set model under [hosts.NAME.sglang] in eagle-console.toml",
     "api_key_file": "; set api_key_file under [hosts.NAME.sglang] in eagle-console.toml",
+    "best_checkpoint": (
+        ": no training run's best evaluation has a checkpoint folder yet (the training panel's "
+        "'best checkpoint' line says why)"
+    ),
 }
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A bare name in braces; any other brace (a dict literal in `python -c`) is left as it is."""
@@ -112,3 +119,9 @@ def check_dataset_name(name: str, known: set[str]) -> str:
     if name.startswith(("-", ".")) or "/" in name:
         raise SpecError(f"dataset name {name!r} is not safe to pass to a job")
     return name
+
+
+def uses_the_snapshot(spec: JobSpec) -> bool:
+    """True when the job's argv, cwd or env names a value only a snapshot gives."""
+    parts = (*spec.argv, spec.cwd or "", *spec.env.values())
+    return any(FROM_THE_SNAPSHOT in part for part in parts)

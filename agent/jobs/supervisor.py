@@ -120,12 +120,14 @@ class Supervisor:
     async def launch(
         self, params: LaunchParams, key: str, pipeline: PipelineConfig, datasets: set[str],
         gpu_holders: Sequence[str] = (), lineage: Mapping[str, Any] | None = None,
+        seen: Mapping[str, str | None] | None = None,
     ) -> JobInfo:  # fmt: skip
         """Start a configured job; a repeated idempotency key returns the job it started.
 
         A job with `gpu = true` is refused while `gpu_holders` (other GPU jobs, processes holding
         GPU memory) is not empty: the GPU guard. `lineage` (restart_of, restarts) goes into its
-        job.json, so a restarted daemon still counts a restart policy's restarts.
+        job.json, so a restarted daemon still counts a restart policy's restarts. `seen` holds
+        the values a snapshot gives ({best_checkpoint}).
         """
         existing = self.registry.by_idempotency_key(key)
         if existing is not None:
@@ -136,9 +138,8 @@ class Supervisor:
             raise SpecError(f"no job {params.job!r} in the host config (configured: {known})")
         if spec.gpu and gpu_holders:
             raise GpuBusyError(params.job, list(gpu_holders))
-        rendered = render(
-            params.job, spec, self._values(spec, params, pipeline, datasets), params.argv
-        )
+        values = self._values(spec, params, pipeline, datasets) | dict(seen or {})
+        rendered = render(params.job, spec, values, params.argv)
         files = self.registry.create(
             f"{params.job}-{params.dataset}" if params.dataset else params.job,
             {
@@ -175,7 +176,7 @@ class Supervisor:
             "api_key_file": key_file_path(pipeline),
             "tokenizer": pipeline.tokenizer,
             "trust_remote_code": TRUST_FLAG if pipeline.trust_remote_code else "",
-            "dataset": None, "dataset_dir": None, "budget": None,
+            "dataset": None, "dataset_dir": None, "budget": None, "best_checkpoint": None,
         }  # fmt: skip
         if spec.per_dataset and params.dataset is None:
             raise SpecError(f"job {params.job} runs per dataset: say which dataset")

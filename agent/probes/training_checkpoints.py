@@ -24,6 +24,7 @@ from pathlib import Path
 from agent.probes.training_config import TrainerCommand, flag_value
 from agent.probes.training_config_files import UnreadableConfigError, read_mapping, text_value
 from agent.probes.training_specforge_config import with_overrides
+from agent.protocol import Snapshot
 
 SPECFORGE_RUN_ID = "specforge-run"
 SPECFORGE_OUTPUT_DIR = "./output"
@@ -98,3 +99,11 @@ def checkpoint_layout(command: TrainerCommand) -> CheckpointLayout | str:
     if folder is None:
         return f"output_dir {output} is relative and the job's folder is unknown"
     return CheckpointLayout("specforge", folder, run_id)
+
+
+def best_checkpoint_now(snapshot: Snapshot) -> str | None:
+    """The best checkpoint of the latest training run the snapshot shows, or None."""
+    started = {job.id: job.started_at or 0.0 for job in snapshot.jobs if job.kind == "train"}
+    runs = [run for run in snapshot.training if run.job_id in started]
+    latest = max(runs, key=lambda run: started[run.job_id], default=None)
+    return latest.best_checkpoint if latest is not None else None

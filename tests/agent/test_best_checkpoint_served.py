@@ -1,0 +1,98 @@
+"""`{best_checkpoint}`: the drafter server is started on the best evaluation's folder (#38).
+
+A real daemon; the training job prints SpecForge 0.2.0's `step N: {...}` lines (acceptance best
+at step 4, lower at 8) with its command line naming a SpecForge config whose output_dir and
+run_id say where the checkpoints go; the drafter server job takes `{best_checkpoint}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.protocol import (
+    JOBS_LAUNCH,
+    SNAPSHOT,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    Snapshot,
+    SnapshotParams,
+)
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.local_link import open_local_link
+from tests.support.operations import text_appears
+
+PY = sys.executable
+LOG = (
+    "step 4: {'eval/avg_loss': 1.9, 'eval/per_position_acc': [0.8, 0.7, 0.6]}\n"
+    "step 8: {'eval/avg_loss': 1.8, 'eval/per_position_acc': [0.7, 0.6, 0.5]}\n"
+)
+
+
+def pipeline(tmp_path: Path) -> PipelineConfig:
+    (tmp_path / "run.yaml").write_text("run_id: r\noutput_dir: out\n")
+    trainer = (PY, "-c", f"print({LOG!r}, flush=True)", "specforge", "train", "--config",
+               str(tmp_path / "run.yaml"))  # fmt: skip
+    server = (PY, "-c", "import sys, time; print('serving', sys.argv[1], flush=True); time.sleep(600)",
+              "{best_checkpoint}")  # fmt: skip
+    return PipelineConfig(jobs={
+        "train": JobSpec(trainer, kind="train", cwd=str(tmp_path)),
+        "drafter": JobSpec(server, kind="drafter_server"),
+    })  # fmt: skip
+
+
+async def trained(link: AgentLink) -> Snapshot:
+    job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="t")
+    await text_appears(Path(job.log_path or ""), "step 8")
+    deadline = time.monotonic() + 30
+    while True:
+        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+        if any(run.best_eval_step == 4 for run in snapshot.training):
+            return snapshot
+        assert time.monotonic() < deadline, snapshot.training
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.slow
+async def test_the_drafter_server_is_started_on_the_best_evaluation_s_folder(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    (tmp_path / "out" / "r-step4").mkdir(parents=True)
+    (tmp_path / "out" / "r-step8").mkdir()  # the last: 5-8 % worse, and what was served before
+    link = await open_local_link(state_dir, pipeline(tmp_path))
+    try:
+        snapshot = await trained(link)
+        server: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("drafter"), idempotency_key="d")
+        await text_appears(Path(server.log_path or ""), "serving")
+    finally:
+        await link.close()
+    [run] = snapshot.training
+    assert run.best_checkpoint == str(tmp_path / "out" / "r-step4")
+    assert server.argv[-1] == str(tmp_path / "out" / "r-step4")
+
+
+@pytest.mark.slow
+async def test_without_a_folder_for_the_best_the_server_is_refused_saying_why(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    (tmp_path / "out" / "r-step8").mkdir(parents=True)
+    link = await open_local_link(state_dir, pipeline(tmp_path))
+    try:
+        snapshot = await trained(link)
+        with pytest.raises(AgentRequestError) as refused:
+            await link.call(JOBS_LAUNCH, LaunchParams("drafter"), idempotency_key="d")
+    finally:
+        await link.close()
+    [run] = snapshot.training
+    assert (
+        run.best_checkpoint_note == f"no checkpoint for step 4 under {tmp_path / 'out'} (saved: 8)"
+    )
+    said = str(refused.value)
+    assert "needs {best_checkpoint}, which has no value here" in said
+    assert "best checkpoint" in said
