@@ -26,6 +26,7 @@ from agent.jobs.supervisor import Supervisor
 from agent.operations.announce import Announcer
 from agent.operations.autopilot import Autopilot
 from agent.operations.operations import SHOWN_IN_SNAPSHOT, Operations
+from agent.operations.peak_stop import PeakStop
 from agent.operations.restarts import Restarts
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
@@ -149,6 +150,8 @@ class AgentCore:
             self.changed.set,
         )  # fmt: skip
         self.observer.listeners.append(self.autopilot.heard)
+        self.peak_stop = PeakStop(self.jobs, self.announcer, self.tasks)
+        self.observer.listeners.append(self.peak_stop.heard)
         self.observer.listeners.append(self.end_watch.heard)
         self.leftovers = LeftoverSweep(self.supervisor, self.tasks)
         """A lost job's processes that outlived it (its shim gone) are ended by its mark."""

@@ -158,6 +158,8 @@ def job_stage(
             return verdict
         if job.state == "exited":
             return verdict or Done(f"{job.name} exited 0", job.ended_at or ctx.snapshot.taken_at)
+        if (peaked := _stopped_at_peak(job, ctx)) is not None:
+            return Done(peaked, job.ended_at or ctx.snapshot.taken_at)
         if _stopped_on_request(job, ctx):
             return Fail(f"{_named(job)} was stopped on request; resume to start it again")
         again = f"starting {names[0]} again"
@@ -300,6 +302,17 @@ def _restart_pending(job: JobInfo, ctx: Context) -> bool:
 
 def _ended_badly(job: JobInfo, ctx: Context) -> bool:
     return job.state in ("failed", "killed", "lost") and (job.started_at or 0) >= ctx.fresh_after
+
+
+def _stopped_at_peak(job: JobInfo, ctx: Context) -> str | None:
+    """How a train job stopped after its peak (`stop_after_peak_evals`) ended, or None."""
+    spec = ctx.pipeline.jobs.get(job.name)
+    wanted = spec.stop_after_peak_evals if spec is not None else None
+    run = next((t for t in ctx.snapshot.training if t.job_id == job.id), None)
+    if job.state != "stopped" or wanted is None or run is None or run.evals_since_best < wanted:
+        return None
+    kept = run.best_checkpoint or f"step {run.best_eval_step}"
+    return f"{job.name} stopped after its peak; its best is {kept}"
 
 
 def _stopped_on_request(job: JobInfo, ctx: Context) -> bool:

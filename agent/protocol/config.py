@@ -77,6 +77,9 @@ class JobSpec:
     restart_window_s: float = 3600.0
     restart_delay_s: float = 10.0
     """The wait before the first restart; it doubles with each restart in the window, to 5 min."""
+    stop_after_peak_evals: int | None = None
+    """A training job: stopped (its stop signal) once this many evaluations in a row fell below
+    its best; the autopilot takes training as done, and serves the best step's checkpoint."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: st
     table = reader.table(jobs, name, where)
     where = f"{where}.{name}"
     reader.only(table, where, {"argv", "kind", "cwd", "env", "gpu", "per_dataset", "stop_signal",
-                               "grace_s", "term_grace_s", *_RESTART_KEYS})  # fmt: skip
+                               "grace_s", "term_grace_s", "stop_after_peak_evals",
+                               *_RESTART_KEYS})  # fmt: skip
     argv = reader.optional(table, "argv", where, list, "a list of strings (no shell string)")
     if not argv or not all(isinstance(part, str) for part in argv):
         raise reader.error(f"{where}.argv", f"got {argv!r}", "a non-empty list of strings")
@@ -50,8 +51,17 @@ def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: st
         stop_signal=_SIGNALS[stop_signal],
         grace_s=reader.seconds(table, "grace_s", where, 30.0, JobSpec),
         term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0, JobSpec),
+        stop_after_peak_evals=_peak_evals(reader, table, where),
         **_restart(reader, table, where),
     )
+
+
+def _peak_evals(reader: TableReader, table: Mapping[str, Any], where: str) -> int | None:
+    """`stop_after_peak_evals`: a whole number of evaluations, or unset."""
+    count = reader.optional(table, "stop_after_peak_evals", where, int, "a number of evaluations")
+    if count is not None:
+        reader.in_range(count, join_key(where, "stop_after_peak_evals"), JobSpec, "evaluations")
+    return count
 
 
 _RESTART_KEYS = ("restart", "max_restarts", "restart_window_s", "restart_delay_s")

@@ -216,3 +216,22 @@ def test_a_job_removed_from_the_config_while_it_runs_pauses_rather_than_skips() 
         "job train (train) still runs, but the config names no train job any more"
         in decision.reason
     )
+
+
+def test_a_train_job_stopped_after_its_peak_is_training_done_not_a_pause() -> None:
+    """`stop_after_peak_evals` stops it on purpose: the autopilot goes on to serve its best (#38)."""
+    from dataclasses import replace
+
+    from agent.protocol import TrainingProgress
+
+    peaked = replace(JOBS["train"], stop_after_peak_evals=3)
+    pipeline = replace(PIPELINE, jobs={**JOBS, "train": peaked})
+    stopped = job("train", "stopped", started_at=60.0, ended_at=90.0)
+    run = TrainingProgress(stopped.id, 1_600, None, 4, 1.2, None, None, None, 2.9, 400, None,
+                           evals_since_best=3, best_checkpoint="/ckpt/r-step400")  # fmt: skip
+    taken = Snapshot(100.0, "h", "/data", (), jobs=(stopped,), training=(run,))
+    decision = job_stage("train")(Context(taken, pipeline, 0.0, autopilot_since=50.0))
+    assert decision == Done("train stopped after its peak; its best is /ckpt/r-step400", 90.0)
+    short = replace(run, evals_since_best=2)  # stopped by a person before its peak count
+    taken = replace(taken, training=(short,))
+    assert isinstance(job_stage("train")(Context(taken, pipeline, 0.0, 50.0)), Fail)

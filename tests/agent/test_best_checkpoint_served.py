@@ -15,8 +15,11 @@ from pathlib import Path
 import pytest
 
 from agent.protocol import (
+    EVENTS_LIST,
     JOBS_LAUNCH,
     SNAPSHOT,
+    EventsList,
+    EventsParams,
     JobInfo,
     JobSpec,
     LaunchParams,
@@ -26,7 +29,7 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
-from tests.support.operations import text_appears
+from tests.support.operations import jobs_now, jobs_where, observer_scans, text_appears
 
 PY = sys.executable
 LOG = (
@@ -96,3 +99,37 @@ async def test_without_a_folder_for_the_best_the_server_is_refused_saying_why(
     said = str(refused.value)
     assert "needs {best_checkpoint}, which has no value here" in said
     assert "best checkpoint" in said
+
+
+PEAKED = LOG + (
+    "step 12: {'eval/avg_loss': 1.7, 'eval/per_position_acc': [0.6, 0.5, 0.4]}\n"
+    "step 16: {'eval/avg_loss': 1.6, 'eval/per_position_acc': [0.5, 0.4, 0.3]}\n"
+)
+
+
+@pytest.mark.slow
+async def test_stop_after_peak_evals_stops_training_once_with_its_best_named(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """Three evaluations in a row below the best at step 4: the GPU-hours after it buy a worse
+    drafter (deepseek-ai/DeepSpec #84)."""
+    (tmp_path / "out" / "r-step4").mkdir(parents=True)
+    (tmp_path / "run.yaml").write_text("run_id: r\noutput_dir: out\n")
+    code = f"import time; print({PEAKED!r}, flush=True); time.sleep(600)"
+    trainer = (PY, "-c", code, "specforge", "train", "--config", str(tmp_path / "run.yaml"))
+    spec = JobSpec(trainer, kind="train", cwd=str(tmp_path), stop_after_peak_evals=3,
+                   restart="on-failure")  # fmt: skip
+    link = await open_local_link(state_dir, PipelineConfig(jobs={"train": spec}))
+    try:
+        job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="t")
+        [stopped] = await jobs_where(link, lambda js: bool(js and js[0].state == "stopped"))
+        await observer_scans(link, 3)
+        found: EventsList = await link.call(EVENTS_LIST, EventsParams())
+        jobs = await jobs_now(link)
+    finally:
+        await link.close()
+    assert stopped.id == job.id
+    assert [j.id for j in jobs] == [job.id], "a stop asked for: its restart policy leaves it"
+    [said] = [e.message for e in found.events if e.kind == "training_peak_stop"]
+    assert "3 evaluations in a row below its best" in said
+    assert f"serve {tmp_path / 'out' / 'r-step4'}" in said

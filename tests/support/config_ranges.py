@@ -51,6 +51,7 @@ OUT_OF_RANGE = [
     (_job(restart_delay_s=2 * DAY_S), "hosts.gpu.jobs.infer.restart_delay_s", "172,800"),
     (_job(restart_window_s=0.5), "hosts.gpu.jobs.infer.restart_window_s", "0.5"),
     (_job(max_restarts=1001), "hosts.gpu.jobs.infer.max_restarts", "1,001"),
+    (_job(stop_after_peak_evals=0), "hosts.gpu.jobs.infer.stop_after_peak_evals", "0"),
 ]
 """(config, the key a refusal names, the value as it shows it)."""
 
@@ -70,4 +71,5 @@ def edge_config(high: bool) -> str:
     text = _datasets(budget=budget, **datasets) + "\n[hosts.gpu.datasets.budgets]\n"
     text += f'B1 = {budget}\n\n[hosts.gpu.jobs.infer]\nargv = ["python", "run.py"]\n'
     text += f"max_restarts = {int(field_range(JobSpec, 'max_restarts')[pick])}\n"
+    text += f"stop_after_peak_evals = {int(field_range(JobSpec, 'stop_after_peak_evals')[pick])}\n"
     return text + "".join(f"{key} = {value}\n" for key, value in job.items())
