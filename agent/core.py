@@ -122,7 +122,9 @@ class AgentCore:
             lambda: self._tracker, self._snapshot_now, self.end_watch,
         )  # fmt: skip
         """Every launch and stop, whoever asks: the one-writer rule and the GPU guard live there."""
-        self.assembly = SnapshotAssembly(self.probes, self.jobs.writers, self.state_health)
+        self.assembly = SnapshotAssembly(
+            self.probes, self.jobs.writers, self.state_health, self.supervisor.registry.root
+        )
         self.observer = Observer(self._snapshot_now, self.files_signature, self.changed)
         """The one scanner: the daemon runs it on `tasks`; sessions only receive from it."""
         self.recorder = Recorder(self.history, self.tasks)

@@ -62,12 +62,14 @@ def _low_disk(writing: list[DatasetDisk], floor_bytes: int, now: float) -> Alert
     if free >= max(need, floor_bytes):
         return None
     names = ", ".join(item.progress.name for item in writing)
-    left = f"full in ~{_duration(free / rate)} at {_size(rate)}/s" if rate > 0 else "no rate yet"
+    left = (
+        f"full in ~{_duration(free / rate)} at {size_text(rate)}/s" if rate > 0 else "no rate yet"
+    )
     return Alert(
         "low_disk", "warning",
-        f"{_size(free)} free where {names} {'is' if len(writing) == 1 else 'are'} being written "
-        f"({writing[0].folder.parent}): {left}; the next hour needs {_size(need)}, the floor is "
-        f"{_size(floor_bytes)}. Free space before the runner stops on a full disk",
+        f"{size_text(free)} free where {names} {'is' if len(writing) == 1 else 'are'} being written "
+        f"({writing[0].folder.parent}): {left}; the next hour needs {size_text(need)}, the floor is "
+        f"{size_text(floor_bytes)}. Free space before the runner stops on a full disk",
         names, now,
     )  # fmt: skip
 
@@ -86,10 +88,11 @@ def write_failed_alert(name: str, run: RunView | None, now: float) -> Alert | No
     )  # fmt: skip
 
 
-def _size(count: float) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+def size_text(count: float) -> str:
+    """Bytes in the largest binary unit that keeps one or more of them: 1.2 TiB, 640.0 GiB."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if count >= scale:
-            return f"{count / scale:.1f} {unit}"
+            return f"{count / scale:,.1f} {unit}"
     return f"{count:.0f} B"
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.datasets.disk_space import size_text
 from agent.errors import AgentError
 from agent.host.procfs import boot_id
 from agent.jobs.lines import latest_per_line
@@ -245,7 +246,7 @@ class Restarts:
         folder, said = self._dataset_folder(job), False
         while await asyncio.to_thread(_free_bytes, folder) < (floor := self._disk_floor()):
             if not said:
-                note = f"waiting for {_size(floor)} free in {folder} (exit 5: a write failed)"
+                note = f"waiting for {size_text(floor)} free in {folder} (exit 5: a write failed)"
                 await self._decide(job, "waiting", note)
                 self.announcer.event("restart_waits", job.id, f"{_named(job)} {note}", "warning")
                 said = True
@@ -354,10 +355,6 @@ def _ending(job: JobInfo) -> str:
     if job.exit_signal:
         return f"was killed by {job.exit_signal}"
     return f"exited with code {job.exit_code}"
-
-
-def _size(count: int) -> str:
-    return f"{count / 2**30:,.1f} GiB" if count >= 2**30 else f"{count / 2**20:,.0f} MiB"
 
 
 def _span(seconds: float) -> str:

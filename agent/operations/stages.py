@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agent.datasets.disk_space import size_text
 from agent.jobs.lines import latest_per_line
 from agent.protocol import (
     LIVE_JOB_STATES,
@@ -138,9 +139,13 @@ def generate(ctx: Context) -> Decision:
 
 
 def job_stage(
-    kind: str, gate: Callable[[Context, JobInfo], Decision | None] | None = None
-) -> Stage:
-    """A stage that runs the one configured job of `kind` to exit 0 (then through `gate`)."""
+    kind: str, gate: Callable[[Context, JobInfo], Decision | None] | None = None,
+    before: Callable[[Context], Fail | None] | None = None,
+) -> Stage:  # fmt: skip
+    """A stage that runs the one configured job of `kind` to exit 0 (then through `gate`).
+
+    `before` may refuse its first start (a plan that does not fit).
+    """
 
     def stage(ctx: Context) -> Decision:
         names = [n for n, s in ctx.pipeline.jobs.items() if s.kind == kind and not s.per_dataset]
@@ -148,7 +153,8 @@ def job_stage(
             return _unconfigured(ctx, kind)
         job = _latest(ctx.snapshot.jobs, set(names), ctx.fresh_after)
         if job is None:
-            return Launch(LaunchParams(names[0]), kind, f"starting {names[0]}")
+            refused = before(ctx) if before is not None else None
+            return refused or Launch(LaunchParams(names[0]), kind, f"starting {names[0]}")
         if (operation := _operation_on(job, ctx.snapshot)) is not None:
             return Wait(f"{operation.kind} {operation.id} is under way on {job.name}")
         if job.state in LIVE_JOB_STATES or _restart_pending(job, ctx):
@@ -166,6 +172,20 @@ def job_stage(
         return Launch(LaunchParams(names[0]), kind, again, _ending(job), job.log_path)
 
     return stage
+
+
+def hidden_states_room(ctx: Context) -> Fail | None:
+    """A hidden-states job whose plan does not fit its disk is not started: it would fill it."""
+    plan = ctx.snapshot.hidden_states_plan
+    if plan is None or plan.fits is not False:
+        return None
+    needed, free = size_text(plan.bytes_needed or 0), size_text(plan.bytes_free or 0)
+    return Fail(
+        f"the hidden states need {needed} ({plan.note}) and {plan.output} has {free} free "
+        f"(keeping {size_text(plan.margin_bytes)}): point the job's --output-path at a larger "
+        "disk, export fewer records or a shorter --max-length, or store them in FP8 where the "
+        "trainer offers it"
+    )
 
 
 def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
@@ -244,7 +264,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("export", job_stage("export", export_gate)),
     ("vocab", job_stage("vocab")),
     ("free gpus", free_gpus),
-    ("hidden states", job_stage("hidden_states")),
+    ("hidden states", job_stage("hidden_states", before=hidden_states_room)),
     ("train", job_stage("train")),
     ("serve", serve),
     ("evaluate", job_stage("evaluate", evaluate_gate)),

@@ -95,6 +95,8 @@ def _export_summary(job: JobInfo, folder: str, record: dict[str, Any]) -> Export
             roundtrip_flagged=bool(trip["flagged"]), tokens=_whole(record["tokens"]),
             tokens_per_s=_finite(record["tokens_per_s"]),
             datasets=tuple(_dataset(d) for d in record["datasets"]),
+            sequence_tokens=_optional_whole(record.get("sequence_tokens")),
+            records=_optional_whole(record.get("records")),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return None
@@ -191,3 +193,8 @@ def _whole(value: Any) -> int:
     if number is None:
         raise ValueError(f"{value!r} is not a count")
     return number
+
+
+def _optional_whole(value: Any) -> int | None:
+    """A count a newer report gives (None when it is missing); a wrong one is no report."""
+    return None if value is None else _whole(value)

@@ -49,6 +49,10 @@ class ExportSummary:
     tokens: int
     tokens_per_s: float
     datasets: tuple[ExportDatasetQuality, ...] = ()
+    sequence_tokens: int | None = None
+    """Prompt and answer tokens of every record written, each cut at the trainer's max length
+    (None: a report from before the export counted them)."""
+    records: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,6 +195,27 @@ class TrainingProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class HiddenStatesPlan:
+    """What the hidden-states job will write, against the room where it writes (#38).
+
+    `bytes_needed` is the exported records' tokens (each cut at the trainer's max length) times
+    the bytes each token's captured layers take; `fits` is None when a figure is unknown, and
+    `note` says which, or how the figures were found.
+    """
+
+    job: str
+    trainer: str
+    tokens: int | None
+    bytes_per_token: int | None
+    bytes_needed: int | None
+    output: str
+    bytes_free: int | None
+    margin_bytes: int
+    fits: bool | None
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -210,6 +231,7 @@ class Snapshot:
     training: tuple[TrainingProgress, ...] = ()
     export: ExportSummary | None = None
     evaluation: DrafterEvaluation | None = None
+    hidden_states_plan: HiddenStatesPlan | None = None
     operations: tuple[OperationInfo, ...] = ()
     """Operations under way, and those that ended in the last hour."""
     autopilot: AutopilotStatus | None = None

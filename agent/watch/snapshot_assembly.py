@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from agent.datasets.root_listing import DatasetsRootError
 from agent.datasets.tracker import DatasetTracker
@@ -19,6 +20,7 @@ from agent.datasets.writers import WriterFinder
 from agent.host.procfs import process_info
 from agent.host.wall_clock import WallClockWatch
 from agent.jobs.supervisor import stale_script
+from agent.plans.hidden_states import hidden_states_plan, plan_alerts
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.gpus import GpuReading
 from agent.probes.pipeline_reports import PipelineReports
@@ -30,6 +32,7 @@ from agent.protocol import (
     DrafterEvaluation,
     ExportSummary,
     GpuSample,
+    HiddenStatesPlan,
     JobInfo,
     PipelineConfig,
     Snapshot,
@@ -56,14 +59,18 @@ class JobReadings:
     export: ExportSummary | None
     evaluation: DrafterEvaluation | None
     job_alerts: list[Alert]
+    hidden_states_plan: HiddenStatesPlan | None = None
 
 
 class SnapshotAssembly:
     """The observers a snapshot is made of, and the one snapshot in progress callers share."""
 
     def __init__(
-        self, probes: ProbeCache, writers: WriterFinder, state_health: StateHealth
-    ) -> None:
+        self, probes: ProbeCache, writers: WriterFinder, state_health: StateHealth,
+        jobs_folder: Path = Path("."),
+    ) -> None:  # fmt: skip
+        self.jobs_folder = jobs_folder
+        """Where a job with no cwd runs: a hidden-states job's relative output is there."""
         self.probes = probes
         self.writers = writers
         self.state_health = state_health
@@ -92,7 +99,7 @@ class SnapshotAssembly:
         self.probes.refresh_if_stale(pipeline, probe_every_s)
         taking = self._taking
         if taking is None or taking.done() or self._taking_for is not tracker:
-            taking = asyncio.ensure_future(asyncio.to_thread(self._take, finish, tracker))
+            taking = asyncio.ensure_future(asyncio.to_thread(self._take, finish, tracker, pipeline))
             self._taking, self._taking_for = taking, tracker
         return await asyncio.shield(taking)
 
@@ -106,7 +113,9 @@ class SnapshotAssembly:
             self._reading.release()
         return True
 
-    def _take(self, finish: Finish, tracker: DatasetTracker | None) -> Snapshot:
+    def _take(
+        self, finish: Finish, tracker: DatasetTracker | None, pipeline: PipelineConfig
+    ) -> Snapshot:
         """The datasets scan, then every other part through its own isolated reader."""
         with self._reading:
             # The snapshot's time, read once: its datasets' last responses are dated against it,
@@ -120,24 +129,29 @@ class SnapshotAssembly:
             inline = self.readers.inline
             if tracker is not None:
                 inline("dataset ages", None, lambda: self.long_lived.settle(tracker, len(datasets)))
-            read = self._read_files_and_proc(jobs, probes.gpus)
+            read = self._read_files_and_proc(jobs, probes.gpus, pipeline)
             alerts += (
                 *read.job_alerts,
                 *inline("probe", NO_ALERTS, lambda: tuple(probes.alerts(now, jobs))),
                 *inline("clock steps", NO_ALERTS, lambda: tuple(self.wall_clock.alerts(now))),
                 *inline("state folder", NO_ALERTS, lambda: tuple(self.state_health.alerts(now))),
                 *inline("training", NO_ALERTS, lambda: tuple(training_alerts(read.training, now))),
+                *inline(
+                    "plans", NO_ALERTS, lambda: tuple(plan_alerts(read.hidden_states_plan, now))
+                ),
             )
             root = tracker.config.root if tracker is not None else None
             taken = Snapshot(
                 now, socket.gethostname(), root, datasets, alerts, jobs,
                 probes.server, read.gpus, probes.gpus.note,
-                read.training, read.export, read.evaluation,
+                read.training, read.export, read.evaluation, read.hidden_states_plan,
             )  # fmt: skip
             finished = inline("daemon's own alerts", taken, lambda: finish.alerts(taken))
             return replace(finished, alerts=finished.alerts + self.readers.alerts(now))
 
-    def _read_files_and_proc(self, jobs: tuple[JobInfo, ...], gpus: GpuReading) -> JobReadings:
+    def _read_files_and_proc(
+        self, jobs: tuple[JobInfo, ...], gpus: GpuReading, pipeline: PipelineConfig
+    ) -> JobReadings:
         """What the jobs' logs, reports, scripts and /proc say; blocking, so run in a thread.
 
         The readers of files the jobs write (training logs and configs, the reports) run bounded
@@ -153,7 +167,14 @@ class SnapshotAssembly:
             export,
             evaluation,
             inline("job", [], lambda: job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)),
+            bounded("hidden-states plan", None, lambda: self._plan(pipeline, export)),
         )
+
+    def _plan(
+        self, pipeline: PipelineConfig, export: ExportSummary | None
+    ) -> HiddenStatesPlan | None:
+        floor = pipeline.datasets.low_disk_floor_bytes if pipeline.datasets is not None else 0
+        return hidden_states_plan(pipeline, export, self.jobs_folder, floor)
 
     def _reports(self, jobs: tuple[JobInfo, ...]) -> Reports:
         return self.reports.export(jobs), self.reports.evaluation(jobs)

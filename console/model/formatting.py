@@ -40,6 +40,14 @@ def tokens(n: int | float | None) -> str:
     return f"{value:.0f}"
 
 
+def byte_size(count: float) -> str:
+    """Bytes in the largest binary unit that keeps one or more of them: 1.2 TiB, 640.0 GiB."""
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count:.0f} B"
+
+
 def duration(seconds: float | None) -> str:
     """2d 3h, 3h 12m, 4m 05s, 12s, or a dash."""
     if seconds is None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.protocol import LIVE_JOB_STATES, JobInfo, Snapshot
+from agent.protocol import LIVE_JOB_STATES, HiddenStatesPlan, JobInfo, Snapshot
+from console.model.formatting import byte_size
 from console.model.safe_text import sanitise
 
 ACTIVE = LIVE_JOB_STATES
@@ -43,7 +44,7 @@ def stages(snapshot: Snapshot) -> list[Stage]:
         _export_stage(snapshot),
         _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
         _stop_server_stage(snapshot.jobs, server),
-        _hidden_states_stage(snapshot.jobs),
+        _hidden_states_stage(snapshot.jobs, snapshot.hidden_states_plan),
         _job_stage("train", _latest(snapshot.jobs, "train"), "t"),
         _serve_stage(snapshot.jobs, trained, server),
         _evaluate_stage(snapshot),
@@ -120,14 +121,30 @@ def _evaluate_stage(snapshot: Snapshot) -> Stage:
     return Stage("evaluate", stage.state, sanitise(snapshot.evaluation.verdict), "B")
 
 
-def _hidden_states_stage(jobs: tuple[JobInfo, ...]) -> Stage:
-    """Skipped when training started without it (online training makes its own)."""
+def _hidden_states_stage(jobs: tuple[JobInfo, ...], plan: HiddenStatesPlan | None) -> Stage:
+    """Skipped when training started without it (online training makes its own).
+
+    Before it runs, its plan: the bytes it will write against the free space where it writes.
+    """
     hidden = _latest(jobs, "hidden_states")
     if hidden is None and _latest(jobs, "train") is not None:
         return Stage(
             "hidden states", "skipped", "training runs online, without a hidden-states job", "t"
         )
-    return _job_stage("hidden states", hidden, "t")
+    stage = _job_stage("hidden states", hidden, "t")
+    if plan is None or hidden is not None:
+        return stage
+    return Stage(stage.name, stage.state, sanitise(plan_text(plan)), stage.key)
+
+
+def plan_text(plan: HiddenStatesPlan) -> str:
+    """`plan: 1.2 TiB of 3.4 TiB free` or `plan: 9.0 TiB, only 2.0 TiB free: will not start`."""
+    if plan.fits is None:
+        return f"plan {plan.note}"
+    needed, free = byte_size(plan.bytes_needed or 0), byte_size(plan.bytes_free or 0)
+    if plan.fits:
+        return f"plan: {needed} of {free} free in {plan.output}"
+    return f"plan: {needed}, only {free} free in {plan.output}: will not start"
 
 
 def _job_stage(name: str, job: JobInfo | None, key: str) -> Stage:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from agent.protocol import (
     Alert,
     DatasetProgress,
@@ -151,3 +153,17 @@ def test_a_server_started_again_after_training_leaves_the_stop_stage_done() -> N
     assert (stop.state, stop.detail) == ("done", "sglang serving again after training")
     before = stages(snapshot(datasets, (job("sglang", "server", "running", 1.0), trained)))
     assert next(s for s in before if s.name == "stop server").state == "not started"
+
+
+def test_before_it_runs_the_hidden_states_stage_shows_its_plan() -> None:
+    """The bytes it will write against the free space where it writes (#38)."""
+    from agent.protocol import HiddenStatesPlan
+    from console.model.pipeline_view import plan_text
+
+    fits = HiddenStatesPlan("hs", "specforge", 10**9, 57_360, 57_360 * 10**9, "/scratch/hs",
+                            100 * 2**40, 2**30, True, "1,000,000,000 tokens × 57,360 bytes")  # fmt: skip
+    assert plan_text(fits) == "plan: 52.2 TiB of 100.0 TiB free in /scratch/hs"
+    tight = dataclasses.replace(fits, bytes_free=2 * 2**40, fits=False)
+    assert plan_text(tight) == "plan: 52.2 TiB, only 2.0 TiB free in /scratch/hs: will not start"
+    unknown = dataclasses.replace(fits, fits=None, note="unknown: the target's config.json")
+    assert plan_text(unknown) == "plan unknown: the target's config.json"

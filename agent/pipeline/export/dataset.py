@@ -187,6 +187,8 @@ class DatasetExport:
         if drops:
             return
         self.report.cut.add(len(sent), count)
+        limit = self.context.max_length
+        self.report.sequence_tokens += min(len(sent) + count, limit) if limit else len(sent) + count
         bodies: dict[str, bytes] = {}
         if "ids" in self.outputs:
             prompt_text = ",".join(map(str, sent)).encode()

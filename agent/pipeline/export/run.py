@@ -169,6 +169,8 @@ def _summary(
             for key in ("records", "loss_tokens_cut", "records_without_loss")
         },
         "earlier_assistant_turns": sum(r["earlier_assistant_turns"] for r in records),
+        "sequence_tokens": sum(r["sequence_tokens"] for r in records),
+        "records": sum(r["ids_lines"] for r in records),
         "drop": sorted(options.drop),
         "min_roundtrip_share": options.min_roundtrip_share,
         "roundtrip": {

@@ -100,6 +100,9 @@ class DatasetReport:
     """Kept in ids.jsonl, left out of specforge.jsonl: empty answers, shapes SpecForge refuses."""
     roundtrip: RoundTripTally = field(default_factory=RoundTripTally)
     cut: LengthCut = field(default_factory=LengthCut)
+    sequence_tokens: int = 0
+    """Prompt and answer tokens of each record written, cut at max_length: the positions offline
+    hidden states are captured at (the hidden-states plan multiplies them by bytes per token)."""
     earlier_assistant_turns: int = 0
     """Conversations with assistant turns before the answer: `train_only_last_turn: true` (in the
     trainer config written beside) keeps their loss off; SpecForge's default would train on them."""

@@ -1,0 +1,148 @@
+"""The hidden-states plan: the bytes the job will write, beside the free space where it writes.
+
+Users lose whole runs to disks nobody planned for ("68k samples … requires 740 GB", SafeAILab/EAGLE
+#30; 12+ TB for 300k samples, SpecForge #195). speculators' tutorial gives the formula: tokens ×
+captured layers × hidden size × dtype bytes. Here every factor is read, never assumed:
+
+- tokens: the export report's `sequence_tokens`, each record's prompt and answer cut at the
+  trainer's max length (the positions the capture runs over);
+- the layers captured and what else a sample holds, per trainer (the file layouts read from each
+  trainer's code, docs/file-formats.md "Hidden states"):
+  SpecForge 0.2.0 writes `hidden_state [1, seq, H]` and `aux_hidden_state [1, seq, 3H]` in the
+  target's dtype, with `input_ids` and `loss_mask` (int64) per token (the keys its reader needs,
+  runtime/data_plane/offline_reader.py:46); speculators 0.9.0 writes `hidden_states [seq, 4, H]`
+  (three auxiliary layers and the last) with `token_ids` (int64) (train/data.py 310-329);
+- H and the dtype: the target's config.json (`hidden_size`, `torch_dtype`/`dtype`; under
+  `text_config` for the multimodal and nested configs Kimi-K2.5 and DeepSeek-VL use), found by the
+  job's `--target-model-path`, else beside the configured tokenizer;
+- the room: free bytes of the filesystem holding the job's output (`--output-path`,
+  `--output-dir`, else its working folder), less a margin.
+
+Blocking (it reads config.json and asks the filesystem): run it in a reader thread.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from agent.datasets.disk_space import size_text
+from agent.probes.training_config import flag_value
+from agent.probes.training_config_files import UnreadableConfigError, read_mapping
+from agent.protocol import Alert, ExportSummary, HiddenStatesPlan, JobSpec, PipelineConfig
+
+CAPTURED_LAYERS = 4
+"""Three auxiliary layers and the last one's hidden state, in both trainers' files."""
+ID_BYTES = {"specforge": 16, "speculators": 8}
+"""Per token: SpecForge's input_ids and loss_mask, speculators' token_ids (int64 each)."""
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "float8_e4m3fn": 1}
+DEFAULT_DTYPE = "bfloat16"
+MARGIN_SHARE = 0.05
+"""Kept free past the plan: file-system overhead, logs, a sample written twice on a retry."""
+_TRAINERS = {"prepare_hidden_states": "specforge", "data_generation_offline": "speculators"}
+OUTPUT_FLAGS = ("--output-path", "--output-dir", "--output")
+MODEL_FLAGS = ("--target-model-path", "--model", "--verifier-name-or-path")
+
+
+def hidden_states_plan(
+    pipeline: PipelineConfig, export: ExportSummary | None, jobs_folder: Path, floor_bytes: int = 0
+) -> HiddenStatesPlan | None:
+    """The plan for the configured hidden-states job, or None when there is none.
+
+    `jobs_folder` is where a job with no cwd runs (the agent's job folders): a relative output
+    path is read from there.
+    """
+    found = next(
+        ((name, spec) for name, spec in pipeline.jobs.items() if spec.kind == "hidden_states"),
+        None,
+    )
+    if found is None:
+        return None
+    name, spec = found
+    trainer = next(
+        (t for marker, t in _TRAINERS.items() if any(marker in a for a in spec.argv)), ""
+    )
+    output = _output(spec, jobs_folder)
+    free = _free_bytes(output)
+    unknown, per_token = _per_token(spec, trainer, pipeline)
+    tokens = export.sequence_tokens if export is not None else None
+    if tokens is None:
+        unknown.append("the exported records' tokens (run the export, or again: an older one "
+                       "did not count them)")  # fmt: skip
+    needed = tokens * per_token if tokens is not None and per_token is not None else None
+    margin = max(floor_bytes, int((needed or 0) * MARGIN_SHARE))
+    fits = None if needed is None or free is None else needed + margin <= free
+    note = (
+        f"unknown: {'; '.join(unknown)}" if unknown
+        else f"{tokens:,} tokens × {per_token:,} bytes ({trainer})"
+    )  # fmt: skip
+    return HiddenStatesPlan(name, trainer, tokens, per_token, needed, str(output), free, margin,
+                            fits, note)  # fmt: skip
+
+
+def _per_token(
+    spec: JobSpec, trainer: str, pipeline: PipelineConfig
+) -> tuple[list[str], int | None]:
+    """(what is unknown, the bytes one token's sample takes)."""
+    if not trainer:
+        return [
+            "which trainer writes them (prepare_hidden_states or data_generation_offline)"
+        ], None
+    config = _model_config(spec, pipeline)
+    if isinstance(config, str):
+        return [config], None
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
+    hidden = text.get("hidden_size")
+    if isinstance(hidden, bool) or not isinstance(hidden, int) or not 0 < hidden < 2**20:
+        return [f"hidden_size in the target's config.json ({hidden!r})"], None
+    dtype = (
+        text.get("torch_dtype") or text.get("dtype") or config.get("torch_dtype") or DEFAULT_DTYPE
+    )
+    width = DTYPE_BYTES.get(str(dtype).removeprefix("torch."))
+    if width is None:
+        return [f"the bytes of dtype {dtype!r}"], None
+    return [], CAPTURED_LAYERS * hidden * width + ID_BYTES[trainer]
+
+
+def _model_config(spec: JobSpec, pipeline: PipelineConfig) -> dict[str, Any] | str:
+    """The target's config.json, or why it cannot be read."""
+    model = flag_value(spec.argv, *MODEL_FLAGS)
+    folder = Path(model) if model and model.startswith("/") else None
+    if folder is None and pipeline.tokenizer:
+        folder = Path(pipeline.tokenizer)
+    if folder is None:
+        return "the target's config.json (no --target-model-path, no [tokenizer] path)"
+    try:
+        return read_mapping(folder / "config.json")
+    except UnreadableConfigError as exc:
+        return f"the target's config.json: {exc}"
+
+
+def _output(spec: JobSpec, jobs_folder: Path) -> Path:
+    named = flag_value(spec.argv, *OUTPUT_FLAGS)
+    base = Path(spec.cwd) if spec.cwd else jobs_folder
+    return base / named if named else base
+
+
+def _free_bytes(folder: Path) -> int | None:
+    """Free bytes of the filesystem `folder` is (or will be) on: its nearest existing parent's."""
+    for path in (folder, *folder.parents):
+        try:
+            return shutil.disk_usage(path).free
+        except OSError:
+            continue
+    return None
+
+
+def plan_alerts(plan: HiddenStatesPlan | None, now: float) -> list[Alert]:
+    """An error while the plan does not fit: the job would fill its disk (SpecForge #195)."""
+    if plan is None or plan.fits is not False:
+        return []
+    return [Alert("hidden_states_no_room", "error", (
+        f"hidden states: {plan.job} would write {size_text(plan.bytes_needed or 0)} "
+        f"({plan.note}) to {plan.output}, which has {size_text(plan.bytes_free or 0)} free; "
+        "the autopilot will not start it: point its output at a larger disk, export fewer "
+        "records or a shorter --max-length"
+    ), plan.job, now)]  # fmt: skip
