@@ -25,6 +25,7 @@ from agent.jobs.leftovers import LeftoverSweep
 from agent.jobs.supervisor import Supervisor
 from agent.operations.announce import Announcer
 from agent.operations.autopilot import Autopilot
+from agent.operations.disk_stop_loss import DiskStopLoss
 from agent.operations.operations import SHOWN_IN_SNAPSHOT, Operations
 from agent.operations.peak_stop import PeakStop
 from agent.operations.restarts import Restarts
@@ -154,6 +155,8 @@ class AgentCore:
         self.observer.listeners.append(self.autopilot.heard)
         self.peak_stop = PeakStop(self.jobs, self.announcer, self.tasks)
         self.observer.listeners.append(self.peak_stop.heard)
+        self.disk_stop_loss = DiskStopLoss(self.jobs, self.announcer, self.tasks)
+        self.observer.listeners.append(self.disk_stop_loss.heard)
         self.observer.listeners.append(self.end_watch.heard)
         self.leftovers = LeftoverSweep(self.supervisor, self.tasks)
         """A lost job's processes that outlived it (its shim gone) are ended by its mark."""
