@@ -29,6 +29,7 @@ from agent.operations.disk_stop_loss import DiskStopLoss
 from agent.operations.operations import SHOWN_IN_SNAPSHOT, Operations
 from agent.operations.peak_stop import PeakStop
 from agent.operations.restarts import Restarts
+from agent.plans.hidden_states_checks import HiddenStatesChecks
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
 from agent.protocol import (
@@ -157,6 +158,8 @@ class AgentCore:
         self.observer.listeners.append(self.peak_stop.heard)
         self.disk_stop_loss = DiskStopLoss(self.jobs, self.announcer, self.tasks)
         self.observer.listeners.append(self.disk_stop_loss.heard)
+        self.hidden_states_checks = HiddenStatesChecks(self.tasks)
+        self.observer.listeners.append(self.hidden_states_checks.heard)
         self.observer.listeners.append(self.end_watch.heard)
         self.leftovers = LeftoverSweep(self.supervisor, self.tasks)
         """A lost job's processes that outlived it (its shim gone) are ended by its mark."""
@@ -297,11 +300,12 @@ class AgentCore:
         now = taken.taken_at
         notices = (
             self.notifier.alerts(now) + self.operations.alerts(now) + self.restarts.alerts(taken)
-            + self.history.alerts(now)
+            + self.history.alerts(now) + self.hidden_states_checks.alerts(now)
         )  # fmt: skip
         return replace(
             taken, alerts=taken.alerts + tuple(notices), operations=self.operations.recent(now, SHOWN_IN_SNAPSHOT),
             autopilot=self.autopilot.status(taken),
+            hidden_states_check=self.hidden_states_checks.latest(),
         )  # fmt: skip
 
     def _tracker_for(self, pipeline: PipelineConfig) -> DatasetTracker | None:

@@ -140,11 +140,11 @@ def generate(ctx: Context) -> Decision:
 
 def job_stage(
     kind: str, gate: Callable[[Context, JobInfo], Decision | None] | None = None,
-    before: Callable[[Context], Fail | None] | None = None,
+    before: Callable[[Context], Decision | None] | None = None,
 ) -> Stage:  # fmt: skip
     """A stage that runs the one configured job of `kind` to exit 0 (then through `gate`).
 
-    `before` may refuse its first start (a plan that does not fit).
+    `before` may refuse or hold its first start (a plan that does not fit, a check under way).
     """
 
     def stage(ctx: Context) -> Decision:
@@ -186,6 +186,24 @@ def hidden_states_room(ctx: Context) -> Fail | None:
         "disk, export fewer records or a shorter --max-length, or store them in FP8 where the "
         "trainer offers it"
     )
+
+
+def hidden_states_checked(ctx: Context) -> Decision | None:
+    """Training waits for the check of the hidden states, and never starts on failed ones.
+
+    A check that could not be run (an unknown target or trainer) holds nothing: it says why.
+    """
+    check = ctx.snapshot.hidden_states_check
+    names = {n for n, spec in ctx.pipeline.jobs.items() if spec.kind == "hidden_states"}
+    capture = _latest(ctx.snapshot.jobs, names, ctx.fresh_after)
+    if capture is None or capture.state != "exited":
+        return None
+    if check is None or check.job_id != capture.id or check.note == "checking":
+        return Wait(f"checking the hidden states {capture.name} wrote")
+    if check.ok is False:
+        return Fail(f"the hidden states {capture.name} wrote failed their check ({check.files:,} "
+                    f"files, {check.checked} opened): {'; '.join(check.problems[:3])}")  # fmt: skip
+    return None
 
 
 def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
@@ -265,7 +283,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("vocab", job_stage("vocab")),
     ("free gpus", free_gpus),
     ("hidden states", job_stage("hidden_states", before=hidden_states_room)),
-    ("train", job_stage("train")),
+    ("train", job_stage("train", before=hidden_states_checked)),
     ("serve", serve),
     ("evaluate", job_stage("evaluate", evaluate_gate)),
 )

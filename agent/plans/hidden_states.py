@@ -65,7 +65,7 @@ def hidden_states_plan(
     )
     output = _output(spec, jobs_folder)
     free = _free_bytes(output)
-    unknown, per_token = _per_token(spec, trainer, pipeline)
+    unknown, per_token, target = _per_token(spec, trainer, pipeline)
     tokens = export.sequence_tokens if export is not None else None
     if tokens is None:
         unknown.append("the exported records' tokens (run the export, or again: an older one "
@@ -77,33 +77,36 @@ def hidden_states_plan(
         f"unknown: {'; '.join(unknown)}" if unknown
         else f"{tokens:,} tokens × {per_token:,} bytes ({trainer})"
     )  # fmt: skip
+    records = export.records if export is not None else None
     return HiddenStatesPlan(name, trainer, tokens, per_token, needed, str(output), free, margin,
-                            fits, note)  # fmt: skip
+                            fits, note, *target, records)  # fmt: skip
+
+
+Target = tuple[int | None, str]
+"""The target's hidden size and dtype name, as far as they are known."""
 
 
 def _per_token(
     spec: JobSpec, trainer: str, pipeline: PipelineConfig
-) -> tuple[list[str], int | None]:
-    """(what is unknown, the bytes one token's sample takes)."""
+) -> tuple[list[str], int | None, Target]:
+    """(what is unknown, the bytes one token's sample takes, the target's width and dtype)."""
     if not trainer:
-        return [
-            "which trainer writes them (prepare_hidden_states or data_generation_offline)"
-        ], None
+        why = "which trainer writes them (prepare_hidden_states or data_generation_offline)"
+        return [why], None, (None, "")
     config = _model_config(spec, pipeline)
     if isinstance(config, str):
-        return [config], None
+        return [config], None, (None, "")
     nested = config.get("text_config")
     text: dict[str, Any] = nested if isinstance(nested, dict) else config
     hidden = text.get("hidden_size")
     if isinstance(hidden, bool) or not isinstance(hidden, int) or not 0 < hidden < 2**20:
-        return [f"hidden_size in the target's config.json ({hidden!r})"], None
-    dtype = (
-        text.get("torch_dtype") or text.get("dtype") or config.get("torch_dtype") or DEFAULT_DTYPE
-    )
-    width = DTYPE_BYTES.get(str(dtype).removeprefix("torch."))
+        return [f"hidden_size in the target's config.json ({hidden!r})"], None, (None, "")
+    dtype = text.get("torch_dtype") or text.get("dtype") or config.get("torch_dtype")
+    name = str(dtype or DEFAULT_DTYPE).removeprefix("torch.")[:40]
+    width = DTYPE_BYTES.get(name)
     if width is None:
-        return [f"the bytes of dtype {dtype!r}"], None
-    return [], CAPTURED_LAYERS * hidden * width + ID_BYTES[trainer]
+        return [f"the bytes of dtype {dtype!r}"], None, (hidden, name)
+    return [], CAPTURED_LAYERS * hidden * width + ID_BYTES[trainer], (hidden, name)
 
 
 def _model_config(spec: JobSpec, pipeline: PipelineConfig) -> dict[str, Any] | str:

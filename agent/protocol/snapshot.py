@@ -213,6 +213,25 @@ class HiddenStatesPlan:
     margin_bytes: int
     fits: bool | None
     note: str
+    hidden_size: int | None = None
+    dtype: str = ""
+    records: int | None = None
+    """The records exported: the samples the capture should write."""
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenStatesCheck:
+    """The check of a finished capture's files (agent.pipeline.hidden_states_check)."""
+
+    job_id: str
+    ok: bool | None
+    """None: not checked (the note says why), or still being checked."""
+    files: int = 0
+    expected: int | None = None
+    checked: int = 0
+    problems: tuple[str, ...] = ()
+    """`file: field: problem`, the first of them."""
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +251,7 @@ class Snapshot:
     export: ExportSummary | None = None
     evaluation: DrafterEvaluation | None = None
     hidden_states_plan: HiddenStatesPlan | None = None
+    hidden_states_check: HiddenStatesCheck | None = None
     operations: tuple[OperationInfo, ...] = ()
     """Operations under way, and those that ended in the last hour."""
     autopilot: AutopilotStatus | None = None

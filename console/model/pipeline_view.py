@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.protocol import LIVE_JOB_STATES, HiddenStatesPlan, JobInfo, Snapshot
+from agent.protocol import (
+    LIVE_JOB_STATES,
+    HiddenStatesCheck,
+    HiddenStatesPlan,
+    JobInfo,
+    Snapshot,
+)
 from console.model.formatting import byte_size
 from console.model.safe_text import sanitise
 
@@ -44,7 +50,7 @@ def stages(snapshot: Snapshot) -> list[Stage]:
         _export_stage(snapshot),
         _job_stage("vocab", _latest(snapshot.jobs, "vocab"), "v"),
         _stop_server_stage(snapshot.jobs, server),
-        _hidden_states_stage(snapshot.jobs, snapshot.hidden_states_plan),
+        _hidden_states_stage(snapshot),
         _job_stage("train", _latest(snapshot.jobs, "train"), "t"),
         _serve_stage(snapshot.jobs, trained, server),
         _evaluate_stage(snapshot),
@@ -121,20 +127,33 @@ def _evaluate_stage(snapshot: Snapshot) -> Stage:
     return Stage("evaluate", stage.state, sanitise(snapshot.evaluation.verdict), "B")
 
 
-def _hidden_states_stage(jobs: tuple[JobInfo, ...], plan: HiddenStatesPlan | None) -> Stage:
+def _hidden_states_stage(snapshot: Snapshot) -> Stage:
     """Skipped when training started without it (online training makes its own).
 
-    Before it runs, its plan: the bytes it will write against the free space where it writes.
+    Before it runs, its plan: the bytes it will write against the free space where it writes;
+    once it exited, the check of what it wrote.
     """
+    jobs, plan, check = snapshot.jobs, snapshot.hidden_states_plan, snapshot.hidden_states_check
     hidden = _latest(jobs, "hidden_states")
     if hidden is None and _latest(jobs, "train") is not None:
         return Stage(
             "hidden states", "skipped", "training runs online, without a hidden-states job", "t"
         )
     stage = _job_stage("hidden states", hidden, "t")
+    if hidden is not None and check is not None and check.job_id == hidden.id:
+        return Stage(stage.name, stage.state, sanitise(check_text(check)), stage.key)
     if plan is None or hidden is not None:
         return stage
     return Stage(stage.name, stage.state, sanitise(plan_text(plan)), stage.key)
+
+
+def check_text(check: HiddenStatesCheck) -> str:
+    """`checked: 1,200 files, 16 opened, all fine` or `check FAILED: data_2.ckpt: ...`."""
+    if check.ok is None:
+        return f"check: {check.note}"
+    if check.ok:
+        return f"checked: {check.files:,} files, {check.checked} opened, all fine"
+    return f"check FAILED: {check.problems[0] if check.problems else '?'}"
 
 
 def plan_text(plan: HiddenStatesPlan) -> str:

@@ -167,3 +167,15 @@ def test_before_it_runs_the_hidden_states_stage_shows_its_plan() -> None:
     assert plan_text(tight) == "plan: 52.2 TiB, only 2.0 TiB free in /scratch/hs: will not start"
     unknown = dataclasses.replace(fits, fits=None, note="unknown: the target's config.json")
     assert plan_text(unknown) == "plan unknown: the target's config.json"
+
+
+def test_after_it_ran_the_hidden_states_stage_shows_its_check() -> None:
+    from agent.protocol import HiddenStatesCheck
+    from console.model.pipeline_view import check_text
+
+    assert check_text(HiddenStatesCheck("hs", True, 1_200, 1_200, 16)) == (
+        "checked: 1,200 files, 16 opened, all fine"
+    )
+    failed = HiddenStatesCheck("hs", False, 3, 3, 3, ("data_2.ckpt: hidden_state: 1 NaN",))
+    assert check_text(failed) == "check FAILED: data_2.ckpt: hidden_state: 1 NaN"
+    assert check_text(HiddenStatesCheck("hs", None, note="checking")) == "check: checking"
