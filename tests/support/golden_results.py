@@ -222,7 +222,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null]}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[],"export":null,"evaluation":null,"operations":[],"autopilot":null}}',
+        '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"operations":[],"autopilot":null}}',
     ),
     (
         "operations.redeploy",
@@ -270,7 +270,7 @@ GOLDEN_OTHERS: list[tuple[Message, str]] = [
         Event("snapshot", Snapshot(1.0, "h", None, ())),
         '{"event":"snapshot","data":{"taken_at":1.0,"host_name":"h","datasets_root":null,'
         '"datasets":[],"alerts":[],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[],"export":null,"evaluation":null,"operations":[],"autopilot":null}}',
+        '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"operations":[],"autopilot":null}}',
     ),
     (Event("operation", OPERATION), '{"event":"operation","data":' + OPERATION_LINE + "}"),
 ]
