@@ -29,7 +29,7 @@ from agent.operations.disk_stop_loss import DiskStopLoss
 from agent.operations.operations import SHOWN_IN_SNAPSHOT, Operations
 from agent.operations.peak_stop import PeakStop
 from agent.operations.restarts import Restarts
-from agent.plans.hidden_states_checks import HiddenStatesChecks
+from agent.plans.hidden_states_checks import HiddenStatesChecks, PlanEvents
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
 from agent.protocol import (
@@ -160,6 +160,7 @@ class AgentCore:
         self.observer.listeners.append(self.disk_stop_loss.heard)
         self.hidden_states_checks = HiddenStatesChecks(self.tasks)
         self.observer.listeners.append(self.hidden_states_checks.heard)
+        self.observer.listeners.append(PlanEvents(self.announcer).heard)
         self.observer.listeners.append(self.end_watch.heard)
         self.leftovers = LeftoverSweep(self.supervisor, self.tasks)
         """A lost job's processes that outlived it (its shim gone) are ended by its mark."""

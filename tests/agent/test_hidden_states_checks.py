@@ -11,6 +11,7 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,37 @@ def test_a_report_that_is_no_report_is_no_verdict(out: bytes) -> None:
     verdict = verdict_of("hs-1", out, b"Traceback...\nRuntimeError: boom\n")
     assert verdict.ok is None
     assert verdict.note.startswith("no report: ")
+
+
+async def test_the_plan_is_said_once_per_export_and_again_when_its_verdict_changes() -> None:
+    from agent.plans.hidden_states_checks import PlanEvents
+    from agent.protocol import ExportSummary, HiddenStatesPlan
+
+    said: list[tuple[str, str]] = []
+
+    class Recording:
+        def event(self, kind: str, subject: str, message: str, severity: str = "info",
+                  **_: object) -> None:  # fmt: skip
+            said.append((message, severity))
+
+    events = PlanEvents(Recording())  # type: ignore[arg-type]
+    plan = HiddenStatesPlan("hs", "specforge", 10**9, 57_360, 57_360 * 10**9, "/scratch/hs",
+                            100 * 2**40, 2**30, True, "1,000,000,000 tokens × 57,360 bytes")  # fmt: skip
+    export = ExportSummary("export-1", "/out", 1.0, 1.0, 0.99, False, 10, 1.0)
+
+    def taken(p: HiddenStatesPlan | None, e: ExportSummary = export) -> Snapshot:
+        return Snapshot(1.0, "h", None, (), export=e, hidden_states_plan=p)
+
+    for _ in range(3):
+        await events.heard(taken(plan))
+    await events.heard(taken(replace(plan, fits=None)))  # unknown for a moment: nothing said
+    await events.heard(taken(replace(plan, bytes_free=2**40, fits=False)))
+    await events.heard(
+        taken(replace(plan, bytes_free=2**40, fits=False), replace(export, job_id="e2"))
+    )
+    assert [severity for _, severity in said] == ["info", "error", "error"]
+    assert said[0][0] == (
+        "hidden states of hs: 52.2 TiB (1,000,000,000 tokens × 57,360 bytes) to /scratch/hs, "
+        "100.0 TiB free: fits"
+    )
+    assert said[1][0].endswith("1.0 TiB free: does NOT fit: the autopilot will not start it")
