@@ -33,9 +33,12 @@ def configured_run(job: JobInfo) -> ConfiguredRun:
 
 
 def layout_of(job: JobInfo) -> CheckpointLayout | str:
-    """Where the job's trainer writes its checkpoints, or why it is not known."""
+    """Where the job's trainer writes its checkpoints, or why that is not known.
+
+    "" for a trainer the agent does not know: it has nothing to say about its folders.
+    """
     command = trainer_command(job.argv, job_base(job))
-    return checkpoint_layout(command) if command is not None else "no trainer the agent knows"
+    return checkpoint_layout(command) if command is not None else ""
 
 
 @dataclass

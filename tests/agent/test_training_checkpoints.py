@@ -62,3 +62,12 @@ def test_what_cannot_be_known_is_said(tmp_path: Path) -> None:
     assert isinstance(said, str)
     assert "run_id" in said
     assert "is not a path" in said
+
+
+def test_a_trainer_the_agent_does_not_know_gets_no_checkpoint_line() -> None:
+    """The demo's stand-in trainer (and any script of one's own): nothing to say, not 'unknown'."""
+    from agent.probes.training import layout_of
+    from agent.protocol import JobInfo
+
+    own = JobInfo("t", "train", "train", "running", ("python", "-m", "agent.simulator.train"))
+    assert layout_of(own) == ""
