@@ -30,7 +30,15 @@ from typing import Any
 from agent.datasets.disk_space import size_text
 from agent.probes.training_config import flag_value
 from agent.probes.training_config_files import UnreadableConfigError, read_mapping
-from agent.protocol import Alert, ExportSummary, HiddenStatesPlan, JobSpec, PipelineConfig
+from agent.protocol import (
+    LIVE_JOB_STATES,
+    Alert,
+    ExportSummary,
+    HiddenStatesPlan,
+    JobInfo,
+    JobSpec,
+    PipelineConfig,
+)
 
 CAPTURED_LAYERS = 4
 """Three auxiliary layers and the last one's hidden state, in both trainers' files."""
@@ -139,9 +147,14 @@ def _free_bytes(folder: Path) -> int | None:
     return None
 
 
-def plan_alerts(plan: HiddenStatesPlan | None, now: float) -> list[Alert]:
-    """An error while the plan does not fit: the job would fill its disk (SpecForge #195)."""
-    if plan is None or plan.fits is not False:
+def plan_alerts(
+    plan: HiddenStatesPlan | None, jobs: tuple[JobInfo, ...], now: float
+) -> list[Alert]:
+    """An error while the plan of a capture yet to run does not fit (SpecForge #195).
+
+    Once it runs or has run, the space it took is no reason to alert.
+    """
+    if plan is None or plan.fits is not False or captured(plan, jobs):
         return []
     return [Alert("hidden_states_no_room", "error", (
         f"hidden states: {plan.job} would write {size_text(plan.bytes_needed or 0)} "
@@ -149,3 +162,11 @@ def plan_alerts(plan: HiddenStatesPlan | None, now: float) -> list[Alert]:
         "the autopilot will not start it: point its output at a larger disk, export fewer "
         "records or a shorter --max-length"
     ), plan.job, now)]  # fmt: skip
+
+
+def captured(plan: HiddenStatesPlan, jobs: tuple[JobInfo, ...]) -> bool:
+    """True when the plan's job runs or has exited 0: the plan was for before it."""
+    return any(
+        job.name == plan.job and not job.external and job.state in (*LIVE_JOB_STATES, "exited")
+        for job in jobs
+    )

@@ -18,6 +18,7 @@ from agent.bundle import AGENT_PACKAGE
 from agent.datasets.disk_space import size_text
 from agent.host.bounded_process import run_bounded
 from agent.operations.announce import Announcer
+from agent.plans.hidden_states import captured
 from agent.probes.values import count
 from agent.protocol import Alert, HiddenStatesCheck, HiddenStatesPlan, JobInfo, Snapshot
 from agent.tasks import TaskOwner
@@ -131,7 +132,7 @@ class PlanEvents:
     async def heard(self, snapshot: Snapshot) -> None:
         """Say the plan when it is new or its verdict changed (an observer listener)."""
         plan, export = snapshot.hidden_states_plan, snapshot.export
-        if plan is None or plan.fits is None:
+        if plan is None or plan.fits is None or captured(plan, snapshot.jobs):
             return
         key = (plan.job, export.job_id if export is not None else "", plan.fits)
         if key == self._said:

@@ -137,7 +137,9 @@ class SnapshotAssembly:
                 *inline("state folder", NO_ALERTS, lambda: tuple(self.state_health.alerts(now))),
                 *inline("training", NO_ALERTS, lambda: tuple(training_alerts(read.training, now))),
                 *inline(
-                    "plans", NO_ALERTS, lambda: tuple(plan_alerts(read.hidden_states_plan, now))
+                    "plans",
+                    NO_ALERTS,
+                    lambda: tuple(plan_alerts(read.hidden_states_plan, jobs, now)),
                 ),
             )
             root = tracker.config.root if tracker is not None else None

@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 from agent.datasets.disk_space import size_text
 from agent.operations.stages import Context, Fail, Launch, hidden_states_room, job_stage
 from agent.plans.hidden_states import ID_BYTES, hidden_states_plan, plan_alerts
-from agent.protocol import ExportSummary, JobSpec, PipelineConfig, Snapshot
+from agent.protocol import ExportSummary, JobInfo, JobSpec, PipelineConfig, Snapshot
 
 HIDDEN = 64
 SEQ = 10
@@ -97,11 +97,16 @@ def test_a_plan_past_the_free_space_pauses_the_stage_saying_both_figures(tmp_pat
     assert "larger disk" in refused.reason
     assert isinstance(job_stage("hidden_states", before=hidden_states_room)(
         Context(taken, config, 0.0, 0.0)), Fail)  # fmt: skip
-    [alert] = plan_alerts(plan, 1.0)
+    [alert] = plan_alerts(plan, (), 1.0)
     assert (alert.kind, alert.severity, alert.subject) == ("hidden_states_no_room", "error", "hs")
     assert f"has {size_text(plan.bytes_free or 0)} free" in alert.message
     roomy = hidden_states_plan(config, export(1000), tmp_path)
-    assert plan_alerts(roomy, 1.0) == []
+    assert plan_alerts(roomy, (), 1.0) == []
+    for state in ("running", "exited"):  # the space it took is no reason to alert after
+        capture = JobInfo("hs-1", "hs", "hidden_states", state, (), exit_code=0)
+        assert plan_alerts(plan, (capture,), 1.0) == []
+    failed = JobInfo("hs-1", "hs", "hidden_states", "failed", (), exit_code=1)
+    assert len(plan_alerts(plan, (failed,), 1.0)) == 1, "a capture to run again: still no room"
     taken = Snapshot(1.0, "h", None, (), hidden_states_plan=roomy)
     assert isinstance(job_stage("hidden_states", before=hidden_states_room)(
         Context(taken, config, 0.0, 0.0)), Launch)  # fmt: skip
