@@ -88,6 +88,20 @@ def write_failed_alert(name: str, run: RunView | None, now: float) -> Alert | No
     )  # fmt: skip
 
 
+def free_bytes(folder: Path) -> int | None:
+    """Free bytes of the filesystem `folder` is (or will be) on: its nearest existing parent's.
+
+    None when not even the root can be asked.
+    """
+    for path in (folder, *folder.parents):
+        try:
+            stats = os.statvfs(path)
+        except OSError:
+            continue
+        return stats.f_bavail * stats.f_frsize
+    return None
+
+
 def size_text(count: float) -> str:
     """Bytes in the largest binary unit that keeps one or more of them: 1.2 TiB, 640.0 GiB."""
     for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):

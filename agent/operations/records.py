@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 FOLDER = "operations"
 KEEP = 200
+"""Ended records beyond this many, oldest first, are removed."""
 MAX_STEPS = 100
 """Steps a record keeps, the latest; its outcome counts them all."""
-"""Ended records beyond this many, oldest first, are removed."""
 KINDS: tuple[OperationKind, ...] = get_args(OperationKind)
 STATES: tuple[OperationState, ...] = get_args(OperationState)
 STEP_STATES: tuple[StepState, ...] = get_args(StepState)

@@ -18,13 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.datasets.disk_space import size_text
+from agent.datasets.disk_space import free_bytes, size_text
 from agent.errors import AgentError
 from agent.host.procfs import boot_id
 from agent.jobs.lines import latest_per_line
@@ -244,7 +243,7 @@ class Restarts:
     async def _wait_for_disk(self, job: JobInfo) -> None:
         """Until the job's folder has the free space the datasets' low-disk floor asks for."""
         folder, said = self._dataset_folder(job), False
-        while await asyncio.to_thread(_free_bytes, folder) < (floor := self._disk_floor()):
+        while (await asyncio.to_thread(free_bytes, folder) or 0) < (floor := self._disk_floor()):
             if not said:
                 note = f"waiting for {size_text(floor)} free in {folder} (exit 5: a write failed)"
                 await self._decide(job, "waiting", note)
@@ -334,15 +333,6 @@ def _policy_now(spec: JobSpec | None) -> str | None:
     if spec is None:
         return "not restarted: its job is no longer in the host config"
     return None if spec.restart == "on-failure" else POLICY_NOW_NO
-
-
-def _free_bytes(folder: Path) -> int:
-    for path in (folder, *folder.parents):
-        try:
-            return shutil.disk_usage(path).free
-        except OSError:
-            continue
-    return 0
 
 
 def _named(job: JobInfo) -> str:

@@ -23,11 +23,10 @@ Blocking (it reads config.json and asks the filesystem): run it in a reader thre
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
-from agent.datasets.disk_space import size_text
+from agent.datasets.disk_space import free_bytes, size_text
 from agent.probes.training_config import flag_value
 from agent.probes.training_config_files import UnreadableConfigError, read_mapping
 from agent.protocol import (
@@ -72,7 +71,7 @@ def hidden_states_plan(
         (t for marker, t in _TRAINERS.items() if any(marker in a for a in spec.argv)), ""
     )
     output = _output(spec, jobs_folder)
-    free = _free_bytes(output)
+    free = free_bytes(output)
     unknown, per_token, target = _per_token(spec, trainer, pipeline)
     tokens = export.sequence_tokens if export is not None else None
     if tokens is None:
@@ -135,16 +134,6 @@ def _output(spec: JobSpec, jobs_folder: Path) -> Path:
     named = flag_value(spec.argv, *OUTPUT_FLAGS)
     base = Path(spec.cwd) if spec.cwd else jobs_folder
     return base / named if named else base
-
-
-def _free_bytes(folder: Path) -> int | None:
-    """Free bytes of the filesystem `folder` is (or will be) on: its nearest existing parent's."""
-    for path in (folder, *folder.parents):
-        try:
-            return shutil.disk_usage(path).free
-        except OSError:
-            continue
-    return None
 
 
 def plan_alerts(
