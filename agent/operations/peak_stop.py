@@ -13,7 +13,7 @@ from __future__ import annotations
 from agent.operations.announce import Announcer
 from agent.operations.box import Box
 from agent.operations.stop_once import StopOnce
-from agent.protocol import JobInfo, Snapshot, TrainingProgress
+from agent.protocol import JobInfo, JobSpec, Snapshot, TrainingProgress
 from agent.tasks import TaskOwner
 
 
@@ -34,12 +34,14 @@ class PeakStop:
 
     def past_peak(self, job: JobInfo, run: TrainingProgress) -> bool:
         """True for a running train job of ours that has passed its configured count."""
-        spec = self.box.pipeline.jobs.get(job.name)
-        wanted = spec.stop_after_peak_evals if spec is not None else None
-        return (
-            wanted is not None and job.kind == "train" and job.state == "running"
-            and not job.external and run.evals_since_best >= wanted
-        )  # fmt: skip
+        mine = job.kind == "train" and job.state == "running" and not job.external
+        return mine and peak_passed(self.box.pipeline.jobs.get(job.name), run)
+
+
+def peak_passed(spec: JobSpec | None, run: TrainingProgress) -> bool:
+    """True when the run has had its `stop_after_peak_evals` evaluations below its best."""
+    wanted = spec.stop_after_peak_evals if spec is not None else None
+    return wanted is not None and run.evals_since_best >= wanted
 
 
 def _why(run: TrainingProgress) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from agent.datasets.disk_space import size_text
 from agent.jobs.lines import latest_per_line
+from agent.operations.peak_stop import peak_passed
 from agent.protocol import (
     LIVE_JOB_STATES,
     ExportSummary,
@@ -344,10 +345,12 @@ def _ended_badly(job: JobInfo, ctx: Context) -> bool:
 
 def _stopped_at_peak(job: JobInfo, ctx: Context) -> str | None:
     """How a train job stopped after its peak (`stop_after_peak_evals`) ended, or None."""
-    spec = ctx.pipeline.jobs.get(job.name)
-    wanted = spec.stop_after_peak_evals if spec is not None else None
     run = next((t for t in ctx.snapshot.training if t.job_id == job.id), None)
-    if job.state != "stopped" or wanted is None or run is None or run.evals_since_best < wanted:
+    if (
+        job.state != "stopped"
+        or run is None
+        or not peak_passed(ctx.pipeline.jobs.get(job.name), run)
+    ):
         return None
     kept = run.best_checkpoint or f"step {run.best_eval_step}"
     return f"{job.name} stopped after its peak; its best is {kept}"

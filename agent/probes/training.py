@@ -14,7 +14,12 @@ from pathlib import Path
 
 from agent.logs import MAX_READ_BYTES, NamedLog, read_chunk
 from agent.probes.training_checkpoints import CheckpointLayout, checkpoint_layout
-from agent.probes.training_config import ConfiguredRun, job_base, trainer_command
+from agent.probes.training_config import (
+    ConfiguredRun,
+    TrainerCommand,
+    job_base,
+    trainer_command,
+)
 from agent.probes.training_log import TrainingLogParser
 from agent.probes.training_progress import StepPace, progress_of
 from agent.probes.training_specforge_config import specforge_run
@@ -26,10 +31,7 @@ TRAINING_KINDS = ("train", "hidden_states")
 
 def configured_run(job: JobInfo) -> ConfiguredRun:
     """What the job's command line and config files say of its length."""
-    command = trainer_command(job.argv, job_base(job))
-    if command is None:
-        return ConfiguredRun()
-    return specforge_run(command) if command.trainer == "specforge" else speculators_run(command)
+    return _configured(trainer_command(job.argv, job_base(job)))
 
 
 def layout_of(job: JobInfo) -> CheckpointLayout | str:
@@ -37,8 +39,23 @@ def layout_of(job: JobInfo) -> CheckpointLayout | str:
 
     "" for a trainer the agent does not know: it has nothing to say about its folders.
     """
-    command = trainer_command(job.argv, job_base(job))
+    return _layout(trainer_command(job.argv, job_base(job)))
+
+
+def _configured(command: TrainerCommand | None) -> ConfiguredRun:
+    if command is None:
+        return ConfiguredRun()
+    return specforge_run(command) if command.trainer == "specforge" else speculators_run(command)
+
+
+def _layout(command: TrainerCommand | None) -> CheckpointLayout | str:
     return checkpoint_layout(command) if command is not None else ""
+
+
+def _follow(job: JobInfo) -> _Follow:
+    """A job first seen: its command line is read once for its length and its checkpoints."""
+    command = trainer_command(job.argv, job_base(job))
+    return _Follow(_configured(command), _layout(command))
 
 
 @dataclass
@@ -64,9 +81,7 @@ class TrainingWatch:
         """Read what each training job's log gained since last time."""
         wanted = [job for job in jobs if job.kind in TRAINING_KINDS and job.log_path]
         known = self._follows
-        self._follows = {
-            j.id: known.get(j.id) or _Follow(configured_run(j), layout_of(j)) for j in wanted
-        }
+        self._follows = {j.id: known.get(j.id) or _follow(j) for j in wanted}
         return tuple(self._one(job, self._follows[job.id]) for job in wanted)
 
     def _one(self, job: JobInfo, follow: _Follow) -> TrainingProgress:
