@@ -14,24 +14,21 @@ detection_s is each export's and each cancelled run's wall time.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
-from aiohttp import web
 
 from agent.host.autostart import cron_line
 from agent.pipeline.evaluate.measure import Request, send
 from faults.result import Scale, ScenarioResult
 from tests.support.export_data import KEEPS_TURNS, WORDS, build_think_tokenizer, write_jsonl
-from tests.support.loopback_app import serving
+from tests.support.loopback_app import answering_generate
 from tests.support.runner_files import response_tokens, run_runner, write_id_prompts
 from tests.support.simulator_process import agent_env, running_simulator
 
@@ -115,7 +112,7 @@ def _cancel_at_budget(folder: Path, result: ScenarioResult, name: str) -> None:
 async def _ignored_limits(result: ScenarioResult) -> None:
     for kind, body in PAST_THE_LIMIT.items():
         request = Request(max_new_tokens=8, temperature=0.0, stream=kind == "stream")
-        async with _answering(body) as url, aiohttp.ClientSession() as session:
+        async with answering_generate(body) as url, aiohttp.ClientSession() as session:
             answer = await send(session, url, [1, 2], request)
         result.faults += 1
         result.attempted += 1
@@ -123,17 +120,6 @@ async def _ignored_limits(result: ScenarioResult) -> None:
             result.violate(f"a drafter ignoring max_new_tokens ({kind}) gave {answer}")
             continue
         result.acknowledged += 1
-
-
-@contextlib.asynccontextmanager
-async def _answering(body: str) -> AsyncIterator[str]:
-    async def generate(request: web.Request) -> web.Response:
-        return web.Response(text=body, content_type="application/json")
-
-    app = web.Application()
-    app.router.add_post("/generate", generate)
-    async with serving(app) as url:
-        yield url
 
 
 def _cron_names(workdir: Path, result: ScenarioResult) -> None:

@@ -8,15 +8,11 @@ traceback instead of a failed request; 4,194,304 completion tokens for one outpu
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-
 import aiohttp
 import pytest
-from aiohttp import web
 
 from agent.pipeline.evaluate.measure import Request, send
-from tests.support.loopback_app import serving
+from tests.support.loopback_app import answering_generate
 
 DEEP = "[" * 100_000 + "]" * 100_000
 ANSWERS = {
@@ -25,21 +21,10 @@ ANSWERS = {
 }
 
 
-@contextlib.asynccontextmanager
-async def answering(text: str) -> AsyncIterator[str]:
-    async def generate(request: web.Request) -> web.Response:
-        return web.Response(text=text, content_type="application/json")
-
-    app = web.Application()
-    app.router.add_post("/generate", generate)
-    async with serving(app) as url:
-        yield url
-
-
 @pytest.mark.parametrize("where", ["body", "event"])
 async def test_a_deeply_nested_answer_is_a_failed_request_with_its_reason(where: str) -> None:
     request = Request(max_new_tokens=8, temperature=0.0, stream=where == "event")
-    async with answering(ANSWERS[where]) as url, aiohttp.ClientSession() as session:
+    async with answering_generate(ANSWERS[where]) as url, aiohttp.ClientSession() as session:
         answer = await send(session, url, [1, 2], request)
     assert answer.completion_tokens == 0
     assert answer.error is not None
@@ -52,7 +37,7 @@ async def test_a_deeply_nested_answer_is_a_failed_request_with_its_reason(where:
 async def test_a_count_the_output_ids_do_not_bear_out_is_a_failed_request() -> None:
     body = '{"output_ids": [1], "meta_info": {"completion_tokens": 4194304}}'
     request = Request(max_new_tokens=8, temperature=0.0, stream=False)
-    async with answering(body) as url, aiohttp.ClientSession() as session:
+    async with answering_generate(body) as url, aiohttp.ClientSession() as session:
         answer = await send(session, url, [1, 2], request)
     assert (answer.completion_tokens, answer.error) == (
         0,

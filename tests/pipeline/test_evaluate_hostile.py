@@ -3,15 +3,11 @@ a -145x speedup with exit 0, and a stream event that was a JSON list gave a 37-l
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
-
 import aiohttp
 import pytest
-from aiohttp import web
 
 from agent.pipeline.evaluate.measure import Request, send
-from tests.support.loopback_app import serving
+from tests.support.loopback_app import answering_generate
 
 ANSWERS = {
     "negative": '{"output_ids": [1], "meta_info": {"completion_tokens": -500}}',
@@ -24,17 +20,6 @@ ANSWERS = {
     "past_the_limit_stream": 'data: {"output_ids": [7], "meta_info": {"completion_tokens": 1024}}'
     "\n\ndata: [DONE]\n\n",
 }
-
-
-@contextlib.asynccontextmanager
-async def answering(kind: str) -> AsyncIterator[str]:
-    async def generate(request: web.Request) -> web.Response:
-        return web.Response(text=ANSWERS[kind], content_type="application/json")
-
-    app = web.Application()
-    app.router.add_post("/generate", generate)
-    async with serving(app) as url:
-        yield url
 
 
 @pytest.mark.parametrize(
@@ -50,7 +35,7 @@ async def test_a_hostile_answer_is_an_error_with_its_reason_never_a_figure(
     kind: str, said: str
 ) -> None:
     request = Request(max_new_tokens=8, temperature=0.0, stream=kind.endswith(("event", "stream")))
-    async with answering(kind) as url, aiohttp.ClientSession() as session:
+    async with answering_generate(ANSWERS[kind]) as url, aiohttp.ClientSession() as session:
         answer = await send(session, url, [1, 2], request)
     assert answer.error is not None
     assert said in answer.error

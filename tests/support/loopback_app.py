@@ -18,3 +18,16 @@ async def serving(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{runner.addresses[0][1]}"
     finally:
         await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def answering_generate(text: str) -> AsyncIterator[str]:
+    """A server whose `/generate` answers every POST with `text`, as JSON; yields its base URL."""
+
+    async def generate(request: web.Request) -> web.Response:
+        return web.Response(text=text, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/generate", generate)
+    async with serving(app) as url:
+        yield url
