@@ -27,7 +27,7 @@ import aiohttp
 from agent.host.autostart import cron_line
 from agent.pipeline.evaluate.measure import Request, send
 from faults.result import Scale, ScenarioResult
-from tests.support.export_data import KEEPS_TURNS, WORDS, build_think_tokenizer, write_jsonl
+from tests.support.export_data import answered_by_two_tokenizers
 from tests.support.loopback_app import answering_generate
 from tests.support.runner_files import response_tokens, run_runner, write_id_prompts
 from tests.support.simulator_process import agent_env, running_simulator
@@ -61,17 +61,10 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
 
 
 def _other_tokenizer(folder: Path, result: ScenarioResult, name: str) -> None:
-    build_think_tokenizer(folder / "ours", KEEPS_TURNS)
-    build_think_tokenizer(folder / "theirs", KEEPS_TURNS, WORDS[::-1])
-    dataset = folder / "datasets" / "B1"
-    chat = [{"role": "user", "content": "why is the sum"}]
-    write_jsonl(dataset / "prompts.jsonl",
-                [{"id": f"p{i:03d}", "messages": chat} for i in range(PROMPTS)])  # fmt: skip
-    with running_simulator(folder / "sim", "--speed", "100", "--mean-tokens", "6",
-                           "--sd-tokens", "2", "--vocab-size", "58") as sim:  # fmt: skip
-        run_runner(dataset, sim.url, "--tokenizer", str(folder / "ours"),
-                   "--max-samples", str(PROMPTS - LATE))  # fmt: skip
-        run_runner(dataset, sim.url, "--tokenizer", str(folder / "theirs"))
+    runs = answered_by_two_tokenizers(folder, PROMPTS, LATE)
+    if any(run.returncode != 0 for run in runs):
+        result.violate(f"{name}: a runner failed: {[run.stderr[-300:] for run in runs]}")
+        return
     result.faults += LATE
     result.attempted += PROMPTS
     started = time.monotonic()

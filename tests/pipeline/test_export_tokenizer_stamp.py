@@ -21,12 +21,10 @@ from tests.pipeline.test_export import export
 from tests.support.export_data import (
     KEEPS_TURNS,
     WORDS,
+    answered_by_two_tokenizers,
     build_think_tokenizer,
     read_jsonl,
-    write_jsonl,
 )
-from tests.support.runner_files import run_runner
-from tests.support.simulator_process import running_simulator
 
 PROMPTS = 100
 LATE = 40
@@ -49,17 +47,8 @@ def test_the_digest_is_the_vocabulary_not_the_folder(tmp_path: Path) -> None:
 def test_the_last_answers_from_another_tokenizer_are_left_out_and_the_export_fails(
     tmp_path: Path,
 ) -> None:
-    build_think_tokenizer(tmp_path / "ours", KEEPS_TURNS)
-    build_think_tokenizer(tmp_path / "theirs", KEEPS_TURNS, WORDS[::-1])
+    first, later = answered_by_two_tokenizers(tmp_path, PROMPTS, LATE)
     folder = tmp_path / "datasets" / "B1"
-    chat = [{"role": "user", "content": "why is the sum"}]
-    write_jsonl(folder / "prompts.jsonl",
-                [{"id": f"p{i:03d}", "messages": chat} for i in range(PROMPTS)])  # fmt: skip
-    with running_simulator(tmp_path / "sim", "--speed", "100", "--mean-tokens", "6",
-                           "--sd-tokens", "2", "--vocab-size", "58", "--seed", "5") as sim:  # fmt: skip
-        first = run_runner(folder, sim.url, "--tokenizer", str(tmp_path / "ours"),
-                           "--max-samples", str(PROMPTS - LATE))  # fmt: skip
-        later = run_runner(folder, sim.url, "--tokenizer", str(tmp_path / "theirs"))
     assert first.returncode == 0, first.stderr
     assert later.returncode == 0, later.stderr
     records = read_jsonl(folder / "raw_responses.jsonl")

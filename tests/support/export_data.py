@@ -9,6 +9,7 @@ DeepSeek-R1's template does with past turns): the bug class that made a 25K-samp
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,26 @@ def response(
     """A response line as the runner writes it."""
     return {"id": answer_id, "output_ids": output, "completion_tokens": len(output),
             "finish_reason": finish, **extra}  # fmt: skip
+
+
+def answered_by_two_tokenizers(
+    folder: Path, prompts: int, late: int
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`folder/datasets/B1`, whose last `late` of `prompts` chats a real runner answered under
+    another tokenizer (`folder/theirs`: the same words under other ids, so equal lengths) than
+    the rest (`folder/ours`), against the simulator; the two runs, as they ended."""
+    from tests.support.runner_files import run_runner
+    from tests.support.simulator_process import running_simulator
+
+    build_think_tokenizer(folder / "ours", KEEPS_TURNS)
+    build_think_tokenizer(folder / "theirs", KEEPS_TURNS, WORDS[::-1])
+    dataset = folder / "datasets" / "B1"
+    chat = [{"role": "user", "content": "why is the sum"}]
+    write_jsonl(dataset / "prompts.jsonl",
+                [{"id": f"p{i:03d}", "messages": chat} for i in range(prompts)])  # fmt: skip
+    with running_simulator(folder / "sim", "--speed", "100", "--mean-tokens", "6",
+                           "--sd-tokens", "2", "--vocab-size", "58", "--seed", "5") as sim:  # fmt: skip
+        first = run_runner(dataset, sim.url, "--tokenizer", str(folder / "ours"),
+                           "--max-samples", str(prompts - late))  # fmt: skip
+        later = run_runner(dataset, sim.url, "--tokenizer", str(folder / "theirs"))
+    return first, later
