@@ -317,15 +317,12 @@ class Runner:
     def _keep(self, prompt: Prompt, answer: Generation, line: bytes) -> bool:
         """Write one answer's checked line; False if it was aborted by someone else (retried)."""
         finish, tokens = answer.finish_reason, answer.completion_tokens
-        if finish == "abort":
-            if self.cancelling:
-                self.stats.discarded_tokens += tokens
-                return True
-            self.stats.retries += 1
-            return False
-        if self.cancelling or self._past_budget_to_cut():
+        if self.cancelling or self._past_budget_to_cut():  # an abort too: never tried again
             self.stats.discarded_tokens += tokens
             return True
+        if finish == "abort":
+            self.stats.retries += 1
+            return False
         if finish == "length":
             self.stats.truncated += 1
             if self.options.drop_truncated:
