@@ -2,7 +2,8 @@
 
 Every launch passes here, whoever asks: the one-writer rule (an inference job is refused while
 its dataset has a writer) and the GPU guard (a GPU job is refused while something holds the
-GPUs) hold for a console's `g`, a redeploy's start, a restart and the autopilot the same way.
+GPUs) hold for a console's `g`, a redeploy's start, a restart and the autopilot the same way. A
+hidden-states job whose plan does not fit is refused to a person unless confirmed (`force`).
 This is what the operations get as their `Box` (agent/operations/box.py).
 """
 
@@ -24,6 +25,7 @@ from agent.jobs.registry import STOP_FILE
 from agent.jobs.spec import GpuBusyError, SpecError, uses_the_snapshot
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor, launch_params
+from agent.plans.hidden_states import no_room_text
 from agent.probes.cache import ProbeCache
 from agent.probes.training_checkpoints import best_checkpoint_now
 from agent.protocol import (
@@ -106,6 +108,8 @@ class JobControl:
             if not self.supervisor.launched(key):
                 await self._refuse_a_second_writer(params)
                 await self._refuse_an_overruled_restart(lineage)
+                if lineage is None and not params.force:
+                    await self._refuse_a_capture_that_does_not_fit(params)
             try:
                 holders = await asyncio.to_thread(self.gpu_holders)
                 seen = await self._seen_values(params)
@@ -148,6 +152,22 @@ class JobControl:
         writers = found.get(params.dataset, [])
         if writers:
             raise AgentError(ErrorCode.DATASET_BUSY, second_writer_refusal(params.dataset, writers))
+
+    async def _refuse_a_capture_that_does_not_fit(self, params: LaunchParams) -> None:
+        """A hidden-states job whose plan does not fit, refused unless asked for with `force`.
+
+        The autopilot does not start it either (agent/operations/stages.py); a restart of one
+        that ran is the stop-loss's to watch.
+        """
+        spec = self.pipeline.jobs.get(params.job)
+        if spec is None or spec.kind != "hidden_states":
+            return
+        plan = (await self._snapshot()).hidden_states_plan
+        if plan is not None and plan.job == params.job and plan.fits is False:
+            raise AgentError(ErrorCode.NO_ROOM, (
+                f"the hidden states will not fit: {no_room_text(plan)}; to start it anyway, "
+                "confirm in the console or use `start --force`"
+            ))  # fmt: skip
 
     async def _refuse_an_overruled_restart(self, lineage: Mapping[str, Any] | None) -> None:
         """A restart policy's launch, refused where a person overruled it while it waited.

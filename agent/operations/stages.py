@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent.datasets.disk_space import size_text
 from agent.jobs.lines import latest_per_line
 from agent.operations.peak_stop import peak_passed
+from agent.plans.hidden_states import no_room_text
 from agent.protocol import (
     LIVE_JOB_STATES,
     ExportSummary,
@@ -180,13 +180,7 @@ def hidden_states_room(ctx: Context) -> Fail | None:
     plan = ctx.snapshot.hidden_states_plan
     if plan is None or plan.fits is not False:
         return None
-    needed, free = size_text(plan.bytes_needed or 0), size_text(plan.bytes_free or 0)
-    return Fail(
-        f"the hidden states need {needed} ({plan.note}) and {plan.output} has {free} free "
-        f"(keeping {size_text(plan.margin_bytes)}): point the job's --output-path at a larger "
-        "disk, export fewer records or a shorter --max-length, or store them in FP8 where the "
-        "trainer offers it"
-    )
+    return Fail(f"the hidden states will not fit: {no_room_text(plan)}")
 
 
 def hidden_states_checked(ctx: Context) -> Decision | None:

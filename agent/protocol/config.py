@@ -80,6 +80,9 @@ class JobSpec:
     stop_after_peak_evals: int | None = None
     """A training job: stopped (its stop signal) once this many evaluations in a row fell below
     its best; the autopilot takes training as done, and serves the best step's checkpoint."""
+    output_quota_bytes: int | None = None
+    """A hidden-states job: the most its output folder may hold, all files counted (a project or
+    volume quota the filesystem's free space does not show). Planned against and stopped before."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,8 @@ class LaunchParams:
     dataset: str | None = None
     argv: tuple[str, ...] | None = None
     """An edited argv for this launch only (still a list: never a shell string)."""
+    force: bool = False
+    """Start a hidden-states job even though its plan does not fit (refused with `no_room`)."""
 
 
 @dataclass(frozen=True, slots=True)

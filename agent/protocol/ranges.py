@@ -44,6 +44,7 @@ RANGES: dict[tuple[type, str], tuple[float, float]] = {
     (JobSpec, "restart_window_s"): (1.0, 30 * DAY_S),
     (JobSpec, "restart_delay_s"): (0.0, DAY_S),
     (JobSpec, "stop_after_peak_evals"): (1, 1000),
+    (JobSpec, "output_quota_bytes"): (1, 2**62),
 }
 """Inclusive bounds of numeric fields (of each value, for a dict field)."""
 

@@ -217,6 +217,21 @@ class HiddenStatesPlan:
     dtype: str = ""
     records: int | None = None
     """The records exported: the samples the capture should write."""
+    bytes_written: int | None = None
+    """The sample files already in the output folder (any run's: a run again skips them);
+    None before the folder exists, or when it holds too many entries to count."""
+    files_written: int | None = None
+    quota_bytes: int | None = None
+    """The job's `output_quota_bytes`: then `bytes_free` is the least of the filesystem's free
+    space and what the quota leaves (every file in the folder counted)."""
+    room_by_quota: bool = False
+    """True when the quota, not the filesystem, leaves the least room."""
+    bytes_per_s: float | None = None
+    """The rate the job writes at: measured while it runs, else an earlier run's, else None."""
+    rate_is_current: bool = False
+    """True: measured on the running job; False with a rate: an earlier run's, as an estimate."""
+    eta_s: float | None = None
+    """Seconds until the rest is written, at `bytes_per_s`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from agent.datasets.writers import WriterFinder
 from agent.host.procfs import process_info
 from agent.host.wall_clock import WallClockWatch
 from agent.jobs.supervisor import stale_script
+from agent.plans.capture_output import CaptureMeter, Progress, running_id
 from agent.plans.hidden_states import hidden_states_plan, plan_alerts
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.gpus import GpuReading
@@ -78,6 +79,8 @@ class SnapshotAssembly:
         self.reports = PipelineReports()
         self.wall_clock = WallClockWatch()
         self.long_lived = LongLived()
+        self.capture_meter = CaptureMeter()
+        """What the hidden-states job has written, and how fast, across snapshots."""
         self.readers = IsolatedReaders()
         """Every part but the datasets scan is read through one, alone in its failures."""
         self._taking: asyncio.Future[Snapshot] | None = None
@@ -169,14 +172,18 @@ class SnapshotAssembly:
             export,
             evaluation,
             inline("job", [], lambda: job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)),
-            bounded("hidden-states plan", None, lambda: self._plan(pipeline, export)),
+            bounded("hidden-states plan", None, lambda: self._plan(pipeline, export, jobs)),
         )
 
     def _plan(
-        self, pipeline: PipelineConfig, export: ExportSummary | None
+        self, pipeline: PipelineConfig, export: ExportSummary | None, jobs: tuple[JobInfo, ...]
     ) -> HiddenStatesPlan | None:
         floor = pipeline.datasets.low_disk_floor_bytes if pipeline.datasets is not None else 0
-        return hidden_states_plan(pipeline, export, self.jobs_folder, floor)
+
+        def progress(name: str, folder: Path) -> Progress:
+            return self.capture_meter.progress(name, running_id(jobs, name), folder)
+
+        return hidden_states_plan(pipeline, export, self.jobs_folder, floor, progress)
 
     def _reports(self, jobs: tuple[JobInfo, ...]) -> Reports:
         return self.reports.export(jobs), self.reports.evaluation(jobs)

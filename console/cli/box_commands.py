@@ -64,6 +64,10 @@ def add_parsers(commands: Any) -> None:
     start = commands.add_parser("start", help="start a configured job (NAME or NAME/DATASET)")
     _host_and_json(start)
     start.add_argument("job", help="a job name from the config; NAME/DATASET for a per-dataset job")
+    start.add_argument(
+        "--force", action="store_true",
+        help="start a hidden-states job even though its plan does not fit where it writes",
+    )  # fmt: skip
     stop = commands.add_parser("stop", help="stop a job the way k does, and wait for the end")
     _host_and_json(stop)
     stop.add_argument("job", help="a job id, a running job's name (NAME/DATASET), or a dataset")
@@ -138,7 +142,8 @@ def job_line(job: JobInfo) -> str:
 async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
     name, _, dataset = str(args.job).partition("/")
     key = f"start-{secrets.token_hex(6)}"
-    job = await link.call(JOBS_LAUNCH, LaunchParams(name, dataset or None), idempotency_key=key)
+    params = LaunchParams(name, dataset or None, force=bool(args.force))
+    job = await link.call(JOBS_LAUNCH, params, idempotency_key=key)
     where = f" on {job.dataset}" if job.dataset else ""
     _say(out, args, f"started {job.name}{where} as {job.id} ({started_as(job)}): "
                     f"{' '.join(job.argv)}", to_wire(job))  # fmt: skip

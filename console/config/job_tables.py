@@ -1,4 +1,4 @@
-"""`[hosts.NAME.jobs.JOB]`: a job's argv, kind, stop signal, graces and restart policy."""
+"""`[hosts.NAME.jobs.JOB]`: a job's argv, kind, stop signal, graces, restart policy and limits."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from agent.protocol import (
     JobSpec,
     RestartPolicy,
     StopSignal,
+    field_range,
+    in_range,
+    show_number,
 )
 from console.config.reader import TableReader, join_key
 
@@ -26,6 +29,7 @@ def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: st
     where = f"{where}.{name}"
     reader.only(table, where, {"argv", "kind", "cwd", "env", "gpu", "per_dataset", "stop_signal",
                                "grace_s", "term_grace_s", "stop_after_peak_evals",
+                               "output_quota_gib",
                                *_RESTART_KEYS})  # fmt: skip
     argv = reader.optional(table, "argv", where, list, "a list of strings (no shell string)")
     if not argv or not all(isinstance(part, str) for part in argv):
@@ -52,6 +56,7 @@ def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: st
         grace_s=reader.seconds(table, "grace_s", where, 30.0, JobSpec),
         term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0, JobSpec),
         stop_after_peak_evals=_peak_evals(reader, table, where),
+        output_quota_bytes=_quota(reader, table, where),
         **_restart(reader, table, where),
     )
 
@@ -62,6 +67,18 @@ def _peak_evals(reader: TableReader, table: Mapping[str, Any], where: str) -> in
     if count is not None:
         reader.in_range(count, join_key(where, "stop_after_peak_evals"), JobSpec, "evaluations")
     return count
+
+
+def _quota(reader: TableReader, table: Mapping[str, Any], where: str) -> int | None:
+    """`output_quota_gib`: the most a hidden-states job's output folder may hold, in bytes."""
+    if "output_quota_gib" not in table:
+        return None
+    gib = reader.seconds(table, "output_quota_gib", where, 0.0)
+    if not in_range(JobSpec, "output_quota_bytes", gib * 2**30):  # 0, or inf for 1e300
+        _, high = field_range(JobSpec, "output_quota_bytes")
+        expected = f"a size in GiB above 0 and up to {show_number(high / 2**30)}"
+        raise reader.error(join_key(where, "output_quota_gib"), f"got {gib:g}", expected)
+    return max(1, round(gib * 2**30))
 
 
 _RESTART_KEYS = ("restart", "max_restarts", "restart_window_s", "restart_delay_s")

@@ -96,9 +96,7 @@ class TableReader:
             or not math.isfinite(value)
             or value < 0
         ):
-            raise self.error(
-                join_key(where, key), f"got {describe(value)}", "a number of seconds >= 0"
-            )
+            raise self.error(join_key(where, key), f"got {describe(value)}", f"{_unit(key)} >= 0")
         if owner is not None:
             unit = "a number of seconds" if key.endswith("_s") else "a number"
             self.in_range(value, join_key(where, key), owner, unit)
@@ -114,6 +112,13 @@ class TableReader:
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             raise self.error(join_key(where, key), f"got {describe(value)}", expected)
         return value
+
+
+def _unit(key: str) -> str:
+    """What a number under `key` counts, by its suffix: seconds, GiB, or a plain number."""
+    if key.endswith("_s"):
+        return "a number of seconds"
+    return "a size in GiB" if key.endswith("_gib") else "a number"
 
 
 def join_key(where: str, key: str) -> str:

@@ -15,7 +15,7 @@ from agent.protocol import (
     JobInfo,
     Snapshot,
 )
-from console.model.formatting import byte_size
+from console.model.formatting import byte_size, duration
 from console.model.safe_text import sanitise
 
 ACTIVE = LIVE_JOB_STATES
@@ -131,7 +131,8 @@ def _hidden_states_stage(snapshot: Snapshot) -> Stage:
     """Skipped when training started without it (online training makes its own).
 
     Before it runs, its plan: the bytes it will write against the free space where it writes;
-    once it exited, the check of what it wrote.
+    while it runs, what it has written against the plan, its rate and ETA; once it exited, the
+    check of what it wrote.
     """
     jobs, plan, check = snapshot.jobs, snapshot.hidden_states_plan, snapshot.hidden_states_check
     hidden = _latest(jobs, "hidden_states")
@@ -142,7 +143,11 @@ def _hidden_states_stage(snapshot: Snapshot) -> Stage:
     stage = _job_stage("hidden states", hidden, "t")
     if hidden is not None and check is not None and check.job_id == hidden.id:
         return Stage(stage.name, stage.state, sanitise(check_text(check)), stage.key)
-    if plan is None or hidden is not None:
+    if plan is None:
+        return stage
+    if hidden is not None and stage.state == "running" and plan.job == hidden.name:
+        return Stage(stage.name, stage.state, sanitise(writing_text(plan)), stage.key)
+    if hidden is not None:
         return stage
     return Stage(stage.name, stage.state, sanitise(plan_text(plan)), stage.key)
 
@@ -157,13 +162,37 @@ def check_text(check: HiddenStatesCheck) -> str:
 
 
 def plan_text(plan: HiddenStatesPlan) -> str:
-    """`plan: 1.2 TiB of 3.4 TiB free` or `plan: 9.0 TiB, only 2.0 TiB free: will not start`."""
+    """`plan: 1.2 TiB of 3.4 TiB free in /data/hs; time: measured once it runs`, or why not."""
     if plan.fits is None:
         return f"plan {plan.note}"
-    needed, free = byte_size(plan.bytes_needed or 0), byte_size(plan.bytes_free or 0)
-    if plan.fits:
-        return f"plan: {needed} of {free} free in {plan.output}"
-    return f"plan: {needed}, only {free} free in {plan.output}: will not start"
+    needed, room = byte_size(plan.bytes_needed or 0), _room(plan)
+    if not plan.fits:
+        return f"plan: {needed}, only {room}: will not start"
+    if plan.eta_s is not None and plan.bytes_per_s:
+        time = f"≈ {duration(plan.eta_s)} at {byte_size(plan.bytes_per_s)}/s (its last run)"
+    else:
+        time = "time: measured once it runs"
+    return f"plan: {needed} of {room}; {time}"
+
+
+def writing_text(plan: HiddenStatesPlan) -> str:
+    """`wrote 40.0 GiB of 120.0 GiB (33%), 1.2 GiB/s, ETA 1h 10m; 3.2 TiB free in /data/hs`."""
+    written, needed = plan.bytes_written or 0, plan.bytes_needed
+    of = f" of {byte_size(needed)} ({written / needed:.0%})" if needed else ""
+    rate = (
+        f", {byte_size(plan.bytes_per_s)}/s, ETA {duration(plan.eta_s)}"
+        if plan.bytes_per_s and plan.rate_is_current
+        else ", rate: measuring"
+    )
+    warning = "; WILL NOT FIT: stopped before the room runs out" if plan.fits is False else ""
+    return f"wrote {byte_size(written)}{of}{rate}; {_room(plan)}{warning}"
+
+
+def _room(plan: HiddenStatesPlan) -> str:
+    free = byte_size(plan.bytes_free or 0)
+    if plan.room_by_quota and plan.quota_bytes is not None:
+        return f"{free} left of the {byte_size(plan.quota_bytes)} quota of {plan.output}"
+    return f"{free} free in {plan.output}"
 
 
 def _job_stage(name: str, job: JobInfo | None, key: str) -> Stage:

@@ -7,7 +7,7 @@ an announcer stand in for the core's, recording what they are asked.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent.operations.disk_stop_loss import STOP_BELOW, DiskStopLoss
@@ -74,9 +74,32 @@ async def test_a_capture_short_of_space_is_stopped_once_and_said() -> None:
     assert box.stopped == ["hs-1"], "at the floor nothing; under it, one stop"
     [(kind, message, severity)] = announcer.said
     assert (kind, severity) == ("hidden_states_stop_loss", "error")
-    assert "2.0 GiB free in /scratch/hs, under the floor of 4.0 GiB" in message
-    assert watch.floor() == floor
-    assert DiskStopLoss(RecordingBox(PipelineConfig()), announcer, tasks).floor() == STOP_BELOW  # type: ignore[arg-type]
+    assert "/scratch/hs has 2.0 GiB free, under the floor of 4.0 GiB" in message
+    assert watch.floor(plan(0)) == floor
+    bare = DiskStopLoss(RecordingBox(PipelineConfig()), announcer, tasks)  # type: ignore[arg-type]
+    assert bare.floor(plan(0)) == STOP_BELOW
+
+
+async def test_under_a_quota_the_floor_is_the_quotas_not_the_disks() -> None:
+    """A 200 MiB quota with 10 MiB left is not stopped at the disk's 1 GiB floor but at 2 MiB:
+    the disk is not at risk, the job's next file is."""
+    box = RecordingBox(PipelineConfig(jobs={"hs": JobSpec(("python",), kind="hidden_states")}))
+    tasks = TaskOwner("test")
+    watch = DiskStopLoss(box, RecordingAnnouncer(), tasks)  # type: ignore[arg-type]
+    quota = 200 << 20
+
+    def left(room: int) -> HiddenStatesPlan:
+        return replace(plan(room), quota_bytes=quota, room_by_quota=True)
+
+    assert watch.floor(left(0)) == quota // 100
+    await watch.heard(Snapshot(1.0, "h", None, (), jobs=(JOB,), hidden_states_plan=left(10 << 20)))
+    await settled(tasks)
+    assert box.stopped == []
+    tasks = TaskOwner("test")
+    watch = DiskStopLoss(box, RecordingAnnouncer(), tasks)  # type: ignore[arg-type]
+    await watch.heard(Snapshot(1.0, "h", None, (), jobs=(JOB,), hidden_states_plan=left(1 << 20)))
+    await settled(tasks)
+    assert box.stopped == ["hs-1"]
 
 
 async def test_nothing_is_stopped_that_is_not_a_running_capture_of_ours() -> None:

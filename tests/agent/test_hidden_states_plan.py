@@ -19,15 +19,15 @@ from safetensors.torch import load_file, save_file
 
 from agent.datasets.disk_space import size_text
 from agent.operations.stages import Context, Fail, Launch, hidden_states_room, job_stage
-from agent.plans.hidden_states import ID_BYTES, hidden_states_plan, plan_alerts
+from agent.plans.hidden_states import FILE_BYTES, ID_BYTES, hidden_states_plan, plan_alerts
 from agent.protocol import ExportSummary, JobInfo, JobSpec, PipelineConfig, Snapshot
 
 HIDDEN = 64
 SEQ = 10
 
 
-def export(tokens: int | None) -> ExportSummary:
-    return ExportSummary("e", "/out", 1.0, 1.0, 0.99, False, 10, 1.0, (), tokens, 3)
+def export(tokens: int | None, records: int = 3) -> ExportSummary:
+    return ExportSummary("e", "/out", 1.0, 1.0, 0.99, False, 10, 1.0, (), tokens, records)
 
 
 def model(folder: Path, config: dict[str, Any]) -> Path:
@@ -55,12 +55,15 @@ def test_specforge_s_bytes_per_token_are_what_its_own_reader_counts(tmp_path: Pa
     model(tmp_path / "m", {"hidden_size": HIDDEN, "torch_dtype": "bfloat16"})
     plan = hidden_states_plan(
         pipeline(tmp_path, "scripts/prepare_hidden_states.py", "--output-path", "hs"),
-        export(tokens), tmp_path,
+        export(tokens, records=1), tmp_path,
     )  # fmt: skip
     assert plan is not None
     assert plan.trainer == "specforge"
     assert plan.bytes_per_token is not None
-    assert plan.bytes_needed == counted == SEQ * plan.bytes_per_token
+    assert plan.bytes_needed == counted + FILE_BYTES["specforge"]
+    assert counted == SEQ * plan.bytes_per_token
+    on_disk = (tmp_path / "data_0.ckpt").stat().st_size
+    assert abs(counted + FILE_BYTES["specforge"] - on_disk) < 256, "the file as torch.save writes it, container too"
     assert plan.output == str(tmp_path / "hs")
     assert plan.fits is True
     assert plan.note == f"{SEQ:,} tokens × {plan.bytes_per_token:,} bytes (specforge)"
@@ -74,10 +77,12 @@ def test_speculators_bytes_per_token_are_those_its_loader_takes(tmp_path: Path) 
     assert loaded["hidden_states"][:, :-1].flatten(1).shape == (SEQ, 3 * HIDDEN)  # its split
     model(tmp_path / "m", {"text_config": {"hidden_size": HIDDEN, "torch_dtype": "bfloat16"}})
     plan = hidden_states_plan(
-        pipeline(tmp_path, "scripts/data_generation_offline.py"), export(SEQ), tmp_path
+        pipeline(tmp_path, "scripts/data_generation_offline.py"), export(SEQ, records=1), tmp_path
     )
     assert plan is not None
-    assert (plan.trainer, plan.bytes_needed) == ("speculators", counted)
+    assert (plan.trainer, plan.bytes_needed) == ("speculators", counted + FILE_BYTES["speculators"])
+    on_disk = (tmp_path / "hs_0.safetensors").stat().st_size
+    assert abs(counted + FILE_BYTES["speculators"] - on_disk) < 256, "the file with its safetensors header"
     assert plan.bytes_per_token == 4 * HIDDEN * 2 + ID_BYTES["speculators"]
 
 
@@ -87,11 +92,13 @@ def test_a_plan_past_the_free_space_pauses_the_stage_saying_both_figures(tmp_pat
     plan = hidden_states_plan(config, export(10**12), tmp_path)  # a trillion tokens: no disk
     assert plan is not None
     assert plan.fits is False
-    assert plan.bytes_needed == 10**12 * (4 * 7168 * 2 + 16)
+    assert plan.bytes_needed == 10**12 * (4 * 7168 * 2 + 16) + 3 * FILE_BYTES["specforge"]
     taken = Snapshot(1.0, "h", None, (), hidden_states_plan=plan)
     refused = hidden_states_room(Context(taken, config, 0.0, 0.0))
     assert isinstance(refused, Fail)
-    assert refused.reason.startswith(f"the hidden states need {size_text(plan.bytes_needed)} (")
+    assert refused.reason.startswith(
+        f"the hidden states will not fit: hs would write {size_text(plan.bytes_needed)} ("
+    )
     assert size_text(plan.bytes_needed).endswith(" TiB")
     assert f"{tmp_path / 'hs'} has" in refused.reason
     assert "larger disk" in refused.reason
@@ -102,9 +109,12 @@ def test_a_plan_past_the_free_space_pauses_the_stage_saying_both_figures(tmp_pat
     assert f"has {size_text(plan.bytes_free or 0)} free" in alert.message
     roomy = hidden_states_plan(config, export(1000), tmp_path)
     assert plan_alerts(roomy, (), 1.0) == []
-    for state in ("running", "exited"):  # the space it took is no reason to alert after
-        capture = JobInfo("hs-1", "hs", "hidden_states", state, (), exit_code=0)
-        assert plan_alerts(plan, (capture,), 1.0) == []
+    exited = JobInfo("hs-1", "hs", "hidden_states", "exited", (), exit_code=0)
+    assert plan_alerts(plan, (exited,), 1.0) == [], "the space it took is no reason to alert"
+    running = JobInfo("hs-1", "hs", "hidden_states", "running", (), pid=1)
+    [warning] = plan_alerts(plan, (running,), 1.0)
+    assert (warning.kind, warning.severity) == ("hidden_states_low_disk", "warning")
+    assert "will be stopped (its stop signal) before the room runs out" in warning.message
     failed = JobInfo("hs-1", "hs", "hidden_states", "failed", (), exit_code=1)
     assert len(plan_alerts(plan, (failed,), 1.0)) == 1, "a capture to run again: still no room"
     taken = Snapshot(1.0, "h", None, (), hidden_states_plan=roomy)

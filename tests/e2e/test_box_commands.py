@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.capture_jobs import capture_pipeline
 from tests.support.ssh_servers import SshEndpoint
 
 PY = sys.executable
@@ -137,3 +138,37 @@ async def test_a_read_only_host_refuses_every_change(
     result = await run_cli(verb, "box", *args, config=config)
     assert result.code == 1
     assert "read_only" in result.stderr
+
+
+async def test_start_refuses_a_capture_that_will_not_fit_and_force_overrules(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    pipeline = capture_pipeline(tmp_path)
+    config = local_config(tmp_path, state_dir)
+    with config.open("a") as handle:
+        for name, spec in pipeline.jobs.items():
+            handle.write(f"[hosts.box.jobs.{name}]\nargv = {json.dumps(list(spec.argv))}\n"
+                         f'kind = "{spec.kind}"\ngrace_s = 5\n')  # fmt: skip
+        handle.write("output_quota_gib = 0.0009765625\n")  # 1 MiB, on the last table: hs
+    exported_run = await run_cli("start", "box", "export", "--json", config=config)
+    assert exported_run.code == 0, exported_run.stderr
+    export_id = json.loads(exported_run.stdout)["id"]
+    for _ in range(300):  # until the export job has ended (its report was written before)
+        listed = await run_cli("jobs", "box", "--json", config=config)
+        states = {job["id"]: job["state"] for job in map(json.loads, listed.stdout.splitlines())}
+        if states.get(export_id) == "exited":
+            break
+    else:
+        raise AssertionError(f"the export never ended: {listed.stdout}")
+
+    refused = await run_cli("start", "box", "hs", config=config)
+    assert refused.code == 1
+    assert "the hidden states will not fit: hs would write 7.7 MiB" in refused.stderr
+    assert "`start --force`" in refused.stderr
+    assert refused.stdout == ""
+
+    forced = await run_cli("start", "box", "hs", "--force", config=config)
+    assert forced.code == 0, forced.stderr
+    assert forced.stdout.startswith("started hs as ")
+    stopped = await run_cli("stop", "box", "hs", config=config)
+    assert stopped.code == 0, stopped.stderr

@@ -10,6 +10,7 @@ from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
     OPERATIONS_SEQUENCE,
+    ErrorCode,
     JobInfo,
     LaunchParams,
     SequenceParams,
@@ -104,17 +105,26 @@ class JobActions(HostActions):
         if kind == "server" and running:
             self.offer_stop(host, running[0])
             return
+        await self._launch(host, kind, names[0])
+
+    async def _launch(self, host: str, kind: str, name: str, force: bool = False) -> None:
+        """Ask the agent to start `name`; a refusal the user may overrule is offered as a confirm."""
+        link = self.mutable_link(host)
+        if link is None:
+            return
         try:
             job: JobInfo = await link.call(
                 JOBS_LAUNCH,
-                LaunchParams(names[0]),
+                LaunchParams(name, force=force),
                 idempotency_key=f"{kind}-{secrets.token_hex(6)}",
             )
         except AgentRequestError as exc:
-            if exc.code != "gpu_busy":
+            if exc.code == ErrorCode.GPU_BUSY:
+                self._offer_gpu_handover(host, name, exc.detail)
+            elif exc.code == ErrorCode.NO_ROOM:
+                self._offer_start_anyway(host, kind, name, exc.detail)
+            else:
                 self.app.notify(str(exc), severity="error")
-                return
-            self._offer_gpu_handover(host, names[0], exc.detail)
             return
         self.app.notify(f"started {job.name} ({started_as(job)})")
         self.hosts.views[host].launched(job)
@@ -142,6 +152,23 @@ class JobActions(HostActions):
         self.app.notify(
             f"{name} did not answer /health within {timeout_s:.0f} s; see its log (l)",
             severity="error",
+        )
+
+    def _offer_start_anyway(self, host: str, kind: str, name: str, detail: str) -> None:
+        """The capture's plan does not fit: say so, and start it only if the user insists."""
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.in_worker(self._launch(host, kind, name, force=True), f"the start of {name}")
+
+        text = (
+            f"{detail}\n\nStarted anyway, it is stopped (its "
+            "stop signal) before the room runs out, and what it wrote stays for a run on more "
+            "space."
+        )
+        _ = self.app.push_screen(
+            ConfirmScreen(f"{name} will not fit: start it anyway?", text, "Start anyway"),
+            confirmed,
         )
 
     def _offer_gpu_handover(self, host: str, job_name: str, detail: str) -> None:
