@@ -22,6 +22,7 @@ from console.link.host_link import open_host_link
 from console.model.autopilot_view import autopilot_line
 from console.model.config_drift import drift_text
 from console.model.operations_view import under_way
+from console.model.pipeline_view import stages
 from console.model.safe_text import literal, sanitise
 
 
@@ -105,9 +106,20 @@ def print_tables(statuses: list[HostStatus], console: Console) -> None:
 
 
 def box_lines(snapshot: Snapshot) -> list[str]:
-    """What the box is doing by itself: the autopilot, and each operation under way."""
+    """What the box is doing by itself: the autopilot, operations under way, the capture.
+
+    The capture: the hidden-states plan, or what the job has written against it, where one is
+    configured.
+    """
     line = autopilot_line(snapshot.autopilot)
-    return ([line] if line else []) + under_way(snapshot.operations)
+    return ([line] if line else []) + under_way(snapshot.operations) + _hidden_states(snapshot)
+
+
+def _hidden_states(snapshot: Snapshot) -> list[str]:
+    if snapshot.hidden_states_plan is None:
+        return []
+    stage = next((s for s in stages(snapshot) if s.name == "hidden states"), None)
+    return [] if stage is None else [f"hidden states ({stage.state}): {stage.detail}"]
 
 
 def datasets_table(host: str, snapshot: Snapshot) -> Table:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.config import HostConfig, load_config
-from console.demo.workspace import OLD_RUN, Workspace, write_gpu_standin
+from console.demo.workspace import HIDDEN_STATES_QUOTA, OLD_RUN, Workspace, write_gpu_standin
 
 DEMO_END_OF_TURN_ID = 4
 """`<|im_end|>` in the demo's tokenizer (agent.simulator.tokenizer.end_of_turn_id, checked by a
@@ -32,6 +32,9 @@ DRAFTER_ACCEPT_LENGTH = 2.7
 """The demo's "trained drafter": about what the stand-in trainer's last eval acceptance says."""
 DRAFTER_DRAFT_TOKENS = 8
 """Verified per step: at concurrency 32 the drafter costs more than it saves (0.66x)."""
+CAPTURE_TOKENS_PER_S = 60_000
+"""The hidden-states stand-in's pace: the demo's million tokens in about 20 s, long enough to
+watch its rate and ETA."""
 RESTART = {"restart": "on-failure", "restart_delay_s": 2}
 """The servers and the runs come back by themselves when they crash (the demo crashes each once)."""
 
@@ -138,6 +141,10 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
     vocab = ["{python}", "-m", "agent.pipeline.vocab", "--datasets-root", str(space.datasets),
              "--target-vocab-size", str(TARGET_VOCAB), "--draft-vocab-size", str(DRAFT_VOCAB),
              "--out", str(space.root / "vocab")]  # fmt: skip
+    hidden_states = ["{python}", "-m", "agent.simulator.prepare_hidden_states", "--target-model-path",
+                     str(space.target), "--data-path", str(space.root / "export" / "all" / "ids"),
+                     "--output-path", str(space.hidden_states), "--max-length", "2048",
+                     "--tokens-per-s", str(CAPTURE_TOKENS_PER_S)]  # fmt: skip
     train = ["{python}", "-m", "agent.simulator.train", "--steps", "600", "--step-s", "0.1",
              "--log-interval", "30"]  # fmt: skip
     jobs: dict[str, dict[str, object]] = {
@@ -147,6 +154,9 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
         "inference-old": {"argv": [*runner, "--max-samples", "1000"], "kind": "inference",
                           "per_dataset": True, "stop_signal": "SIGINT", "grace_s": 15, **RESTART},
         "vocab": {"argv": vocab, "kind": "vocab"},
+        # gpu = false as for the drafter's server below: on a box the capture holds the GPUs
+        "hidden-states": {"argv": hidden_states, "kind": "hidden_states", "stop_signal": "SIGINT",
+                          "grace_s": 10, "output_quota_gib": HIDDEN_STATES_QUOTA / 2**30},
         "train": {"argv": train, "kind": "train", "gpu": True, "stop_signal": "SIGINT", "grace_s": 10},
         "export": {"argv": export, "kind": "export"},
         # the drafter's server: gpu = false only because the demo's "GPUs" are imaginary; on a box

@@ -24,6 +24,7 @@ from console.demo.services import (
     start_ssh_server,
     wait_for_health,
 )
+from console.demo.stale_capture import refuse_then_make_room
 from console.demo.workspace import Workspace, build_workspace
 from console.link.agent_link import AgentLink
 from console.link.host_connection import Opener
@@ -66,7 +67,7 @@ def _start_and_run(
         "to try); starting the agent, the server and 8 runs ..."
     )
     asyncio.run(start_pipeline(opener, host, nonce=secrets.token_hex(4)))
-    _run_console(opener, host, interrupts)
+    _run_console(opener, host, interrupts, space.stale_capture)
 
 
 def _opener(host: HostConfig) -> Opener:
@@ -96,7 +97,7 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
         await link.close()
 
 
-def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts) -> None:
+def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts, stale: Path) -> None:
     from console.ui.app import ConsoleApp
 
     app = ConsoleApp({"demo": opener}, host_configs={"demo": host}, log_path=console_log_path())
@@ -112,6 +113,11 @@ def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts) -
         target=asyncio.run, args=(misbehave(opener, tell),), name="demo mishaps", daemon=True
     )
     chaos.start()
+    room = threading.Thread(
+        target=asyncio.run, args=(refuse_then_make_room(opener, stale, tell),),
+        name="demo refusal", daemon=True,
+    )  # fmt: skip
+    room.start()
     with interrupts.console(exit_soon):
         app.run()
 

@@ -20,6 +20,13 @@ DATASETS = {
 """Name -> (prompts, words per prompt)."""
 OLD_RUN = "B3_math"
 """The dataset whose run is the old invocation, with --max-samples and no budget."""
+TARGET_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8,
+                 "num_hidden_layers": 4, "vocab_size": 32000, "torch_dtype": "bfloat16"}  # fmt: skip
+"""The demo's target as its config.json says (hidden states of about 80 bytes a token)."""
+HIDDEN_STATES_QUOTA = 1 << 30
+"""The hidden-states folder's quota (`output_quota_gib = 1`)."""
+STALE_ROOM = 16 << 20
+"""What the stale capture leaves of the quota: less than the demo's ~100 MB of hidden states."""
 WORDS = "explain write summarize solve prove compute the a of to and in question answer problem step code function python math story".split()
 
 
@@ -69,9 +76,24 @@ class Workspace:
         """The example config, which the demo itself loads."""
         return self.root / "eagle-console.toml"
 
+    @property
+    def target(self) -> Path:
+        """The target model's config.json (no weights): what the hidden-states plan reads."""
+        return self.root / "target"
+
+    @property
+    def hidden_states(self) -> Path:
+        """Where the hidden-states stand-in writes, under a quota a stale capture nearly fills."""
+        return self.root / "hidden-states"
+
+    @property
+    def stale_capture(self) -> Path:
+        """An earlier capture's leftovers in that folder: the demo deletes it after the refusal."""
+        return self.hidden_states / "stale-capture.tar"
+
 
 def build_workspace(space: Workspace) -> None:
-    """Datasets, tokenizer and scripts."""
+    """Datasets, tokenizer, scripts, and the target's config with its hidden states' folder."""
     space.root.mkdir(parents=True, exist_ok=True)
     write_datasets(space)
     subprocess.run(
@@ -79,6 +101,20 @@ def build_workspace(space: Workspace) -> None:
         env=bundle_env(), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     prepare_scripts(space)
+    write_target(space)
+
+
+def write_target(space: Workspace) -> None:
+    """The imaginary target's config.json, and a stale capture filling its output's quota.
+
+    The hidden size is tiny so its hidden states take megabytes, not terabytes; the stale file is
+    sparse (its size counts against the quota, as the plan counts sizes, but takes no disk).
+    """
+    space.target.mkdir(parents=True, exist_ok=True)
+    (space.target / "config.json").write_text(json.dumps(TARGET_CONFIG, indent=2) + "\n")
+    space.hidden_states.mkdir(parents=True, exist_ok=True)
+    with space.stale_capture.open("wb") as handle:
+        handle.truncate(HIDDEN_STATES_QUOTA - STALE_ROOM)
 
 
 def write_datasets(space: Workspace, seed: int = 7) -> None:

@@ -162,11 +162,43 @@ def test_before_it_runs_the_hidden_states_stage_shows_its_plan() -> None:
 
     fits = HiddenStatesPlan("hs", "specforge", 10**9, 57_360, 57_360 * 10**9, "/scratch/hs",
                             100 * 2**40, 2**30, True, "1,000,000,000 tokens × 57,360 bytes")  # fmt: skip
-    assert plan_text(fits) == "plan: 52.2 TiB of 100.0 TiB free in /scratch/hs"
+    assert plan_text(fits) == (
+        "plan: 52.2 TiB of 100.0 TiB free in /scratch/hs; time: measured once it runs"
+    )
+    estimated = dataclasses.replace(fits, bytes_per_s=2**30, eta_s=53_460.0)
+    assert plan_text(estimated) == (
+        "plan: 52.2 TiB of 100.0 TiB free in /scratch/hs; ≈ 14h 51m at 1.0 GiB/s (its last run)"
+    )
     tight = dataclasses.replace(fits, bytes_free=2 * 2**40, fits=False)
     assert plan_text(tight) == "plan: 52.2 TiB, only 2.0 TiB free in /scratch/hs: will not start"
+    quota = dataclasses.replace(tight, quota_bytes=40 * 2**40, room_by_quota=True)
+    assert plan_text(quota) == (
+        "plan: 52.2 TiB, only 2.0 TiB left of the 40.0 TiB quota of /scratch/hs: will not start"
+    )
     unknown = dataclasses.replace(fits, fits=None, note="unknown: the target's config.json")
     assert plan_text(unknown) == "plan unknown: the target's config.json"
+
+
+def test_while_it_runs_the_hidden_states_stage_shows_what_it_wrote_its_rate_and_eta() -> None:
+    from agent.protocol import HiddenStatesPlan
+
+    plan = HiddenStatesPlan("hs", "specforge", 10**9, 57_360, 40 * 2**40, "/scratch/hs",
+                            60 * 2**40, 2**30, True, "x", bytes_written=10 * 2**40,
+                            bytes_per_s=2**30, rate_is_current=True, eta_s=30 * 1024.0)  # fmt: skip
+    running = job("hs", "hidden_states", "running", 1.0)
+    taken = dataclasses.replace(snapshot((), (running,)), hidden_states_plan=plan)
+    [stage] = [s for s in stages(taken) if s.name == "hidden states"]
+    assert (stage.state, stage.detail) == ("running", (
+        "wrote 10.0 TiB of 40.0 TiB (25%), 1.0 GiB/s, ETA 8h 32m; 60.0 TiB free in /scratch/hs"
+    ))  # fmt: skip
+    first_look = dataclasses.replace(plan, bytes_per_s=None, rate_is_current=False, eta_s=None)
+    taken = dataclasses.replace(taken, hidden_states_plan=first_look)
+    [stage] = [s for s in stages(taken) if s.name == "hidden states"]
+    assert stage.detail.startswith("wrote 10.0 TiB of 40.0 TiB (25%), rate: measuring;")
+    short = dataclasses.replace(plan, fits=False)
+    taken = dataclasses.replace(taken, hidden_states_plan=short)
+    [stage] = [s for s in stages(taken) if s.name == "hidden states"]
+    assert stage.detail.endswith("; WILL NOT FIT: stopped before the room runs out")
 
 
 def test_after_it_ran_the_hidden_states_stage_shows_its_check() -> None:

@@ -2,7 +2,8 @@
 
 Run in tmux as a person would start it, with no key pressed until the verdict is on the screen;
 on the way the demo kills a runner and the SGLang stand-in once each, and both must come back by
-their restart policy. Long (about five minutes on two cores): the whole pipeline runs.
+their restart policy; its hidden states do not fit their quota at first (the autopilot pauses and
+says so), then the demo deletes a stale capture and resumes it. Long (about five minutes on two cores): the whole pipeline runs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from tests.e2e.test_demo_tmux import Tmux, demo_processes, end_leftovers
 
 VERDICT_TIMEOUT_S = 900.0
 KILLED = ("killed runner", "killed the SGLang stand-in")
+REFUSAL = "the hidden states will not fit"
+ROOM_MADE = "the demo deleted a stale capture"
 
 pytestmark = [
     pytest.mark.tmux,
@@ -56,6 +59,11 @@ def test_the_demo_left_alone_reaches_the_verdict_through_a_runner_and_a_server_c
     seen = _watch_until_verdict(tmux)
 
     assert set(KILLED) <= seen, f"the demo's own crashes were not both told: {seen}"
+    assert {REFUSAL, ROOM_MADE} <= seen, f"the refusal, then the room made: {seen}"
+    hidden = workspace / "hidden-states"
+    samples = list(hidden.rglob("data_*.ckpt"))
+    assert samples, "the capture wrote SpecForge's files"
+    assert not (hidden / "stale-capture.tar").exists()
     restarted = _restarted_jobs(workspace / "agent-state" / "jobs")
     assert {"inference", "sglang"} <= restarted, f"restarted by their policy: {restarted}"
     events = (workspace / "agent-state" / "autopilot.json").read_text()
@@ -72,10 +80,12 @@ def _watch_until_verdict(tmux: Tmux) -> set[str]:
     deadline = time.monotonic() + VERDICT_TIMEOUT_S
     while True:
         screen = tmux.screen()
-        seen |= {said for said in KILLED if said in screen}
+        seen |= {said for said in (*KILLED, ROOM_MADE) if said in screen}
         if "autopilot done" in screen and "at concurrency 1" in screen:
             return seen
-        if "autopilot PAUSED" in screen:
+        if "autopilot PAUSED" in screen and REFUSAL in screen:
+            seen.add(REFUSAL)  # the demo's one refusal: it makes the room and resumes
+        elif "autopilot PAUSED" in screen:
             pytest.fail(f"the autopilot paused:\n{screen}")
         if time.monotonic() > deadline:
             pytest.fail(f"no verdict in {VERDICT_TIMEOUT_S:g} s; the screen shows:\n{screen}")
