@@ -86,9 +86,12 @@ def hidden_states_plan(
     if tokens is None:
         unknown.append("the exported records' tokens (run the export, or again: an older one "
                        "did not count them)")  # fmt: skip
+    cut = _cut_mismatch(spec, export)
+    if cut.startswith("unknown: "):
+        unknown.append(cut.removeprefix("unknown: "))
     needed = (
         tokens * per_token + (records or 0) * FILE_BYTES[trainer]
-        if tokens is not None and per_token is not None
+        if tokens is not None and per_token is not None and not unknown
         else None
     )
     measured = progress(name, output) if progress is not None else Progress(None, None, False)
@@ -102,7 +105,7 @@ def hidden_states_plan(
     fits = None if remaining is None or room.free is None else remaining + margin <= room.free
     note = (
         f"unknown: {'; '.join(unknown)}" if unknown
-        else f"{tokens:,} tokens × {per_token:,} bytes ({trainer})"
+        else f"{tokens:,} tokens × {per_token:,} bytes ({trainer}){cut}"
     )  # fmt: skip
     rate = measured.bytes_per_s
     eta = remaining / rate if remaining is not None and rate else None
@@ -111,6 +114,23 @@ def hidden_states_plan(
         *target, records, written, measured.use.sample_files if measured.use else None,
         spec.output_quota_bytes, room.by_quota, rate, measured.current, eta,
     )  # fmt: skip
+
+
+def _cut_mismatch(spec: JobSpec, export: ExportSummary | None) -> str:
+    """Where the job cuts records at another length than the export counted them at.
+
+    Longer: the tokens are not known (`unknown: …`); shorter: the plan is an upper bound (said
+    in the note); the same, or a flag not given: nothing.
+    """
+    flag = flag_value(spec.argv, "--max-length")
+    counted = export.max_length if export is not None else None
+    job = int(flag) if flag is not None and flag.isdigit() else None
+    if job is None or counted is None or job == counted:
+        return ""
+    if job > counted:
+        return (f"unknown: the tokens at the job's --max-length {job:,} (the export counted them "
+                f"cut at {counted:,}: export again with --max-length {job})")  # fmt: skip
+    return f", at most: the job cuts at {job:,}, the export counted at {counted:,}"
 
 
 ProgressOf = Callable[[str, Path], Progress]

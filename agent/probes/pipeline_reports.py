@@ -97,6 +97,7 @@ def _export_summary(job: JobInfo, folder: str, record: dict[str, Any]) -> Export
             datasets=tuple(_dataset(d) for d in record["datasets"]),
             sequence_tokens=_optional_whole(record.get("sequence_tokens")),
             records=_optional_whole(record.get("records")),
+            max_length=_optional_whole(record.get("max_length")),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return None

@@ -53,6 +53,8 @@ class ExportSummary:
     """Prompt and answer tokens of every record written, each cut at the trainer's max length
     (None: a report from before the export counted them)."""
     records: int | None = None
+    max_length: int | None = None
+    """The max length `sequence_tokens` were cut at (the export's --max-length)."""
 
 
 @dataclass(frozen=True, slots=True)

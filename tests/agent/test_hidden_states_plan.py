@@ -8,6 +8,7 @@ its config.json has it, nested `text_config` included.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from pathlib import Path
@@ -63,7 +64,9 @@ def test_specforge_s_bytes_per_token_are_what_its_own_reader_counts(tmp_path: Pa
     assert plan.bytes_needed == counted + FILE_BYTES["specforge"]
     assert counted == SEQ * plan.bytes_per_token
     on_disk = (tmp_path / "data_0.ckpt").stat().st_size
-    assert abs(counted + FILE_BYTES["specforge"] - on_disk) < 256, "the file as torch.save writes it, container too"
+    assert abs(counted + FILE_BYTES["specforge"] - on_disk) < 256, (
+        "the file as torch.save writes it, container too"
+    )
     assert plan.output == str(tmp_path / "hs")
     assert plan.fits is True
     assert plan.note == f"{SEQ:,} tokens × {plan.bytes_per_token:,} bytes (specforge)"
@@ -82,7 +85,9 @@ def test_speculators_bytes_per_token_are_those_its_loader_takes(tmp_path: Path) 
     assert plan is not None
     assert (plan.trainer, plan.bytes_needed) == ("speculators", counted + FILE_BYTES["speculators"])
     on_disk = (tmp_path / "hs_0.safetensors").stat().st_size
-    assert abs(counted + FILE_BYTES["speculators"] - on_disk) < 256, "the file with its safetensors header"
+    assert abs(counted + FILE_BYTES["speculators"] - on_disk) < 256, (
+        "the file with its safetensors header"
+    )
     assert plan.bytes_per_token == 4 * HIDDEN * 2 + ID_BYTES["speculators"]
 
 
@@ -149,3 +154,28 @@ def test_what_is_unknown_is_said_and_never_pauses(
 
 def test_no_hidden_states_job_no_plan(tmp_path: Path) -> None:
     assert hidden_states_plan(PipelineConfig(), export(10), tmp_path) is None
+
+
+def test_a_job_cutting_longer_than_the_export_counted_is_unknown_shorter_an_upper_bound(
+    tmp_path: Path,
+) -> None:
+    """The export counts tokens cut at its --max-length; a capture at 4,096 would write more."""
+    model(tmp_path / "m", {"hidden_size": HIDDEN})
+    counted = dataclasses.replace(export(1000), max_length=2048)
+    longer = pipeline(tmp_path, "scripts/prepare_hidden_states.py", "--max-length", "4096")
+    plan = hidden_states_plan(longer, counted, tmp_path)
+    assert plan is not None
+    assert plan.fits is None
+    assert "the job's --max-length 4,096 (the export counted them cut at 2,048" in plan.note
+    assert "export again with --max-length 4096" in plan.note
+    shorter = pipeline(tmp_path, "scripts/prepare_hidden_states.py", "--max-length=1024")
+    bound = hidden_states_plan(shorter, counted, tmp_path)
+    assert bound is not None
+    assert bound.fits is True
+    assert bound.note.endswith(
+        "(specforge), at most: the job cuts at 1,024, the export counted at 2,048"
+    )
+    same = pipeline(tmp_path, "scripts/prepare_hidden_states.py", "--max-length", "2048")
+    plain = hidden_states_plan(same, counted, tmp_path)
+    assert plain is not None
+    assert plain.note.endswith("bytes (specforge)")

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from agent.pipeline.export.__main__ import main
+from agent.probes.pipeline_reports import PipelineReports
+from agent.protocol import JobInfo
 from tests.support.export_data import (
     KEEPS_TURNS,
     build_think_tokenizer,
@@ -91,6 +93,10 @@ def test_specforges_parser_trains_on_exactly_the_ids_form(exported: tuple[Path, 
     assert report["sequence_tokens"] == cut
     summary = json.loads((tmp_path / "o" / "export_report.json").read_text())
     assert (summary["sequence_tokens"], summary["records"]) == (cut, len(exact))
+    job = JobInfo("export-1", "export", "export", "exited", ("--out", str(tmp_path / "o")))
+    read = PipelineReports().export((job,))
+    assert read is not None
+    assert (read.sequence_tokens, read.records, read.max_length) == (cut, len(exact), 20)
 
 
 def test_a_template_that_adds_a_system_prompt_fails_and_names_one_that_does_not(
