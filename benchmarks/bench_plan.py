@@ -62,7 +62,7 @@ def run() -> None:
         export_job = JobInfo("export-1", "export", "export", "exited",
                              ("python", "--out", str(folder / "export")), started_at=1.0)  # fmt: skip
         reports, meter = PipelineReports(), CaptureMeter()
-        took = []
+        took, needed = [], 0
         for _ in range(2):
             started = time.perf_counter()
             export = reports.export((export_job,))
@@ -73,8 +73,8 @@ def run() -> None:
             took.append(time.perf_counter() - started)
             assert plan is not None
             assert plan.bytes_written == files, plan
+            needed = plan.bytes_needed or 0
             meter.clock = lambda: time.monotonic() + 3600.0  # the next walk is due
-        needed = plan.bytes_needed or 0
         print(
             f"{DATASETS} x {TOKENS_PER_DATASET / 1e6:.0f}M tokens, {RECORDS:,} records at hidden "
             f"size 7,168: {needed / 2**40:,.1f} TiB planned; {files:,} sample files walked: first "
