@@ -233,10 +233,17 @@ def evaluate_gate(ctx: Context, job: JobInfo) -> Decision | None:
 
 
 def free_gpus(ctx: Context) -> Decision:
-    """Stop the agent's server jobs when a later stage needs the GPUs."""
+    """Stop the agent's server jobs when a later stage needs the GPUs.
+
+    It makes no data: its done time is the stage before's, so what the GPU stages did on this
+    data stays done. Where they all already have (an autopilot started again after its verdict),
+    the servers are left serving.
+    """
     kinds = {spec.kind for spec in ctx.pipeline.jobs.values()}
     if not kinds & set(GPU_STAGE_KINDS):
         return Skip("no hidden-states or training job needs the GPUs")
+    if _gpu_stages_done(ctx):
+        return Done("the GPU stages are done on this data: the servers stay", ctx.fresh_after)
     servers = [
         job for job in ctx.snapshot.jobs
         if job.kind in SERVER_KINDS and job.state in LIVE_JOB_STATES and not job.external
@@ -244,7 +251,19 @@ def free_gpus(ctx: Context) -> Decision:
     if servers:
         names = ", ".join(job.name for job in servers)
         return StopJobs(tuple(job.id for job in servers), f"stopping {names} to free the GPUs")
-    return Done("no server of the agent's holds the GPUs", ctx.snapshot.taken_at)
+    return Done("no server of the agent's holds the GPUs", ctx.fresh_after)
+
+
+def _gpu_stages_done(ctx: Context) -> bool:
+    """True when each configured GPU stage's job has a run on this data that the stage takes."""
+    for kind in GPU_STAGE_KINDS:
+        names = {n for n, s in ctx.pipeline.jobs.items() if s.kind == kind and not s.per_dataset}
+        if not names:
+            continue
+        job = _latest(ctx.snapshot.jobs, names, ctx.fresh_after)
+        if job is None or (job.state != "exited" and _stopped_at_peak(job, ctx) is None):
+            return False
+    return True
 
 
 def serve(ctx: Context) -> Decision:

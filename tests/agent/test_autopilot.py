@@ -118,6 +118,19 @@ async def test_the_autopilot_runs_every_stage_to_the_verdict_without_a_console(
     assert ("autopilot_stage_done", "evaluate") in events
     assert events[-1] == ("autopilot_done", "autopilot")
 
+    # started again after its verdict: what is done on this data stays done (#42); nothing
+    # stops, nothing trains or evaluates again
+    again = await open_local_link(state_dir, None)
+    try:
+        await control(again, "start", "a2")
+        redone = await autopilot_where(again, lambda s: s.state == "done")
+        after = await jobs_now(again)
+    finally:
+        await again.close()
+    assert redone.verdict == done.verdict
+    assert sorted(j.id for j in after) == sorted(j.id for j in jobs), "no job started"
+    assert [j.state for j in after if j.name == "sglang"].count("running") == 1, "still serving"
+
 
 async def test_a_stage_that_fails_twice_pauses_with_the_reason_and_resumes_on_request(
     tmp_path: Path, state_dir: Path

@@ -156,11 +156,25 @@ def test_free_gpus_stops_the_server_only_when_something_will_train() -> None:
     assert free_gpus(ctx(jobs=(server,))) == StopJobs(
         (server.id,), "stopping sglang to free the GPUs"
     )
-    assert free_gpus(ctx()) == Done("no server of the agent's holds the GPUs", 100.0)
+    assert free_gpus(ctx(fresh_after=20.0)) == Done(
+        "no server of the agent's holds the GPUs", 20.0
+    ), "it makes no data: what the stage before made stays the data's time"
     untrained = Context(
         ctx(jobs=(server,)).snapshot, PipelineConfig(jobs={"sglang": JOBS["sglang"]}), 0, 0
     )
     assert isinstance(free_gpus(untrained), Skip)
+
+
+def test_free_gpus_leaves_the_servers_when_training_is_already_done_on_this_data() -> None:
+    """The autopilot started again after its verdict stopped the servers and trained again (#42)."""
+    server, trained = job("sglang", "running", 90.0), job("train", "exited", 40.0)
+    assert free_gpus(ctx(jobs=(server, trained), fresh_after=20.0)) == Done(
+        "the GPU stages are done on this data: the servers stay", 20.0
+    )
+    stale = job("train", "exited", 10.0)  # trained on the data before: train again
+    assert isinstance(free_gpus(ctx(jobs=(server, stale), fresh_after=20.0)), StopJobs)
+    failed = job("train", "failed", 40.0)
+    assert isinstance(free_gpus(ctx(jobs=(server, failed), fresh_after=20.0)), StopJobs)
 
 
 def test_serve_starts_the_drafter_then_the_baseline_the_evaluation_compares_with() -> None:
