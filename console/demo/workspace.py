@@ -159,6 +159,8 @@ def write_gpu_standin(space: Workspace, serving_port: int) -> Path:
         "agent.simulator.nvidia_smi",
         "--serving-port",
         str(serving_port),
+        "--workspace",
+        str(space.root),
     ]
     standin.write_text(
         "#!/bin/sh\n# The demo's stand-in for nvidia-smi: agent/simulator/nvidia_smi.py\n"

@@ -216,23 +216,34 @@ async def test_a_server_down_is_named_by_the_configured_api() -> None:
 async def test_the_demos_nvidia_smi_stand_in_shows_its_gpus_held_by_the_server_on_its_port(
     tmp_path: Path,
 ) -> None:
+    """Its server, and its own workspace's trainers: another demo's trainer holds nothing (#42)."""
+    workspace, other = tmp_path / "demo", tmp_path / "other-demo"
+    (workspace / "agent-state" / "jobs" / "train-1").mkdir(parents=True)
+    other.mkdir()
     standin = tmp_path / "nvidia-smi"
     standin.write_text(
-        f'#!/bin/sh\nexec {sys.executable} -m agent.simulator.nvidia_smi --serving-port 4321 "$@"\n'
+        f"#!/bin/sh\nexec {sys.executable} -m agent.simulator.nvidia_smi --serving-port 4321 "
+        f'--workspace {workspace} "$@"\n'
     )
     standin.chmod(0o755)
     idle = await read_gpus(str(standin))
     assert [(g.index, g.memory_used_mib, g.pids) for g in idle.gpus] == [(0, 3.0, ()), (1, 3.0, ())]
     looks_like = [sys.executable, "-c", "import time; time.sleep(60)", "agent.simulator"]
-    server = subprocess.Popen([*looks_like, "--port", "4321"])
-    other_port = subprocess.Popen([*looks_like, "--port", "4322"])
+    trains = [sys.executable, "-c", "import time; time.sleep(60)", "agent.simulator.train"]
+    processes = [
+        server := subprocess.Popen([*looks_like, "--port", "4321"]),
+        subprocess.Popen([*looks_like, "--port", "4322"]),
+        trainer := subprocess.Popen(trains, cwd=workspace / "agent-state" / "jobs" / "train-1"),
+        subprocess.Popen(trains, cwd=other),
+    ]
     try:
         held = await read_gpus(str(standin))
     finally:
-        for process in (server, other_port):
+        for process in processes:
             process.kill()
             process.wait()
-    assert [(g.memory_used_mib, g.pids) for g in held.gpus] == [(70000.0, (server.pid,))] * 2
+    holders = tuple(sorted((server.pid, trainer.pid)))
+    assert [(g.memory_used_mib, g.pids) for g in held.gpus] == [(70000.0, holders)] * 2
     assert held.note == ""
 
 
