@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from agent.protocol import (
     AUTOPILOT_CONTROL,
@@ -35,13 +36,14 @@ from agent.protocol import (
     JobInfo,
     JobsParams,
     LaunchParams,
+    Snapshot,
     SnapshotParams,
     StopParams,
     StopResult,
     to_wire,
 )
 from console.cli.apply_command import refuse_start_if_config_differs, warn_if_config_differs
-from console.cli.output import stdout_console
+from console.cli.output import stderr_console, stdout_console
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
@@ -49,9 +51,11 @@ from console.link.redeploy import find_job
 from console.model.autopilot_view import autopilot_line, plan_text, stage_rows
 from console.model.consequences import stop_consequences
 from console.model.formatting import exit_reason, started_as
+from console.model.generate_checks import why_not_generate
 from console.model.safe_text import literal, sanitise
 
 HOST_HELP = "a host from the config's [hosts]"
+EXIT_REFUSED, EXIT_USAGE = 1, 2
 COMMANDS = ("jobs", "start", "stop", "autopilot", "autostart")
 STOP_WAIT_S = 3600.0
 Verb = Callable[[AgentLink, argparse.Namespace, HostConfig, Console], Awaitable[int]]
@@ -66,7 +70,7 @@ def add_parsers(commands: Any) -> None:
     start.add_argument("job", help="a job name from the config; NAME/DATASET for a per-dataset job")
     start.add_argument(
         "--force", action="store_true",
-        help="start a hidden-states job even though its plan does not fit where it writes",
+        help="start even where g would not (a dataset done) or a hidden-states plan does not fit",
     )  # fmt: skip
     stop = commands.add_parser("stop", help="stop a job the way k does, and wait for the end")
     _host_and_json(stop)
@@ -118,29 +122,48 @@ async def run_box_command(args: argparse.Namespace, host: HostConfig) -> int:
 
 async def _jobs(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
     listing = await link.call(JOBS_LIST, JobsParams())
-    for job in listing.jobs:
-        _say(out, args, job_line(job), to_wire(job))
-    if not listing.jobs and not args.json:
-        out.print("no jobs")
+    if args.json:
+        out.file.write(json.dumps({"host": host.name, "jobs": [to_wire(j) for j in listing.jobs]}))
+        out.file.write("\n")
+    elif listing.jobs:
+        out.print(jobs_table(listing.jobs))
+    else:
+        out.print(f"no jobs on {host.name}: `eagle-console start {host.name} NAME` starts one")
     return 0
 
 
-def job_line(job: JobInfo) -> str:
-    """One job: `inference-B3-… inference B3_math running pid 812 · restarts 1 · restarting…`."""
-    where = f" {job.dataset}" if job.dataset else ""
-    pid = f" pid {job.pid}" if job.pid else ""
-    code = f" exit {job.exit_code}" if job.exit_code is not None else ""
-    signal = f" {job.exit_signal}" if job.exit_signal else ""
-    extra = f" · restarts {job.restarts}" if job.restarts else ""
-    note = f" · {job.restart_note}" if job.restart_note else ""
+def jobs_table(jobs: tuple[JobInfo, ...]) -> Table:
+    """Every job as a table with a header line, kubectl's way."""
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for column in ("ID", "NAME", "DATASET", "STATE", "PID", "EXIT", "RESTARTS", "NOTE"):
+        table.add_column(column, justify="right" if column in ("PID", "RESTARTS") else "left")
+    for job in jobs:
+        table.add_row(*(literal(cell) for cell in job_cells(job)))
+    return table
+
+
+def job_cells(job: JobInfo) -> tuple[str, ...]:
+    """One job's cells: `exit 1 SIGKILL: why` under EXIT, the restart note under NOTE."""
+    ended = " ".join(
+        part for part in (
+            f"{job.exit_code}" if job.exit_code is not None else "",
+            job.exit_signal or "",
+        ) if part
+    )  # fmt: skip
     why = f": {exit_reason(job)}" if job.exit_reason else ""
-    return sanitise(
-        f"{job.id}  {job.name}{where}  {job.state}{pid}{code}{signal}{why}{extra}{note}"
-    )
+    return (
+        job.id, job.name, job.dataset or "-", job.state, str(job.pid or "-"),
+        f"{ended}{why}" or "-", str(job.restarts), job.restart_note or "",
+    )  # fmt: skip
 
 
 async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
     name, _, dataset = str(args.job).partition("/")
+    refused = await _start_refusal(link, host, name, dataset, bool(args.force))
+    if refused is not None:
+        code, why = refused
+        stderr_console().print(literal(f"eagle-console: {name} not started: {why}"))
+        return code
     key = f"start-{secrets.token_hex(6)}"
     params = LaunchParams(name, dataset or None, force=bool(args.force))
     job = await link.call(JOBS_LAUNCH, params, idempotency_key=key)
@@ -150,6 +173,38 @@ async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, ou
     return 0
 
 
+async def _start_refusal(
+    link: AgentLink, host: HostConfig, name: str, dataset: str, force: bool
+) -> tuple[int, str] | None:
+    """(exit code, why) when `start` must not ask the agent, else None.
+
+    2 for a usage mistake (no such job or dataset, a dataset missing or extra); 1 where `g` would
+    refuse (a dataset done, being written, or with no prompts; --force asks the agent anyway).
+    """
+    spec = host.pipeline.jobs.get(name)
+    if spec is None:
+        known = ", ".join(sorted(host.pipeline.jobs)) or "none"
+        return EXIT_USAGE, f"no job {name!r} in the host config (configured: {known})"
+    if spec.per_dataset != bool(dataset):
+        form = f"{name}/DATASET" if spec.per_dataset else name
+        return (
+            EXIT_USAGE,
+            f"{name} {'runs per dataset' if spec.per_dataset else 'is one job'}: name it {form}",
+        )
+    if spec.kind != "inference" or force:
+        return None
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+    found = next((d for d in snapshot.datasets if d.name == dataset), None)
+    if found is None:
+        known = ", ".join(d.name for d in snapshot.datasets) or "none"
+        return (
+            EXIT_USAGE,
+            f"no dataset {dataset!r} under {snapshot.datasets_root} (datasets: {known})",
+        )
+    why = why_not_generate(found, snapshot.jobs)
+    return None if why is None else (EXIT_REFUSED, f"{why} (--force asks the agent anyway)")
+
+
 async def _stop(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
     snapshot = await link.call(SNAPSHOT, SnapshotParams())
     job = find_job(snapshot, str(args.job))
@@ -157,6 +212,8 @@ async def _stop(link: AgentLink, args: argparse.Namespace, host: HostConfig, out
         spec = None if job.external else host.pipeline.jobs.get(job.name)
         out.print(literal(stop_consequences(host.name, snapshot, job.id, spec)))
     if job.state not in ("starting", "running", "stopping"):
+        said = f"{job.name} ({job.id}) is not running: it {job.state}; nothing to stop"
+        _say(out, args, said, {"job": to_wire(job), "outcome": "not_running"})
         return 0
     key = f"stop-{secrets.token_hex(6)}"
     result: StopResult = await link.call(

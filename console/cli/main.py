@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import json
 import logging
 import sys
 import typing
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true", help="one JSON object per host")
     doctor = commands.add_parser("doctor", help="check everything a host needs, one line each")
     doctor.add_argument("host", help=HOST_HELP)
+    doctor.add_argument(
+        "--json", action="store_true", help='one object: {"host", "ok", "checks": [...]}'
+    )
     report = commands.add_parser("report", help="a Markdown run report of one host")
     report.add_argument("host", help=HOST_HELP)
     deploy = commands.add_parser(
@@ -153,23 +157,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+COMMAND_NAMES = (
+    "status", "doctor", "report", "events", "deploy", "redeploy", "trust", "apply", *BOX_COMMANDS,
+    "demo", "tui",
+)  # fmt: skip
+"""Every subcommand: a first word that is none of them is a host for the TUI."""
+
+
 def _default_to_tui(argv: list[str]) -> list[str]:
     """`eagle-console [--config F] [HOST]` means the TUI; insert its command name."""
-    commands = {
-        "status",
-        "doctor",
-        "report",
-        "deploy",
-        "redeploy",
-        "trust",
-        "events",
-        "apply",
-        *BOX_COMMANDS,
-        "demo",
-        "tui",
-        "-h",
-        "--help",
-    }
+    commands = {*COMMAND_NAMES, "-h", "--help"}
     rest = (
         argv[2:]
         if argv[:1] == ["--config"]
@@ -206,7 +203,7 @@ def _run(args: argparse.Namespace) -> int:
             config.host(args.host), args.job, argv, args.token_budget, stdout_console()
         ))  # fmt: skip
     if args.command == "doctor":
-        return _doctor(config.host(args.host))
+        return _doctor(config.host(args.host), as_json=args.json)
     if args.command == "report":
         return _report(config.host(args.host))
     if args.command == "events":
@@ -224,6 +221,14 @@ def _tui(config: ConsoleConfig, host: str | None) -> int:
     from console.link.host_link import open_host_link
     from console.ui.app import ConsoleApp
 
+    if host is not None and host not in config.hosts:
+        known = ", ".join(sorted(config.hosts)) or "none configured"
+        stderr_console().print(literal(
+            f"eagle-console: unknown command or host {host!r}: the commands are "
+            f"{', '.join(COMMAND_NAMES)}; the hosts in {config.path} are {known} "
+            "(see eagle-console --help)"
+        ))  # fmt: skip
+        return EXIT_USAGE
     hosts = [config.host(host)] if host else list(config.hosts.values())
     if not hosts:
         raise ConfigError(f"{config.path}: no [hosts] configured")
@@ -267,12 +272,17 @@ def _report_failure(status: HostStatus, err: Console) -> None:
             err.print(literal(f"eagle-console: {status.host}: {drift}"))
 
 
-def _doctor(host: HostConfig) -> int:
+def _doctor(host: HostConfig, *, as_json: bool = False) -> int:
     from console.cli.doctor import run_doctor
 
     checks = asyncio.run(run_doctor(host))
     out = stdout_console()
-    print_checks(checks, out)
+    if as_json:
+        every = [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in checks]
+        ok = all(check.ok for check in checks)
+        out.file.write(json.dumps({"host": host.name, "ok": ok, "checks": every}) + "\n")
+    else:
+        print_checks(checks, out)
     if all(check.ok for check in checks):
         return EXIT_OK
     where = f"the console's own log (its failures, with tracebacks): {console_log_path()}"

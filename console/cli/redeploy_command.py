@@ -20,7 +20,14 @@ from console.cli.apply_command import refuse_start_if_config_differs
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
-from console.link.redeploy import find_job, follow_operation, start_redeploy, step_lines
+from console.link.redeploy import (
+    JobNotFoundError,
+    RedeployError,
+    find_job,
+    follow_operation,
+    start_redeploy,
+    step_lines,
+)
 from console.model.budget_advice import BudgetAdvice, budget_advice, with_token_budget
 from console.model.redeploy_view import ended_run_line
 from console.model.safe_text import literal
@@ -63,7 +70,10 @@ async def redeploy_with_advice(
     ended = ended_run_line(host.name, snapshot, job_ref)
     if ended is not None:  # a dataset whose run is over: say so, rather than "no job" and a list
         raise LinkError(ended)
-    job = find_job(snapshot, job_ref)
+    try:
+        job = find_job(snapshot, job_ref)
+    except JobNotFoundError as exc:
+        raise RedeployError("find", str(exc)) from None
     if job.state not in ("running", "starting", "stopping"):
         out.print(literal(f"{job.name} ({job.id}) is not running: it {job.state}; it starts "
                           "again on the new code"))  # fmt: skip

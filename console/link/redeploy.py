@@ -45,6 +45,10 @@ class RedeployError(LinkError):
         self.step = step
 
 
+class JobNotFoundError(LinkError):
+    """No job, or more than one, answers to the name, id or dataset given."""
+
+
 async def start_redeploy(
     link: AgentLink, host: HostConfig, job_id: str, argv: tuple[str, ...] | None = None
 ) -> OperationInfo:
@@ -137,7 +141,7 @@ def find_job(snapshot: Snapshot, job_ref: str) -> JobInfo:
             ", ".join(sorted({f"{j.name} ({j.id}, {j.state})" for j in snapshot.jobs})) or "none"
         )
         what = "no" if not found else "more than one running"
-        raise RedeployError("find", f"{what} job {job_ref!r}; jobs: {names}")
+        raise JobNotFoundError(f"{what} job {job_ref!r} on the box; its jobs: {names}")
     return found[0]
 
 

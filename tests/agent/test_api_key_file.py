@@ -32,7 +32,7 @@ from agent.protocol import (
     Snapshot,
     SnapshotParams,
 )
-from console.cli.box_commands import job_line
+from console.cli.box_commands import job_cells
 from console.cli.doctor import sglang_line
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
@@ -174,7 +174,7 @@ async def test_a_runner_the_server_turns_away_says_why_wherever_its_end_is_shown
     assert alert.message == f"job inference (B3_math) exited with code 2: {reason}"
     event = await _event(link, "job_failed")
     assert event == f"job inference (B3_math) ended (failed, code 2): {reason}"
-    assert f" failed pid {job.pid} exit 2: {reason}" in job_line(job)
+    assert job_cells(job)[3:6] == ("failed", str(job.pid), f"2: {reason}")
     assert exit_text(job) == f"2 · {reason[:35]}…"  # the row's share; the rest is above
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.e2e.test_status_over_ssh import run_cli
 from tests.support.capture_jobs import capture_pipeline
+from tests.support.datasets import response_line
 from tests.support.ssh_servers import SshEndpoint
 
 PY = sys.executable
@@ -58,8 +59,14 @@ async def test_start_list_and_stop_a_job_from_a_script(
 
     listed = await run_cli("jobs", "gpu", config=config)
     assert listed.code == 0, listed.stderr
-    assert job["id"] in listed.stdout
-    assert "ticker" in listed.stdout
+    header, row = listed.stdout.splitlines()[:2]
+    assert header.split() == ["ID", "NAME", "DATASET", "STATE", "PID", "EXIT", "RESTARTS", "NOTE"]
+    assert row.split()[:4] == [job["id"], "ticker", "-", "running"]
+    assert row.index("running") == header.index("STATE"), "the columns line up under the header"
+    as_json = await run_cli("jobs", "gpu", "--json", config=config)
+    [one] = as_json.stdout.splitlines()  # one object per host, as status --json prints
+    assert json.loads(one)["host"] == "gpu"
+    assert [j["id"] for j in json.loads(one)["jobs"]] == [job["id"]]
 
     stopped = await run_cli("stop", "gpu", "ticker", config=config)
     assert stopped.code == 0, stopped.stderr
@@ -68,10 +75,15 @@ async def test_start_list_and_stop_a_job_from_a_script(
 
     unknown = await run_cli("stop", "gpu", "nothing-such", config=config)
     assert unknown.code == 1
-    assert "no job 'nothing-such'" in unknown.stderr
+    assert "no job 'nothing-such' on the box; its jobs: ticker (" in unknown.stderr
+    assert "redeploy" not in unknown.stderr
+
+    again = await run_cli("stop", "gpu", "ticker", "--json", config=config)
+    assert again.code == 0, again.stderr
+    assert json.loads(again.stdout)["outcome"] == "not_running", "said, even with nothing to stop"
 
     refused = await run_cli("start", "gpu", "nothing-such", config=config)
-    assert refused.code == 1
+    assert refused.code == 2, "a usage mistake, as kubectl's exit codes have it"
     assert "no job 'nothing-such' in the host config (configured: ticker)" in refused.stderr
 
 
@@ -155,7 +167,7 @@ async def test_start_refuses_a_capture_that_will_not_fit_and_force_overrules(
     export_id = json.loads(exported_run.stdout)["id"]
     for _ in range(300):  # until the export job has ended (its report was written before)
         listed = await run_cli("jobs", "box", "--json", config=config)
-        states = {job["id"]: job["state"] for job in map(json.loads, listed.stdout.splitlines())}
+        states = {job["id"]: job["state"] for job in json.loads(listed.stdout)["jobs"]}
         if states.get(export_id) == "exited":
             break
     else:
@@ -172,3 +184,49 @@ async def test_start_refuses_a_capture_that_will_not_fit_and_force_overrules(
     assert forced.stdout.startswith("started hs as ")
     stopped = await run_cli("stop", "box", "hs", config=config)
     assert stopped.code == 0, stopped.stderr
+
+
+async def test_start_asks_what_g_asks_before_it_starts_a_run(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """No run on a folder with no prompts, or on a dataset at its budget; usage mistakes exit 2."""
+    config = local_config(tmp_path, state_dir)
+    (tmp_path / "datasets" / "empty").mkdir()
+    full = tmp_path / "datasets" / "full"
+    full.mkdir()
+    (full / "prompts.jsonl").write_text('{"id": "p0", "prompt": "q"}\n')
+    (full / "raw_responses.jsonl").write_text(response_line("p0", 50))
+    with config.open("a") as handle:
+        handle.write(f'[hosts.box.jobs.gen]\nargv = ["{PY}", "-c", "pass"]\nkind = "inference"\n'
+                     "per_dataset = true\n")  # fmt: skip
+    text = config.read_text().replace(
+        "[hosts.box.datasets]\n", "[hosts.box.datasets]\nbudget = 10\n"
+    )
+    config.write_text(text)
+
+    empty = await run_cli("start", "box", "gen/empty", config=config)
+    assert empty.code == 1
+    assert "gen not started: empty has no prompts" in empty.stderr
+    done = await run_cli("start", "box", "gen/full", config=config)
+    assert done.code == 1
+    assert "gen not started: full is done: 50 of its 10 tokens (--force asks" in done.stderr
+    missing = await run_cli("start", "box", "gen/nope", config=config)
+    assert missing.code == 2
+    assert "no dataset 'nope' under" in missing.stderr
+    whole = await run_cli("start", "box", "gen", config=config)
+    assert whole.code == 2
+    assert "gen runs per dataset: name it gen/DATASET" in whole.stderr
+    listed = await run_cli("jobs", "box", config=config)
+    assert listed.stdout.startswith("no jobs on box: "), "nothing was started"
+
+
+async def test_an_unknown_command_is_said_to_be_one(tmp_path: Path, state_dir: Path) -> None:
+    config = local_config(tmp_path, state_dir)
+    typo = await run_cli("frobnicate", config=config)
+    assert typo.code == 2
+    assert "unknown command or host 'frobnicate': the commands are status, doctor" in typo.stderr
+    assert "the hosts in" in typo.stderr
+    doctor = await run_cli("doctor", "box", "--json", config=config)
+    report = json.loads(doctor.stdout)
+    assert (report["host"], report["checks"][0]["name"]) == ("box", "local")
+    assert doctor.code == (0 if report["ok"] else 1)

@@ -14,7 +14,7 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.model.formatting import started_as
-from console.model.pipeline_view import ACTIVE
+from console.model.generate_checks import why_not_generate
 from console.ui.actions.base import HostActions
 from console.ui.intents import GenerateAllRequested, GenerateRequested
 from console.ui.screens.confirm import ConfirmScreen
@@ -83,18 +83,7 @@ class GenerateActions(HostActions):
 
     def _why_not(self, host: str, dataset: DatasetProgress) -> str | None:
         """Why generation should not start on `dataset` now, or None when it should."""
-        writers = [j for j in self.jobs(host) if j.dataset == dataset.name and j.state in ACTIVE]
-        if writers:
-            return f"{dataset.name} is being written by {writers[0].name} (pid {writers[0].pid}); R restarts it"
-        if dataset.writer:  # a lock holder or an old script with the file open: one writer only
-            return f"{dataset.name} is being written by {dataset.writer}"
-        if dataset.writer_active:
-            return f"{dataset.name} is being written by a runner the agent did not start (its runner.json is live)"
-        if dataset.prompts == 0 and dataset.responses == 0:
-            return f"{dataset.name} has no prompts: its prompts file is missing or empty (see the alert)"
-        if dataset.generation_done:
-            return f"{dataset.name} is done: {_done_why(dataset)}"
-        return None
+        return why_not_generate(dataset, self.jobs(host))
 
     async def _launch_all(
         self, host: str, link: AgentLink, job_name: str, datasets: list[str]
@@ -126,11 +115,3 @@ class GenerateActions(HostActions):
         if started:
             where = ", ".join(f"{job.dataset} ({started_as(job)})" for job in started)
             self.app.notify(f"started {job_name} on {where}")
-
-
-def _done_why(dataset: DatasetProgress) -> str:
-    """Why the one budget rule calls `dataset` done, in words."""
-    if dataset.budget is not None and dataset.tokens >= dataset.budget:
-        return f"{dataset.tokens:,} of its {dataset.budget:,} tokens"
-    failed = f", {dataset.failed_prompts:,} failed for good" if dataset.failed_prompts else ""
-    return f"no prompt left ({dataset.responses:,} answered{failed})"
