@@ -130,9 +130,10 @@ def read_probe(host: HostConfig, status: int | None, stdout: str, stderr: str) -
         version = tuple(int(part) for part in found["version"])
     except (ValueError, KeyError, TypeError):
         detail = stderr.strip().splitlines()
+        printed = f"printed {stdout[:120]!r}" if stdout.strip() else "printed nothing"
         raise LinkError(
             f"{host.name}: cannot run Python {host.python!r} on {where} "
-            f"({detail[-1] if detail else f'exit {status}'}); "
+            f"({detail[-1] if detail else f'exit {status}, {printed}'}); "
             f"set hosts.{host.name}.python to a Python 3.10+ interpreter on the box (an absolute path)"
         ) from None
     if version < MIN_PYTHON:
