@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from console.config import HostConfig, console_log_path
@@ -37,21 +40,52 @@ def run_demo(folder: Path | None, keep: bool, ssh: bool) -> int:
     interrupts.install()  # a closed terminal, Ctrl+C or SIGTERM: the teardown still runs
     space = Workspace((folder or Path(tempfile.mkdtemp(prefix="eagle-demo-"))).absolute())
     children: list[subprocess.Popen[bytes]] = []
+    teardown = OneTeardown(lambda: _tear_down(space, keep, interrupts))
+
+    def stuck() -> None:  # the console did not end when asked: end the demo without it
+        interrupts.tearing_down()
+        teardown.run()
+        _leave_the_terminal()
+        os._exit(interrupts.exit_code)
+
     try:
         try:
-            _start_and_run(space, ssh, interrupts, children)
+            _start_and_run(space, ssh, interrupts, children, stuck)
         finally:
             interrupts.tearing_down()
     finally:
-        _tear_down(space, keep, interrupts)
+        teardown.run()
         for child in children:
             child.poll()  # reap what the teardown ended
     return interrupts.exit_code
 
 
+class OneTeardown:
+    """The teardown, run once: by the demo's own end, or by the watch of a stuck console."""
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self._work = work
+        self._lock = threading.Lock()
+        self._done = False
+
+    def run(self) -> None:
+        """Run it, or wait for the run under way to end."""
+        with self._lock:
+            if not self._done:
+                self._done = True
+                self._work()
+
+
+def _leave_the_terminal() -> None:
+    """Put a terminal the stuck console held back as far as can be done from outside it."""
+    with contextlib.suppress(OSError):
+        os.write(sys.stdout.fileno(), b"\x1b[?1049l\x1b[?25h\r\n")
+
+
 def _start_and_run(
-    space: Workspace, ssh: bool, interrupts: DemoInterrupts, children: list[subprocess.Popen[bytes]]
-) -> None:
+    space: Workspace, ssh: bool, interrupts: DemoInterrupts, children: list[subprocess.Popen[bytes]],
+    stuck: Callable[[], None],
+) -> None:  # fmt: skip
     say(f"eagle-console demo: building the workspace in {space.root} ...")
     build_workspace(space)
     access = None
@@ -67,7 +101,7 @@ def _start_and_run(
         "to try); starting the agent, the server and 8 runs ..."
     )
     asyncio.run(start_pipeline(opener, host, nonce=secrets.token_hex(4)))
-    _run_console(opener, host, interrupts, space.stale_capture)
+    _run_console(opener, host, interrupts, space.stale_capture, stuck)
 
 
 def _opener(host: HostConfig) -> Opener:
@@ -97,7 +131,10 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
         await link.close()
 
 
-def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts, stale: Path) -> None:
+def _run_console(
+    opener: Opener, host: HostConfig, interrupts: DemoInterrupts, stale: Path,
+    stuck: Callable[[], None],
+) -> None:  # fmt: skip
     from console.ui.app import ConsoleApp
 
     app = ConsoleApp({"demo": opener}, host_configs={"demo": host}, log_path=console_log_path())
@@ -118,7 +155,7 @@ def _run_console(opener: Opener, host: HostConfig, interrupts: DemoInterrupts, s
         name="demo refusal", daemon=True,
     )  # fmt: skip
     room.start()
-    with interrupts.console(exit_soon):
+    with interrupts.console(exit_soon, stuck):
         app.run()
 
 

@@ -309,6 +309,14 @@ class ConsoleApp(App[None]):
 
     # ------------------------------------------------------------ actions
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C quits, as q does and as it does in k9s and lazydocker.
+
+        Textual binds it to a toast that names the quit key instead; in a text field Ctrl+C is
+        the field's own (copy), which comes first.
+        """
+        self.exit()
+
     def action_next_host(self) -> None:
         """Show the next host (with one host, say how to watch more)."""
         names = list(self.views)

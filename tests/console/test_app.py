@@ -290,3 +290,18 @@ async def test_an_unreachable_host_never_blocks_the_others(tmp_path: Path, state
         await pilot.press("h")
         await wait_for(pilot, lambda: cell(app, "datasets", "B1_sharegpt", "responses") == "3 / 5")
         assert "box2: link down (unreachable)" in header(app)
+
+
+async def test_ctrl_c_quits_as_q_does_even_while_the_host_is_still_unreachable() -> None:
+    """Textual's own Ctrl+C only names the quit key in a toast (with its markup shown raw here);
+    users of k9s and lazydocker press it to quit, at any moment (#42)."""
+
+    async def unreachable() -> AgentLink:
+        raise LinkError("no route to host")
+
+    app = ConsoleApp({"gpu": unreachable})
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.return_code == 0
+        assert not any("[b]" in str(n.message) for n in app._notifications), "no raw markup"

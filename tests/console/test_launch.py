@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.repo import REPO
 
 ROUTED_FIRST = """
@@ -111,3 +113,18 @@ def test_the_tui_and_the_warnings_write_one_rotating_file_through_one_handler(
     newest = log.read_text()
     assert "failure 59" in newest
     assert "warning 59" in newest
+
+
+def test_ctrl_c_while_the_command_starts_ends_it_with_130_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At half a second into `make demo`, Ctrl+C printed a traceback from an import (#42)."""
+    import types
+
+    from console.cli import launch
+
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(sys.modules, "console.cli.main", types.SimpleNamespace(main=interrupted))
+    assert launch.main() == 130
