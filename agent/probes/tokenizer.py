@@ -8,22 +8,28 @@ hangs (a slow disk, code that waits) is bounded by killing that process's group.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import sys
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
 from agent.host.bounded_process import run_bounded
+from agent.host.regular_files import open_regular
 from agent.pipeline.tokenizer import TRUST_FLAG
 from agent.protocol import PipelineConfig, TokenizerCheck, from_wire
 
 MAX_TIMEOUT_S = 600.0
+"""Longest a console may ask the check to wait."""
 MAX_OUTPUT_BYTES = 1024 * 1024
 """A tokenizer's own code may print; past this much it is stopped (its answer is one line)."""
-"""Longest a console may ask the check to wait."""
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""tokenizer_config.json read for its auto_map: a chat template makes it large, never this."""
 
 
 async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> TokenizerCheck:
@@ -47,7 +53,8 @@ async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> Tokeniz
             path, trust, False, f"loading {path} printed over {MAX_OUTPUT_BYTES:,} bytes; stopped"
         )
     out, err = answer.out, answer.err
-    return _result(path, trust, out, err, time.monotonic() - started)
+    checked = _result(path, trust, out, err, time.monotonic() - started)
+    return replace(checked, ships_code=await asyncio.to_thread(ships_code, Path(path).expanduser()))
 
 
 def _result(path: str, trust: bool, out: bytes, err: bytes, elapsed_s: float) -> TokenizerCheck:
@@ -69,6 +76,18 @@ def _result(path: str, trust: bool, out: bytes, err: bytes, elapsed_s: float) ->
         )  # fmt: skip
     except ValueError as exc:
         return TokenizerCheck(path, trust, False, f"the tokenizer check said something odd: {exc}")
+
+
+def ships_code(folder: Path) -> bool:
+    """True when the tokenizer folder brings code of its own (a .py file, or an auto_map)."""
+    try:
+        if any(folder.glob("*.py")):
+            return True
+        with open_regular(folder / "tokenizer_config.json") as handle:
+            config = json.loads(handle.read(MAX_CONFIG_BYTES))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "auto_map" in config
 
 
 def _last_json_object(out: bytes) -> dict[str, Any] | None:

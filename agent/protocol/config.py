@@ -161,3 +161,5 @@ class TokenizerCheck:
     has_chat_template: bool = False
     think_marker: str | None = None
     """The marker the chat template opens the assistant turn with (<think>), if any."""
+    ships_code: bool = False
+    """The folder holds Python files or an `auto_map` (code trust_remote_code would run)."""

@@ -47,13 +47,16 @@ def _loaded(check: TokenizerCheck, pipeline: PipelineConfig) -> tuple[bool, str]
             else "no think marker"
         )
     vocab = f"vocab {check.vocab_size:,}" if check.vocab_size is not None else "vocab ?"
-    trusted = ", its own code trusted" if check.trust_remote_code else ""
+    trusted = ""
+    if check.trust_remote_code:
+        trusted = (", its own code trusted" if check.ships_code
+                   else ", trust_remote_code on (it ships no code: nothing of its runs)")  # fmt: skip
     line = f"{check.path}: {check.class_name}, {vocab}, {template}{trusted}"
     untold = sorted(
         set(_jobs_mentioning(pipeline, "--tokenizer", "{tokenizer}"))
         - set(_jobs_mentioning(pipeline, "{trust_remote_code}", "--trust-remote-code"))
     )
-    if check.trust_remote_code and untold:
+    if check.trust_remote_code and check.ships_code and untold:
         return False, (f"{line}; but job(s) {', '.join(untold)} do not pass {{trust_remote_code}} "
                        "in their argv, so they will refuse it: add it")  # fmt: skip
     return True, line

@@ -87,10 +87,14 @@ def write_demo_config(
 def headless_tip(config: Path) -> list[str]:
     """The headless commands to try beside the TUI, each as it runs against this config."""
     command = f"{shlex.quote(console_command())} --config {shlex.quote(str(config))}"
-    tries = ["status demo", "report demo", "doctor demo", "events demo --since 1h",
-             "deploy demo --dry-run", f"redeploy demo {OLD_RUN} --token-budget {OLD_RUN_BUDGET}"]  # fmt: skip
+    tries = ["status demo", "jobs demo", "autopilot demo", "report demo", "doctor demo",
+             "events demo --since 1h", "deploy demo --dry-run", "apply demo --dry-run",
+             f"redeploy demo {OLD_RUN} --token-budget {OLD_RUN_BUDGET}"]  # fmt: skip
     lines = ["# While the demo runs, try in another terminal:"]
-    return lines + [f"#   {command} {rest}" for rest in tries]
+    return [
+        *lines, *(f"#   {command} {rest}" for rest in tries),
+        "# and `start demo NAME`, `stop demo NAME` (jobs lists the names), each with --json",
+    ]  # fmt: skip
 
 
 def console_command() -> str:

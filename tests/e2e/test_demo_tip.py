@@ -99,7 +99,8 @@ def test_every_command_of_the_demo_tip_works_as_printed(
         terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)
         commands = tip_commands(workspace / CONFIG)
         names = [argv[3] for argv in commands]
-        assert names == ["status", "report", "doctor", "events", "deploy", "redeploy"]
+        assert names == ["status", "jobs", "autopilot", "report", "doctor", "events", "deploy",
+                         "apply", "redeploy"]  # fmt: skip
         for argv in commands:
             doctor = argv[3] == "doctor"
             result = doctor_with_the_server_up(argv, workspace / CONFIG) if doctor else run(argv)
