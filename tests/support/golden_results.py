@@ -184,11 +184,11 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     (
         "tokenizer.check",
         TokenizerCheck(
-            "/models/kimi", True, True, "", "TikTokenTokenizer", 163840, True, "<think>"
+            "/models/kimi", True, True, "", "TikTokenTokenizer", 163840, True, "<think>", True
         ),
         '{"id":1,"result":{"path":"/models/kimi","trust_remote_code":true,"ok":true,"detail":"",'
         '"class_name":"TikTokenTokenizer","vocab_size":163840,"has_chat_template":true,'
-        '"think_marker":"<think>"}}',
+        '"think_marker":"<think>","ships_code":true}}',
     ),  # fmt: skip
     ("jobs.list", JobsList((JOB,)), '{"id":1,"result":{"jobs":[' + JOB_LINE + "]}}"),
     ("jobs.launch", JOB, '{"id":1,"result":' + JOB_LINE + "}"),
