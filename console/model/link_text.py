@@ -6,11 +6,15 @@ it as refused, timed out, host key, auth or unreachable, and the retry as a coun
 
 from __future__ import annotations
 
+import re
+
 from console.link.host_connection import LinkState
 from console.model.formatting import duration
 
 REASONS = (
     ("host key", ("host key", "known_hosts", "untrusted")),
+    ("unknown host", ("name or service not known", "nodename nor servname", "name resolution",
+                      "no address associated")),  # fmt: skip
     ("auth", ("authentication", "permission denied", "identity")),
     ("refused", ("refused", "connect call failed")),
     ("timed out", ("no answer in", "timed out", "timeout", "did not answer")),
@@ -26,9 +30,17 @@ def failure_reason(state: LinkState) -> str:
     text = state.detail.lower()
     for reason, phrases in REASONS:
         if any(phrase in text for phrase in phrases):
-            return reason
+            return _with_address(reason, state.detail)
     gist = state.detail.split(";", 1)[0].strip()
     return gist.rsplit(": ", 1)[-1] if gist else "no reason given"
+
+
+def _with_address(reason: str, detail: str) -> str:
+    """`unknown host gpu-bx` or `unreachable 10.9.9.9`: the address the link could not reach."""
+    if reason not in ("unknown host", "unreachable"):
+        return reason
+    found = re.search(r"cannot reach (?:[^@\s]+@)?([^\s:]+)", detail)
+    return f"{reason} {found.group(1)}" if found else reason
 
 
 def link_text(state: LinkState, last_failure: LinkState | None, now: float) -> str:

@@ -75,3 +75,16 @@ async def test_a_host_whose_link_came_back_keeps_its_reason_until_it_is_up() -> 
         app.post_message(LinkChanged(down))
         app.post_message(LinkChanged(dataclasses.replace(down, status="connecting", detail="")))
         await wait_for(pilot, lambda: "link connecting (last: auth)" in header(app))
+
+
+def test_a_mistyped_host_is_called_unknown_and_named() -> None:
+    """A mistyped host said only "unreachable": the name it could not resolve, and that it could
+    not, say what to fix (#42)."""
+    from console.model.link_text import failure_reason
+
+    typo = LinkState("kimi", "down", "kimi: cannot reach root@gpu-bx:22: Name or service not known")
+    assert failure_reason(typo) == "unknown host gpu-bx"
+    routed = LinkState("b", "down", "b: cannot reach 10.9.9.9: No route to host")
+    assert failure_reason(routed) == "unreachable 10.9.9.9"
+    refused_state = LinkState("b", "down", REFUSED)
+    assert failure_reason(refused_state) == "refused"
