@@ -137,16 +137,17 @@ def dataset_progress(
     projected = projected_tokens(counts, condition, run.in_flight if run and run.active else 0)
     main, etas = history.rate(), _etas(counts, condition, projected, history.rates())
     overrun = max(0, projected - budget) if projected is not None and budget is not None else None
+    eta = eta_s(counts, condition, projected, main) if main else None
     return DatasetProgress(
         name=name, prompts=counts.prompts, responses=counts.responses, tokens=counts.tokens,
         budget=budget, corrupt_lines=counts.corrupt_lines, torn_tail_bytes=counts.torn_tail_bytes,
         tokens_per_s=main.tokens_per_s if main else None,
         responses_per_s=main.responses_per_s if main else None,
         mean_tokens_per_response=counts.tokens / counts.responses if counts.responses else None,
-        eta_s=eta_s(counts, condition, projected, main) if main else None,
+        eta_s=eta,
         eta_low_s=min(etas) if etas else None, eta_high_s=max(etas) if etas else None,
         projected_tokens=projected, projected_overrun_tokens=overrun,
-        projected_overrun_hours=_hours(overrun, main),
+        projected_overrun_hours=_overrun_hours(counts.tokens, budget, projected, eta, main),
         status=_waiting_or(status(counts, budget, condition, live, tolerance_share), run),
         stop_condition=condition.kind,
         target_responses=condition.target_responses, target_tokens=condition.target_tokens,
@@ -179,10 +180,24 @@ def _etas(
     return [eta for rate in rates if (eta := eta_s(counts, condition, projected, rate)) is not None]
 
 
-def _hours(overrun: int | None, rate: Rate | None) -> float | None:
-    if not overrun or rate is None or rate.tokens_per_s <= 0:
+def _overrun_hours(
+    tokens: int, budget: int | None, projected: int | None, eta: float | None, rate: Rate | None
+) -> float | None:
+    """Hours of generation still to come past the budget: what stopping the run now saves.
+
+    On the ETA's own timeline (a run capped by samples has its ETA from the responses' rate), so
+    it is never longer than the ETA; the tokens already past the budget are spent, not to come.
+    """
+    if budget is None or projected is None:
         return None
-    return overrun / rate.tokens_per_s / 3600
+    to_come, remaining = max(0, projected - max(tokens, budget)), max(0, projected - tokens)
+    if not to_come:
+        return None
+    if eta is not None and remaining:
+        return eta * to_come / remaining / 3600
+    if rate is None or rate.tokens_per_s <= 0:
+        return None
+    return to_come / rate.tokens_per_s / 3600
 
 
 def dataset_alerts(
@@ -237,7 +252,7 @@ def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
     if budget is None or not progress.writer_active or overrun <= share * budget:
         return None
     hours = progress.projected_overrun_hours
-    cost = f" (~{_generation_time(hours)} of generation)" if hours else ""
+    cost = f" (~{_generation_time(hours)} more of generation)" if hours else ""
     return (
         "projected_overrun",
         "warning",

@@ -54,7 +54,7 @@ async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> Tokeniz
         )
     out, err = answer.out, answer.err
     checked = _result(path, trust, out, err, time.monotonic() - started)
-    return replace(checked, ships_code=await asyncio.to_thread(ships_code, Path(path).expanduser()))
+    return replace(checked, ships_code=await asyncio.to_thread(ships_code_at, path))
 
 
 def _result(path: str, trust: bool, out: bytes, err: bytes, elapsed_s: float) -> TokenizerCheck:
@@ -76,6 +76,11 @@ def _result(path: str, trust: bool, out: bytes, err: bytes, elapsed_s: float) ->
         )  # fmt: skip
     except ValueError as exc:
         return TokenizerCheck(path, trust, False, f"the tokenizer check said something odd: {exc}")
+
+
+def ships_code_at(path: str) -> bool:
+    """`ships_code` of the configured path (`~` expanded)."""
+    return ships_code(Path(path).expanduser())
 
 
 def ships_code(folder: Path) -> bool:

@@ -83,6 +83,8 @@ class DatasetProgress:
     eta_low_s: float | None = None
     eta_high_s: float | None = None
     projected_overrun_hours: float | None = None
+    """Generation still to come past the budget, in hours (what stopping now saves), on the
+    ETA's timeline: never longer than the ETA."""
     in_flight: int = 0
     runner_state: str | None = None
     runner_sha256: str | None = None

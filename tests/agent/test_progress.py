@@ -36,8 +36,20 @@ def test_a_sample_capped_run_heading_past_its_budget_shows_the_overrun() -> None
     assert progress.target_responses == 1000
     assert progress.projected_tokens == 3_500_000
     assert progress.projected_overrun_tokens == 2_500_000
-    assert progress.projected_overrun_hours == pytest.approx(2_500_000 / 1000 / 3600)
     assert progress.eta_s == pytest.approx(800 / (1000 / 3500), rel=0.02)
+    # all that is still to come is past the budget here: 2.5M of the 2.8M left, on the ETA's
+    # timeline (#42: "ETA 3m 14s, overrun +190.8K (3m 54s)")
+    assert progress.projected_overrun_hours == pytest.approx(
+        (progress.eta_s or 0) * 2_500_000 / 2_800_000 / 3600
+    )
+    past = dataset_progress(
+        "B3_math", Counts(prompts=5000, responses=400, tokens=1_400_000), 1_000_000, run,
+        history, LIVE,
+    )  # fmt: skip
+    assert past.eta_s is not None
+    assert past.projected_overrun_hours == pytest.approx(past.eta_s / 3600), (
+        "past its budget, every token to come is overrun: the overrun's time is the ETA"
+    )
     [alert] = dataset_alerts(progress, 0.02, now=1.0)
     assert alert.kind == "projected_overrun"
     assert "--token-budget 1000000" in alert.message
