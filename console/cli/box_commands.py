@@ -128,7 +128,9 @@ async def _jobs(link: AgentLink, args: argparse.Namespace, host: HostConfig, out
     elif listing.jobs:
         out.print(jobs_table(listing.jobs))
     else:
-        out.print(f"no jobs on {host.name}: `eagle-console start {host.name} NAME` starts one")
+        out.print(
+            literal(f"no jobs on {host.name}: `eagle-console start {host.name} NAME` starts one")
+        )
     return 0
 
 

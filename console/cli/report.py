@@ -10,7 +10,14 @@ import re
 import time
 
 from agent.protocol import Snapshot
-from console.model.formatting import dataset_row, duration, gpu_text, server_text, tokens
+from console.model.formatting import (
+    DatasetRow,
+    dataset_row,
+    duration,
+    gpu_text,
+    server_text,
+    tokens,
+)
 from console.model.safe_text import sanitise
 
 MARKDOWN_SPECIAL = re.compile(r"[\\`*\[\]<>|~&]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
@@ -31,7 +38,7 @@ def markdown_report(host: str, snapshot: Snapshot) -> str:
     for progress in snapshot.datasets:
         row = dataset_row(progress, snapshot.taken_at)
         lines.append(
-            f"| {md_text(row.name)} | {row.responses} | {row.tokens} | {row.budget_bar.strip()} | {row.rate} | {row.eta} | "
+            f"| {md_text(row.name)} | {row.responses} | {row.tokens} | {row.budget_bar.strip()} | {row.rate} | {_eta(row)} | "
             f"{tokens(progress.projected_tokens)} | {row.overrun} | {md_text(row.status)} |"
         )
     lines += ["", "## Alerts", ""] + (
@@ -69,3 +76,7 @@ def md_code(text: str) -> str:
     fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)
     pad = " " if shown.startswith("`") or shown.endswith("`") else ""
     return f"{fence}{pad}{shown}{pad}{fence}"
+
+
+def _eta(row: DatasetRow) -> str:
+    return f"{row.eta} ({row.eta_range})" if row.eta_range != "—" else row.eta

@@ -92,13 +92,23 @@ def eta(progress: DatasetProgress, taken_at: float | None = None) -> str:
 
     `taken_at` is the snapshot's time, from which the last response is aged.
     """
-    if not writing_live(progress, taken_at):
-        return ended(progress)
-    main = duration(progress.eta_s)
-    if progress.eta_low_s is None or progress.eta_high_s is None or progress.eta_s is None:
-        return main
+    main, spread = eta_alone(progress, taken_at), eta_range(progress, taken_at)
+    return f"{main} ({spread})" if spread else main
+
+
+def eta_alone(progress: DatasetProgress, taken_at: float | None = None) -> str:
+    """The ETA without its range ("3h 12m"); once nothing writes it, when it ended."""
+    return duration(progress.eta_s) if writing_live(progress, taken_at) else ended(progress)
+
+
+def eta_range(progress: DatasetProgress, taken_at: float | None = None) -> str:
+    """The ETA's range over the rate windows, "2h 50m–3h 40m"; "" when there is none."""
+    if not writing_live(progress, taken_at) or progress.eta_s is None:
+        return ""
+    if progress.eta_low_s is None or progress.eta_high_s is None:
+        return ""
     low, high = duration(progress.eta_low_s), duration(progress.eta_high_s)
-    return main if low == high else f"{main} ({low}–{high})"
+    return "" if low == high else f"{low}–{high}"
 
 
 def ended(progress: DatasetProgress) -> str:
@@ -147,6 +157,8 @@ class DatasetRow:
     tokens: str
     rate: str
     eta: str
+    eta_range: str
+    """"2h 50m–3h 40m", or "" when the rate windows agree (its own column: it folds first)."""
     overrun: str
     status: str
 
@@ -164,7 +176,8 @@ def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> Dat
         budget_bar=bar(fraction) + percent,
         tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
         rate=f"{tokens(rate)}/s" if (rate := live_rate(progress, taken_at)) else "—",
-        eta=eta(progress, taken_at),
+        eta=eta_alone(progress, taken_at),
+        eta_range=eta_range(progress, taken_at) or "—",
         overrun=f"+{tokens(overrun)}" + (f" ({duration(hours * 3600)})" if hours else "")
         if overrun
         else "—",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent.protocol import JobInfo, Snapshot
-from console.link.redeploy import RedeployError, find_job
+from console.link.redeploy import JobNotFoundError, find_job
 
 JOBS = (
     JobInfo("inference-B1-1", "inference", "inference", "running", (), dataset="B1"),
@@ -31,6 +31,6 @@ def test_a_job_is_found_by_id_name_name_and_dataset_or_dataset(ref: str, job_id:
 
 @pytest.mark.parametrize(("ref", "said"), [("inference", "more than one"), ("B9", "no job")])
 def test_an_ambiguous_or_unknown_reference_names_the_jobs(ref: str, said: str) -> None:
-    with pytest.raises(RedeployError, match=said) as caught:
+    with pytest.raises(JobNotFoundError, match=said) as caught:
         find_job(SNAPSHOT, ref)
     assert "inference-B1-1" in str(caught.value)

@@ -35,16 +35,18 @@ ALWAYS = ["dataset", "tokens", "ETA", "status"]
 @pytest.mark.parametrize(
     ("width", "expected"),
     [
-        # A finished dataset's overrun has no time to go, so it is narrow enough to stay.
-        (80, ["dataset", "tokens", "ETA", "overrun", "status"]),
-        (100, ["dataset", "responses", "tokens", "rate", "ETA", "overrun", "status"]),
-        (120, ["dataset", "budget", "tokens", "rate", "ETA", "overrun", "status"]),
+        # A finished dataset's overrun has no time to go, so it is narrow enough to stay; the
+        # ETA's range folds first, so the ETA's width no longer costs the overrun (#42).
+        (80, ["dataset", "tokens", "rate", "ETA", "overrun", "status"]),
+        (100, ["dataset", "budget", "tokens", "rate", "ETA", "overrun", "status"]),
+        (120, ["dataset", "responses", "budget", "tokens", "rate", "ETA", "range", "overrun",
+               "status"]),  # fmt: skip
     ],
 )
 def test_the_datasets_columns_fold_lowest_priority_first(width: int, expected: list[str]) -> None:
     rows = [dataset_row(progress) for progress in CROWDED.datasets]
-    cells = [(r.name, r.responses, r.budget_bar, r.tokens, r.rate, r.eta, r.overrun, r.status)
-             for r in rows]  # fmt: skip
+    cells = [(r.name, r.responses, r.budget_bar, r.tokens, r.rate, r.eta, r.eta_range, r.overrun,
+              r.status) for r in rows]  # fmt: skip
     widths = content_widths(COLUMNS, cells)
     shown = columns_that_fit(widths, width - TABLE_CHROME, DatasetsTable.FOLD_ORDER)
     assert shown == expected
@@ -161,3 +163,23 @@ async def test_h_to_a_host_without_data_shows_none_of_the_previous_hosts_rows() 
         await pilot.pause(0.3)
         assert (datasets.row_count, jobs.row_count) == (0, 0)
         assert "no data from spare" in str(datasets.border_subtitle)
+
+
+def test_at_80_columns_the_overrun_of_a_run_heading_past_its_budget_stays_beside_its_eta() -> None:
+    """The overrun column folded whenever the ETA showed a range, even on that dataset (#42)."""
+    from agent.protocol import DatasetProgress
+
+    heading = DatasetProgress(
+        "B3_math", 1200, 507, 31_707, 15_000, tokens_per_s=720.0, eta_s=243.0, eta_low_s=196.0,
+        eta_high_s=263.0, projected_tokens=207_235, projected_overrun_tokens=192_235,
+        projected_overrun_hours=243.0 / 3600, status="over_budget", writer_active=True,
+    )  # fmt: skip
+    rows = [dataset_row(progress) for progress in (*CROWDED.datasets, heading)]
+    cells = [(r.name, r.responses, r.budget_bar, r.tokens, r.rate, r.eta, r.eta_range, r.overrun,
+              r.status) for r in rows]  # fmt: skip
+    shown = columns_that_fit(content_widths(COLUMNS, cells), 80 - TABLE_CHROME,
+                             DatasetsTable.FOLD_ORDER)  # fmt: skip
+    assert "overrun" in shown
+    assert "range" not in shown
+    assert rows[-1].overrun == "+192.2K (4m 03s)"
+    assert (rows[-1].eta, rows[-1].eta_range) == ("4m 03s", "3m 16s–4m 23s")

@@ -1,4 +1,4 @@
-"""Datasets: progress against budget, rate, ETA with range, projected overrun, status."""
+"""Datasets: progress against budget, rate, ETA and its range, projected overrun, status."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from console.model.formatting import dataset_row, live_rate
 from console.model.safe_text import literal
 from console.ui.widgets.fitted_table import FittedTable, Row
 
-COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun", "status")
+COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "range", "overrun", "status")
 STATUS_STYLE = {
     "over budget": "bold red",
     "stalled": "yellow",
@@ -40,8 +40,9 @@ class DatasetsTable(FittedTable):
 
     BINDINGS = [Binding("o", "cycle_sort", "Sort")]
     COLUMNS = COLUMNS
-    FOLD_ORDER = ("responses", "budget", "rate", "overrun")
-    """Name, tokens of the budget, ETA and status stay at any width."""
+    FOLD_ORDER = ("range", "responses", "budget", "rate", "overrun")
+    """Name, tokens of the budget, ETA and status stay at any width; the ETA's range folds first
+    (it took the overrun's room on the one dataset heading past its budget: #42)."""
     sort_by = "dataset"
     """The column the rows are ordered by."""
 
@@ -79,5 +80,5 @@ def _row(progress: DatasetProgress, taken_at: float | None) -> Row:
     overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
     return Row(progress.name, (
         literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
-        Text(row.overrun, style=overrun_style), literal(row.status, STATUS_STYLE.get(row.status, "")),
+        Text(row.eta_range, style="dim"), Text(row.overrun, style=overrun_style), literal(row.status, STATUS_STYLE.get(row.status, "")),
     ))  # fmt: skip

@@ -25,8 +25,9 @@ class JobsTable(FittedTable):
     """One row per job."""
 
     COLUMNS = COLUMNS
-    FOLD_ORDER = ("origin", "gpu", "kind", "exit", "uptime", "pid", "dataset")
-    """The job's name and state stay at any width."""
+    FOLD_ORDER = ("origin", "gpu", "kind", "exit", "uptime", "pid")
+    """The job's name, its dataset and its state stay at any width: "inference · killed ·
+    restarted" with no dataset named none of eight runs (#42)."""
     SCROLL_HINT = True
     """More jobs than rows in view (a short terminal) say so in the bottom border."""
 
