@@ -13,8 +13,15 @@ from console.model.formatting import duration
 
 REASONS = (
     ("host key", ("host key", "known_hosts", "untrusted")),
-    ("unknown host", ("name or service not known", "nodename nor servname", "name resolution",
-                      "no address associated")),  # fmt: skip
+    (
+        "unknown host",
+        (
+            "name or service not known",
+            "nodename nor servname",
+            "name resolution",
+            "no address associated",
+        ),
+    ),  # fmt: skip
     ("auth", ("authentication", "permission denied", "identity")),
     ("refused", ("refused", "connect call failed")),
     ("timed out", ("no answer in", "timed out", "timeout", "did not answer")),
