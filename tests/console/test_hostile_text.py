@@ -143,6 +143,19 @@ def check_screen(app: ConsoleApp, *labels: str) -> str:
     return text
 
 
+async def check_when_shown(pilot: Pilot[None], app: ConsoleApp, *labels: str) -> None:
+    """`check_screen`, once every label's text is on the screen (waited for, never slept for)."""
+
+    def all_shown() -> bool:
+        text = "\n".join(rendered(app))
+        return all(
+            (lb[1:] if lb.startswith("=") else f"{lb}{SHOWN_MARKUP}") in text for lb in labels
+        )
+
+    await wait_for(pilot, all_shown)
+    check_screen(app, *labels)
+
+
 async def wait_for(pilot: Pilot[None], predicate: Callable[[], bool]) -> None:
     """Until `predicate` holds and the screen on display has composed its widgets.
 
@@ -171,8 +184,9 @@ async def test_hostile_text_in_every_field_shows_literally_on_every_screen(tmp_p
         agent.push(Event("snapshot", snapshot))
         await wait_for(pilot, lambda: app.views[HOST].snapshot is not None)
         agent.push(Event("job", JobEvent(snapshot.jobs[0], hostile("job.event"))))
-        await pilot.pause(0.2)
-        check_screen(app, "snap.datasets[0].name", "snap.jobs[0].name", "snap.alerts[0].message",
+        # its toast comes when the event has crossed the wire (a loaded machine took longer than
+        # the 0.2 s this once slept)
+        await check_when_shown(pilot, app, "snap.datasets[0].name", "snap.jobs[0].name", "snap.alerts[0].message",
                      "snap.server.detail", "snap.gpus[0].job_ids[0]", "hello.agent_version",
                      "job.event")  # fmt: skip
         await _dataset_detail(pilot, app)
@@ -180,8 +194,7 @@ async def test_hostile_text_in_every_field_shows_literally_on_every_screen(tmp_p
         await _modals(pilot, app)
         await _palette(pilot, app)
         agent.push(Event("snapshot", dataclasses.replace(snapshot, gpus=(), server=None)))
-        await pilot.pause(0.2)
-        check_screen(app, "snap.gpu_note")
+        await check_when_shown(pilot, app, "snap.gpu_note")
 
 
 async def _dataset_detail(pilot: Pilot[None], app: ConsoleApp) -> None:
@@ -202,14 +215,12 @@ async def _logs(pilot: Pilot[None], app: ConsoleApp, agent: ScriptedAgent) -> No
     lines = "".join(hostile(f"log line {i}") + "\n" for i in range(3)) + "Traceback: error\n"
     agent.push(Event("log", LogChunk(screen.log_name, 0, len(lines), lines, len(lines), 1)))
     await wait_for(pilot, lambda: len(screen.lines) == 4)
-    await pilot.pause(0.3)
-    check_screen(app, "log line 0", "log line 2")
+    await check_when_shown(pilot, app, "log line 0", "log line 2")
     for key, pattern in (("slash", r"\[red\]|line 1"), ("f", "PWNED|[/]")):
         await pilot.press(key)
         screen.query_one(Input).value = pattern
         await pilot.press("enter", "n", "c")
-        await pilot.pause(0.2)
-        check_screen(app, "log line 1")
+        await check_when_shown(pilot, app, "log line 1")
     await pilot.press("escape")
 
 
@@ -235,14 +246,12 @@ async def _modals(pilot: Pilot[None], app: ConsoleApp) -> None:
             app.screen.query_one("#jobs").focus()
         await pilot.press(key)
         await wait_for(pilot, lambda kind=screen_type: isinstance(app.screen, kind))  # type: ignore[misc]
-        await pilot.pause(0.1)
         if labels:
-            check_screen(app, *labels)
+            await check_when_shown(pilot, app, *labels)
     app.screen.query_one("#datasets").focus()
     await pilot.press("down", "down", "down")  # the pending dataset: B1 is done, B3 being written
     await pilot.press("g")  # refused by the host with a hostile reason: a toast
-    await pilot.pause(0.3)
-    check_screen(app, "launch.error")
+    await check_when_shown(pilot, app, "launch.error")
 
 
 async def _palette(pilot: Pilot[None], app: ConsoleApp) -> None:
