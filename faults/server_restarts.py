@@ -49,7 +49,9 @@ from tests.support.runner_files import status
 
 TITLE = "The SGLang server job SIGKILLed mid-run: restarted, the runs wait"
 
-SIMULATOR_ARGS = ("--speed", "10", "--mean-tokens", "150", "--sd-tokens", "60")
+SIMULATOR_ARGS = ("--speed", "5", "--mean-tokens", "150", "--sd-tokens", "60")
+"""About 2,000 tokens/s a run: the short campaign's 25,000 take some 12 s, so each kill lands
+well inside both runs."""
 POLICY = Policy(max_restarts=10, restart_window_s=600.0, restart_delay_s=0.2)
 DATASETS = ("B1_server", "B2_server")
 PAUSED = "dispatch to it paused"
@@ -89,6 +91,8 @@ class _Drill:
     result: ScenarioResult
     kills: list[Kill] = field(default_factory=list)
     pauses: dict[str, int] = field(default_factory=dict)
+    missed: dict[str, int] = field(default_factory=dict)
+    """Kills that came after a run had already ended at its budget, per dataset."""
 
     async def play(self, kills: int) -> None:
         """Start the server and the runs, kill the server `kills` times, let the runs finish."""
@@ -126,16 +130,24 @@ class _Drill:
         return running[0]
 
     async def _time_recovery(self, kill: Kill) -> None:
-        """From the kill to a new record in every dataset."""
+        """From the kill to a new record in every dataset whose run the kill caught.
+
+        A run that had reached its budget and ended before the kill (a fast run, a slow look on
+        a loaded machine: CI's did) has nothing to recover; it is counted as missed, not failed.
+        """
 
         async def generating() -> bool:
-            return all(w.landed_after(kill.gone_at) for w in self.watches)
+            return all(w.landed_after(kill.gone_at) or _ended_before(w, kill) for w in self.watches)
 
         if not await watch_until(self.watches, generating, STEP_TIMEOUT_S):
             self.result.violate(f"the runs did not generate again within {STEP_TIMEOUT_S:g} s")
             return
         for watch in self.watches:
-            self.result.recovery_s.append((watch.landed_after(kill.gone_at) or 0.0) - kill.at)
+            landed = watch.landed_after(kill.gone_at)
+            if landed is None:
+                self.missed[watch.name] = self.missed.get(watch.name, 0) + 1
+            else:
+                self.result.recovery_s.append(landed - kill.at)
 
     async def _finished(self) -> bool:
         """Both runs ended by themselves."""
@@ -176,10 +188,11 @@ class _Drill:
         log = Path(line[0].log_path or "") if line else None
         text = log.read_text(errors="replace") if log and log.is_file() else ""
         self.pauses[name] = text.count(PAUSED)
-        if text.count(PAUSED) < len(self.kills) or text.count(RESUMED) < text.count(PAUSED):
+        caught = len(self.kills) - self.missed.get(name, 0)
+        if text.count(PAUSED) < caught or text.count(RESUMED) < text.count(PAUSED):
             self.result.violate(
                 f"{name}: its log paused dispatch {text.count(PAUSED)} times and resumed it "
-                f"{text.count(RESUMED)} times for {len(self.kills)} server kills"
+                f"{text.count(RESUMED)} times for the {caught} server kills its run saw"
             )
 
     def write_notes(self) -> None:
@@ -189,7 +202,14 @@ class _Drill:
             f"server and runners: restart on-failure, delay {POLICY.restart_delay_s:g} s "
             f"doubling, at most {POLICY.max_restarts} in {POLICY.restart_window_s:g} s; "
             f"{len(self.kills)} server kills over 2 runs of {self.shape.budget:,} tokens each",
-            f"the runners paused dispatch ({pauses}) and resumed it; none was restarted",
+            f"the runners paused dispatch ({pauses}) and resumed it; none was restarted"
+            + (f"; kills after a run had ended: {self.missed}" if self.missed else ""),
             "detection_s: kill to the agent's restart of the server (its started_at); "
             "recovery_s: kill to the next new record, per dataset",
         ]
+
+
+def _ended_before(watch: DatasetWatch, kill: Kill) -> bool:
+    """The dataset's run had ended (runner.json says stopped) with its last record before `kill`."""
+    ended = status(watch.folder).get("state") == "stopped"
+    return ended and watch.landed_after(kill.at) is None
