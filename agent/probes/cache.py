@@ -124,7 +124,7 @@ class ProbeReading:
         if server is None or server.url is None or server.healthy is not False:
             return []
         servers = sorted((j for j in jobs if j.kind == "server"), key=lambda j: j.started_at or 0)
-        if servers and servers[-1].state == "stopped":
+        if servers and servers[-1].state in ("stopping", "stopped"):
             message = f"{self.server_name} at {server.url} is down: job {servers[-1].name} was stopped on request"
             return [Alert("server_down", "info", message, server.url, now)]
         if servers and _starting(servers[-1], now):

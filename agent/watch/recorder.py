@@ -160,7 +160,19 @@ class Recorder:
             return [
                 ("server_up", "sglang", "the SGLang server answers its health check", "info", {})
             ]
+        stopped = _stopped_server(snapshot.jobs)
+        if stopped is not None:  # the autopilot freeing the GPUs, k: not a failure (#42)
+            said = f"the SGLang server stopped answering: job {stopped.name} was stopped on request"
+            return [("server_down", "sglang", said, "info", {})]
         return [("server_down", "sglang", "the SGLang server stopped answering", "error", {})]
+
+
+def _stopped_server(jobs: tuple[JobInfo, ...]) -> JobInfo | None:
+    """The agent's latest server job, when a stop asked for ended it or is ending it."""
+    servers = sorted(
+        (j for j in jobs if j.kind == "server" and not j.external), key=lambda j: j.started_at or 0
+    )
+    return servers[-1] if servers and servers[-1].state in ("stopping", "stopped") else None
 
 
 def _cleared(alert: Alert) -> str:

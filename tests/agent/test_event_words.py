@@ -79,3 +79,28 @@ async def test_a_cleared_alert_says_what_ended_not_its_old_advice(tmp_path: Path
     lines = await recorded(tmp_path, snapshot(100), standing, snapshot(100))
     [cleared] = [line for line in lines if "alert_cleared" in line]
     assert cleared.endswith("projected overrun on B3_math cleared"), cleared
+
+
+async def test_a_server_stopped_on_request_stopping_answering_is_not_an_error(
+    tmp_path: Path,
+) -> None:
+    """The autopilot freeing the GPUs logged "the SGLang server stopped answering" as an error
+    (#42); a server that dies by itself still is one."""
+    from agent.protocol import ServerStats
+
+    def serving(healthy: bool, state: JobState) -> Snapshot:
+        server = JobInfo("s1", "sglang", "server", state, ("sim",), pid=11, started_at=1.0)
+        stats = ServerStats("http://127.0.0.1:30000", healthy, "x")
+        return replace(snapshot(0, server), server=stats)
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    stopped = await recorded(
+        tmp_path / "a", serving(True, "running"), serving(False, "stopping"),
+    )  # fmt: skip
+    [down] = [line for line in stopped if "server_down" in line]
+    assert "  info     server_down" in down, down
+    assert "job sglang was stopped on request" in down
+    died = await recorded(tmp_path / "b", serving(True, "running"), serving(False, "running"))
+    [down] = [line for line in died if "server_down" in line]
+    assert "  error    server_down" in down, down

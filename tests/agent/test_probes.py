@@ -149,6 +149,9 @@ def test_a_server_stopped_on_request_is_information_not_an_error() -> None:
     [alert] = cache.alerts(3.0, (crashed, stopped))
     assert alert.severity == "info"
     assert "stopped on request" in alert.message
+    stopping = JobInfo("sglang-2", "sglang", "server", "stopping", (), started_at=2.0)
+    [grace] = cache.alerts(3.0, (crashed, stopping))  # its stop signal's grace: asked, not failed
+    assert grace.severity == "info"
 
 
 def test_a_server_job_still_loading_is_a_warning_until_its_grace_ends() -> None:
