@@ -18,6 +18,9 @@ from console.model.toasts import Toast
 END_SEVERITY: dict[str, Severity] = {"done": "info", "rolled_back": "warning", "failed": "error"}
 ALERTS_TOLD_HERE = frozenset({"redeploy_failed", "redeploy_rolled_back"})
 """Alerts that repeat an operation's end: its own toast tells it, the alert strip keeps it."""
+ENDED_WORDS = {("generate", "done"): "runs started"}
+"""An end said in other words than its state: a generate operation is done once its runs have
+started, and "generate done" read as the generation finished (#42)."""
 STEPS_TOLD = ("redeploy", "sequence")
 """Kinds whose steps are told one by one; the others (a start on 40 datasets) only their end."""
 
@@ -56,7 +59,7 @@ def _news(host: str, before: OperationInfo | None, now: OperationInfo) -> list[T
     if now.ended and not (before is not None and before.ended):
         outcome = sanitise(now.outcome)
         said = outcome if outcome.startswith(subject) else f"{subject}: {outcome}"
-        state = now.state.replace("_", " ")
+        state = ENDED_WORDS.get((now.kind, now.state), now.state.replace("_", " "))
         toasts.append(Toast(f"{name} {state}: {said}", END_SEVERITY[now.state]))
     return toasts
 

@@ -69,3 +69,15 @@ def test_a_redeploy_that_left_its_run_stopped_is_an_error_naming_the_job() -> No
     [toast] = seen.heard("gpu", [failed])
     assert toast.severity == "error"
     assert toast.message == "gpu: redeploy failed: inference (B1): the run is STOPPED: start it"
+
+
+def test_a_generate_operation_ends_saying_its_runs_started_not_that_generation_is_done() -> None:
+    """`G` toasted "generate done" as the runs had just started (#42)."""
+    seen = OperationsSeen()
+    started = OperationInfo("generate-1", "generate", "inference on 8 dataset(s)", "running",
+                            (), NOW)  # fmt: skip
+    assert seen.heard("demo", [started]) == []
+    ended = dataclasses.replace(started, state="done", ended_at=NOW + 2, outcome="8 started")
+    [toast] = seen.heard("demo", [ended])
+    assert toast.message == "demo: generate runs started: inference on 8 dataset(s): 8 started"
+    assert "generate done" not in toast.message
