@@ -243,7 +243,7 @@ class ConsoleApp(App[None]):
             where = f" on {job.dataset}" if job.dataset else ""
             self.notify(f"{message.host}: {job.name}{where} runs as pid {job.pid}")
         for alert in fresh:
-            self.evaluate_actions.offer_evaluation(message.host, alert, message.snapshot.jobs)
+            self.evaluate_actions.offer_evaluation(message.host, alert, message.snapshot)
         self.alarm.heard(message.host, message.snapshot)
         self.away_actions.snapshot_seen(message.host, message.snapshot)
         view.record_snapshot(message.snapshot)

@@ -13,9 +13,9 @@ from agent.protocol import (
     LIVE_JOB_STATES,
     OPERATIONS_SEQUENCE,
     Alert,
-    JobInfo,
     SequenceParams,
     SequenceStep,
+    Snapshot,
 )
 from console.link.agent_link import LinkError
 from console.ui.actions.base import HostActions
@@ -68,12 +68,19 @@ class EvaluateActions(HostActions):
             return
         _ = self.app.push_screen(ExportScreen(intent.host, snapshot.export))
 
-    def offer_evaluation(self, host: str, alert: Alert, jobs: tuple[JobInfo, ...]) -> None:
-        """After training exits cleanly (its job_exited alert), say that B measures the drafter."""
-        job = next((j for j in jobs if j.id == alert.subject), None)
+    def offer_evaluation(self, host: str, alert: Alert, snapshot: Snapshot) -> None:
+        """After training exits cleanly (its job_exited alert), say what comes next.
+
+        B, unless the autopilot runs: then it is the autopilot's next stage, and "press B" misled.
+        """
+        job = next((j for j in snapshot.jobs if j.id == alert.subject), None)
         if alert.kind != "job_exited" or job is None or job.kind != "train" or job.exit_code != 0:
             return
-        if self.configured(host, "evaluate"):
+        autopilot = snapshot.autopilot
+        if autopilot is not None and autopilot.state == "running":  # it serves and measures
+            self.app.notify(f"{host}: training finished: the autopilot serves the drafter and "
+                            "measures it next", timeout=15)  # fmt: skip
+        elif self.configured(host, "evaluate"):
             self.app.notify(
                 f"{host}: training finished: press B to serve the drafter and measure it "
                 "against the server without it",
