@@ -9,7 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 
-from agent.protocol import Event, HelloResult, OperationInfo, OperationStep
+import pytest
+
+from agent.protocol import (
+    Alert,
+    AutopilotStatus,
+    Event,
+    HelloResult,
+    JobInfo,
+    JobSpec,
+    OperationInfo,
+    OperationStep,
+    PipelineConfig,
+)
+from console.config import HostConfig, SshTarget
 from console.model.operations_view import OperationsSeen
 from console.ui.app import ConsoleApp
 from tests.console.scripted_agent import ScriptedAgent
@@ -83,25 +96,26 @@ def test_a_generate_operation_ends_saying_its_runs_started_not_that_generation_i
     assert "generate done" not in toast.message
 
 
-async def test_after_training_the_toast_names_who_serves_the_drafter_next() -> None:
+@pytest.mark.parametrize(
+    ("autopilot", "said"),
+    [(AutopilotStatus("running"), "the autopilot serves the drafter"),
+     (None, "press B to serve the drafter")],
+)  # fmt: skip
+async def test_after_training_the_toast_names_who_serves_the_drafter_next(
+    autopilot: AutopilotStatus | None, said: str
+) -> None:
     """It said "press B to serve the drafter" while the autopilot was doing just that (#42)."""
-    from agent.protocol import Alert, AutopilotStatus, JobInfo, JobSpec, PipelineConfig
-    from console.config import HostConfig, SshTarget
-
     trained = JobInfo("train-1", "train", "train", "exited", (), exit_code=0, started_at=NOW - 60)
     ended = Alert("job_exited", "info", "job train ended (exited, code 0)", "train-1", NOW)
     config = HostConfig("gpu", SshTarget("local"), pipeline=PipelineConfig(
         jobs={"evaluate": JobSpec(("python",), kind="evaluate")}))  # fmt: skip
-    for autopilot, said in ((AutopilotStatus("running"), "the autopilot serves the drafter"),
-                            (None, "press B to serve the drafter")):  # fmt: skip
-        agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {}, file_content=b"")
-        app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW, host_configs={"gpu": config})
-        async with app.run_test(size=SIZE, notifications=True) as pilot:
-            await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-            agent.push(Event("snapshot", SNAPSHOT))
-            await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
-            after = dataclasses.replace(SNAPSHOT, jobs=(trained,), alerts=(ended,),
-                                        autopilot=autopilot)  # fmt: skip
-            agent.push(Event("snapshot", after))
-            await wait_for(pilot, lambda s=said: any(s in t for t in toasts(app)))  # type: ignore[misc]
-            assert not any("press B" in t for t in toasts(app)) or autopilot is None
+    agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {}, file_content=b"")
+    app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW, host_configs={"gpu": config})
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
+        agent.push(Event("snapshot", SNAPSHOT))
+        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        after = dataclasses.replace(SNAPSHOT, jobs=(trained,), alerts=(ended,), autopilot=autopilot)
+        agent.push(Event("snapshot", after))
+        await wait_for(pilot, lambda: any(said in t for t in toasts(app)))
+        assert autopilot is None or not any("press B" in t for t in toasts(app))
