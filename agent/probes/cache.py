@@ -14,7 +14,14 @@ from agent.probes.bounded_stats import bounded
 from agent.probes.gpus import GpuReading, read_gpus
 from agent.probes.sglang_http import WARMING_DETAIL, probe_sglang
 from agent.probes.sglang_log import latest_decode_stats
-from agent.protocol import Alert, JobInfo, PipelineConfig, ServerApi, ServerStats
+from agent.protocol import (
+    SERVER_STARTING_GRACE_S,
+    Alert,
+    JobInfo,
+    PipelineConfig,
+    ServerApi,
+    ServerStats,
+)
 from agent.tasks import TaskOwner
 
 REFRESH_S = 5.0
@@ -147,7 +154,7 @@ def key_alerts(name: str, server: ServerStats, now: float) -> list[Alert]:
     return [Alert("server_key", "warning", message, server.url or "", now)]
 
 
-STARTING_GRACE_S = 600.0
+STARTING_GRACE_S = SERVER_STARTING_GRACE_S
 """A server job this young that does not answer yet is loading its model: a warning, not an error."""
 
 

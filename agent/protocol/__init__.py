@@ -149,7 +149,13 @@ from agent.protocol.operations import (
 )
 from agent.protocol.ranges import RANGES, field_range, in_range, range_text, show_number
 from agent.protocol.receiver import receive_messages
-from agent.protocol.server import GpuSample, KeyProblem, ServerPart, ServerStats
+from agent.protocol.server import (
+    SERVER_STARTING_GRACE_S,
+    GpuSample,
+    KeyProblem,
+    ServerPart,
+    ServerStats,
+)
 from agent.protocol.snapshot import (
     RATE_WINDOWS_S,
     Alert,
@@ -317,6 +323,7 @@ __all__ = [
     "RollbackParams",
     "KeyProblem",
     "ServerPart",
+    "SERVER_STARTING_GRACE_S",
     "ServerStats",
     "Snapshot",
     "SnapshotParams",

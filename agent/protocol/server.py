@@ -10,6 +10,10 @@ KeyProblem = Literal["refused", "missing", "unreadable"]
 refused, no key was configured, or the configured key file could not be read."""
 
 
+SERVER_STARTING_GRACE_S = 600.0
+"""A server job this young that does not answer yet is loading its model: starting, not down."""
+
+
 @dataclass(frozen=True, slots=True)
 class ServerPart:
     """One DP rank of a server, or one worker behind an sglang-router."""

@@ -8,11 +8,13 @@ into these texts; none of them holds markup.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent.protocol import (
     MAX_EXIT_REASON_CHARS,
     RATE_WINDOWS_S,
+    SERVER_STARTING_GRACE_S,
     DatasetProgress,
     GpuSample,
     JobInfo,
@@ -233,14 +235,19 @@ KEY_WORDS: dict[KeyProblem, str] = {
 alert says which key and what to do)."""
 
 
-def server_text(server: ServerStats | None) -> str:
+def server_text(server: ServerStats | None, starting: JobInfo | None = None) -> str:
     """The server in a few lines of plain text (the first says its health in words: HEALTH).
 
     Load and rate are shown only while it is up: a down server's last log line is history,
-    so it says since when it is down instead.
+    so it says since when it is down instead. A server whose job is `starting` (launched within
+    the grace a model load takes) is said to be starting, not down: the demo's first screen said
+    "unreachable: is the server up?" while it started it.
     """
     if server is None:
         return "SGLang: not probed yet"
+    if starting is not None and server.healthy is False:
+        what = "sglang-router" if server.is_router else "SGLang"
+        return f"{what} {sanitise(server.url or '')}: starting (job {sanitise(starting.name)})"
     detail = sanitise(server.detail) if not server.healthy else ""
     what = "sglang-router" if server.is_router else "hosted API" if server.hosted else "SGLang"
     key = f" · {KEY_WORDS[server.key_problem]}" if server.key_problem else ""
@@ -253,6 +260,16 @@ def server_text(server: ServerStats | None) -> str:
     if server.healthy is not True:
         return "\n".join(lines)
     return "\n".join(lines + _load_lines(server) + server_part_lines(server))
+
+
+def starting_server(jobs: Sequence[JobInfo], now: float) -> JobInfo | None:
+    """The agent's latest server job, when it is launching or loading within its start grace."""
+    servers = sorted((j for j in jobs if j.kind == "server" and not j.external),
+                     key=lambda j: j.started_at or 0.0)  # fmt: skip
+    job = servers[-1] if servers else None
+    if job is None or job.state not in ("starting", "running") or job.started_at is None:
+        return None
+    return job if now - job.started_at < SERVER_STARTING_GRACE_S else None
 
 
 def _load_lines(server: ServerStats) -> list[str]:

@@ -165,8 +165,9 @@ class DashboardScreen(Screen[None]):
         self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)
         self.query_one(JobsTable).show_note(literal(" · ".join(under_way(snapshot.operations))))
         self.query_one(ServerPanel).show(
-            snapshot.server, list(view.throughput), snapshot.datasets, snapshot.taken_at
-        )
+            snapshot.server, list(view.throughput), snapshot.datasets, snapshot.taken_at,
+            snapshot.jobs,
+        )  # fmt: skip
         training = training_text(
             snapshot.training, snapshot.jobs, measured_accept_length(snapshot.evaluation)
         )

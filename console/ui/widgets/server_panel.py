@@ -12,9 +12,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Sparkline, Static
 
-from agent.protocol import DatasetProgress, ServerStats
+from agent.protocol import DatasetProgress, JobInfo, ServerStats
 from console.model.api_usage_view import hosted_lines
-from console.model.formatting import HEALTH, server_text
+from console.model.formatting import HEALTH, server_text, starting_server
 from console.model.safe_text import literal, literal_lines
 
 HEALTH_STYLE = {True: "green", False: "red"}
@@ -31,9 +31,14 @@ class ServerPanel(Vertical):
     def show(
         self, server: ServerStats | None, throughput: list[float],
         datasets: Sequence[DatasetProgress] = (), now: float = 0.0,
+        jobs: Sequence[JobInfo] = (),
     ) -> None:  # fmt: skip
-        """Render the latest reading (a hosted API's with its datasets' 429s and spend at `now`)."""
-        text = _with_health(server)
+        """Render the latest reading (a hosted API's with its datasets' 429s and spend at `now`).
+
+        A server job still within its start grace makes a down reading "starting".
+        """
+        starting = starting_server(jobs, now)
+        text = literal_lines(server_text(server, starting)) if starting else _with_health(server)
         if server is not None and server.hosted:
             text.append("\n" + "\n".join(hosted_lines(datasets, now)))
         self.query_one("#server-text", Static).update(text)
