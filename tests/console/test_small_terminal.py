@@ -282,3 +282,24 @@ async def test_at_80x24_a_toast_over_a_modal_leaves_its_buttons_uncovered() -> N
             assert re.search(r"gpu: B\d: a toast", screen_text(app))
 
         await eventually(pilot, buttons_clear)
+
+
+async def test_at_80x24_the_drafter_page_shows_every_level_the_slow_one_too() -> None:
+    """The panel showed c=1 and c=8, not c=32: the slow level that decides the verdict (#42)."""
+    three = dataclasses.replace(EVALUATION, levels=(
+        EVALUATION.levels[0], EvalLevel(8, 1501.2, 1199.0, 1.25, 2.8, 0.4, 0.45, 2.9, 0.5),
+        EVALUATION.levels[1],
+    ))  # fmt: skip
+    app = fixed_app()
+    async with app.run_test(size=SMALL) as pilot:
+        await show(pilot, evaluation=three)
+        await eventually(pilot, lambda: holds("] Panels" in lines_of(app)[-1]))
+        await pilot.press("right_square_bracket", "right_square_bracket")
+
+        def every_level() -> None:
+            text = screen_text(app)
+            for concurrency in (1, 8, 32):
+                assert f"c={concurrency}:" in text, text
+            assert "c=32: 0.70× · accept 2.66" in text
+
+        await eventually(pilot, every_level)

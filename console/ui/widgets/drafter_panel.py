@@ -37,7 +37,7 @@ class DrafterPanel(Static):
 
     def _render_lines(self) -> None:
         width = self.content_size.width or None
-        text = drafter_text(*self._shown, width=width)
+        text = drafter_text(*self._shown, width=width, height=self.content_size.height or None)
         self.update(Text("\n").join(_line(line, width) for line in text.splitlines()))
 
 
