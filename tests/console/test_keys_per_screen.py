@@ -137,3 +137,20 @@ async def test_help_lists_every_key_the_footer_of_each_screen_shows(screen: str)
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         listed = {part for label in help_keys(app) for part in label.split(" / ")}
         assert shown <= listed
+
+
+async def test_at_80x24_the_help_says_how_many_keys_are_below_the_view() -> None:
+    """It hid its last seven keys, q among them, with no sign that it scrolls (#42)."""
+    from textual.widgets import DataTable
+
+    app = fixed_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await show_fixed(pilot)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        table = app.screen.query_one("#help-table", DataTable)
+        await wait_for(pilot, lambda: "more ↓" in str(table.border_subtitle))
+        assert "scroll" in str(table.border_title)
+        table.scroll_end(animate=False)
+        await wait_for(pilot, lambda: "more ↓" not in str(table.border_subtitle))
+        assert "above" in str(table.border_subtitle)
