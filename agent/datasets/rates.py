@@ -18,6 +18,8 @@ WINDOWS_S = (60.0, 300.0, 900.0)
 MAIN_WINDOW_S = 300.0
 HOUR_S = 3600.0
 KEEP_S = HOUR_S
+COVERED_SHARE = 0.9
+"""A window's rate is given once the points cover this much of it."""
 SPACING_S = 5.0
 """Points closer together than this are merged (the newest kept): bounded memory for an hour."""
 
@@ -77,10 +79,22 @@ class RateHistory:
         return [rate for window in WINDOWS_S if (rate := self.rate(window)) is not None]
 
     def tokens_per_s_by_window(self) -> tuple[float | None, ...]:
-        """Tokens/s over each of the snapshot's RATE_WINDOWS_S (the ETA's three and the hour)."""
+        """Tokens/s over each of the snapshot's RATE_WINDOWS_S (the ETA's three and the hour).
+
+        None for a window the history does not cover (most of it) while tokens come: five
+        minutes of points gave a "60 min" rate that was the five minutes' (#42). A still
+        dataset's 0 holds over any window, and keeps its result still (the scan reuses it).
+        """
         return tuple(
-            None if (r := self.rate(w)) is None else r.tokens_per_s for w in RATE_WINDOWS_S
-        )
+            None if (r := self.rate(w)) is None
+            or (r.tokens_per_s > 0 and self.span_s() < COVERED_SHARE * w)
+            else r.tokens_per_s
+            for w in RATE_WINDOWS_S
+        )  # fmt: skip
+
+    def span_s(self) -> float:
+        """The time the points cover."""
+        return self.points[-1][0] - self.points[0][0] if self.points else 0.0
 
 
 def _time_of(point: tuple[float, int, int]) -> float:

@@ -167,14 +167,14 @@ class DatasetRow:
 
 def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> DatasetRow:
     """The cells of one dataset's row, in a snapshot taken at `taken_at`."""
-    cap = progress.target_responses if progress.target_responses is not None else progress.prompts
     fraction = share(progress.tokens, progress.budget)
     percent = f" {fraction * 100:5.1f}%" if fraction is not None else ""
     overrun = progress.projected_overrun_tokens or 0
     hours = progress.projected_overrun_hours if writing_live(progress, taken_at) else None
     return DatasetRow(
         name=sanitise(progress.name),
-        responses=f"{progress.responses:,} / {cap or 0:,}",
+        responses=f"{progress.responses:,} / {progress.prompts:,}",  # of its prompts, always:
+        # it read x/1,000 (a run's --max-samples) during a run and 507/1,200 after it (#42)
         budget_bar=bar(fraction) + percent,
         tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
         rate=f"{tokens(rate)}/s" if (rate := live_rate(progress, taken_at)) else "—",

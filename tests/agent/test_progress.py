@@ -14,6 +14,7 @@ from agent.datasets.progress import (
 )
 from agent.datasets.rates import RateHistory
 from agent.datasets.runner_status import RunView, view_from_argv
+from agent.protocol import RATE_WINDOWS_S
 
 LIVE = Liveness(active=True, idle_for_s=5.0, stall_after_s=600.0)
 
@@ -166,3 +167,15 @@ def test_a_replaced_file_restarts_the_rate_history() -> None:
     rate = history.rate()
     assert rate is not None
     assert rate.tokens_per_s == pytest.approx(100.0)
+
+
+def test_a_window_the_history_does_not_cover_has_no_rate_yet() -> None:
+    """Five minutes of points gave a "60 min" rate that was the five minutes' (#42)."""
+    history = steady_history(1000.0, 1.0, seconds=300)
+    by_window = dict(zip(RATE_WINDOWS_S, history.tokens_per_s_by_window(), strict=True))
+    assert by_window[60.0] == pytest.approx(1000.0)
+    assert by_window[300.0] == pytest.approx(1000.0)
+    assert by_window[900.0] is None
+    assert by_window[3600.0] is None
+    hour = steady_history(1000.0, 1.0, seconds=3600)
+    assert None not in hour.tokens_per_s_by_window()
