@@ -27,6 +27,7 @@ from console.demo.services import (
     start_ssh_server,
     wait_for_health,
 )
+from console.demo.side_links import SideLinks
 from console.demo.stale_capture import refuse_then_make_room
 from console.demo.workspace import Workspace, build_workspace
 from console.link.agent_link import AgentLink
@@ -40,7 +41,13 @@ def run_demo(folder: Path | None, keep: bool, ssh: bool) -> int:
     interrupts.install()  # a closed terminal, Ctrl+C or SIGTERM: the teardown still runs
     space = Workspace((folder or Path(tempfile.mkdtemp(prefix="eagle-demo-"))).absolute())
     children: list[subprocess.Popen[bytes]] = []
-    teardown = OneTeardown(lambda: _tear_down(space, keep, interrupts))
+    side = SideLinks()
+
+    def tear_down() -> None:
+        side.close()  # first: a thread's look must not start an agent behind the teardown
+        _tear_down(space, keep, interrupts)
+
+    teardown = OneTeardown(tear_down)
 
     def stuck() -> None:  # the console did not end when asked: end the demo without it
         interrupts.tearing_down()
@@ -50,7 +57,7 @@ def run_demo(folder: Path | None, keep: bool, ssh: bool) -> int:
 
     try:
         try:
-            _start_and_run(space, ssh, interrupts, children, stuck)
+            _start_and_run(space, ssh, interrupts, children, stuck, side)
         finally:
             interrupts.tearing_down()
     finally:
@@ -84,7 +91,7 @@ def _leave_the_terminal() -> None:
 
 def _start_and_run(
     space: Workspace, ssh: bool, interrupts: DemoInterrupts, children: list[subprocess.Popen[bytes]],
-    stuck: Callable[[], None],
+    stuck: Callable[[], None], side: SideLinks,
 ) -> None:  # fmt: skip
     say(f"eagle-console demo: building the workspace in {space.root} ...")
     build_workspace(space)
@@ -101,7 +108,8 @@ def _start_and_run(
         "to try); starting the agent, the server and 8 runs ..."
     )
     asyncio.run(start_pipeline(opener, host, nonce=secrets.token_hex(4)))
-    _run_console(opener, host, interrupts, space.stale_capture, stuck)
+    side.use(opener)
+    _run_console(opener, host, interrupts, space.stale_capture, stuck, side.open)
 
 
 def _opener(host: HostConfig) -> Opener:
@@ -133,7 +141,7 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
 
 def _run_console(
     opener: Opener, host: HostConfig, interrupts: DemoInterrupts, stale: Path,
-    stuck: Callable[[], None],
+    stuck: Callable[[], None], side_opener: Opener,
 ) -> None:  # fmt: skip
     from console.ui.app import ConsoleApp
 
@@ -147,11 +155,11 @@ def _run_console(
             app.call_from_thread(app.notify, line, severity="warning", timeout=15)
 
     chaos = threading.Thread(
-        target=asyncio.run, args=(misbehave(opener, tell),), name="demo mishaps", daemon=True
+        target=asyncio.run, args=(misbehave(side_opener, tell),), name="demo mishaps", daemon=True
     )
     chaos.start()
     room = threading.Thread(
-        target=asyncio.run, args=(refuse_then_make_room(opener, stale, tell),),
+        target=asyncio.run, args=(refuse_then_make_room(side_opener, stale, tell),),
         name="demo refusal", daemon=True,
     )  # fmt: skip
     room.start()
