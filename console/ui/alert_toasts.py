@@ -3,6 +3,9 @@
 Runs that finish together end within a few snapshots of each other; a toast per run would bury
 the screen. So information (a job finished, a budget reached) waits GATHER_S for the rest of its
 batch and is told grouped by kind (`console.model.toasts`); what needs the user now does not wait.
+
+While a modal (a confirm, R's modal) is open, warnings wait for it to close: they drew over the
+R modal for the demo's first two minutes (#42). Errors never wait.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Sequence
 
 from textual.app import App
 from textual.notifications import SeverityLevel
+from textual.screen import ModalScreen
 from textual.timer import Timer
 
 from agent.protocol import Alert
@@ -18,6 +22,8 @@ from console.model.toasts import Toast, alert_toasts
 
 GATHER_S = 1.5
 """How long news waits for the rest of its batch."""
+MODAL_RECHECK_S = 1.0
+"""How often toasts held for a modal look whether it has closed."""
 
 
 class AlertToasts:
@@ -43,6 +49,12 @@ class AlertToasts:
             self._show(alert_toasts(host, alerts))
 
     def _show(self, toasts: list[Toast]) -> None:
-        for toast in toasts:
+        held = [t for t in toasts if t.severity != "error"] if self._modal_open() else []
+        if held:
+            self.app.set_timer(MODAL_RECHECK_S, lambda: self._show(held))
+        for toast in (t for t in toasts if t not in held):
             severity: SeverityLevel = "error" if toast.severity == "error" else "warning"
             self.app.notify(toast.message, severity=severity, timeout=10)
+
+    def _modal_open(self) -> bool:
+        return isinstance(self.app.screen, ModalScreen)

@@ -1,0 +1,33 @@
+"""Warnings wait while a modal is open; errors never do (#42: toasts drew over R's modal)."""
+
+from __future__ import annotations
+
+import time
+
+from textual.app import App
+from textual.screen import ModalScreen
+
+from agent.protocol import Alert
+from console.ui.alert_toasts import AlertToasts
+
+
+class Host(App[None]):
+    pass
+
+
+async def test_a_warning_waits_for_the_modal_and_an_error_does_not() -> None:
+    app = Host()
+    async with app.run_test(notifications=True) as pilot:
+        toasts = AlertToasts(app)
+        await app.push_screen(ModalScreen())
+        toasts.heard("gpu", [Alert("projected_overrun", "warning", "B3 heads past", "B3"),
+                             Alert("over_budget", "error", "B3 is past", "B3")])  # fmt: skip
+        await pilot.pause(0.3)
+        shown = [str(n.message) for n in app._notifications]
+        assert any("B3 is past" in m for m in shown)
+        assert not any("B3 heads past" in m for m in shown), "held while the modal is open"
+        app.pop_screen()
+        deadline = time.monotonic() + 10
+        while not any("B3 heads past" in str(n.message) for n in app._notifications):
+            assert time.monotonic() < deadline, "the held warning was never shown"
+            await pilot.pause(0.1)
