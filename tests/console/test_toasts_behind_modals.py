@@ -26,7 +26,7 @@ async def test_a_warning_waits_for_the_modal_and_an_error_does_not() -> None:
         shown = [str(n.message) for n in app._notifications]
         assert any("B3 is past" in m for m in shown)
         assert not any("B3 heads past" in m for m in shown), "held while the modal is open"
-        app.pop_screen()
+        await app.pop_screen()
         deadline = time.monotonic() + 10
         while not any("B3 heads past" in str(n.message) for n in app._notifications):
             assert time.monotonic() < deadline, "the held warning was never shown"
