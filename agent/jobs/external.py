@@ -19,7 +19,9 @@ PREFIX = "ext"
 def find_external(patterns: dict[str, str], own_pgids: set[int]) -> tuple[JobInfo, ...]:
     """Every process matching a pattern, outside the agent's own jobs.
 
-    A match whose parent matches too (a server's workers) is left out.
+    A match whose parent matches too (a server's workers) is left out, unless that parent is a
+    shell running it (`bash -c "python -m sglang.launch_server …"`): then the shell is left out
+    and the process that serves is the job, its pid the one signalled (#42: the shell's was).
     """
     if not patterns:
         return ()
@@ -39,7 +41,22 @@ def find_external(patterns: dict[str, str], own_pgids: set[int]) -> tuple[JobInf
                 argv=tuple(argv), pid=pid, pgid=info.pgid, started_at=started_at(info.start_ticks),
                 external=True,
             )  # fmt: skip
-    return tuple(job for pid, job in sorted(matches.items()) if parents[pid] not in matches)
+    wrappers = {
+        parents[pid] for pid in matches
+        if parents[pid] in matches and is_shell_wrapper(matches[parents[pid]].argv)
+    }  # fmt: skip
+    return tuple(
+        job for pid, job in sorted(matches.items())
+        if pid not in wrappers and (parents[pid] not in matches or parents[pid] in wrappers)
+    )  # fmt: skip
+
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+
+
+def is_shell_wrapper(argv: tuple[str, ...]) -> bool:
+    """`bash -c '…'` and the like: a shell that runs a command line it was given."""
+    return bool(argv) and os.path.basename(argv[0]) in SHELLS and "-c" in argv[1:]
 
 
 def external_target(job_id: str) -> StopTarget | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +57,29 @@ async def test_an_external_process_is_listed_and_stopped(state_dir: Path) -> Non
     assert result.outcome == "stopped"
     assert [step.action for step in result.steps] == ["SIGTERM"]
     assert by_hand.returncode == -15
+
+
+def test_a_server_started_through_a_shell_is_the_server_not_the_shell() -> None:
+    """`bash -c "python … sglang …"`: the pattern matched the shell too, and the job showed and
+    signalled the shell's pid (#42). The shell's child that serves is the job."""
+    import time
+
+    from agent.host.procfs import descendants
+    from agent.host.signals import kill_group
+    from agent.jobs.external import find_external
+
+    marker = f"eagle-wrapped-{secrets.token_hex(4)}"
+    script = f"{sys.executable} -c 'import time  # {marker}\ntime.sleep(300)'; true"
+    shell = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not descendants(shell.pid):
+            assert time.monotonic() < deadline, "the shell never started its child"
+            time.sleep(0.05)
+        [child] = descendants(shell.pid)
+        [found] = find_external({"server": marker}, set())
+        assert found.pid == child.pid != shell.pid
+        assert found.argv[0] == sys.executable
+    finally:
+        kill_group(shell.pid, signal.SIGKILL)  # its own session: the shell and its child
+        shell.wait()
