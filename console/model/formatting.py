@@ -165,8 +165,14 @@ class DatasetRow:
     status: str
 
 
-def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> DatasetRow:
-    """The cells of one dataset's row, in a snapshot taken at `taken_at`."""
+def dataset_row(
+    progress: DatasetProgress, taken_at: float | None = None, server_up: bool = False
+) -> DatasetRow:
+    """The cells of one dataset's row, in a snapshot taken at `taken_at`.
+
+    A run waiting for a server that the agent's probe finds up (`server_up`) is "resuming": its
+    runner checks again on its own schedule, and the panel beside it already said "healthy" (#42).
+    """
     fraction = share(progress.tokens, progress.budget)
     percent = f" {fraction * 100:5.1f}%" if fraction is not None else ""
     overrun = progress.projected_overrun_tokens or 0
@@ -183,8 +189,15 @@ def dataset_row(progress: DatasetProgress, taken_at: float | None = None) -> Dat
         overrun=f"+{tokens(overrun)}" + (f" ({duration(hours * 3600)})" if hours else "")
         if overrun
         else "—",
-        status=sanitise(progress.status.replace("_", " ")),
+        status=dataset_status(progress, server_up),
     )
+
+
+def dataset_status(progress: DatasetProgress, server_up: bool = False) -> str:
+    """The status in words; waiting for a server that is up again is resuming."""
+    if progress.status == "waiting_for_server" and server_up:
+        return "resuming (server back)"
+    return sanitise(progress.status.replace("_", " "))
 
 
 ROW_REASON_CHARS = 36

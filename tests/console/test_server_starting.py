@@ -30,3 +30,16 @@ def test_past_its_grace_or_ended_a_server_that_does_not_answer_is_down() -> None
     assert server_text(DOWN, None).startswith("SGLang http://127.0.0.1:30000: down nothing listens")
     healthy = ServerStats("http://127.0.0.1:30000", True)
     assert "healthy" in server_text(healthy, server("running", 100.0)), "an answer is an answer"
+
+
+def test_a_run_waiting_for_a_server_that_is_up_again_is_resuming() -> None:
+    """The server panel said "healthy" while the datasets beside it said "waiting for server"
+    (#42): the runner checks again on its own schedule; until then it is resuming."""
+    from agent.protocol import DatasetProgress
+    from console.model.formatting import dataset_row
+
+    waiting = DatasetProgress(
+        "B1", 10, 3, 300, 1000, status="waiting_for_server", writer_active=True
+    )
+    assert dataset_row(waiting, None, server_up=True).status == "resuming (server back)"
+    assert dataset_row(waiting, None, server_up=False).status == "waiting for server"

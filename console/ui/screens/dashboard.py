@@ -159,7 +159,8 @@ class DashboardScreen(Screen[None]):
             self._show_no_data(no_data_text(view, now))
             return
         self.query_one("#datasets").border_subtitle = literal(_pipeline_line(snapshot))
-        self.query_one(DatasetsTable).show(snapshot.datasets, snapshot.taken_at)
+        server_up = snapshot.server is not None and snapshot.server.healthy is True
+        self.query_one(DatasetsTable).show(snapshot.datasets, snapshot.taken_at, server_up)
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         jobs = as_asked(snapshot.jobs, view.stops_asked)
         self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)

@@ -19,6 +19,7 @@ STATUS_STYLE = {
     "over budget": "bold red",
     "stalled": "yellow",
     "waiting for server": "yellow",
+    "resuming (server back)": "cyan",
     "running": "green",
     "complete": "cyan",
 }
@@ -65,18 +66,23 @@ class DatasetsTable(FittedTable):
             return None
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
-    def show(self, datasets: tuple[DatasetProgress, ...], taken_at: float | None = None) -> None:
+    def show(
+        self, datasets: tuple[DatasetProgress, ...], taken_at: float | None = None,
+        server_up: bool = False,
+    ) -> None:  # fmt: skip
         """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset.
 
-        `taken_at` is their snapshot's time: a finished dataset says when it ended.
+        `taken_at` is their snapshot's time: a finished dataset says when it ended. `server_up`:
+        the agent's probe finds the server healthy (a run waiting for it is resuming).
         """
         key = SORTS[self.sort_by]
-        rows = [_row(p, taken_at) for p in sorted(datasets, key=lambda d: key(d, taken_at))]
+        ordered = sorted(datasets, key=lambda d: key(d, taken_at))
+        rows = [_row(p, taken_at, server_up) for p in ordered]
         self.fill_rows(rows)
 
 
-def _row(progress: DatasetProgress, taken_at: float | None) -> Row:
-    row = dataset_row(progress, taken_at)
+def _row(progress: DatasetProgress, taken_at: float | None, server_up: bool) -> Row:
+    row = dataset_row(progress, taken_at, server_up)
     overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
     return Row(progress.name, (
         literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
