@@ -47,14 +47,17 @@ class RedeployFacts:
         return budget_advice(self.current_job, self.snapshot)
 
     def text(self) -> str:
-        """The stop and what the dataset keeps, the budget advice, then the files."""
-        lines = [self._stop_text()]
+        """The files, the budget advice, then the stop and what the dataset keeps.
+
+        What the modal decides first: at 80×24 its suggestion was cut mid-sentence and the files
+        below it were out of view, under the stop's signals (#42).
+        """
+        lines = ["Files that will be deployed (ctrl+d: diff):"]
+        lines += [f"  {line}" for line in self.files] or ["  (no file differs)"]
         advice = self.advice()
         if advice is not None:
-            lines += [advice.projection(), advice.suggestion()]
-        lines.append("Files that will be deployed (ctrl+d: diff):")
-        lines += [f"  {line}" for line in self.files] or ["  (no file differs)"]
-        return "\n".join(lines)
+            lines += [advice.suggestion(), advice.projection()]
+        return "\n".join([*lines, self._stop_text()])
 
     def _stop_text(self) -> str:
         snapshot, job = self.snapshot, self.current_job
