@@ -251,7 +251,7 @@ def _projected_overrun(progress: DatasetProgress, share: float) -> AlertText:
     budget, overrun = progress.budget, progress.projected_overrun_tokens or 0
     if budget is None or not progress.writer_active or overrun <= share * budget:
         return None
-    hours = progress.projected_overrun_hours
+    hours = progress.projected_overrun_hours if _rate_settled(progress) else None
     cost = f" (~{_generation_time(hours)} more of generation)" if hours else ""
     return (
         "projected_overrun",
@@ -300,6 +300,16 @@ def _stale_code(progress: DatasetProgress) -> AlertText:
             "redeploy to run the new code"
         ),
     )
+
+
+def _rate_settled(progress: DatasetProgress) -> bool:
+    """The history covers a minute of generation: a time said sooner is the first seconds'.
+
+    The alert's first words become a toast that stays: "~26 min more" from a run's first seconds
+    sat beside a table that said 7m 40s a few seconds later (#42).
+    """
+    windows = progress.tokens_per_s_by_window
+    return bool(windows) and windows[0] is not None
 
 
 def _generation_time(hours: float) -> str:

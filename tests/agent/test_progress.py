@@ -179,3 +179,20 @@ def test_a_window_the_history_does_not_cover_has_no_rate_yet() -> None:
     assert by_window[3600.0] is None
     hour = steady_history(1000.0, 1.0, seconds=3600)
     assert None not in hour.tokens_per_s_by_window()
+
+
+def test_the_overrun_alert_quotes_a_time_only_once_a_minute_of_rate_is_in() -> None:
+    """Its first words become a toast that stays: "~26 min more" from a run's first seconds sat
+    beside a table that said 7m 40s moments later (#42)."""
+    counts = Counts(prompts=5000, responses=200, tokens=700_000)
+    run = view_from_argv(("python", "run_inference.py", "--max-samples", "1000"))
+    early = dataset_progress(
+        "B3_math", counts, 1_000_000, run, steady_history(1000.0, 1000 / 3500, seconds=30), LIVE
+    )
+    [alert] = dataset_alerts(early, 0.02, now=1.0)
+    assert "more of generation" not in alert.message
+    settled = dataset_progress(
+        "B3_math", counts, 1_000_000, run, steady_history(1000.0, 1000 / 3500, seconds=120), LIVE
+    )
+    [alert] = dataset_alerts(settled, 0.02, now=1.0)
+    assert "more of generation) past its budget" in alert.message
