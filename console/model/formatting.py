@@ -179,8 +179,7 @@ def dataset_row(
     hours = progress.projected_overrun_hours if writing_live(progress, taken_at) else None
     return DatasetRow(
         name=sanitise(progress.name),
-        responses=f"{progress.responses:,} / {progress.prompts:,}",  # of its prompts, always:
-        # it read x/1,000 (a run's --max-samples) during a run and 507/1,200 after it (#42)
+        responses=responses_text(progress),
         budget_bar=bar(fraction) + percent,
         tokens=f"{tokens(progress.tokens)} / {tokens(progress.budget)}",
         rate=f"{tokens(rate)}/s" if (rate := live_rate(progress, taken_at)) else "—",
@@ -191,6 +190,16 @@ def dataset_row(
         else "—",
         status=dataset_status(progress, server_up),
     )
+
+
+def responses_text(progress: DatasetProgress) -> str:
+    """`70 / 1,200 · cap 1,000`: of its prompts, always, and a run's sample cap beside them.
+
+    It read x/1,000 (a run's --max-samples) during a run and 507/1,200 after it (#42).
+    """
+    cap = progress.target_responses
+    capped = f" · cap {cap:,}" if cap is not None and cap < progress.prompts else ""
+    return f"{progress.responses:,} / {progress.prompts:,}{capped}"
 
 
 def dataset_status(progress: DatasetProgress, server_up: bool = False) -> str:
