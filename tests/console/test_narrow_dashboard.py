@@ -39,20 +39,7 @@ ALWAYS = ["dataset", "tokens", "ETA", "status"]
         # ETA's range folds first, so the ETA's width no longer costs the overrun (#42).
         (80, ["dataset", "tokens", "rate", "ETA", "overrun", "status"]),
         (100, ["dataset", "budget", "tokens", "rate", "ETA", "overrun", "status"]),
-        (
-            120,
-            [
-                "dataset",
-                "responses",
-                "budget",
-                "tokens",
-                "rate",
-                "ETA",
-                "range",
-                "overrun",
-                "status",
-            ],
-        ),  # fmt: skip
+        (120, ["dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun", "status"]),
     ],
 )
 def test_the_datasets_columns_fold_lowest_priority_first(width: int, expected: list[str]) -> None:
