@@ -108,7 +108,7 @@ class AgentCore:
         self.broadcast = broadcast
         self.tasks = TaskOwner("agent")
         """Owns the daemon's own background work; closed on shutdown, after the sessions."""
-        self.audit = AuditLog(paths.root / "audit.jsonl")
+        self.audit = AuditLog(paths.audit_log)
         self.idempotent = IdempotentRequests(
             answer_errors=(AgentError,), idempotent_methods=frozenset({"jobs.launch"}),
             store=AnswerStore(paths.idempotency), error_of=AgentError, tasks=self.tasks,

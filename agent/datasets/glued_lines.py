@@ -63,11 +63,6 @@ class LineRecords:
         return bool(self.responses) and not self.clean
 
 
-def read_clean(line: bytes) -> tuple[str, int] | None:
-    """(id, tokens) of a line that is one response and nothing else, or None: the fast path."""
-    return _parse(line) if not is_suspect(line) else None
-
-
 def read_line(line: bytes) -> LineRecords:
     """The responses on a complete line; a line with none is all fragment (corrupt)."""
     if not is_suspect(line) or _is_json(line):

@@ -93,11 +93,6 @@ class WriterFinder:
         locks = functools.cache(flock_writers)  # read only if some dataset has a lock file
         return {d.name: _writers_of(d, jobs, open_for_writing, locks) for d in datasets}
 
-    def scan_due(self, datasets: Iterable[DatasetFiles]) -> bool:
-        """True when the next `find` walks /proc/*/fd (slow: call it off the loop then)."""
-        paths = {d.responses_key for d in datasets}
-        return time.monotonic() - self._scanned_at >= self.interval_s or self._new_files(paths)
-
     def _open_for_writing(self, paths: set[str], fresh: bool) -> dict[str, list[int]]:
         with self._lock:
             now = time.monotonic()

@@ -17,6 +17,7 @@ from console.ui.widgets.fitted_table import FittedTable, Row
 COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "range", "overrun", "status")
 STATUS_STYLE = {
     "over budget": "bold red",
+    "error": "bold red",
     "stalled": "yellow",
     "waiting for server": "yellow",
     "resuming (server back)": "cyan",
