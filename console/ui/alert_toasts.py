@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 from textual.timer import Timer
@@ -57,4 +57,8 @@ class AlertToasts:
             self.app.notify(toast.message, severity=severity, timeout=10)
 
     def _modal_open(self) -> bool:
-        return isinstance(self.app.screen, ModalScreen)
+        """A modal is on top; False too while the app has no screen (starting, or quitting)."""
+        try:
+            return isinstance(self.app.screen, ModalScreen)
+        except ScreenStackError:
+            return False

@@ -31,3 +31,8 @@ async def test_a_warning_waits_for_the_modal_and_an_error_does_not() -> None:
         while not any("B3 heads past" in str(n.message) for n in app._notifications):
             assert time.monotonic() < deadline, "the held warning was never shown"
             await pilot.pause(0.1)
+
+
+def test_an_app_with_no_screen_has_no_modal_open() -> None:
+    """A snapshot that came while the app was quitting raised ScreenStackError (CI saw three)."""
+    assert AlertToasts(Host())._modal_open() is False
