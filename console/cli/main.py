@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except LinkError as exc:
         err.print(literal(f"eagle-console: {exc}"))
+        _log_failure(args, exc)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
@@ -162,6 +163,17 @@ COMMAND_NAMES = (
     "demo", "tui",
 )  # fmt: skip
 """Every subcommand: a first word that is none of them is a host for the TUI."""
+
+
+def _log_failure(args: argparse.Namespace, exc: LinkError) -> None:
+    """The failure in the console's log too: a headless failure left nothing there (#42)."""
+    from console.ui.log_file import attach_log_file, detach_log_file
+
+    handler = attach_log_file(console_log_path())
+    try:
+        logging.getLogger("console.cli").warning("%s failed: %s", args.command, exc)
+    finally:
+        detach_log_file(handler)
 
 
 def _default_to_tui(argv: list[str]) -> list[str]:

@@ -128,3 +128,18 @@ def test_ctrl_c_while_the_command_starts_ends_it_with_130_and_no_traceback(
 
     monkeypatch.setitem(sys.modules, "console.cli.main", types.SimpleNamespace(main=interrupted))
     assert launch.main() == 130
+
+
+def test_a_headless_failure_is_in_the_console_log_too(tmp_path: Path) -> None:
+    """`events kimi` once failed with nothing in console.log to say more (#42)."""
+    config = tmp_path / "eagle-console.toml"
+    config.write_text('[hosts.kimi]\nssh = "root@127.0.0.1:1"\n')
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))
+    result = subprocess.run(
+        [sys.executable, "-m", "console", "--config", str(config), "jobs", "kimi"],
+        capture_output=True, text=True, cwd=REPO, timeout=60, env=env,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "cannot reach" in result.stderr
+    log = (tmp_path / "state" / "eagle-console" / "console.log").read_text()
+    assert "jobs failed: kimi: cannot reach" in log
