@@ -279,7 +279,7 @@ class ConsoleApp(App[None]):
         if isinstance(event.data, LogChunk):
             self.signals.log_chunk_received.publish(LogChunkReceived(message.host, event.data))
         elif isinstance(event.data, JobEvent):
-            self.notify(f"{message.host}: {event.data.message}")
+            self.notify(f"{message.host}: {event.data.message}", timeout=10)  # as alerts
         elif isinstance(event.data, OperationInfo):
             seen = self.views[message.host].operations_seen
             self._tell(seen.heard(message.host, [event.data]))

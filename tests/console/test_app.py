@@ -117,11 +117,12 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
     write_sample_root(root)
     app = app_factory(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(
-            pilot,
+        await wait_for(  # over SSH: the handshake, the bundle's upload and the agent's start, on
+            pilot,  # a machine running six test workers on two cores, took over 30 s once
             lambda: (
                 app.views["gpu"].snapshot is not None and isinstance(app.screen, DashboardScreen)
             ),
+            timeout_s=90.0,
         )
         await wait_for(pilot, lambda: cell(app, "datasets", "B1_sharegpt", "responses") == "3 / 5")
         assert cell(app, "datasets", "B1_sharegpt", "tokens") == "60 / 1K"
