@@ -107,8 +107,9 @@ async def progress_of(link: AgentLink, name: str) -> DatasetProgress:
 async def progress_where(
     link: AgentLink, name: str, predicate: Callable[[DatasetProgress], bool]
 ) -> DatasetProgress:
-    """The dataset's progress once `predicate` holds (a few snapshots at most)."""
-    deadline = time.monotonic() + 10
+    """The dataset's progress once `predicate` holds (a few snapshots; each took seconds on a
+    machine running six test workers on two cores, so the bound is generous)."""
+    deadline = time.monotonic() + 30
     while not predicate(progress := await progress_of(link, name)):
         assert time.monotonic() < deadline, f"never: {progress}"
         await asyncio.sleep(0.1)
