@@ -47,8 +47,11 @@ SIMULATOR_ARGS = ("--speed", "20", "--mean-tokens", "150", "--sd-tokens", "60")
 PROMPTS = 600
 PROMPTS_PER_ATTEMPT = 60
 """Enough that the first runner is still generating at the last attempt."""
-LOCKED_EXIT_S = 10.0
-"""A second runner must be gone well within this (it exits before reading a prompt)."""
+LOCKED_EXIT_S = 60.0
+"""A second runner must be gone within this: it exits before reading a prompt, where one that
+waited for the lock would wait on the stopped first runner for ever. A bound that tells the two
+apart, not a speed goal: its Python start took 10.2 s under six test workers on two cores (the
+times are in the report's detection_s)."""
 
 
 async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
