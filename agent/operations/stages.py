@@ -209,8 +209,9 @@ def export_gate(ctx: Context, job: JobInfo) -> Decision | None:
     if export.roundtrip_flagged:
         return Fail(
             f"the export's conversation form is exact for {_exact_share(export)}, under the "
-            f"{export.roundtrip_threshold:.0%} asked (X shows the first difference and why); "
-            "name another --chat-template, or train from ids.jsonl"
+            f"{export.roundtrip_threshold:.0%} asked (X shows the first difference, why, and "
+            "whether another --chat-template would help); train from ids.jsonl, the exact tokens "
+            "(the export's trainers/specforge.json)"
         )
     return None
 

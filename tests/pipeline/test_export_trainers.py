@@ -79,7 +79,7 @@ def test_specforges_parser_trains_on_exactly_the_ids_form(exported: tuple[Path, 
     report = json.loads((tmp_path / "o" / "B1" / "quality.json").read_text())
     assert report["roundtrip"] | {"examples": []} == {
         "checked": 3, "matched": 3, "mismatched_in": {}, "reasons": {}, "examples": [],
-        "share": 1.0, "flagged": False, "threshold": 0.99,
+        "share": 1.0, "flagged": False, "threshold": 0.99, "other_templates": [],
     }  # fmt: skip
     [(why, left)] = report["conversations_left_out"].items()
     assert why.startswith("cut at the length limit")
@@ -109,6 +109,7 @@ def test_a_template_that_adds_a_system_prompt_fails_and_names_one_that_does_not(
     assert "ROUND TRIP FAILED" in err
     assert "adds the system prompt 'You are a helpful assistant.'" in err
     assert "lfm mark turns the same way with none" in err
+    assert "or name --chat-template lfm" in err
     assert not read_jsonl(tmp_path / "o" / "B1" / "conversations" / "specforge.jsonl")
     assert len(read_jsonl(tmp_path / "o" / "B1" / "ids" / "ids.jsonl")) == len(ANSWERS)
     trip = json.loads((tmp_path / "o" / "B1" / "quality.json").read_text())["roundtrip"]
@@ -153,3 +154,41 @@ def test_conversations_without_a_template_is_refused(
     assert "needs --chat-template" in capsys.readouterr().err
     assert run_export(tmp_path, "o", "--chat-template", "qwen9") == 2
     assert "known: " in capsys.readouterr().err
+
+
+def test_a_qwen_style_target_is_told_the_truth_and_gets_no_config_for_an_empty_form(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a newline that is a token (Qwen's BPE), every SpecForge template for these turns puts
+    loss on the "\\n" after `<|im_end|>`, which the model never generated (#39 item 4)."""
+    vocab = build_think_tokenizer(tmp_path / "tok", KEEPS_TURNS, newlines=True)
+    prompts = [{"id": key, "messages": chat} for key, (chat, _, _) in ANSWERS.items()]
+    write_jsonl(tmp_path / "d" / "B1" / "prompts.jsonl", prompts)
+    responses = [answer(k, ids_of(vocab, text), why) for k, (_, text, why) in ANSWERS.items()]
+    write_jsonl(tmp_path / "d" / "B1" / "raw_responses.jsonl", responses)
+
+    assert run_export(tmp_path, "o", "--chat-template", "lfm") == 1
+
+    err = capsys.readouterr().err
+    assert "puts loss on what follows the model's own end of turn" in err
+    assert "no SpecForge template for these turns ends otherwise" in err
+    assert "no other SpecForge template renders these rows" in err
+    assert "or name --chat-template" not in err
+    trainers = tmp_path / "o" / "trainers"
+    assert not (trainers / "specforge-conversations.json").exists()  # its file would be empty
+    assert (trainers / "specforge.json").exists()
+    assert "No conversation config" in (trainers / "README.md").read_text()
+    trip = json.loads((tmp_path / "o" / "B1" / "quality.json").read_text())["roundtrip"]
+    assert trip["reasons"] == {"the trainer adds tokens after the end of turn the model wrote": 3}
+    assert trip["other_templates"] == []
+
+
+def test_an_export_of_no_row_writes_no_trainer_config(exported: tuple[Path, Any]) -> None:
+    tmp_path, _ = exported
+    write_jsonl(tmp_path / "d" / "B1" / "raw_responses.jsonl", [])
+    (tmp_path / "o" / "trainers").mkdir(parents=True)
+    (tmp_path / "o" / "trainers" / "specforge.json").write_text("{}")  # an earlier export's
+
+    run_export(tmp_path, "o", "--chat-template", "lfm")
+
+    assert sorted(p.name for p in (tmp_path / "o" / "trainers").iterdir()) == ["README.md"]

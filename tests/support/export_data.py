@@ -47,18 +47,25 @@ DROPS_THINK = (
 
 
 def build_think_tokenizer(
-    folder: Path, template: str = KEEPS_THINK, words: list[str] = WORDS
+    folder: Path, template: str = KEEPS_THINK, words: list[str] = WORDS, newlines: bool = False
 ) -> dict[str, int]:
     """Write the tokenizer to `folder`; returns its vocabulary (token -> id).
 
     Other `words` (the same ones in another order, say) make another model's tokenizer.
+    `newlines`: a newline is a token of its own, as in Qwen's byte-level BPE (else whitespace).
     """
-    from tokenizers import Tokenizer, models, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {token: index for index, token in enumerate(SPECIALS + words)}
+    vocab = {token: index for index, token in enumerate(SPECIALS + words + ["\n"] * newlines)}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    core.pre_tokenizer = (
+        pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex("\n"), "isolated"),
+            pre_tokenizers.Split(Regex(" +"), "removed"),
+        ])
+        if newlines else pre_tokenizers.WhitespaceSplit()
+    )  # fmt: skip
     tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=core, unk_token="<unk>", bos_token="<s>", eos_token="<|im_end|>",
         pad_token="</s>", additional_special_tokens=["<|im_start|>", "<think>", "</think>"],

@@ -70,11 +70,16 @@ def roundtrip_line(record: dict[str, Any]) -> str:
         else ""
     )
     reasons = "; ".join(f"{n:,} {why}" for why, n in sorted(trip.get("reasons", {}).items()))
+    others = trip.get("other_templates") or []
+    instead = (
+        f", or name --chat-template {' or '.join(others)}"
+        if others
+        else (" (no other SpecForge template renders these rows as the model saw them)")
+    )
     return (
         f"ROUND TRIP FAILED: {line}, below the {floor_percent(trip['threshold'])} asked for"
         f"{where}{f' (reasons: {reasons})' if reasons else ''}. Those rows are left out of "
-        "specforge.jsonl; train from ids.jsonl (the exact tokens: trainers/specforge.json), or "
-        "name another --chat-template"
+        f"specforge.jsonl; train from ids.jsonl (the exact tokens: trainers/specforge.json){instead}"
     )
 
 

@@ -20,9 +20,10 @@ from agent.pipeline.export.report import (
     roundtrip_line,
     write_reports,
 )
-from agent.pipeline.export.roundtrip import SYSTEM_ADDED
+from agent.pipeline.export.roundtrip import ADDED_AFTER, SYSTEM_ADDED
 from agent.pipeline.export.specforge_templates import (
     SpecForgeTemplate,
+    ends_without_more,
     same_turns_without_system,
     specforge_template,
 )
@@ -88,6 +89,9 @@ def export(options: ExportOptions) -> dict[str, Any]:
         for folder in folders:
             report = DatasetExport(folder, context, merged).run()
             records.append(dataset_record(report, options.min_roundtrip_share))
+            records[-1]["roundtrip"]["other_templates"] = templates_that_help(
+                options.template(), records[-1]["roundtrip"].get("reasons", {})
+            )
             progress(_dataset_line(records[-1]))
         merged.commit()
     except BaseException:
@@ -100,7 +104,8 @@ def export(options: ExportOptions) -> dict[str, Any]:
     summary["trainers"] = write_trainer_configs(
         TrainerSettings(
             options.out, options.model or options.tokenizer, options.max_length,
-            options.chat_template, "conversations" in options.formats,
+            options.chat_template, sum(r["ids_lines"] for r in records),
+            sum(r["conversation_lines"] for r in records),
         )
     )  # fmt: skip
     write_reports(options.out, records, summary)
@@ -110,14 +115,45 @@ def export(options: ExportOptions) -> dict[str, Any]:
 def template_advice(template: SpecForgeTemplate | None, records: list[dict[str, Any]]) -> list[str]:
     """What to change when the named template renders rows unlike what the model saw."""
     reasons = {why for r in records for why in r["roundtrip"].get("reasons", {})}
-    if template is None or SYSTEM_ADDED not in reasons:
+    if template is None:
         return []
-    others = same_turns_without_system(template)
-    instead = f"; {', '.join(others)} mark turns the same way with none" if others else ""
-    return [
-        f"SpecForge's {template.name!r} adds the system prompt {template.system_prompt!r} to "
-        f"every conversation without one, which the model never saw{instead}"
-    ]
+    advice = []
+    if SYSTEM_ADDED in reasons:
+        others = same_turns_without_system(template)
+        instead = f"; {', '.join(others)} mark turns the same way with none" if others else ""
+        advice.append(
+            f"SpecForge's {template.name!r} adds the system prompt {template.system_prompt!r} to "
+            f"every conversation without one, which the model never saw{instead}"
+        )
+    if ADDED_AFTER in reasons:
+        others = ends_without_more(template)
+        instead = (
+            f"; {', '.join(others)} end the turn without it" if others
+            else "; no SpecForge template for these turns ends otherwise, so no template makes "
+            "this form exact for this target: train from ids.jsonl, the exact tokens "
+            "(trainers/specforge.json)"
+        )  # fmt: skip
+        advice.append(
+            f"SpecForge's {template.name!r} ends every answer with {template.end_of_turn!r} and "
+            f"puts loss on what follows the model's own end of turn, which it never "
+            f"generated{instead}"
+        )
+    return advice
+
+
+def templates_that_help(template: SpecForgeTemplate | None, reasons: dict[str, int]) -> list[str]:
+    """Templates that would render this dataset's mismatched rows exactly, if any would.
+
+    Only the template's own additions can be fixed by another template: a system prompt it adds
+    or tokens after the end of turn. Ids that render otherwise are the tokenizer's, not its.
+    """
+    if template is None or not reasons:
+        return []
+    fixable = {SYSTEM_ADDED: same_turns_without_system, ADDED_AFTER: ends_without_more}
+    if not set(reasons) <= set(fixable):
+        return []
+    helping = [set(fixable[why](template)) for why in reasons]
+    return sorted(set.intersection(*helping))
 
 
 def clear_leftovers(out: Path) -> int:

@@ -109,6 +109,22 @@ def same_turns_without_system(template: SpecForgeTemplate) -> list[str]:
     )
 
 
+def ends_without_more(template: SpecForgeTemplate) -> list[str]:
+    """Templates that mark turns as `template` does but end an answer with less after it.
+
+    Qwen's `<|im_end|>` and a newline: every SpecForge template for Qwen-style turns (qwen, lfm, qwen3-*)
+    puts loss on the newline, which the model never generated, so none is exact for such a target.
+    """
+    return sorted(
+        other.name
+        for other in SPECFORGE_TEMPLATES.values()
+        if other.assistant_header == template.assistant_header
+        and len(other.end_of_turn) < len(template.end_of_turn)
+        and template.end_of_turn.startswith(other.end_of_turn)
+        and other.thinking == template.thinking
+    )
+
+
 def _turns(template: SpecForgeTemplate) -> tuple[object, ...]:
     return (
         template.assistant_header, template.end_of_turn, template.thinking,

@@ -37,20 +37,27 @@ class TrainerSettings:
     model: str
     max_length: int
     chat_template: str | None
-    conversations_written: bool
+    ids_rows: int
+    conversation_rows: int
+    """Rows written in each form: a form with none gets no trainer config (its file is empty)."""
 
 
 def write_trainer_configs(settings: TrainerSettings) -> dict[str, Any]:
     """Write every file of OUT/trainers/; returns what the export report says of them."""
     folder = settings.out / TRAINERS_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
-    ids = _merged(settings.out, "ids")
-    files = {SPECFORGE_CONFIG: _json(specforge_config(settings, {"prompts_path": ids}))}
-    if settings.conversations_written and settings.chat_template is not None:
+    files: dict[str, str] = {}
+    if settings.ids_rows:
+        ids = {"prompts_path": _merged(settings.out, "ids")}
+        files[SPECFORGE_CONFIG] = _json(specforge_config(settings, ids))
+        files[SPECULATORS_SCRIPT] = speculators_script(settings)
+    if settings.conversation_rows and settings.chat_template is not None:
         data = {"train_data_path": _merged(settings.out, "conversations")}
         files[SPECFORGE_CONVERSATIONS_CONFIG] = _json(specforge_config(settings, data))
-    files[SPECULATORS_SCRIPT] = speculators_script(settings)
     files["README.md"] = _readme(settings, sorted(files))
+    for name in (SPECFORGE_CONFIG, SPECULATORS_SCRIPT, SPECFORGE_CONVERSATIONS_CONFIG):
+        if name not in files:  # an earlier export's, now for rows that are not there
+            (folder / name).unlink(missing_ok=True)
     for name, text in files.items():
         write_whole(folder / name, text)
     return {
@@ -109,17 +116,24 @@ def speculators_script(settings: TrainerSettings) -> str:
 
 
 def _readme(settings: TrainerSettings, names: list[str]) -> str:
-    lines = [
-        "# Trainer settings for this export",
-        "",
-        f"- `{SPECFORGE_CONFIG}`: `specforge train --config {SPECFORGE_CONFIG}` on the exact "
-        "tokens (`all/ids/ids.jsonl`, loss only on what the model generated).",
-        f"- `{SPECULATORS_SCRIPT}`: speculators' `prepare-data` and `train` on the same rows.",
-    ]
+    lines = ["# Trainer settings for this export", ""]
+    if SPECFORGE_CONFIG in names:
+        lines += [
+            f"- `{SPECFORGE_CONFIG}`: `specforge train --config {SPECFORGE_CONFIG}` on the exact "
+            "tokens (`all/ids/ids.jsonl`, loss only on what the model generated).",
+            f"- `{SPECULATORS_SCRIPT}`: speculators' `prepare-data` and `train` on the same rows.",
+        ]
+    else:
+        lines.append("- No config: the export wrote no row (see `export_report.md`).")
     if SPECFORGE_CONVERSATIONS_CONFIG in names:
         lines.append(
             f"- `{SPECFORGE_CONVERSATIONS_CONFIG}`: the conversation form with the template "
             f"`{settings.chat_template}` the round trip checked."
+        )
+    elif settings.chat_template is not None:
+        lines.append(
+            f"- No conversation config: no conversation rendered exactly with "
+            f"`{settings.chat_template}` (`export_report.md` says why); train on the exact tokens."
         )
     lines += [
         "",
