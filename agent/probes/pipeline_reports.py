@@ -98,6 +98,7 @@ def _export_summary(job: JobInfo, folder: str, record: dict[str, Any]) -> Export
             sequence_tokens=_optional_whole(record.get("sequence_tokens")),
             records=_optional_whole(record.get("records")),
             max_length=_optional_whole(record.get("max_length")),
+            longest_record=_optional_whole(record.get("longest_record")),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
         return None

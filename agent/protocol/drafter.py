@@ -55,6 +55,9 @@ class ExportSummary:
     records: int | None = None
     max_length: int | None = None
     """The max length `sequence_tokens` were cut at (the export's --max-length)."""
+    longest_record: int | None = None
+    """The longest record written (prompt and answer, cut at max_length): a drafter serving this
+    data must hold as many positions."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,8 @@ def test_specforges_parser_trains_on_exactly_the_ids_form(exported: tuple[Path, 
     read = PipelineReports().export((job,))
     assert read is not None
     assert (read.sequence_tokens, read.records, read.max_length) == (cut, len(exact), 20)
+    longest = max(min(len(row["input_ids"]), 20) for row in exact.values())
+    assert read.longest_record == summary["longest_record"] == longest == 20
 
 
 def test_a_template_that_adds_a_system_prompt_fails_and_names_one_that_does_not(

@@ -188,7 +188,9 @@ class DatasetExport:
             return
         self.report.cut.add(len(sent), count)
         limit = self.context.max_length
-        self.report.sequence_tokens += min(len(sent) + count, limit) if limit else len(sent) + count
+        length = min(len(sent) + count, limit) if limit else len(sent) + count
+        self.report.sequence_tokens += length
+        self.report.longest_record = max(self.report.longest_record, length)
         bodies: dict[str, bytes] = {}
         if "ids" in self.outputs:
             prompt_text = ",".join(map(str, sent)).encode()

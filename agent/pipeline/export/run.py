@@ -206,6 +206,7 @@ def _summary(
         },
         "earlier_assistant_turns": sum(r["earlier_assistant_turns"] for r in records),
         "sequence_tokens": sum(r["sequence_tokens"] for r in records),
+        "longest_record": max((r["longest_record"] for r in records), default=0),
         "records": sum(r["ids_lines"] for r in records),
         "drop": sorted(options.drop),
         "min_roundtrip_share": options.min_roundtrip_share,
