@@ -252,6 +252,36 @@ class HiddenStatesCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class DrafterField:
+    """One field of a drafter checkpoint, compared with what its target, data and server expect."""
+
+    name: str
+    ok: bool | None
+    """None: a note (worth a look, not a refusal), or a value that could not be read."""
+    found: str
+    """The checkpoint's value and where it was read (`32000 (config.json draft_vocab_size)`)."""
+    expected: str = ""
+    """What it should be and where that was read."""
+    fix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DrafterCheck:
+    """The check of the checkpoint a drafter server is (to be) started on (agent.pipeline.drafter_check)."""
+
+    checkpoint: str
+    ok: bool | None
+    """None: not checked yet, or it could not be (the note says why)."""
+    fields: tuple[DrafterField, ...] = ()
+    layout: str = ""
+    """Whose save code wrote it: specforge or speculators."""
+    server: str = ""
+    """What it is checked to be served on: sglang or vllm."""
+    note: str = ""
+    checked_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything the dashboard shows, taken at one moment."""
 
@@ -269,6 +299,8 @@ class Snapshot:
     evaluation: DrafterEvaluation | None = None
     hidden_states_plan: HiddenStatesPlan | None = None
     hidden_states_check: HiddenStatesCheck | None = None
+    drafter_check: DrafterCheck | None = None
+    """The check of the checkpoint the drafter server is started on, or would be now."""
     operations: tuple[OperationInfo, ...] = ()
     """Operations under way, and those that ended in the last hour."""
     autopilot: AutopilotStatus | None = None

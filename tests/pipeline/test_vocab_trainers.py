@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
-import warnings
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -27,26 +23,13 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.drafters import trainers_importing
 from tests.support.export_data import build_think_tokenizer
 from tests.support.simulator_process import agent_env
 
 V, TOKENIZER_IDS, K = 64, 58, 8
 ROWS = [[3, 3, 3, 9, 9, 20, 57, 57], [9, 9, 1, 2, 5, 5, 40, 41, 42], [57, 11, 12, 13, 3]]
-IMPORT_WARNINGS = (
-    (UserWarning, "flash_attn is not found"),  # specforge/modeling/draft/llama3_eagle.py
-    (DeprecationWarning, "`torch.jit.script_method` is deprecated"),  # torch's mkldnn, via compile
-)
-"""What importing the trainers' modules warns, each at import and nothing to do with our files."""
-
 pytestmark = pytest.mark.slow  # the trainers' imports alone take seconds
-
-
-@contextmanager
-def trainers_importing() -> Iterator[None]:
-    with warnings.catch_warnings():
-        for category, message in IMPORT_WARNINGS:
-            warnings.filterwarnings("ignore", message=re.escape(message), category=category)
-        yield
 
 
 @pytest.fixture(scope="module")

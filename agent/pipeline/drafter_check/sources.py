@@ -1,0 +1,76 @@
+"""What a drafter is compared with: the target's config.json and the vocab job's files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.probes.training_config_files import UnreadableConfigError, read_mapping
+
+VOCAB_REPORT = "vocab_report.json"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetFacts:
+    """The target model's config.json (its `text_config` where the model nests one)."""
+
+    path: Path
+    vocab_size: int | None
+    hidden_size: int | None
+    layers: int | None
+    max_positions: int | None
+    dtype: str
+    quantization: str
+    """quantization_config.quant_method (fp8, ...), or empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class VocabFacts:
+    """The vocab job's outputs: its report's sizes and the mapping speculators and vLLM read."""
+
+    folder: Path
+    target_vocab_size: int | None
+    draft_vocab_size: int | None
+    d2t: Any
+    t2d: Any
+
+
+def read_target(path: Path) -> TargetFacts | str:
+    """The target's facts, or why its config.json cannot be read."""
+    try:
+        config = read_mapping(path)
+    except UnreadableConfigError as exc:
+        return f"the target's {path}: {exc}"
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
+    quantization = text.get("quantization_config") or config.get("quantization_config")
+    method = quantization.get("quant_method", "") if isinstance(quantization, dict) else ""
+    dtype = text.get("torch_dtype") or text.get("dtype") or config.get("torch_dtype") or ""
+    return TargetFacts(
+        path, _whole(text.get("vocab_size")), _whole(text.get("hidden_size")),
+        _whole(text.get("num_hidden_layers")), _whole(text.get("max_position_embeddings")),
+        str(dtype).removeprefix("torch.")[:40], str(method)[:40],
+    )  # fmt: skip
+
+
+def read_vocab(folder: Path) -> VocabFacts | str:
+    """The vocab job's report and .npy files, or why they cannot be read."""
+    import numpy as np
+
+    try:
+        report = read_mapping(folder / VOCAB_REPORT)
+        d2t = np.load(folder / "d2t.npy", allow_pickle=False)
+        t2d = np.load(folder / "t2d.npy", allow_pickle=False)
+    except UnreadableConfigError as exc:
+        return f"the vocab job's {VOCAB_REPORT}: {exc}"
+    except (OSError, ValueError) as exc:
+        return f"the vocab job's d2t.npy or t2d.npy in {folder}: {exc}"
+    return VocabFacts(
+        folder, _whole(report.get("target_vocab_size")), _whole(report.get("draft_vocab_size")),
+        d2t, t2d,
+    )  # fmt: skip
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

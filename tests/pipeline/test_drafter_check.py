@@ -1,0 +1,280 @@
+"""The drafter check on checkpoints the trainers' own save code wrote, one field wrong at a time (#39).
+
+Each failure class is a public report of a finished run lost: the layer ids (tokenspeed PR #526,
+sglang PR #25454, vllm PR #46788), the vocab mapping (NVIDIA-NeMo/Automodel PR #2447, SpecForge PR
+#534), the context (sglang #6783, speculators PR #684), loading (SpecForge #129, speculators PR
+#188, vllm #9534). A good checkpoint of each trainer passes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent.pipeline.drafter_check.__main__ import main
+from tests.support.drafters import (
+    drop_tensors,
+    edit_json,
+    replace_tensor,
+    specforge_export,
+    specforge_step,
+    speculators_checkpoint,
+    tiny_target,
+    trainers_importing,
+    vocab_files,
+)
+
+pytestmark = pytest.mark.slow  # the trainers' save code and export take seconds
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One target, the vocab job's files, and a checkpoint of each trainer, built once."""
+    root = tmp_path_factory.mktemp("drafters")
+    with trainers_importing():
+        target = tiny_target(root / "target")
+        mapping = vocab_files(root / "vocab")
+        step = specforge_step(root / "specforge", mapping)
+        return {
+            "target": target, "vocab": mapping.folder, "step": step,
+            "specforge": specforge_export(step, root / "specforge-export"),
+            "speculators": speculators_checkpoint(root / "speculators", target, mapping),
+            "custom": specforge_export(
+                specforge_step(root / "custom", mapping, eagle_ids=[0, 3, 5]),
+                root / "custom-export",
+            ),
+        }  # fmt: skip
+
+
+@pytest.fixture
+def copy(built: dict[str, Path], tmp_path: Path) -> Any:
+    def copied(name: str) -> Path:
+        return Path(shutil.copytree(built[name], tmp_path / name))
+
+    return copied
+
+
+def check(
+    built: dict[str, Path], checkpoint: Path, capsys: pytest.CaptureFixture[str], *args: str,
+    server: str = "sglang", target: Path | None = None,
+) -> tuple[int, dict[str, Any]]:  # fmt: skip
+    code = main([
+        "--checkpoint", str(checkpoint), "--target-config", str((target or built["target"]) /
+        "config.json"), "--vocab-dir", str(built["vocab"]), "--server", server, *args,
+    ])  # fmt: skip
+    return code, json.loads(capsys.readouterr().out)
+
+
+def failed(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {f["name"]: f for f in report["fields"] if f["ok"] is False}
+
+
+@pytest.mark.parametrize(("trainer", "server"), [("specforge", "sglang"), ("specforge", "vllm"),
+                                                  ("speculators", "vllm")])  # fmt: skip
+def test_a_good_checkpoint_of_each_trainer_passes_every_field(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str], trainer: str, server: str
+) -> None:
+    code, report = check(built, built[trainer], capsys, "--longest-record", "2048", server=server)
+
+    assert (code, report["ok"], failed(report)) == (0, True, {})
+    assert report["layout"] == trainer
+    names = [f["name"] for f in report["fields"]]
+    assert names[:5] == [
+        "loads",
+        "architecture",
+        "target vocab size",
+        "draft vocab size",
+        "d2t/t2d",
+    ]
+    assert {"aux layers (served)", "hidden size", "max positions"} <= set(names)
+
+
+def test_a_specforge_training_step_is_not_served_and_the_export_command_is_given(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = check(built, built["step"], capsys)
+
+    assert code == 1
+    loads = failed(report)["loads"]
+    assert "training_state.pt" in loads["found"]
+    assert loads["fix"].startswith(f"specforge export --to sglang --checkpoint {built['step']}")
+    mapping = next(f for f in report["fields"] if f["name"] == "d2t/t2d")
+    assert mapping["ok"] is True  # read from its draft_state_dict all the same
+
+
+def test_speculators_format_is_refused_for_sglang_which_has_no_loader_for_it(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = check(built, built["speculators"], capsys, server="sglang")
+
+    assert code == 1
+    assert failed(report)["architecture"]["fix"].endswith("serve it with vLLM")
+
+
+def test_ids_only_in_eagle_config_are_served_by_sglang_but_not_by_vllm(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SpecForge keeps ids in eagle_config, which vLLM does not read: it captures its default."""
+    code, report = check(built, built["custom"], capsys, server="sglang")
+    assert (code, failed(report)) == (0, {})
+
+    code, report = check(built, built["custom"], capsys, server="vllm")
+
+    assert code == 1
+    served = failed(report)["aux layers (served)"]
+    assert served["found"].startswith("hidden states [2, 4, 5] (vLLM's default")
+    assert served["expected"].startswith("hidden states [1, 4, 6]")
+    assert '"eagle_aux_hidden_state_layer_ids": [1, 4, 6] at the top' in served["fix"]
+
+
+def test_ids_off_by_one_against_the_train_config_and_the_capture_fail(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run config named SpecForge ids [2, 4, 5] (hidden states [3, 5, 6]) the export does not
+    carry: SGLang captures its default; the capture took vLLM's numbering of the same ids."""
+    code, report = check(built, built["specforge"], capsys, "--trained-layers", "3,5,6",
+                         "--captured-layers", "2,4,5", server="sglang")  # fmt: skip
+
+    assert code == 1
+    served = failed(report)["aux layers (served)"]
+    assert '"eagle_aux_hidden_state_layer_ids": [2, 4, 5]' in served["fix"]
+    assert "SGLang adds 1" in served["fix"]
+    assert (
+        failed(report)["aux layers (captured)"]["found"]
+        == "hidden states [2, 4, 5] (the hidden-states job)"
+    )
+
+
+def test_the_final_layer_is_never_captured_by_sglang(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = copy("specforge")
+    edit_json(
+        folder / "config.json", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 7]}}
+    )
+
+    code, report = check(built, folder, capsys, "--trained-layers", "2,4,8")
+
+    assert code == 1
+    assert failed(report)["aux layers (range)"]["found"] == "hidden states [8]"
+
+
+def test_a_checkpoint_saved_without_its_mapping_is_refused(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = copy("speculators")
+    drop_tensors(folder, "d2t")
+
+    code, report = check(built, folder, capsys, server="vllm")
+
+    assert code == 1
+    mapping = failed(report)["d2t/t2d"]
+    assert mapping["found"] == "no d2t in the weights"
+    assert "map draft id i to target id i" in mapping["fix"]
+
+
+def test_a_regenerated_mapping_is_told_from_the_vocab_job_s(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Same sizes, other ids (SpecForge PR #534's warm start): not visible in train/acc."""
+    folder = copy("specforge")
+    with trainers_importing():
+        other = vocab_files(folder.parent / "other", stride=2)
+    replace_tensor(folder, "d2t", other.d2t)
+    replace_tensor(folder, "t2d", other.t2d)
+
+    code, report = check(built, folder, capsys)
+
+    assert code == 1
+    assert failed(report)["d2t/t2d"]["found"].startswith(
+        "d2t differs at 63 places, first [1]: 1 here, 2"
+    )
+
+
+def test_vocab_sizes_against_the_target_and_the_vocab_job(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = copy("specforge")
+    edit_json(folder / "config.json", {"vocab_size": 255, "draft_vocab_size": 32})
+
+    code, report = check(built, folder, capsys)
+
+    assert code == 1
+    wrong = failed(report)
+    assert wrong["target vocab size"]["found"] == "255 (config.json vocab_size)"
+    assert "256 (" in wrong["target vocab size"]["expected"]
+    assert wrong["draft vocab size"]["expected"] == "64 (lm_head.weight rows)"
+
+
+def test_a_drafter_of_another_target_s_width_is_refused(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    wider = tmp_path / "wider"
+    wider.mkdir()
+    target = json.loads((built["target"] / "config.json").read_text()) | {"hidden_size": 128}
+    (wider / "config.json").write_text(json.dumps(target))
+
+    code, report = check(built, built["specforge"], capsys, target=wider)
+
+    assert code == 1
+    assert failed(report)["hidden size"]["expected"].startswith("384 = 3 × 128")
+
+
+def test_positions_short_of_the_longest_record_fail_and_a_longer_served_context_is_a_note(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = copy("specforge")
+    edit_json(folder / "config.json", {"max_position_embeddings": 2048})
+
+    code, report = check(built, folder, capsys, "--longest-record", "3000", "--trained-length",
+                         "3000", "--served-length", "16384")  # fmt: skip
+
+    assert code == 1
+    assert failed(report)["max positions"]["expected"] == "≥ 3,000 (the export's longest record)"
+    context = next(f for f in report["fields"] if f["name"] == "context")
+    assert context["ok"] is None
+    assert "1.09 at 16k" in context["fix"]
+
+
+def test_a_quantized_target_gets_a_dtype_note_not_a_refusal(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fp8 = tmp_path / "fp8"
+    fp8.mkdir()
+    target = json.loads((built["target"] / "config.json").read_text())
+    (fp8 / "config.json").write_text(
+        json.dumps(target | {"quantization_config": {"quant_method": "fp8"}})
+    )
+
+    code, report = check(built, built["specforge"], capsys, target=fp8)
+
+    assert code == 0
+    dtype = next(f for f in report["fields"] if f["name"] == "dtype")
+    assert (dtype["ok"], dtype["found"]) == (None, "bfloat16 (config.json dtype)")
+
+
+def test_a_folder_without_a_drafter_says_so(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / "config.json").write_text('{"architectures": [')
+
+    for folder, said in (("empty", "config.json"), ("torn", "config.json")):
+        code, report = check(built, tmp_path / folder, capsys)
+        assert code == 1
+        assert [f["name"] for f in report["fields"]] == ["loads"]
+        assert said in report["fields"][0]["found"]
+
+
+def test_the_speculators_mapping_equals_the_vocab_job_s_files(built: dict[str, Path]) -> None:
+    """The fixture's own premise: the trainer saved the vocab job's d2t and t2d as given."""
+    from safetensors import safe_open
+
+    with safe_open(str(built["speculators"] / "model.safetensors"), framework="numpy") as saved:
+        assert np.array_equal(saved.get_tensor("d2t"), np.load(built["vocab"] / "d2t.npy"))
