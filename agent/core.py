@@ -29,6 +29,7 @@ from agent.operations.disk_stop_loss import DiskStopLoss
 from agent.operations.operations import SHOWN_IN_SNAPSHOT, Operations
 from agent.operations.peak_stop import PeakStop
 from agent.operations.restarts import Restarts
+from agent.plans.drafter_checks import DrafterChecks
 from agent.plans.hidden_states_checks import HiddenStatesChecks, PlanEvents
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.tokenizer import check_tokenizer
@@ -37,6 +38,8 @@ from agent.protocol import (
     PROTOCOL_VERSION,
     AutopilotStatus,
     AutopilotStatusParams,
+    DrafterCheck,
+    DrafterCheckParams,
     ErrorCode,
     Event,
     HelloParams,
@@ -119,9 +122,11 @@ class AgentCore:
         """Set on every job event (and by a new watcher); the observer clears it as it scans."""
         self.end_watch = EndWatch(self.changed.set)
         """Wakes the observer the moment a job ends (restarts and the autopilot act on it)."""
+        self.drafter_checks = DrafterChecks(self.tasks, lambda: self.pipeline)
+        """The check of the checkpoint the drafter server serves: its gate and its verdict."""
         self.jobs = JobControl(
             self.supervisor, self.probes, self.state_health, lambda: self.pipeline,
-            lambda: self._tracker, self._snapshot_now, self.end_watch,
+            lambda: self._tracker, self._snapshot_now, self.end_watch, self.drafter_checks,
         )  # fmt: skip
         """Every launch and stop, whoever asks: the one-writer rule and the GPU guard live there."""
         self.assembly = SnapshotAssembly(
@@ -160,6 +165,7 @@ class AgentCore:
         self.observer.listeners.append(self.disk_stop_loss.heard)
         self.hidden_states_checks = HiddenStatesChecks(self.tasks)
         self.observer.listeners.append(self.hidden_states_checks.heard)
+        self.observer.listeners.append(self.drafter_checks.heard)
         self.observer.listeners.append(PlanEvents(self.announcer).heard)
         self.observer.listeners.append(self.end_watch.heard)
         self.leftovers = LeftoverSweep(self.supervisor, self.tasks)
@@ -259,6 +265,10 @@ class AgentCore:
         params = request.params
         return await check_tokenizer(self.pipeline, params.timeout_s)
 
+    async def drafter_check(self, request: Request[DrafterCheckParams]) -> DrafterCheck:
+        """Check a drafter checkpoint now: the path asked for, else the one to serve."""
+        return await self.drafter_checks.check_now(await self._snapshot_now(), request.params.path)
+
     async def autopilot_status(self, request: Request[AutopilotStatusParams]) -> AutopilotStatus:
         """Where the autopilot stands, with the restarts counted from a fresh snapshot."""
         return self.autopilot.status(await self._snapshot_now())
@@ -302,11 +312,13 @@ class AgentCore:
         notices = (
             self.notifier.alerts(now) + self.operations.alerts(now) + self.restarts.alerts(taken)
             + self.history.alerts(now) + self.hidden_states_checks.alerts(now)
+            + self.drafter_checks.alerts(now)
         )  # fmt: skip
         return replace(
             taken, alerts=taken.alerts + tuple(notices), operations=self.operations.recent(now, SHOWN_IN_SNAPSHOT),
             autopilot=self.autopilot.status(taken),
             hidden_states_check=self.hidden_states_checks.latest(),
+            drafter_check=self.drafter_checks.latest(),
         )  # fmt: skip
 
     def _tracker_for(self, pipeline: PipelineConfig) -> DatasetTracker | None:

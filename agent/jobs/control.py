@@ -25,6 +25,7 @@ from agent.jobs.registry import STOP_FILE
 from agent.jobs.spec import GpuBusyError, SpecError, uses_the_snapshot
 from agent.jobs.stopper import StopPlan, StopTarget
 from agent.jobs.supervisor import Supervisor, launch_params
+from agent.plans.drafter_checks import DrafterChecks, failed_text
 from agent.plans.hidden_states import no_room_text
 from agent.probes.cache import ProbeCache
 from agent.probes.training_checkpoints import best_checkpoint_now
@@ -51,6 +52,7 @@ class JobControl:
         self, supervisor: Supervisor, probes: ProbeCache, state_health: StateHealth,
         pipeline: Callable[[], PipelineConfig], tracker: Callable[[], DatasetTracker | None],
         snapshot: Callable[[], Awaitable[Snapshot]], end_watch: EndWatch,
+        drafter_checks: DrafterChecks | None = None,
     ) -> None:  # fmt: skip
         self.supervisor = supervisor
         self.probes = probes
@@ -59,6 +61,7 @@ class JobControl:
         self._tracker = tracker
         self._snapshot = snapshot
         self.end_watch = end_watch
+        self.drafter_checks = drafter_checks
         self.writers = WriterFinder()
         self._launching = asyncio.Lock()
         """Held from the one-writer check to the job's start, so two launches cannot both pass."""
@@ -104,6 +107,8 @@ class JobControl:
         An inference job is refused while its dataset has a writer (one writer per dataset), a
         GPU job while something holds the GPUs.
         """
+        if lineage is None and not params.force and not self.supervisor.launched(key):
+            await self._refuse_a_drafter_that_failed_its_check(params)
         async with self._launching:
             if not self.supervisor.launched(key):
                 await self._refuse_a_second_writer(params)
@@ -167,6 +172,23 @@ class JobControl:
             raise AgentError(ErrorCode.NO_ROOM, (
                 f"the hidden states will not fit: {no_room_text(plan)}; to start it anyway, "
                 "confirm in the console or use `start --force`"
+            ))  # fmt: skip
+
+    async def _refuse_a_drafter_that_failed_its_check(self, params: LaunchParams) -> None:
+        """A drafter server whose checkpoint failed the drafter check, refused unless forced.
+
+        Run before the launch lock (the check reads the checkpoint, seconds at most); a check
+        that could not run holds nothing back. Restarts of a server that ran are not checked.
+        """
+        spec = self.pipeline.jobs.get(params.job)
+        if spec is None or spec.kind != "drafter_server" or self.drafter_checks is None:
+            return
+        verdict = await self.drafter_checks.check_now(await self._snapshot())
+        if verdict.ok is False:
+            raise AgentError(ErrorCode.DRAFTER_CHECK_FAILED, (
+                f"the drafter {verdict.checkpoint} failed its check: {failed_text(verdict)}; "
+                "`check-drafter HOST` says every field and its fix; to serve it anyway, confirm "
+                "in the console or use `start --force`"
             ))  # fmt: skip
 
     async def _refuse_an_overruled_restart(self, lineage: Mapping[str, Any] | None) -> None:

@@ -54,7 +54,9 @@ class Sequence:
             return await self._stop(step.job_id or "")
         if step.action == "wait_gpus":
             return await self._wait_gpus()
-        return await self._start(index, LaunchParams(step.job or "", step.dataset))
+        return await self._start(
+            index, LaunchParams(step.job or "", step.dataset, force=step.force)
+        )
 
     async def _stop(self, job_id: str) -> str | None:
         try:

@@ -282,6 +282,9 @@ def serve(ctx: Context) -> Decision:
             continue
         job = _latest(ctx.snapshot.jobs, set(names), 0.0)
         if job is None or job.state not in LIVE_JOB_STATES:
+            held = drafter_checked(ctx) if kind == "drafter_server" else None
+            if held is not None:
+                return held
             failed = _ending(job) if job and _ended_badly(job, ctx) else None
             log = job.log_path if job and failed else None
             return Launch(LaunchParams(names[0]), target, f"starting {names[0]}", failed, log)
@@ -290,6 +293,24 @@ def serve(ctx: Context) -> Decision:
         "serving: " + ", ".join(job.name for job in started),
         max(job.started_at or 0.0 for job in started),
     )
+
+
+def drafter_checked(ctx: Context) -> Decision | None:
+    """The drafter is served only once its checkpoint passed the drafter check (#39).
+
+    A check that could not be run (no target found, say) holds nothing: the panel says why.
+    """
+    check = ctx.snapshot.drafter_check
+    if check is not None and check.ok is None and check.note == "checking":
+        return Wait(f"checking the drafter {check.checkpoint}")
+    if check is not None and check.ok is False:
+        failed = [f for f in check.fields if f.ok is False]
+        lines = "; ".join(
+            f"{f.name}: {f.found}, expected {f.expected} ({f.fix})" for f in failed[:3]
+        )
+        return Fail(f"the drafter {check.checkpoint} failed its check: {lines}; fix it and "
+                    "resume, or serve it anyway by hand (start --force)")  # fmt: skip
+    return None
 
 
 STAGES: tuple[tuple[str, Stage], ...] = (

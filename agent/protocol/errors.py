@@ -30,6 +30,8 @@ class ErrorCode:
     """Something the request needs is missing on the box (no crontab); the message says what."""
     NO_ROOM = "no_room"
     """A hidden-states job's plan does not fit where it writes; `force` starts it anyway."""
+    DRAFTER_CHECK_FAILED = "drafter_check_failed"
+    """The drafter server's checkpoint failed its check; `force` serves it anyway."""
     CONFIG_DIFFERS = "config_differs"
     """The console's config is not the one the agent runs: nothing starts until it is applied."""
     INTERNAL = "internal"

@@ -68,7 +68,7 @@ from agent.protocol.operations import (
     RedeployParams,
     SequenceParams,
 )
-from agent.protocol.snapshot import Snapshot, SnapshotParams
+from agent.protocol.snapshot import DrafterCheck, DrafterCheckParams, Snapshot, SnapshotParams
 from agent.protocol.timeline import EventsList, EventsParams
 from agent.protocol.webhook import NotifyStatus, NotifyStatusParams
 
@@ -104,6 +104,7 @@ FILES_ROLLBACK = Method("files.rollback", RollbackParams, InstallResult, mutatin
 AUDIT_READ = Method("audit.read", AuditParams, AuditResult)
 DATASETS_DETAIL = Method("datasets.detail", DetailParams, DatasetDetail)
 TOKENIZER_CHECK = Method("tokenizer.check", TokenizerCheckParams, TokenizerCheck)
+DRAFTER_CHECK = Method("drafter.check", DrafterCheckParams, DrafterCheck)
 EVENTS_LIST = Method("events.list", EventsParams, EventsList)
 NOTIFY_STATUS = Method("notify.status", NotifyStatusParams, NotifyStatus)
 OPERATIONS_REDEPLOY = Method("operations.redeploy", RedeployParams, OperationInfo, mutating=True)
@@ -139,6 +140,7 @@ METHODS: dict[str, AnyMethod] = {
         AUDIT_READ,
         DATASETS_DETAIL,
         TOKENIZER_CHECK,
+        DRAFTER_CHECK,
         EVENTS_LIST,
         NOTIFY_STATUS,
         OPERATIONS_REDEPLOY,

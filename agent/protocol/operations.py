@@ -56,6 +56,8 @@ class SequenceStep:
     job_id: str | None = None
     job: str | None = None
     dataset: str | None = None
+    force: bool = False
+    """A start a person confirmed past a refusal that may be overruled (a failed drafter check)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -266,6 +266,13 @@ class DrafterField:
 
 
 @dataclass(frozen=True, slots=True)
+class DrafterCheckParams:
+    """Check a drafter checkpoint now: `path` on the box, else the one the drafter server would serve."""
+
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DrafterCheck:
     """The check of the checkpoint a drafter server is (to be) started on (agent.pipeline.drafter_check)."""
 

@@ -21,6 +21,7 @@ from agent.protocol import (
     AUTOSTART_SET,
     AUTOSTART_STATUS,
     DATASETS_DETAIL,
+    DRAFTER_CHECK,
     EVENTS_LIST,
     FILES_HASH,
     FILES_INSTALL,
@@ -113,6 +114,7 @@ def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
         route(AUDIT_READ, core.records.audit_read),
         route(DATASETS_DETAIL, core.records.datasets_detail),
         route(TOKENIZER_CHECK, core.tokenizer_check),
+        route(DRAFTER_CHECK, core.drafter_check),
         route(EVENTS_LIST, core.records.events_list),
         route(NOTIFY_STATUS, core.notify_status),
         route(

@@ -1,0 +1,253 @@
+"""What the drafter check compares a checkpoint with, found in the configured jobs and the snapshot.
+
+- the checkpoint: the drafter server's `--speculative-draft-model-path` (SGLang) or its
+  `--speculative-config` model / `--spec-model` (vLLM); `{best_checkpoint}` there is the training
+  watch's best (agent/probes/training_checkpoints.py);
+- the server: SGLang or vLLM, by its command; the target: its `--model-path`, `serve MODEL` or
+  `--model`, else the hidden-states job's target, else the tokenizer; its context length;
+- the vocab job's `--out`; the export's longest record and max_length;
+- the layers trained on: a SpecForge run config's `model.aux_hidden_state_layer_ids` or its draft
+  config's `eagle_config` ids (SpecForge's numbering: + 1), speculators' `--target-layer-ids`;
+- the layers captured: the SpecForge capture's `--draft-model-config` ids, else its default.
+
+Blocking (it reads small config files): run it in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.jobs.spec import FROM_THE_SNAPSHOT
+from agent.probes.training_checkpoints import best_checkpoint_now
+from agent.probes.training_config import flag_value, trainer_command
+from agent.probes.training_config_files import UnreadableConfigError, read_mapping
+from agent.probes.training_specforge_config import with_overrides
+from agent.protocol import JobSpec, PipelineConfig, Snapshot
+
+SGLANG_DRAFT_FLAGS = ("--speculative-draft-model-path", "--speculative-draft-model")
+SGLANG_MODEL_FLAGS = ("--model-path", "--model")
+VLLM_LENGTH_FLAGS = ("--max-model-len",)
+SGLANG_LENGTH_FLAGS = ("--context-length",)
+CAPTURE_TARGET_FLAGS = ("--target-model-path", "--model", "--verifier-name-or-path")
+
+
+@dataclass(frozen=True, slots=True)
+class DrafterInputs:
+    """The checkpoint to check and the check's other arguments; `why_not` when there is none."""
+
+    checkpoint: str | None
+    args: tuple[str, ...] = ()
+    why_not: str = ""
+    server_job: str = ""
+
+
+def drafter_server(pipeline: PipelineConfig) -> tuple[str, JobSpec] | None:
+    """The configured drafter server job (the first of its kind)."""
+    return next(((n, s) for n, s in pipeline.jobs.items() if s.kind == "drafter_server"), None)
+
+
+def drafter_inputs(
+    pipeline: PipelineConfig, snapshot: Snapshot, checkpoint: str | None = None
+) -> DrafterInputs:
+    """The check's inputs for `checkpoint`, or for the one the drafter server would serve now."""
+    found = drafter_server(pipeline)
+    name, spec = found if found is not None else ("", JobSpec(("",)))
+    server = server_kind(spec.argv)
+    if checkpoint is None:
+        checkpoint, why = _served_checkpoint(spec, server, snapshot)
+        if checkpoint is None:
+            return DrafterInputs(None, why_not=why, server_job=name)
+    target = _target_folder(spec, server, pipeline)
+    if target is None:
+        return DrafterInputs(checkpoint, why_not="the target's folder is unknown: name it in the "
+                             "drafter server's command or set [tokenizer] path", server_job=name)  # fmt: skip
+    args = ["--target-config", str(target / "config.json")]
+    args += ["--server", server] if server else []
+    args += _served_length(spec, server)
+    args += _vocab(pipeline)
+    args += _export(snapshot)
+    layers = _target_layers(target)
+    args += _trained(pipeline)
+    args += _captured(pipeline, layers)
+    return DrafterInputs(checkpoint, tuple(args), server_job=name)
+
+
+def server_kind(argv: tuple[str, ...]) -> str:
+    """Sglang or vllm, by what the command runs; empty when neither."""
+    for part in argv:
+        if "sglang" in part:
+            return "sglang"
+        if "vllm" in part:
+            return "vllm"
+    return ""
+
+
+def _served_checkpoint(spec: JobSpec, server: str, snapshot: Snapshot) -> tuple[str | None, str]:
+    if not spec.argv[0]:
+        return None, "no drafter_server job is configured"
+    named = _draft_path(spec.argv, server)
+    if named is None:
+        return None, "the drafter server's command names no draft model the agent can find"
+    if FROM_THE_SNAPSHOT in named:
+        best = best_checkpoint_now(snapshot)
+        if best is None:
+            return None, "no training run's best evaluation has a checkpoint folder yet"
+        return named.replace(FROM_THE_SNAPSHOT, best), ""
+    return str(_absolute(named, spec)), ""
+
+
+def _draft_path(argv: tuple[str, ...], server: str) -> str | None:
+    if server == "vllm":
+        raw = flag_value(argv, "--speculative-config", "--speculative_config")
+        try:
+            model = json.loads(raw).get("model") if raw else None
+        except (ValueError, AttributeError):
+            model = None
+        return model if isinstance(model, str) else flag_value(argv, "--spec-model")
+    named = flag_value(argv, *SGLANG_DRAFT_FLAGS)
+    if named is None and any(FROM_THE_SNAPSHOT in part for part in argv):
+        return FROM_THE_SNAPSHOT
+    return named
+
+
+def _target_folder(spec: JobSpec, server: str, pipeline: PipelineConfig) -> Path | None:
+    model = flag_value(spec.argv, *SGLANG_MODEL_FLAGS)
+    if server == "vllm" and "serve" in spec.argv[:-1]:
+        model = spec.argv[spec.argv.index("serve") + 1]
+    if model is None:
+        capture = next((s for s in pipeline.jobs.values() if s.kind == "hidden_states"), None)
+        model = flag_value(capture.argv, *CAPTURE_TARGET_FLAGS) if capture else None
+    if model is None and pipeline.tokenizer:
+        model = pipeline.tokenizer
+    return _absolute(model, spec) if model and not model.startswith("-") else None
+
+
+def _served_length(spec: JobSpec, server: str) -> list[str]:
+    flags = VLLM_LENGTH_FLAGS if server == "vllm" else SGLANG_LENGTH_FLAGS
+    value = flag_value(spec.argv, *flags)
+    if value is None or not value.isdigit():
+        return []
+    return ["--served-length", value, "--served-length-from", f"the drafter server's {flags[0]}"]
+
+
+def _vocab(pipeline: PipelineConfig) -> list[str]:
+    spec = next((s for s in pipeline.jobs.values() if s.kind == "vocab"), None)
+    out = flag_value(spec.argv, "--out") if spec else None
+    return ["--vocab-dir", str(_absolute(out, spec))] if out and spec else []
+
+
+def _export(snapshot: Snapshot) -> list[str]:
+    export = snapshot.export
+    args = []
+    if export is not None and export.longest_record:
+        args += ["--longest-record", str(export.longest_record)]
+    if export is not None and export.max_length:
+        args += ["--trained-length", str(export.max_length)]
+    return args
+
+
+def _target_layers(target: Path) -> int | None:
+    try:
+        config = read_mapping(target / "config.json")
+    except UnreadableConfigError:
+        return None
+    nested = config.get("text_config")
+    layers = (nested if isinstance(nested, dict) else config).get("num_hidden_layers")
+    return layers if isinstance(layers, int) and not isinstance(layers, bool) else None
+
+
+def _trained(pipeline: PipelineConfig) -> list[str]:
+    spec = next((s for s in pipeline.jobs.values() if s.kind == "train"), None)
+    if spec is None:
+        return []
+    command = trainer_command(spec.argv, Path(spec.cwd) if spec.cwd else None)
+    if command is None:
+        return []
+    if command.trainer == "speculators":
+        ids = _ints_after(command.args, "--target-layer-ids")
+        return _layers("--trained-layers", ids, "the train job's --target-layer-ids")
+    config = flag_value(command.args, "-c", "--config")
+    path = command.path(config) if config else None
+    try:
+        raw = with_overrides(read_mapping(path), command.args) if path else {}
+    except UnreadableConfigError:
+        return []
+    model: dict[str, Any] = raw["model"] if isinstance(raw.get("model"), dict) else {}
+    ids = _ints(model.get("aux_hidden_state_layer_ids"))
+    if ids is not None:
+        return _layers("--trained-layers", _plus_one(ids),
+                       f"{path.name if path else 'its config'} model.aux_hidden_state_layer_ids + 1")  # fmt: skip
+    draft = model.get("draft_model_config")
+    return _from_draft_config(
+        "--trained-layers", command.path(draft) if isinstance(draft, str) else None
+    )
+
+
+def _captured(pipeline: PipelineConfig, layers: int | None) -> list[str]:
+    spec = next((s for s in pipeline.jobs.values() if s.kind == "hidden_states"), None)
+    if spec is None or not any("prepare_hidden_states" in part for part in spec.argv):
+        return []
+    draft = flag_value(spec.argv, "--draft-model-config")
+    found = _from_draft_config("--captured-layers", _absolute(draft, spec) if draft else None)
+    if found or draft or layers is None:
+        return found
+    default = (2, layers // 2, layers - 3)
+    return _layers(
+        "--captured-layers", default, "the capture's default: SpecForge's [1, n/2-1, n-4] + 1"
+    )
+
+
+def _from_draft_config(flag: str, path: Path | None) -> list[str]:
+    if path is None:
+        return []
+    try:
+        eagle = read_mapping(path).get("eagle_config")
+    except UnreadableConfigError:
+        return []
+    ids = _ints(eagle.get("eagle_aux_hidden_state_layer_ids")) if isinstance(eagle, dict) else None
+    if ids is None:
+        return []
+    return _layers(flag, _plus_one(ids), f"{path.name} eagle_config ids + 1")
+
+
+def _layers(flag: str, ids: tuple[int, ...] | None, source: str) -> list[str]:
+    if not ids:
+        return []
+    return [flag, ",".join(map(str, ids)), f"{flag}-from", source]
+
+
+def _ints(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, str):
+        value = value.strip("[]").replace(" ", "").split(",")
+    if not isinstance(value, list) or not 0 < len(value) <= 16:
+        return None
+    try:
+        return tuple(int(item) for item in value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ints_after(args: tuple[str, ...], flag: str) -> tuple[int, ...] | None:
+    if flag not in args:
+        return None
+    after = args[args.index(flag) + 1 :]
+    values = []
+    for part in after:
+        if not part.lstrip("-").isdigit() or part.startswith("--"):
+            break
+        values.append(int(part))
+    return tuple(values) or None
+
+
+def _plus_one(ids: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(i + 1 for i in ids)
+
+
+def _absolute(text: str, spec: JobSpec | None) -> Path:
+    path = Path(text).expanduser()
+    if path.is_absolute() or spec is None or not spec.cwd:
+        return path
+    return Path(spec.cwd) / path
