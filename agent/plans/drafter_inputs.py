@@ -76,9 +76,9 @@ def drafter_inputs(
 
 
 def server_kind(argv: tuple[str, ...]) -> str:
-    """Sglang or vllm, by what the command runs; empty when neither."""
+    """The server the command runs: sglang (the simulator speaks as SGLang), vllm, or empty."""
     for part in argv:
-        if "sglang" in part:
+        if "sglang" in part or part == "agent.simulator":
             return "sglang"
         if "vllm" in part:
             return "vllm"

@@ -100,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve with a drafter of this mean accept length (EAGLE3; 1 to num-draft-tokens)",
     )
     add("--speculative-num-draft-tokens", type=int, default=4, help="tokens verified per step")
+    add("--speculative-algorithm", help="taken as SGLang takes it; the simulator drafts as EAGLE3")
+    add(
+        "--speculative-draft-model-path",
+        "--speculative-draft-model",
+        help="the drafter's folder, as SGLang names it (the agent checks it before serving)",
+    )
     add(
         "--speculative-step-overhead",
         type=float,

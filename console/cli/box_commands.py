@@ -70,7 +70,8 @@ def add_parsers(commands: Any) -> None:
     start.add_argument("job", help="a job name from the config; NAME/DATASET for a per-dataset job")
     start.add_argument(
         "--force", action="store_true",
-        help="start even where g would not (a dataset done) or a hidden-states plan does not fit",
+        help="start even where g would not (a dataset done), a hidden-states plan does not fit, "
+        "or the drafter failed its check",
     )  # fmt: skip
     stop = commands.add_parser("stop", help="stop a job the way k does, and wait for the end")
     _host_and_json(stop)

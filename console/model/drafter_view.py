@@ -7,7 +7,14 @@ screen's rows, one per dataset.
 
 from __future__ import annotations
 
-from agent.protocol import DrafterEvaluation, EvalLevel, ExportDatasetQuality, ExportSummary
+from agent.protocol import (
+    DrafterCheck,
+    DrafterEvaluation,
+    EvalLevel,
+    ExportDatasetQuality,
+    ExportSummary,
+)
+from console.model.drafter_check_view import check_line
 from console.model.formatting import tokens
 from console.model.safe_text import sanitise
 
@@ -83,11 +90,19 @@ def export_line(export: ExportSummary) -> str:
 
 def drafter_text(
     evaluation: DrafterEvaluation | None, export: ExportSummary | None, width: int | None = None,
-    height: int | None = None,
+    height: int | None = None, check: DrafterCheck | None = None,
 ) -> str:  # fmt: skip
-    """The drafter panel's text ("" when there is nothing to show), fitted to `width` × `height`."""
-    room = None if height is None else height - (1 if export is not None else 0)
+    """The drafter panel's text ("" when there is nothing to show), fitted to `width` × `height`.
+
+    The drafter check's line (which checkpoint is served, and whether it passed) once it ran.
+    """
+    checked = (
+        check if check is not None and (check.ok is not None or check.note == "checking") else None
+    )
+    room = None if height is None else height - (export is not None) - (checked is not None)
     lines = evaluation_lines(evaluation, width, room) if evaluation is not None else []
+    if checked is not None:
+        lines.append(check_line(checked))
     if export is not None:
         lines.append(export_line(export))
     return "\n".join(lines)

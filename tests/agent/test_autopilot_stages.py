@@ -22,7 +22,9 @@ from agent.operations.stages import (
 from agent.protocol import (
     DatasetProgress,
     DatasetsConfig,
+    DrafterCheck,
     DrafterEvaluation,
+    DrafterField,
     ExportSummary,
     JobInfo,
     JobSpec,
@@ -185,6 +187,22 @@ def test_serve_starts_the_drafter_then_the_baseline_the_evaluation_compares_with
     )
     server = job("sglang", "running", started_at=70.0)
     assert serve(ctx(jobs=(drafter, server))) == Done("serving: drafter, sglang", 70.0)
+
+
+def test_serve_waits_for_the_drafter_check_and_never_serves_a_failed_one() -> None:
+    checking = DrafterCheck("/out/run-step4", None, note="checking")
+    assert serve(ctx(drafter_check=checking)) == Wait("checking the drafter /out/run-step4")
+    wrong = DrafterField("d2t/t2d", False, "no d2t in the weights", "d2t int64[K]", "save it")
+    failed = DrafterCheck("/out/run-step4", False, (DrafterField("loads", True, "ok"), wrong))
+    decision = serve(ctx(drafter_check=failed))
+    assert isinstance(decision, Fail)
+    assert "d2t/t2d: no d2t in the weights, expected d2t int64[K] (save it)" in decision.reason
+    unchecked = DrafterCheck("", None, note="not checked: the target's folder is unknown")
+    assert serve(ctx(drafter_check=unchecked)) == Launch(
+        LaunchParams("drafter"), "drafter", "starting drafter"
+    )  # a check that could not run holds nothing back; the panel says why
+    running = job("drafter", "running", started_at=60.0)
+    assert isinstance(serve(ctx(jobs=(running,), drafter_check=failed)), Launch)  # its baseline
 
 
 def test_the_evaluation_is_done_with_its_verdict() -> None:

@@ -18,13 +18,10 @@ import pytest
 
 from agent.pipeline.drafter_check.__main__ import main
 from tests.support.drafters import (
+    build_drafters,
     drop_tensors,
     edit_json,
     replace_tensor,
-    specforge_export,
-    specforge_step,
-    speculators_checkpoint,
-    tiny_target,
     trainers_importing,
     vocab_files,
 )
@@ -35,20 +32,7 @@ pytestmark = pytest.mark.slow  # the trainers' save code and export take seconds
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One target, the vocab job's files, and a checkpoint of each trainer, built once."""
-    root = tmp_path_factory.mktemp("drafters")
-    with trainers_importing():
-        target = tiny_target(root / "target")
-        mapping = vocab_files(root / "vocab")
-        step = specforge_step(root / "specforge", mapping)
-        return {
-            "target": target, "vocab": mapping.folder, "step": step,
-            "specforge": specforge_export(step, root / "specforge-export"),
-            "speculators": speculators_checkpoint(root / "speculators", target, mapping),
-            "custom": specforge_export(
-                specforge_step(root / "custom", mapping, eagle_ids=[0, 3, 5]),
-                root / "custom-export",
-            ),
-        }  # fmt: skip
+    return build_drafters(tmp_path_factory.mktemp("drafters"))
 
 
 @pytest.fixture

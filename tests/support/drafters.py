@@ -148,6 +148,24 @@ def speculators_checkpoint(
     return root / "0"
 
 
+def build_drafters(root: Path) -> dict[str, Path]:
+    """One target, the vocab job's files, and a checkpoint of each trainer (and a step, and a
+    SpecForge export whose ids are its own), each written by the trainer's code."""
+    with trainers_importing():
+        target = tiny_target(root / "target")
+        mapping = vocab_files(root / "vocab")
+        step = specforge_step(root / "specforge", mapping)
+        return {
+            "target": target, "vocab": mapping.folder, "step": step,
+            "specforge": specforge_export(step, root / "specforge-export"),
+            "speculators": speculators_checkpoint(root / "speculators", target, mapping),
+            "custom": specforge_export(
+                specforge_step(root / "custom", mapping, eagle_ids=[0, 3, 5]),
+                root / "custom-export",
+            ),
+        }  # fmt: skip
+
+
 def edit_json(path: Path, changes: dict[str, Any], remove: tuple[str, ...] = ()) -> None:
     """Change keys of a JSON file in place (one field wrong at a time)."""
     data = json.loads(path.read_text())

@@ -13,13 +13,16 @@ from agent.protocol import (
     LIVE_JOB_STATES,
     OPERATIONS_SEQUENCE,
     Alert,
+    DrafterCheck,
     SequenceParams,
     SequenceStep,
     Snapshot,
 )
 from console.link.agent_link import LinkError
+from console.model.drafter_check_view import check_text
 from console.ui.actions.base import HostActions
 from console.ui.intents import EvaluateRequested, ExportReportRequested
+from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.export import ExportScreen
 
 ACTIVE = LIVE_JOB_STATES
@@ -36,8 +39,12 @@ class EvaluateActions(HostActions):
         running = {job.name for job in self.jobs(host) if job.state in ACTIVE}
         return [name for name in self.configured(host, *kinds) if name not in running]
 
-    async def evaluate(self, intent: EvaluateRequested) -> None:
-        """Start what the evaluation needs, then the evaluation; its verdict comes to the panel."""
+    async def evaluate(self, intent: EvaluateRequested, force: bool = False) -> None:
+        """Start what the evaluation needs, then the evaluation; its verdict comes to the panel.
+
+        A drafter whose checkpoint failed the drafter check is offered in a confirm first: the
+        agent refuses to serve it unless the start is forced.
+        """
         host = intent.host
         link = self.mutable_link(host)
         names = self.configured(host, "evaluate")
@@ -47,7 +54,14 @@ class EvaluateActions(HostActions):
             self.app.notify(f"no job of kind evaluate in hosts.{host}.jobs", severity="warning")
             return
         servers = self._servers_for(host, names[0])
-        steps = (*(SequenceStep("start", job=name) for name in servers),
+        drafters = set(self.configured(host, "drafter_server")) & set(servers)
+        snapshot = self.snapshot(host)
+        check = snapshot.drafter_check if snapshot is not None else None
+        if drafters and check is not None and check.ok is False and not force:
+            self._offer_evaluate_anyway(intent, check)
+            return
+        steps = (*(SequenceStep("start", job=name, force=force and name in drafters)
+                   for name in servers),
                  SequenceStep("start", job=names[0]))  # fmt: skip
         params = SequenceParams(f"the drafter's evaluation ({names[0]})", steps)
         try:
@@ -59,6 +73,18 @@ class EvaluateActions(HostActions):
             return
         first = f"{', '.join(servers)}, then " if servers else ""
         self.app.notify(f"{host}: the agent starts {first}{names[0]}; it waits for the servers")
+
+    def _offer_evaluate_anyway(self, intent: EvaluateRequested, check: DrafterCheck) -> None:
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.in_worker(self.evaluate(intent, force=True), "the drafter's evaluation")
+
+        text = f"{check_text(check)}\n\nServed anyway, it is measured as it is."
+        _ = self.app.push_screen(
+            ConfirmScreen("The drafter failed its check: serve and evaluate it anyway?", text,
+                          "Serve anyway"),
+            confirmed,
+        )  # fmt: skip
 
     def export_report(self, intent: ExportReportRequested) -> None:
         """The latest export's quality report."""

@@ -123,6 +123,8 @@ class JobActions(HostActions):
                 self._offer_gpu_handover(host, name, exc.detail)
             elif exc.code == ErrorCode.NO_ROOM:
                 self._offer_start_anyway(host, kind, name, exc.detail)
+            elif exc.code == ErrorCode.DRAFTER_CHECK_FAILED:
+                self._offer_serve_anyway(host, kind, name, exc.detail)
             else:
                 self.app.notify(str(exc), severity="error")
             return
@@ -170,6 +172,23 @@ class JobActions(HostActions):
             ConfirmScreen(f"{name} will not fit: start it anyway?", text, "Start anyway"),
             confirmed,
         )
+
+    def _offer_serve_anyway(self, host: str, kind: str, name: str, detail: str) -> None:
+        """The drafter failed its check: say which fields, and serve it only if the user insists."""
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.in_worker(self._launch(host, kind, name, force=True), f"the start of {name}")
+
+        text = (
+            f"{detail}\n\nServed anyway, a drafter that fails these checks loads and accepts "
+            "about one token, or does not load."
+        )
+        _ = self.app.push_screen(
+            ConfirmScreen(f"{name}: the drafter failed its check: serve it anyway?", text,
+                          "Serve anyway"),
+            confirmed,
+        )  # fmt: skip
 
     def _offer_gpu_handover(self, host: str, job_name: str, detail: str) -> None:
         holders = [j for j in self.jobs(host) if j.gpu and j.state == "running"]

@@ -177,7 +177,9 @@ class DashboardScreen(Screen[None]):
             literal_lines(f"{gpus}\n{training}" if training else gpus)
         )
         self.query_one(AlertStrip).show(snapshot.alerts)
-        self.query_one(DrafterPanel).show(snapshot.evaluation, snapshot.export)
+        self.query_one(DrafterPanel).show(
+            snapshot.evaluation, snapshot.export, snapshot.drafter_check
+        )
         self._show_page()
 
     def _show_no_data(self, why: str) -> None:

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from agent.protocol import DrafterEvaluation, ExportSummary
+from agent.protocol import DrafterCheck, DrafterEvaluation, ExportSummary
 from console.model.drafter_view import drafter_text
 from console.model.safe_text import literal
 
@@ -19,14 +19,21 @@ class DrafterPanel(Static):
     the export's line are sentences: they wrap.
     """
 
-    _shown: tuple[DrafterEvaluation | None, ExportSummary | None] = (None, None)
+    _shown: tuple[DrafterEvaluation | None, ExportSummary | None, DrafterCheck | None] = (
+        None, None, None,
+    )  # fmt: skip
 
-    def show(self, evaluation: DrafterEvaluation | None, export: ExportSummary | None) -> None:
+    def show(
+        self, evaluation: DrafterEvaluation | None, export: ExportSummary | None,
+        check: DrafterCheck | None = None,
+    ) -> None:  # fmt: skip
         """Render the latest reports."""
-        self._shown = (evaluation, export)
-        self.set_class(bool(drafter_text(evaluation, export)), "-shown")
+        self._shown = (evaluation, export, check)
+        self.set_class(bool(drafter_text(evaluation, export, check=check)), "-shown")
         self.set_class(evaluation is not None and evaluation.slower, "-slower")
-        flagged = export is not None and export.roundtrip_flagged
+        flagged = (export is not None and export.roundtrip_flagged) or (
+            check is not None and check.ok is False
+        )
         self.set_class(flagged, "-flagged")
         self.border_title = "drafter"
         self._render_lines()
@@ -37,7 +44,8 @@ class DrafterPanel(Static):
 
     def _render_lines(self) -> None:
         width = self.content_size.width or None
-        text = drafter_text(*self._shown, width=width, height=self.content_size.height or None)
+        evaluation, export, check = self._shown
+        text = drafter_text(evaluation, export, width, self.content_size.height or None, check)
         self.update(Text("\n").join(_line(line, width) for line in text.splitlines()))
 
 
