@@ -2,7 +2,8 @@
 
 For the demo and the tests: a tqdm bar per epoch with loss and acceptance in its postfix, and
 `Eval - Step N [e/E], position i,  Acc: x` lines every --log-interval steps. Loss falls steadily;
-acceptance rises and then sags a little, as real runs do.
+acceptance rises and then sags a little, as real runs do. With --save-drafter it writes a drafter
+folder at the end (agent/simulator/drafter_folder.py), which the demo's drafter server serves.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
+
+from agent.simulator.drafter_folder import write_drafter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step-s", type=float, default=0.05, help="seconds per step")
     parser.add_argument("--log-interval", type=int, default=20)
     parser.add_argument("--positions", type=int, default=3)
+    parser.add_argument("--save-drafter", type=Path, help="write a drafter folder here at the end")
+    parser.add_argument("--target-config", type=Path, help="the target's config.json")
+    parser.add_argument("--vocab-dir", type=Path, help="the vocab job's --out (its d2t, t2d)")
     args = parser.parse_args(argv)
+    if args.save_drafter is not None and args.target_config is None:
+        parser.error("--save-drafter needs --target-config")
     per_epoch = max(1, args.steps // args.epochs)
     print("Starting training from epoch:0 step:0", flush=True)  # noqa: T201
     for step in range(1, args.steps + 1):
@@ -33,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         bar = "█" * (10 * done // per_epoch)
         sys.stdout.write(
             f"\rTraining Epoch {epoch}: {100 * done // per_epoch:3d}%|{bar:<10}| {done}/{per_epoch} "
-            f"[00:00<{int(remaining // 60):02d}:{int(remaining % 60):02d},  {1 / args.step_s:.2f}it/s, "
+            f"[00:00<{int(remaining // 60):02d}:{int(remaining % 60):02d},  {1 / max(args.step_s, 1e-3):.2f}it/s, "
             f"loss={loss:.3f}, acc={accept:.3f}, acceptance_rate={accept:.3f}]"
         )
         sys.stdout.flush()
@@ -46,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         time.sleep(args.step_s)
     print(f"\nTraining completed at step {args.steps}, saving final checkpoint...", flush=True)  # noqa: T201
+    if args.save_drafter is not None:
+        write_drafter(args.save_drafter, args.target_config, args.vocab_dir)
+        print(f"saved the drafter to {args.save_drafter}", flush=True)  # noqa: T201
     return 0
 
 

@@ -133,7 +133,8 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
     drafter = ["{python}", "-m", "agent.simulator", "--port", str(drafter_port), "--log-file",
                str(space.root / "sglang-drafter.log"), *target,
                "--speculative-accept-length", str(DRAFTER_ACCEPT_LENGTH),
-               "--speculative-num-draft-tokens", str(DRAFTER_DRAFT_TOKENS)]  # fmt: skip
+               "--speculative-num-draft-tokens", str(DRAFTER_DRAFT_TOKENS),
+               "--speculative-draft-model-path", str(space.root / "drafter")]  # fmt: skip
     export = ["{python}", "-m", "agent.pipeline.export", "--datasets-root", str(space.datasets),
               "--tokenizer", str(space.tokenizer), "--out", str(space.root / "export"),
               "--drop", "truncated,looping", "--chat-template", "lfm"]  # fmt: skip
@@ -150,7 +151,9 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
                      "--output-path", str(space.hidden_states), "--max-length", "2048",
                      "--tokens-per-s", str(CAPTURE_TOKENS_PER_S)]  # fmt: skip
     train = ["{python}", "-m", "agent.simulator.train", "--steps", "600", "--step-s", "0.1",
-             "--log-interval", "30"]  # fmt: skip
+             "--log-interval", "30", "--save-drafter", str(space.root / "drafter"),
+             "--target-config", str(space.target / "config.json"), "--vocab-dir",
+             str(space.root / "vocab")]  # fmt: skip
     jobs: dict[str, dict[str, object]] = {
         "sglang": {"argv": server, "kind": "server", "gpu": True, "grace_s": 10, **RESTART},
         "inference": {"argv": [*runner, "--token-budget", "{budget}"], "kind": "inference",
