@@ -10,6 +10,7 @@ from agent.protocol import (
     AutostartStatusParams,
     DatasetsConfig,
     DetailParams,
+    DrafterCheckParams,
     EventsParams,
     FilesHashParams,
     GenerateParams,
@@ -64,6 +65,10 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
     (
         Request(17, "tokenizer.check", TokenizerCheckParams(30.0)),
         '{"id":17,"method":"tokenizer.check","params":{"timeout_s":30.0}}',
+    ),
+    (
+        Request(18, "drafter.check", DrafterCheckParams("/out/run-step4")),
+        '{"id":18,"method":"drafter.check","params":{"path":"/out/run-step4"}}',
     ),
     (Request(2, "ping", PingParams()), '{"id":2,"method":"ping","params":{}}'),
     (Request(3, "snapshot", SnapshotParams()), '{"id":3,"method":"snapshot","params":{}}'),
@@ -156,8 +161,8 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
             "k-9",
         ),  # fmt: skip
         '{"id":27,"method":"operations.sequence","params":{"subject":"hand-over","steps":['
-        '{"action":"stop","job_id":"j1","job":null,"dataset":null},{"action":"start",'
-        '"job_id":null,"job":"train","dataset":null}]},"idempotency_key":"k-9"}',
+        '{"action":"stop","job_id":"j1","job":null,"dataset":null,"force":false},{"action":"start",'
+        '"job_id":null,"job":"train","dataset":null,"force":false}]},"idempotency_key":"k-9"}',
     ),
     (
         Request(22, "operations.list", OperationsParams("redeploy-1")),

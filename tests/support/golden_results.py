@@ -15,6 +15,8 @@ from agent.protocol import (
     DatasetDetail,
     DatasetProgress,
     Done,
+    DrafterCheck,
+    DrafterField,
     ErrorCode,
     ErrorInfo,
     ErrorResponse,
@@ -190,6 +192,21 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"class_name":"TikTokenTokenizer","vocab_size":163840,"has_chat_template":true,'
         '"think_marker":"<think>","ships_code":true}}',
     ),  # fmt: skip
+    (
+        "drafter.check",
+        DrafterCheck(
+            "/out/e",
+            False,
+            (DrafterField("d2t/t2d", False, "no d2t", "d2t[K]", "save it"),),
+            "specforge",
+            "sglang",
+            "",
+            5.0,
+        ),
+        '{"id":1,"result":{"checkpoint":"/out/e","ok":false,"fields":[{"name":"d2t/t2d","ok":false,'
+        '"found":"no d2t","expected":"d2t[K]","fix":"save it"}],"layout":"specforge",'
+        '"server":"sglang","note":"","checked_at":5.0}}',
+    ),  # fmt: skip
     ("jobs.list", JobsList((JOB,)), '{"id":1,"result":{"jobs":[' + JOB_LINE + "]}}"),
     ("jobs.launch", JOB, '{"id":1,"result":' + JOB_LINE + "}"),
     (
@@ -222,7 +239,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null]}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"operations":[],"autopilot":null}}',
+        '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"drafter_check":null,"operations":[],"autopilot":null}}',
     ),
     (
         "operations.redeploy",
@@ -270,7 +287,7 @@ GOLDEN_OTHERS: list[tuple[Message, str]] = [
         Event("snapshot", Snapshot(1.0, "h", None, ())),
         '{"event":"snapshot","data":{"taken_at":1.0,"host_name":"h","datasets_root":null,'
         '"datasets":[],"alerts":[],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
-        '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"operations":[],"autopilot":null}}',
+        '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"drafter_check":null,"operations":[],"autopilot":null}}',
     ),
     (Event("operation", OPERATION), '{"event":"operation","data":' + OPERATION_LINE + "}"),
 ]
