@@ -262,3 +262,35 @@ def test_the_speculators_mapping_equals_the_vocab_job_s_files(built: dict[str, P
 
     with safe_open(str(built["speculators"] / "model.safetensors"), framework="numpy") as saved:
         assert np.array_equal(saved.get_tensor("d2t"), np.load(built["vocab"] / "d2t.npy"))
+
+
+def test_a_sharded_checkpoint_is_read_through_its_index(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Weights in two files, named by model.safetensors.index.json as save_pretrained shards."""
+    from safetensors.torch import load_file, save_file
+
+    folder = copy("specforge")
+    tensors = load_file(str(folder / "model.safetensors"))
+    (folder / "model.safetensors").unlink()
+    names = sorted(tensors)
+    halves = {
+        "model-00001-of-00002.safetensors": names[::2],
+        "model-00002-of-00002.safetensors": names[1::2],
+    }
+    for file, part in halves.items():
+        save_file({n: tensors[n] for n in part}, str(folder / file), metadata={"format": "pt"})
+    weight_map = {n: file for file, part in halves.items() for n in part}
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+
+    code, report = check(built, folder, capsys)
+
+    assert (code, failed(report)) == (0, {})
+    assert next(f for f in report["fields"] if f["name"] == "d2t/t2d")["ok"] is True
+    (folder / "model.safetensors.index.json").unlink()
+    code, report = check(built, folder, capsys)
+    assert code == 1
+    assert (
+        "no model.safetensors and no model.safetensors.index.json"
+        in failed(report)["loads"]["found"]
+    )
