@@ -25,12 +25,15 @@ from agent.datasets.root_listing import DatasetsRootError, list_datasets
 from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 from agent.pipeline.torch_saver import TorchSaver
+from agent.pipeline.vocab_config import MAX_CONFIG_BYTES
 from agent.pipeline.vocab_count import LineTally as LineTally
 from agent.pipeline.vocab_count import count_dataset, keep_freed_memory
 from agent.pipeline.vocab_count import list_batches as list_batches
+from agent.pipeline.vocab_draft_config import draft_config
 from agent.pipeline.vocab_errors import VocabError as VocabError
 from agent.pipeline.vocab_errors import VocabUsageError
 from agent.pipeline.vocab_export import count_export
+from agent.pipeline.vocab_json import read_json_object
 from agent.pipeline.vocab_outputs import output_names, write_outputs
 from agent.pipeline.vocab_target import TargetVocab, VocabAsked, resolve_target_vocab
 from agent.pipeline.vocab_target import TokenizerRefusedError as TokenizerRefusedError
@@ -159,8 +162,17 @@ def build(source: CountingSource, target: TargetVocab, draft: int, out: Path) ->
             "files": output_names(draft),
             "built_at": time.time(),
         }
-        write_outputs(out, {"counts": counts, "d2t": d2t, "t2d": t2d}, report, saver)
+        arrays = {"counts": counts, "d2t": d2t, "t2d": t2d}
+        write_outputs(out, arrays, report, saver, _draft_config(target, draft))
     return report
+
+
+def _draft_config(target: TargetVocab, draft: int) -> dict[str, Any] | None:
+    """SpecForge's draft config for this K, from the target's config.json when one was read."""
+    if target.config_path is None:
+        return None
+    config = read_json_object(target.config_path, MAX_CONFIG_BYTES, "a model's config.json", "")
+    return draft_config(config, target.size, draft)
 
 
 def count(source: CountingSource, counts: Any) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from agent.pipeline.torch_saver import TorchSaver, TorchSaverError
 from agent.pipeline.vocab_check import refusals
+from agent.pipeline.vocab_draft_config import DRAFT_CONFIG
 from agent.pipeline.vocab_errors import VocabError
 
 STAGING = ".vocab-partial"
@@ -33,6 +34,7 @@ def output_names(draft: int) -> dict[str, str]:
         f"d2t-{draft}.npy": "speculators' own name for K: copy beside its --data-path to be found",
         f"t2d-{draft}.npy": "speculators' own name for K: copy beside its --data-path to be found",
         token_map_name(draft): "SGLang --speculative-token-map (EAGLE-2 drafts): the K target ids",
+        # DRAFT_CONFIG too when the target's config.json was read: SpecForge's --draft-config
         "token_freq.pt": "speculators' token_freq.pt: {token_id: count} over the ids counted",
     }
 
@@ -43,11 +45,13 @@ def token_map_name(draft: int) -> str:
 
 
 def write_outputs(
-    out: Path, arrays: dict[str, Any], report: dict[str, Any], saver: TorchSaver
-) -> None:
+    out: Path, arrays: dict[str, Any], report: dict[str, Any], saver: TorchSaver,
+    draft_config: dict[str, Any] | None = None,
+) -> None:  # fmt: skip
     """`arrays` (counts, d2t, t2d) as every file of `output_names`, checked, then the report.
 
-    The check is for the report's V and K, never for the arrays' own sizes.
+    The check is for the report's V and K, never for the arrays' own sizes. `draft_config`, when
+    the target's config.json was read, is written as DRAFT_CONFIG beside them.
     """
     vocab, draft = report["target_vocab_size"], report["draft_vocab_size"]
     staging = out / STAGING
@@ -55,8 +59,13 @@ def write_outputs(
     staging.mkdir(parents=True)
     try:
         _stage(staging, arrays, saver, vocab, draft)
+        names = list(output_names(draft))
+        if draft_config is not None:
+            (staging / DRAFT_CONFIG).write_text(json.dumps(draft_config, indent=2) + "\n")
+            names.append(DRAFT_CONFIG)
         (out / REPORT).unlink(missing_ok=True)
-        for name in output_names(draft):
+        (out / DRAFT_CONFIG).unlink(missing_ok=True)  # an earlier target's: not this one's
+        for name in names:
             os.replace(staging / name, out / name)
         _write_report(out / REPORT, report)
     finally:

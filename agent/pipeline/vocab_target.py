@@ -41,6 +41,8 @@ class TargetVocab:
     size: int
     source: str
     tokenizer_size: int | None = None
+    config_path: Path | None = None
+    """The target's config.json V was checked against, when one was read."""
 
     @property
     def padding_ids(self) -> int | None:
@@ -68,7 +70,7 @@ def resolve_target_vocab(asked: VocabAsked) -> TargetVocab:
             f"({source}): its ids from {size:,} up could not be mapped; name the config.json of "
             "this tokenizer's own model with --model-config PATH"
         )
-    return TargetVocab(size, source, tokenizer_size)
+    return TargetVocab(size, source, tokenizer_size, config_path)
 
 
 def _tokenizer_size(asked: VocabAsked) -> int:

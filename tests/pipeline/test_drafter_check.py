@@ -22,6 +22,7 @@ from tests.support.drafters import (
     drop_tensors,
     edit_json,
     replace_tensor,
+    specforge_export,
     trainers_importing,
     vocab_files,
 )
@@ -294,3 +295,46 @@ def test_a_sharded_checkpoint_is_read_through_its_index(
         "no model.safetensors and no model.safetensors.index.json"
         in failed(report)["loads"]["found"]
     )
+
+
+def test_the_vocab_job_s_draft_config_exports_a_drafter_both_servers_capture_alike(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`specforge export` needs a --draft-config nobody wrote; the vocab job's names the layers in
+    both numberings, so SGLang (eagle_config + 1) and vLLM (top level) capture the same three."""
+    from types import SimpleNamespace
+
+    from specforge.algorithms.model_providers import resolve_eagle_capture_layers
+    from specforge.training.model_loading import _TARGET_ARCHITECTURE_FIELDS
+
+    from agent.pipeline.vocab import main as vocab_main
+    from agent.pipeline.vocab_draft_config import TARGET_FIELDS
+
+    rows = [
+        {"id": f"r{i}", "output_ids": [3 * (i % 64)] * 5, "completion_tokens": 5}
+        for i in range(200)
+    ]
+    (tmp_path / "d" / "A").mkdir(parents=True)
+    (tmp_path / "d" / "A" / "raw_responses.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
+    assert vocab_main(["--datasets-root", str(tmp_path / "d"), "--out", str(tmp_path / "vocab"),
+                       "--model-config", str(built["target"] / "config.json"),
+                       "--draft-vocab-size", "64"]) == 0  # fmt: skip
+    config = json.loads((tmp_path / "vocab" / "draft_config.json").read_text())
+    assert tuple(_TARGET_ARCHITECTURE_FIELDS) == TARGET_FIELDS
+    layers = resolve_eagle_capture_layers(
+        SimpleNamespace(model=SimpleNamespace(aux_hidden_state_layer_ids=None)), config,
+        SimpleNamespace(num_hidden_layers=8),
+    )  # fmt: skip
+    assert layers == [1, 3, 4]  # SpecForge's own default, now written down
+    with trainers_importing():
+        served = specforge_export(
+            built["step"], tmp_path / "served", tmp_path / "vocab" / "draft_config.json"
+        )
+    for server in ("sglang", "vllm"):
+        code = main(["--checkpoint", str(served), "--target-config",
+                             str(built["target"] / "config.json"), "--server", server])  # fmt: skip
+        fields = {f["name"]: f for f in json.loads(capsys.readouterr().out)["fields"]}
+        assert code == 0, fields
+        assert fields["aux layers (served)"]["found"].startswith("hidden states [2, 4, 5]")

@@ -115,9 +115,9 @@ def specforge_draft_config(eagle_ids: list[int] | None = None) -> dict[str, Any]
     return config
 
 
-def specforge_export(step: Path, out: Path) -> Path:
+def specforge_export(step: Path, out: Path, draft_config: Path | None = None) -> Path:
     """`specforge export --to sglang` on a step folder, as a user runs it."""
-    draft_config = step.parent.parent / "draft_config.json"
+    draft_config = draft_config or step.parent.parent / "draft_config.json"
     argv = [sys.executable, "-m", "specforge.cli", "export", "--to", "sglang", "--checkpoint",
             str(step), "--draft-config", str(draft_config), "--output-dir", str(out)]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
