@@ -320,6 +320,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("free gpus", free_gpus),
     ("hidden states", job_stage("hidden_states", before=hidden_states_room)),
     ("train", job_stage("train", before=hidden_states_checked)),
+    ("export drafter", job_stage("drafter_export")),
     ("serve", serve),
     ("evaluate", job_stage("evaluate", evaluate_gate)),
 )

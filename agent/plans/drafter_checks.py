@@ -61,6 +61,10 @@ class DrafterChecks:
         if inputs.checkpoint is None:
             self._latest, self._why_not = None, inputs.why_not
             return
+        if not await asyncio.to_thread(os.path.exists, inputs.checkpoint):
+            # not there yet (training or its export still to run): nothing to alert about
+            self._latest, self._why_not = None, f"{inputs.checkpoint} does not exist yet"
+            return
         key = await asyncio.to_thread(_key, inputs)
         self._latest = key
         if key not in self._verdicts:
@@ -72,6 +76,8 @@ class DrafterChecks:
         inputs = await asyncio.to_thread(drafter_inputs, self.pipeline(), snapshot, checkpoint)
         if inputs.checkpoint is None:
             return DrafterCheck("", None, note=f"not checked: {inputs.why_not}")
+        if not await asyncio.to_thread(os.path.exists, inputs.checkpoint):
+            return missing(inputs.checkpoint)
         key = await asyncio.to_thread(_key, inputs)
         kept = self._verdicts.get(key)
         if kept is not None and kept.note != "checking":
@@ -119,6 +125,15 @@ async def run_check(inputs: DrafterInputs) -> DrafterCheck:
         limit = f"{CHECK_TIMEOUT_S:g} s" if answer.timed_out else f"{MAX_REPORT_BYTES:,} bytes"
         return DrafterCheck(checkpoint, None, note=f"not run: {why} {limit}")
     return verdict_of(checkpoint, answer.out, answer.err)
+
+
+def missing(checkpoint: str) -> DrafterCheck:
+    """The verdict on a folder that is not there: nothing to serve."""
+    return DrafterCheck(checkpoint, False, (DrafterField(
+        "loads", False, f"{checkpoint} does not exist", "the drafter's folder",
+        "train it (and export it, for SpecForge) first, or fix the path in the drafter server's "
+        "command",
+    ),))  # fmt: skip
 
 
 def verdict_of(checkpoint: str, out: bytes, err: bytes) -> DrafterCheck:

@@ -14,7 +14,8 @@ AutopilotState = Literal["off", "running", "paused", "done"]
 StageState = Literal["pending", "running", "done", "skipped", "failed"]
 AutopilotAction = Literal["start", "pause", "resume"]
 STAGE_NAMES = (
-    "generate", "export", "vocab", "free gpus", "hidden states", "train", "serve", "evaluate",
+    "generate", "export", "vocab", "free gpus", "hidden states", "train", "export drafter", "serve",
+    "evaluate",
 )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from console.cli.box_commands import add_parsers as add_box_parsers
 from console.cli.box_commands import run_box_command
 from console.cli.drafter_command import add_parser as add_check_drafter_parser
 from console.cli.output import stderr_console, stdout_console
+from console.cli.recipe_command import add_parser as add_recipe_parser
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
 from console.cli.trust import trust_host
 from console.config import (
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="a Markdown run report of one host")
     report.add_argument("host", help=HOST_HELP)
     add_check_drafter_parser(commands)
+    add_recipe_parser(commands)
     deploy = commands.add_parser(
         "deploy", help="deploy the mapped files (drift, diff, atomic swap)"
     )
@@ -161,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COMMAND_NAMES = (
-    "status", "doctor", "report", "check-drafter", "events", "deploy", "redeploy", "trust", "apply",
-    *BOX_COMMANDS,
+    "status", "doctor", "report", "check-drafter", "recipe", "events", "deploy", "redeploy", "trust",
+    "apply", *BOX_COMMANDS,
     "demo", "tui",
 )  # fmt: skip
 """Every subcommand: a first word that is none of them is a host for the TUI."""
@@ -221,6 +223,10 @@ def _run(args: argparse.Namespace) -> int:
         return _doctor(config.host(args.host), as_json=args.json)
     if args.command == "report":
         return _report(config.host(args.host))
+    if args.command == "recipe":
+        from console.cli.recipe_command import run_recipe
+
+        return asyncio.run(run_recipe(args, config.host(args.host)))
     if args.command == "check-drafter":
         from console.cli.drafter_command import run_check_drafter
 

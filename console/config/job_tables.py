@@ -18,7 +18,7 @@ from console.config.reader import TableReader, join_key
 
 _JOB_KINDS = {
     "inference", "server", "vocab", "hidden_states", "train", "command",
-    "export", "evaluate", "drafter_server",
+    "export", "evaluate", "drafter_export", "drafter_server",
 }  # fmt: skip
 _SIGNALS: dict[str, StopSignal] = {name: name for name in typing.get_args(StopSignal)}
 

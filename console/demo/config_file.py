@@ -5,7 +5,6 @@ The demo runs from this file, so the example beside the workspace is never out o
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 import sys
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from console.config import HostConfig, load_config
+from console.config.toml_text import job_blocks, quoted
 from console.demo.workspace import HIDDEN_STATES_QUOTA, OLD_RUN, Workspace, write_gpu_standin
 
 DEMO_END_OF_TURN_ID = 4
@@ -59,24 +59,24 @@ def write_demo_config(
         *headless_tip(space.config),
         "[hosts.demo]",
         *_connection(ssh),
-        f"python = {_q(sys.executable)}",
-        f"state_dir = {_q(space.state)}",
-        f"deploy_roots = [{_q(space.remote_script.parent)}]",
-        f"nvidia_smi = {_q(write_gpu_standin(space, sglang_port))}  # imaginary GPUs; a box has its own",
+        f"python = {quoted(sys.executable)}",
+        f"state_dir = {quoted(space.state)}",
+        f"deploy_roots = [{quoted(space.remote_script.parent)}]",
+        f"nvidia_smi = {quoted(write_gpu_standin(space, sglang_port))}  # imaginary GPUs; a box has its own",
         "",
         "[hosts.demo.datasets]",
-        f"root = {_q(space.datasets)}",
+        f"root = {quoted(space.datasets)}",
         f"budget = {BUDGET}",
         f"budgets = {{ {OLD_RUN} = {OLD_RUN_BUDGET} }}",
         "",
         "[hosts.demo.sglang]",
         f'url = "http://127.0.0.1:{sglang_port}"',
-        f"log = {_q(space.root / 'sglang.log')}",
+        f"log = {quoted(space.root / 'sglang.log')}",
         '# api_key_file = "~/.sglang-key"  # for a server with --api-key: jobs get $EAGLE_API_KEY_FILE',
         "",
         "[[hosts.demo.deploy]]",
-        f"local = {_q(space.local_script)}",
-        f"remote = {_q(space.remote_script)}",
+        f"local = {quoted(space.local_script)}",
+        f"remote = {quoted(space.remote_script)}",
         "",
         *_jobs(space, sglang_port, drafter_port or sglang_port + 1),
     ]
@@ -115,9 +115,9 @@ def _connection(ssh: SshAccess | None) -> list[str]:
         return ['ssh = "local"  # this machine: the agent runs as a subprocess, no SSH']
     return [
         f'ssh = "{ssh.user}@127.0.0.1:{ssh.port}"',
-        f"known_hosts = {_q(ssh.known_hosts)}  # the server's key, pinned before the first connect",
-        f"identity = {_q(ssh.identity)}",
-        f"ssh_config = {_q(ssh.ssh_config)}",
+        f"known_hosts = {quoted(ssh.known_hosts)}  # the server's key, pinned before the first connect",
+        f"identity = {quoted(ssh.identity)}",
+        f"ssh_config = {quoted(ssh.ssh_config)}",
     ]
 
 
@@ -171,20 +171,4 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
         "sglang-drafter": {"argv": drafter, "kind": "drafter_server", "grace_s": 10, **RESTART},
         "evaluate": {"argv": evaluate, "kind": "evaluate", "stop_signal": "SIGINT", "grace_s": 10},
     }  # fmt: skip
-    lines = []
-    for name, table in jobs.items():
-        lines.append(f"[hosts.demo.jobs.{name}]")
-        lines += [f"{key} = {_value(value)}" for key, value in table.items()]
-        lines.append("")
-    return lines
-
-
-def _value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(value)
-
-
-def _q(path: object) -> str:
-    """A TOML basic string (JSON's escapes are TOML's)."""
-    return json.dumps(str(path))
+    return job_blocks("demo", jobs)

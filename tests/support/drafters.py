@@ -150,7 +150,18 @@ def speculators_checkpoint(
 
 def build_drafters(root: Path) -> dict[str, Path]:
     """One target, the vocab job's files, and a checkpoint of each trainer (and a step, and a
-    SpecForge export whose ids are its own), each written by the trainer's code."""
+    SpecForge export whose ids are its own), each written by the trainer's code.
+
+    In a child process: the trainers' imports (torch's compiler among them) leave pipes and
+    threads behind that are no test's to clean up.
+    """
+    argv = [sys.executable, "-m", "tests.support.drafters", str(root)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {name: Path(path) for name, path in json.loads(done.stdout.splitlines()[-1]).items()}
+
+
+def _build_here(root: Path) -> dict[str, Path]:
     with trainers_importing():
         target = tiny_target(root / "target")
         mapping = vocab_files(root / "vocab")
@@ -193,3 +204,8 @@ def replace_tensor(folder: Path, name: str, value: Any) -> None:
     tensors = load_file(str(path))
     tensors[name] = torch.as_tensor(value)
     save_file(tensors, str(path), metadata={"format": "pt"})
+
+
+if __name__ == "__main__":
+    built = _build_here(Path(sys.argv[1]))
+    print(json.dumps({name: str(path) for name, path in built.items()}))  # noqa: T201
