@@ -37,25 +37,31 @@ def snapshot(**fields: Any) -> Snapshot:
     return Snapshot(1.0, "h", "/data/datasets", (), gpus=GPUS, **fields)
 
 
+def argv(jobs: dict[str, dict[str, object]], name: str) -> list[str]:
+    value = jobs[name]["argv"]
+    assert isinstance(value, list)
+    return [str(part) for part in value]
+
+
+def after(parts: list[str], flag: str) -> str:
+    return parts[parts.index(flag) + 1]
+
+
 def test_specforge_for_sglang_trains_online_exports_the_best_and_serves_it() -> None:
     recipe = build_recipe(recipe_facts(PIPELINE, snapshot()), "specforge", "sglang")
 
     assert list(recipe.jobs) == ["train", "drafter-export", "drafter", "evaluate"]
-    train = recipe.jobs["train"]["argv"]
+    train = argv(recipe.jobs, "train")
     assert train[:4] == ["specforge", "train", "--config", "/data/export/trainers/specforge.json"]
     assert "model.draft_model_config=/data/vocab/draft_config.json" in train
-    assert (
-        'deployment.disaggregated.managed_local.trainer_cuda_visible_devices=["1", "2", "3", "4", "5", "6", "7"]'
-        in train
-    )
-    export = recipe.jobs["drafter-export"]
-    assert export["kind"] == "drafter_export"
-    assert export["argv"][export["argv"].index("--checkpoint") + 1] == "{best_checkpoint}"  # type: ignore[index, union-attr]
-    server = recipe.jobs["drafter"]["argv"]
-    assert (
-        server[server.index("--speculative-draft-model-path") + 1] == "/data/specforge-run/served"
-    )  # type: ignore[union-attr]
-    assert server[server.index("--tp-size") + 1] == "8"  # type: ignore[union-attr]
+    devices = '["1", "2", "3", "4", "5", "6", "7"]'  # GPU 0: SpecForge's capture server
+    assert f"deployment.disaggregated.managed_local.trainer_cuda_visible_devices={devices}" in train
+    assert "deployment.trainer.nproc_per_node=7" in train
+    assert recipe.jobs["drafter-export"]["kind"] == "drafter_export"
+    assert after(argv(recipe.jobs, "drafter-export"), "--checkpoint") == "{best_checkpoint}"
+    server = argv(recipe.jobs, "drafter")
+    assert after(server, "--speculative-draft-model-path") == "/data/specforge-run/served"
+    assert after(server, "--tp-size") == "8"
     assert any(note.startswith("gpus: 8 (nvidia-smi)") for note in recipe.notes)
 
 
@@ -223,11 +229,9 @@ def test_speculators_reads_the_recipe_s_commands(box: dict[str, Path]) -> None:
 def test_every_sglang_flag_the_recipe_writes_is_one_sglang_has() -> None:
     flags = sglang_flags()
     assert len(flags) > 400
-    assert (
-        "--speculative-boundary-reduction" not in flags
-    )  # a field marked no_cli: the reader can fail
+    assert "--speculative-boundary-reduction" not in flags  # no_cli: the reader can tell
     recipe = build_recipe(recipe_facts(PIPELINE, snapshot()), "specforge", "sglang")
-    written = [part for part in recipe.jobs["drafter"]["argv"] if str(part).startswith("--")]  # type: ignore[union-attr]
+    written = [part for part in argv(recipe.jobs, "drafter") if part.startswith("--")]
     assert written
     assert [flag for flag in written if flag not in flags] == []
 

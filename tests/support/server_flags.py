@@ -19,7 +19,8 @@ from pathlib import Path
 def sglang_flags() -> frozenset[str]:
     """Every long flag of `python -m sglang.launch_server`."""
     spec = importlib.util.find_spec("sglang")
-    assert spec is not None and spec.submodule_search_locations, "sglang is in requirements/trainers.in"
+    assert spec is not None, "sglang is in requirements/trainers.in"
+    assert spec.submodule_search_locations
     srt = Path(next(iter(spec.submodule_search_locations))) / "srt"
     flags: set[str] = set()
     for path in sorted((srt / "arg_groups" / "fields").glob("*.py")):
@@ -55,7 +56,11 @@ def _flags_of(name: str, annotation: ast.expr) -> set[str]:
     cli_name = keywords.get("cli_name")
     main = cli_name.value if isinstance(cli_name, ast.Constant) else "--" + name.replace("_", "-")
     aliases = keywords.get("aliases")
-    extra = {e.value for e in aliases.elts if isinstance(e, ast.Constant)} if isinstance(aliases, ast.List) else set()
+    extra = (
+        {e.value for e in aliases.elts if isinstance(e, ast.Constant)}
+        if isinstance(aliases, ast.List)
+        else set()
+    )
     return {str(main), *map(str, extra)}
 
 
@@ -65,5 +70,7 @@ def _added_flags(tree: ast.Module) -> set[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
         for arg in node.args
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("--")
+        if isinstance(arg, ast.Constant)
+        and isinstance(arg.value, str)
+        and arg.value.startswith("--")
     }
