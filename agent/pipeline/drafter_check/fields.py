@@ -19,17 +19,7 @@ from agent.pipeline.drafter_check.registries import (
     vllm_captures,
 )
 from agent.pipeline.drafter_check.sources import TargetFacts, VocabFacts
-
-
-@dataclass(frozen=True, slots=True)
-class Field:
-    """One line of the check."""
-
-    name: str
-    ok: bool | None
-    found: str
-    expected: str = ""
-    fix: str = ""
+from agent.protocol import DrafterField as Field
 
 
 @dataclass(frozen=True, slots=True)
