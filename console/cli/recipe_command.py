@@ -29,8 +29,12 @@ def add_parser(commands: Any) -> None:
         "recipe", help="job blocks for training, the drafter's server and its evaluation"
     )
     recipe.add_argument("host", help="a host from the config's [hosts]")
-    recipe.add_argument("--trainer", choices=TRAINERS, required=True)
-    recipe.add_argument("--server", choices=SERVERS, required=True)
+    recipe.add_argument(
+        "--trainer", choices=TRAINERS, required=True, help="whose training and checkpoints"
+    )
+    recipe.add_argument(
+        "--server", choices=SERVERS, required=True, help="what serves the trained drafter"
+    )
     recipe.add_argument("--json", action="store_true", help='one object: {"host", "jobs", "notes"}')
 
 

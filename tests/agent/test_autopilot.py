@@ -107,7 +107,8 @@ async def test_the_autopilot_runs_every_stage_to_the_verdict_without_a_console(
     assert done.verdict == "2.10x at concurrency 1: worth serving"
     assert [(s.name, s.state) for s in done.stages] == [
         ("generate", "done"), ("export", "done"), ("vocab", "done"), ("free gpus", "done"),
-        ("hidden states", "skipped"), ("train", "done"), ("serve", "done"), ("evaluate", "done"),
+        ("hidden states", "skipped"), ("train", "done"), ("export drafter", "skipped"),
+        ("serve", "done"), ("evaluate", "done"),
     ]  # fmt: skip
     by_name: dict[str, list[str]] = {}
     for job in sorted(jobs, key=lambda j: j.started_at or 0):
