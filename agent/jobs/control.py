@@ -183,7 +183,7 @@ class JobControl:
         spec = self.pipeline.jobs.get(params.job)
         if spec is None or spec.kind != "drafter_server" or self.drafter_checks is None:
             return
-        verdict = await self.drafter_checks.check_now(await self._snapshot())
+        verdict = await self.drafter_checks.check_now(await self._snapshot(), job=params.job)
         if verdict.ok is False:
             raise AgentError(ErrorCode.DRAFTER_CHECK_FAILED, (
                 f"the drafter {verdict.checkpoint} failed its check: {failed_text(verdict)}; "

@@ -63,6 +63,9 @@ def write_outputs(
         if draft_config is not None:
             (staging / DRAFT_CONFIG).write_text(json.dumps(draft_config, indent=2) + "\n")
             names.append(DRAFT_CONFIG)
+            report["files"] = report["files"] | {
+                DRAFT_CONFIG: "SpecForge --draft-config / model.draft_model_config for this K"
+            }
         (out / REPORT).unlink(missing_ok=True)
         (out / DRAFT_CONFIG).unlink(missing_ok=True)  # an earlier target's: not this one's
         for name in names:

@@ -25,8 +25,9 @@ from agent.plans.drafter_inputs import DrafterInputs, drafter_inputs, drafter_se
 from agent.protocol import Alert, DrafterCheck, DrafterField, PipelineConfig, Snapshot
 from agent.tasks import TaskOwner
 
-CHECK_TIMEOUT_S = 300.0
-"""Reading d2t, t2d and two shapes; a SpecForge training step is opened with mmap."""
+CHECK_TIMEOUT_S = 20.0
+"""Reading d2t, t2d and two shapes (a SpecForge training step opened with mmap): seconds. Within a
+console's request timeout, so a start by hand is answered; a check past it holds nothing back."""
 MAX_REPORT_BYTES = 256 * 1024
 MAX_FIELDS = 24
 MAX_TEXT = 600
@@ -71,9 +72,11 @@ class DrafterChecks:
             self._verdicts[key] = DrafterCheck(inputs.checkpoint, None, note="checking")
             _ = self.tasks.spawn(self._store(key, inputs), f"drafter check {inputs.checkpoint}")
 
-    async def check_now(self, snapshot: Snapshot, checkpoint: str | None = None) -> DrafterCheck:
-        """The verdict on `checkpoint` (else the one to serve), run now unless one is kept."""
-        inputs = await asyncio.to_thread(drafter_inputs, self.pipeline(), snapshot, checkpoint)
+    async def check_now(
+        self, snapshot: Snapshot, checkpoint: str | None = None, job: str | None = None
+    ) -> DrafterCheck:
+        """The verdict on `checkpoint`, else on what drafter server `job` would serve (kept, or run now)."""
+        inputs = await asyncio.to_thread(drafter_inputs, self.pipeline(), snapshot, checkpoint, job)
         if inputs.checkpoint is None:
             return DrafterCheck("", None, note=f"not checked: {inputs.why_not}")
         if not await asyncio.to_thread(os.path.exists, inputs.checkpoint):
@@ -107,7 +110,13 @@ class DrafterChecks:
         ), verdict.checkpoint, now)]  # fmt: skip
 
     async def _store(self, key: tuple[Any, ...], inputs: DrafterInputs) -> None:
-        self._verdicts[key] = await run_check(inputs)
+        try:
+            self._verdicts[key] = await run_check(inputs)
+        except Exception as exc:  # never left "checking": the serve stage would wait on it
+            self._verdicts[key] = DrafterCheck(
+                inputs.checkpoint or "", None, note=f"not run: {exc}"
+            )
+            raise
 
 
 async def run_check(inputs: DrafterInputs) -> DrafterCheck:

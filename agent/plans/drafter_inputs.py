@@ -16,6 +16,9 @@ Blocking (it reads small config files): run it in a thread.
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,8 @@ SGLANG_MODEL_FLAGS = ("--model-path", "--model")
 VLLM_LENGTH_FLAGS = ("--max-model-len",)
 SGLANG_LENGTH_FLAGS = ("--context-length",)
 CAPTURE_TARGET_FLAGS = ("--target-model-path", "--model", "--verifier-name-or-path")
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+"""`org/name`: a model the server fetches from a hub, which the agent cannot read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,25 +49,36 @@ class DrafterInputs:
     server_job: str = ""
 
 
-def drafter_server(pipeline: PipelineConfig) -> tuple[str, JobSpec] | None:
-    """The configured drafter server job (the first of its kind)."""
-    return next(((n, s) for n, s in pipeline.jobs.items() if s.kind == "drafter_server"), None)
+def drafter_server(pipeline: PipelineConfig, job: str | None = None) -> tuple[str, JobSpec] | None:
+    """The drafter server job `job`, else the first configured."""
+    return next(
+        ((n, s) for n, s in pipeline.jobs.items()
+         if s.kind == "drafter_server" and job in (None, n)),
+        None,
+    )  # fmt: skip
 
 
 def drafter_inputs(
-    pipeline: PipelineConfig, snapshot: Snapshot, checkpoint: str | None = None
-) -> DrafterInputs:
-    """The check's inputs for `checkpoint`, or for the one the drafter server would serve now."""
-    found = drafter_server(pipeline)
+    pipeline: PipelineConfig, snapshot: Snapshot, checkpoint: str | None = None,
+    job: str | None = None,
+) -> DrafterInputs:  # fmt: skip
+    """The check's inputs for `checkpoint`, or for the one drafter server `job` would serve now.
+
+    `why_not` without `checkpoint` or `args`: there is nothing the check can be run on.
+    """
+    found = drafter_server(pipeline, job)
     name, spec = found if found is not None else ("", JobSpec(("",)))
     server = server_kind(spec.argv)
     if checkpoint is None:
         checkpoint, why = _served_checkpoint(spec, server, snapshot)
         if checkpoint is None:
             return DrafterInputs(None, why_not=why, server_job=name)
+    if HUB_ID.fullmatch(checkpoint) and not Path(checkpoint).exists():
+        return DrafterInputs(None, why_not=f"{checkpoint} names a model on a hub, not a folder on "
+                             "the box: the server downloads it", server_job=name)  # fmt: skip
     target = _target_folder(spec, server, pipeline)
     if target is None:
-        return DrafterInputs(checkpoint, why_not="the target's folder is unknown: name it in the "
+        return DrafterInputs(None, why_not="the target's folder is unknown: name it in the "
                              "drafter server's command or set [tokenizer] path", server_job=name)  # fmt: skip
     args = ["--target-config", str(target / "config.json")]
     args += ["--server", server] if server else []
@@ -76,12 +92,19 @@ def drafter_inputs(
 
 
 def server_kind(argv: tuple[str, ...]) -> str:
-    """The server the command runs: sglang (the simulator speaks as SGLang), vllm, or empty."""
+    """The server the command runs: sglang (the simulator speaks as SGLang), vllm, or empty.
+
+    By the program or module it runs (`sglang.launch_server`, `vllm serve`, `vllm.entrypoints…`),
+    looking into a `bash -c` string too; never by a folder's name (a venv called vllm-env).
+    """
     for part in argv:
-        if "sglang" in part or part == "agent.simulator":
-            return "sglang"
-        if "vllm" in part:
-            return "vllm"
+        words = shlex.split(part) if " " in part else [part]
+        for word in words:
+            base = os.path.basename(word)
+            if word.startswith("sglang.") or base == "sglang" or word == "agent.simulator":
+                return "sglang"
+            if word.startswith("vllm.") or base == "vllm":
+                return "vllm"
     return ""
 
 
@@ -116,7 +139,8 @@ def _draft_path(argv: tuple[str, ...], server: str) -> str | None:
 def _target_folder(spec: JobSpec, server: str, pipeline: PipelineConfig) -> Path | None:
     model = flag_value(spec.argv, *SGLANG_MODEL_FLAGS)
     if server == "vllm" and "serve" in spec.argv[:-1]:
-        model = spec.argv[spec.argv.index("serve") + 1]
+        after = spec.argv[spec.argv.index("serve") + 1]
+        model = model if after.startswith("-") else after
     if model is None:
         capture = next((s for s in pipeline.jobs.values() if s.kind == "hidden_states"), None)
         model = flag_value(capture.argv, *CAPTURE_TARGET_FLAGS) if capture else None

@@ -16,7 +16,7 @@ from console.cli.output import stdout_console
 from console.config import HostConfig
 from console.link.host_link import open_host_link
 from console.model.drafter_check_view import check_text
-from console.model.safe_text import literal
+from console.model.safe_text import literal_lines
 
 EXIT_FAILED = 1
 
@@ -45,5 +45,5 @@ async def run_check_drafter(args: argparse.Namespace, host: HostConfig) -> int:
     if args.json:
         out.file.write(json.dumps({"host": host.name, **to_wire(check)}) + "\n")
     else:
-        out.print(literal(check_text(check)))
+        out.print(literal_lines(check_text(check)))
     return 0 if check.ok else EXIT_FAILED

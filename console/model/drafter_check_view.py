@@ -16,8 +16,12 @@ LAYOUTS = {
 MARKS = {True: "ok", False: "FAILED", None: "note"}
 
 
-def check_line(check: DrafterCheck, host: str = "HOST") -> str:
-    """`drafter check: passed · /out/run-step4 (a SpecForge export, for sglang)`, or what failed."""
+def check_line(check: DrafterCheck, host: str | None = "HOST") -> str:
+    """`drafter check: passed · /out/run-step4 (a SpecForge export, for sglang)`, or what failed.
+
+    A failure names the command that says every field, unless `host` is None (that command's own
+    output).
+    """
     where = sanitise(check.checkpoint)
     if check.ok is None and check.note == "checking":
         return f"drafter check: checking {where}"
@@ -26,21 +30,19 @@ def check_line(check: DrafterCheck, host: str = "HOST") -> str:
     what = LAYOUTS.get(check.layout, sanitise(check.layout))
     served = f", for {sanitise(check.server)}" if check.server else ""
     if check.ok:
-        notes = [f.name for f in check.fields if f.ok is None]
+        notes = [sanitise(f.name) for f in check.fields if f.ok is None]
         noted = f" · note: {', '.join(notes)}" if notes else ""
         return f"drafter check: passed · {where} ({what}{served}){noted}"
     failed = ", ".join(sanitise(f.name) for f in check.fields if f.ok is False)
-    return (
-        f"drafter check: FAILED {failed} · {where} ({what}{served}); not served: "
-        f"`eagle-console check-drafter {host}` says each field and its fix"
-    )
+    more = f": `eagle-console check-drafter {host}` says each field and its fix" if host else ""
+    return f"drafter check: FAILED {failed} · {where} ({what}{served}); not served{more}"
 
 
 def check_text(check: DrafterCheck) -> str:
     """Every field on a line (`FAILED d2t/t2d: found · expected`), its fix on the next."""
     if check.ok is None:
         return f"{sanitise(check.checkpoint) or 'drafter'}: {sanitise(check.note) or 'not run'}"
-    lines = [check_line(check).removeprefix("drafter check: ")]
+    lines = [check_line(check, None).removeprefix("drafter check: ")]
     for field in check.fields:
         lines += field_lines(field)
     return "\n".join(lines)

@@ -84,9 +84,16 @@ def recipe_facts(pipeline: PipelineConfig, snapshot: Snapshot | None) -> Facts:
     exported = snapshot.export if snapshot is not None else None
     length = exported.max_length if exported and exported.max_length else None
     length = length or _whole(_flag(export_spec, "--max-length")) or SPECFORGE_MAX_LENGTH
-    found["max_length"] = f"{length:,} (the export's max length)"
+    found["max_length"] = (
+        f"{length:,} (the export's max length)"
+        if length != SPECFORGE_MAX_LENGTH or exported
+        else f"{length:,} (SpecForge's default: the export names none)"
+    )
     gpus = len(snapshot.gpus) if snapshot is not None and snapshot.gpus else None
-    found["gpus"] = f"{gpus} (nvidia-smi)" if gpus else "unknown: nvidia-smi showed none; 8 written"
+    found["gpus"] = (
+        f"{gpus} (nvidia-smi)" if gpus
+        else "unknown (nvidia-smi showed none): the server's tensor parallel size is 8; edit it"
+    )  # fmt: skip
     return Facts(
         target, export_out, vocab_out, draft, length, gpus, _prompts(pipeline, snapshot), found
     )
@@ -223,9 +230,18 @@ def _first(pipeline: PipelineConfig, kind: str) -> JobSpec | None:
 
 
 def _flag(spec: JobSpec | None, name: str) -> str | None:
-    if spec is None or name not in spec.argv[:-1]:
+    """The value of `name` (`--out X` or `--out=X`), from the job's cwd where it is relative."""
+    if spec is None:
         return None
-    return spec.argv[spec.argv.index(name) + 1]
+    value = None
+    for index, arg in enumerate(spec.argv):
+        if arg.startswith(f"{name}="):
+            value = arg.split("=", 1)[1]
+        elif arg == name and index + 1 < len(spec.argv):
+            value = spec.argv[index + 1]
+    if value is None or value.startswith("/") or not spec.cwd or not name.endswith(("out", "dir")):
+        return value
+    return str(PurePosixPath(spec.cwd) / value)
 
 
 def _whole(text: str | None) -> int | None:

@@ -88,7 +88,10 @@ def test_what_cannot_work_is_refused_saying_why() -> None:
     assert "the target's folder" in str(missing.value)
     assert "an export job with --out" in str(missing.value)
     unknown = build_recipe(recipe_facts(PIPELINE, None), "specforge", "vllm")
-    assert any("nvidia-smi showed none; 8 written" in note for note in unknown.notes)
+    assert any(
+        "nvidia-smi showed none): the server's tensor parallel size is 8" in note
+        for note in unknown.notes
+    )
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,7 @@ async def test_check_drafter_says_each_field_and_start_needs_force(
 
     checked = await run_cli("check-drafter", "box", config=path)
     assert checked.code == 1, checked.stderr
-    assert "FAILED architecture: speculators eagle3 over 'llama' layers" in checked.stdout
+    assert "\n  FAILED architecture: speculators eagle3 over 'llama' layers" in checked.stdout
     assert (
         "fix: SGLang 0.5 has no loader for speculators' format: serve it with vLLM"
         in checked.stdout

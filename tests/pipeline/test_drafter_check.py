@@ -338,3 +338,63 @@ def test_the_vocab_job_s_draft_config_exports_a_drafter_both_servers_capture_ali
         fields = {f["name"]: f for f in json.loads(capsys.readouterr().out)["fields"]}
         assert code == 0, fields
         assert fields["aux layers (served)"]["found"].startswith("hidden states [2, 4, 5]")
+
+
+def test_weights_that_cannot_be_read_are_refused_not_waved_through(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crashed check once said nothing and held nothing back: each is now a failed `loads`."""
+    torn = copy("specforge")
+    data = (torn / "model.safetensors").read_bytes()
+    (torn / "model.safetensors").write_bytes(data[: len(data) // 2])
+    code, report = check(built, torn, capsys)
+    assert code == 1
+    assert "its weights cannot be read" in failed(report)["loads"]["found"]
+
+    (torn / "model.safetensors").unlink()
+    (torn / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"d2t": "gone.safetensors"}})
+    )
+    code, report = check(built, torn, capsys)
+    assert "names gone.safetensors, which is not in" in failed(report)["loads"]["found"]
+
+    step = copy("step")
+    (step / "training_state.pt").write_bytes(b"not a zip")
+    code, report = check(built, step, capsys)
+    assert code == 1
+    assert "training_state.pt cannot be read" in failed(report)["loads"]["found"]
+
+
+def test_negative_ids_and_a_pruned_head_without_its_mapping_are_refused(
+    built: dict[str, Path], copy: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = copy("specforge")
+    edit_json(
+        folder / "config.json", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [-1, 3, 5]}}
+    )
+    code, report = check(built, folder, capsys)
+    assert failed(report)["aux layers (range)"]["found"] == "layer ids [-1] in config.json"
+
+    pruned = copy("speculators")
+    edit_json(pruned / "config.json", {}, remove=("draft_vocab_size",))
+    drop_tensors(pruned, "d2t", "t2d")
+    code, report = check(built, pruned, capsys, server="vllm")
+    assert code == 1
+    assert (
+        failed(report)["d2t/t2d"]["found"] == "no d2t and t2d in the weights"
+    )  # lm_head: 64 of 256
+
+
+def test_a_target_that_nests_its_text_config_without_a_vocab_size_is_read_at_the_top(
+    built: dict[str, Path], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    nested = tmp_path / "nested"
+    nested.mkdir()
+    target = json.loads((built["target"] / "config.json").read_text())
+    top = {"vocab_size": target["vocab_size"], "architectures": ["KimiK25ForConditionalGeneration"]}
+    text = {k: v for k, v in target.items() if k != "vocab_size"}
+    (nested / "config.json").write_text(json.dumps(top | {"text_config": text}))
+
+    code, report = check(built, built["specforge"], capsys, target=nested)
+
+    assert (code, failed(report)) == (0, {})

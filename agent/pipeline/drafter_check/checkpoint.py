@@ -28,6 +28,9 @@ TRAINING_STATE = "training_state.pt"
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
 MAX_INDEX_BYTES = 64 * 1024 * 1024
+MAX_MAPPING_IDS = 2**24
+"""d2t and t2d are read whole: past 16,777,216 ids (64 times the largest vocabulary shipped) a
+tensor is not a vocabulary mapping, and is not read."""
 
 
 @dataclass
@@ -65,7 +68,12 @@ def read_checkpoint(folder: Path) -> DraftFacts:
         return facts
     if (folder / TRAINING_STATE).is_file() and not (folder / "config.json").is_file():
         facts.layout = "specforge-training"
-        _read_training_state(folder / TRAINING_STATE, facts)
+        try:
+            _read_training_state(folder / TRAINING_STATE, facts)
+        except Exception as exc:  # torch's UnpicklingError, a zip that is not one: "cannot load"
+            facts.unreadable = (
+                f"{TRAINING_STATE} cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
+            )
         return facts
     try:
         config = read_mapping(folder / "config.json")
@@ -73,7 +81,10 @@ def read_checkpoint(folder: Path) -> DraftFacts:
         facts.unreadable = f"config.json: {exc}"
         return facts
     _read_config(config, facts)
-    _read_weights(folder, facts)
+    try:
+        _read_weights(folder, facts)
+    except Exception as exc:  # safetensors' own SafetensorError among them: any is "cannot load"
+        facts.unreadable = f"its weights cannot be read ({type(exc).__name__}: {str(exc)[:200]})"
     return facts
 
 
@@ -109,10 +120,10 @@ def _read_weights(folder: Path, facts: DraftFacts) -> None:
     for path in _weight_files(folder, wanted, facts):
         with safe_open(str(path), framework="numpy") as handle:
             for name in wanted & set(handle.keys()):
-                if name in ("d2t", "t2d"):
+                shape = tuple(handle.get_slice(name).get_shape())
+                facts.shapes[name] = shape
+                if name in ("d2t", "t2d") and len(shape) == 1 and shape[0] <= MAX_MAPPING_IDS:
                     facts.tensors[name] = handle.get_tensor(name)
-                else:
-                    facts.shapes[name] = tuple(handle.get_slice(name).get_shape())
 
 
 def _weight_files(folder: Path, wanted: set[str], facts: DraftFacts) -> list[Path]:
@@ -125,10 +136,15 @@ def _weight_files(folder: Path, wanted: set[str], facts: DraftFacts) -> list[Pat
     if index.stat().st_size > MAX_INDEX_BYTES:
         facts.unreadable = f"{INDEX} is over {MAX_INDEX_BYTES:,} bytes"
         return []
-    weight_map = json.loads(index.read_text()).get("weight_map", {})
+    weight_map = json.loads(index.read_bytes()).get("weight_map", {})
+    if not isinstance(weight_map, dict):
+        raise ValueError(f"{INDEX} has no weight_map object")
     names = {str(weight_map[n]) for n in wanted if n in weight_map}
     files = [folder / name for name in sorted(names) if "/" not in name and name != ".."]
-    return [path for path in files if path.is_file()]
+    missing = [path.name for path in files if not path.is_file()]
+    if missing:
+        raise OSError(f"{INDEX} names {missing[0]}, which is not in {folder}")
+    return files
 
 
 def _read_training_state(path: Path, facts: DraftFacts) -> None:
@@ -140,12 +156,12 @@ def _read_training_state(path: Path, facts: DraftFacts) -> None:
     if not isinstance(draft, dict):
         facts.unreadable = f"{path.name} has no draft_state_dict"
         return
-    for name in ("d2t", "t2d"):
-        if isinstance(draft.get(name), torch.Tensor):
-            facts.tensors[name] = draft[name].numpy()
-    for name in ("fc.weight", "lm_head.weight"):
-        if isinstance(draft.get(name), torch.Tensor):
-            facts.shapes[name] = tuple(draft[name].shape)
+    for name in ("d2t", "t2d", "fc.weight", "lm_head.weight"):
+        tensor = draft.get(name)
+        if isinstance(tensor, torch.Tensor):
+            facts.shapes[name] = tuple(tensor.shape)
+            if name in ("d2t", "t2d") and tensor.dim() == 1 and len(tensor) <= MAX_MAPPING_IDS:
+                facts.tensors[name] = tensor.numpy()
 
 
 def _whole(value: Any) -> int | None:
@@ -153,7 +169,9 @@ def _whole(value: Any) -> int | None:
 
 
 def _ids(value: Any) -> tuple[int, ...] | None:
+    """Layer ids as written, negatives kept (the range field refuses them); None if not ids."""
     if not isinstance(value, list) or not 0 < len(value) <= 16:
         return None
-    ids = tuple(_whole(item) for item in value)
-    return None if None in ids else tuple(i for i in ids if i is not None)
+    if not all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+        return None
+    return tuple(value)

@@ -57,7 +57,11 @@ class Sources:
 
 
 def check_fields(draft: DraftFacts, sources: Sources) -> list[Field]:
-    """Every field; the first is whether a server can load the folder at all."""
+    """Every field; the first is whether a server can load the folder at all.
+
+    A comparison that raises on a value nobody foresaw is a note on its field, never the end of
+    the check: a crashed check would say nothing and hold nothing back.
+    """
     loadable = _loadable(draft, sources.expected.server)
     if draft.unreadable:
         return [loadable]
@@ -66,7 +70,19 @@ def check_fields(draft: DraftFacts, sources: Sources) -> list[Field]:
         else [_architecture, _target_vocab, _draft_vocab, _mapping, _layers, _hidden, _positions,
               _dtype]
     )  # fmt: skip
-    return [loadable, *(field for check in checks for field in check(draft, sources))]
+    return [loadable, *(field for check in checks for field in _guarded(check, draft, sources))]
+
+
+def _guarded(
+    check: Callable[[DraftFacts, Sources], list[Field]], draft: DraftFacts, sources: Sources
+) -> list[Field]:
+    try:
+        return check(draft, sources)
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, OverflowError) as exc:
+        name = check.__name__.strip("_").replace("_", " ")
+        return [
+            Field(name, None, f"could not be compared ({type(exc).__name__}: {str(exc)[:200]})")
+        ]
 
 
 def as_report(draft: DraftFacts, sources: Sources, fields: list[Field]) -> dict[str, Any]:
@@ -121,9 +137,13 @@ def _target_vocab(draft: DraftFacts, sources: Sources) -> list[Field]:
     target = sources.target
     if isinstance(target, str):
         return [Field("target vocab size", None, _said(draft.vocab_size, "vocab_size"), target)]
-    where = f"{target.vocab_size} ({target.path} vocab_size)"
+    sizes = {target.vocab_size, target.padded_vocab_size} - {None}
+    where = " or ".join(f"{size}" for size in sorted(s for s in sizes if s is not None))
+    where += (
+        f" ({target.path} vocab_size{', padded_vocab_size' if target.padded_vocab_size else ''})"
+    )
     found = _said(draft.vocab_size, _sizes_key(draft, "vocab_size"))
-    if draft.vocab_size != target.vocab_size:
+    if draft.vocab_size not in sizes:
         return [Field("target vocab size", False, found, where,
                       "retrain with the target's config.json vocab_size (speculators PR #188: the "
                       "verifier's, not len(tokenizer))")]  # fmt: skip
@@ -150,7 +170,17 @@ def _draft_vocab(draft: DraftFacts, sources: Sources) -> list[Field]:
 def _mapping(draft: DraftFacts, sources: Sources) -> list[Field]:
     """d2t and t2d: present, and the vocab job's (SpecForge PR #534: a regenerated mapping)."""
     d2t, t2d = draft.tensors.get("d2t"), draft.tensors.get("t2d")
-    pruned = draft.draft_vocab_size is not None and draft.draft_vocab_size != draft.vocab_size
+    rows = draft.shapes.get("lm_head.weight", (None,))[0]
+    draft_size = draft.draft_vocab_size or rows
+    pruned = draft_size is not None and draft_size != draft.vocab_size
+    odd = [
+        f"{n} has shape {draft.shapes[n]}"
+        for n in ("d2t", "t2d")
+        if n in draft.shapes and n not in draft.tensors
+    ]
+    if odd:
+        return [Field("d2t/t2d", False, "; ".join(odd), "d2t int64[K] and t2d bool[V]",
+                      "save the checkpoint with the vocab job's mapping")]  # fmt: skip
     if d2t is None or t2d is None:
         missing = " and ".join(n for n, t in (("d2t", d2t), ("t2d", t2d)) if t is None)
         if not pruned and d2t is None and t2d is None:
@@ -177,7 +207,7 @@ def _mapping(draft: DraftFacts, sources: Sources) -> list[Field]:
 def _first_difference(found: Any, wanted: Any, name: str) -> str:
     import numpy as np
 
-    if found.shape != wanted.shape:
+    if found.shape != wanted.shape or found.ndim != 1:
         return f"{name} has shape {tuple(found.shape)}, the vocab job's {tuple(wanted.shape)}"
     unequal = np.flatnonzero(found.astype(np.int64) != wanted.astype(np.int64))
     if not len(unequal):
@@ -195,6 +225,10 @@ def _layers(draft: DraftFacts, sources: Sources) -> list[Field]:
             Field("aux layers", None, _ids_text(draft), "the target's num_hidden_layers is unknown")
         ]
     n = target.layers
+    negative = [i for ids in (draft.nested_ids, draft.top_ids) if ids for i in ids if i < 0]
+    if negative:
+        return [Field("aux layers (range)", False, f"layer ids {negative} in config.json",
+                      "ids from 0", "name the layers the drafter was trained on")]  # fmt: skip
     trained = expected.trained or _declared(draft, n)
     fields = []
     if expected.server:

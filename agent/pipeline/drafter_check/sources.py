@@ -23,6 +23,8 @@ class TargetFacts:
     dtype: str
     quantization: str
     """quantization_config.quant_method (fp8, ...), or empty."""
+    padded_vocab_size: int | None = None
+    """Where the config pads its vocabulary: SpecForge sizes t2d by it, speculators by vocab_size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +45,18 @@ def read_target(path: Path) -> TargetFacts | str:
     except UnreadableConfigError as exc:
         return f"the target's {path}: {exc}"
     nested = config.get("text_config")
-    text: dict[str, Any] = nested if isinstance(nested, dict) else config
-    quantization = text.get("quantization_config") or config.get("quantization_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else {}
+
+    def value(key: str) -> Any:  # text_config first, as the trainers read it, then the top
+        return text.get(key) if text.get(key) is not None else config.get(key)
+
+    quantization = value("quantization_config")
     method = quantization.get("quant_method", "") if isinstance(quantization, dict) else ""
-    dtype = text.get("torch_dtype") or text.get("dtype") or config.get("torch_dtype") or ""
+    dtype = value("torch_dtype") or value("dtype") or ""
     return TargetFacts(
-        path, _whole(text.get("vocab_size")), _whole(text.get("hidden_size")),
-        _whole(text.get("num_hidden_layers")), _whole(text.get("max_position_embeddings")),
-        str(dtype).removeprefix("torch.")[:40], str(method)[:40],
+        path, _whole(value("vocab_size")), _whole(value("hidden_size")),
+        _whole(value("num_hidden_layers")), _whole(value("max_position_embeddings")),
+        str(dtype).removeprefix("torch.")[:40], str(method)[:40], _whole(value("padded_vocab_size")),
     )  # fmt: skip
 
 
@@ -60,8 +66,15 @@ def read_vocab(folder: Path) -> VocabFacts | str:
 
     try:
         report = read_mapping(folder / VOCAB_REPORT)
-        d2t = np.load(folder / "d2t.npy", allow_pickle=False)
-        t2d = np.load(folder / "t2d.npy", allow_pickle=False)
+        d2t = np.load(folder / "d2t.npy", allow_pickle=False, mmap_mode="r")
+        t2d = np.load(folder / "t2d.npy", allow_pickle=False, mmap_mode="r")
+        if (
+            d2t.ndim != 1
+            or t2d.ndim != 1
+            or d2t.dtype.kind not in "iu"
+            or t2d.dtype.kind not in "biu"
+        ):
+            raise ValueError(f"d2t {d2t.dtype}{list(d2t.shape)}, t2d {t2d.dtype}{list(t2d.shape)}")
     except UnreadableConfigError as exc:
         return f"the vocab job's {VOCAB_REPORT}: {exc}"
     except (OSError, ValueError) as exc:
