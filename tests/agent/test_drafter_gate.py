@@ -30,7 +30,10 @@ from tests.support.drafters import build_drafters
 from tests.support.operations import snapshot_where, text_appears
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.slow  # the trainers' save code and export take seconds
+pytestmark = [
+    pytest.mark.slow,  # the trainers' save code and export take seconds
+    pytest.mark.timeout(360),  # a bound for a loaded machine (6 workers on 2 cores), not a goal
+]
 
 
 @pytest.fixture(scope="module")

@@ -152,6 +152,7 @@ def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # SpecForge's and speculators' imports under load: minutes, not a goal
 def test_specforge_plans_the_training_the_recipe_writes_and_refuses_a_wrong_override(
     box: dict[str, Path],
 ) -> None:
@@ -166,6 +167,7 @@ def test_specforge_plans_the_training_the_recipe_writes_and_refuses_a_wrong_over
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # SpecForge's and speculators' imports under load: minutes, not a goal
 def test_the_recipe_s_export_of_a_specforge_step_passes_the_drafter_check(
     box: dict[str, Path],
 ) -> None:
@@ -209,6 +211,7 @@ def _in_child_step(root: Path, d2t: Any, t2d: Any) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # SpecForge's and speculators' imports under load: minutes, not a goal
 def test_speculators_reads_the_recipe_s_commands(box: dict[str, Path]) -> None:
     jobs = box_recipe(box, "speculators", "vllm")
     code = (
@@ -240,6 +243,7 @@ def test_every_sglang_flag_the_recipe_writes_is_one_sglang_has() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(360)  # SpecForge's and speculators' imports under load: minutes, not a goal
 def test_the_command_prints_blocks_the_config_takes_and_says_what_it_cannot(
     tmp_path: Path, state_dir: Path
 ) -> None:

@@ -17,7 +17,10 @@ from tests.e2e.test_status_over_ssh import run_cli
 from tests.support.drafters import build_drafters
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.slow  # the trainers' save code and export take seconds
+pytestmark = [
+    pytest.mark.slow,  # the trainers' save code and export take seconds
+    pytest.mark.timeout(360),  # a bound for a loaded machine (6 workers on 2 cores), not a goal
+]
 PY = sys.executable
 
 

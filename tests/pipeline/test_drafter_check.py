@@ -27,7 +27,10 @@ from tests.support.drafters import (
     vocab_files,
 )
 
-pytestmark = pytest.mark.slow  # the trainers' save code and export take seconds
+pytestmark = [
+    pytest.mark.slow,  # the trainers' save code and export take seconds
+    pytest.mark.timeout(360),  # a bound for a loaded machine (6 workers on 2 cores), not a goal
+]
 
 
 @pytest.fixture(scope="module")
