@@ -33,6 +33,8 @@ MAX_FIELDS = 24
 MAX_TEXT = 600
 LOOK_EVERY_S = 15.0
 """How often the inputs are looked at again while nothing else changed (they are config files)."""
+KEPT = 32
+"""Verdicts kept: the one shown, and the recent ones a start by hand may ask for again."""
 STAMPED = ("config.json", "model.safetensors", "model.safetensors.index.json", "training_state.pt")
 
 
@@ -69,7 +71,7 @@ class DrafterChecks:
         key = await asyncio.to_thread(_key, inputs)
         self._latest = key
         if key not in self._verdicts:
-            self._verdicts[key] = DrafterCheck(inputs.checkpoint, None, note="checking")
+            self._keep(key, DrafterCheck(inputs.checkpoint, None, note="checking"))
             _ = self.tasks.spawn(self._store(key, inputs), f"drafter check {inputs.checkpoint}")
 
     async def check_now(
@@ -86,7 +88,7 @@ class DrafterChecks:
         if kept is not None and kept.note != "checking":
             return kept
         verdict = await run_check(inputs)
-        self._verdicts[key] = verdict
+        self._keep(key, verdict)
         return verdict
 
     def latest(self) -> DrafterCheck | None:
@@ -109,13 +111,22 @@ class DrafterChecks:
             "not be served (check-drafter says every field; start --force serves it anyway)"
         ), verdict.checkpoint, now)]  # fmt: skip
 
+    def _keep(self, key: tuple[Any, ...], verdict: DrafterCheck) -> None:
+        """Keep a verdict; past KEPT, the oldest go (every best checkpoint of a run is one)."""
+        self._verdicts.pop(key, None)
+        self._verdicts[key] = verdict
+        while len(self._verdicts) > KEPT:
+            oldest = next(iter(self._verdicts))
+            if oldest == self._latest:
+                self._verdicts[oldest] = self._verdicts.pop(oldest)  # the one shown stays
+            else:
+                del self._verdicts[oldest]
+
     async def _store(self, key: tuple[Any, ...], inputs: DrafterInputs) -> None:
         try:
-            self._verdicts[key] = await run_check(inputs)
+            self._keep(key, await run_check(inputs))
         except Exception as exc:  # never left "checking": the serve stage would wait on it
-            self._verdicts[key] = DrafterCheck(
-                inputs.checkpoint or "", None, note=f"not run: {exc}"
-            )
+            self._keep(key, DrafterCheck(inputs.checkpoint or "", None, note=f"not run: {exc}"))
             raise
 
 

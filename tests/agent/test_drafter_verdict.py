@@ -46,3 +46,18 @@ def test_a_flood_of_fields_and_long_texts_is_cut() -> None:
     verdict = verdict_of("/c", report(fields=[long] * 1000), b"")
     assert len(verdict.fields) == MAX_FIELDS
     assert len(verdict.fields[0].found) == MAX_TEXT
+
+
+def test_the_verdicts_kept_are_bounded_and_the_one_shown_stays() -> None:
+    from agent.plans.drafter_checks import KEPT, DrafterChecks
+    from agent.protocol import DrafterCheck, PipelineConfig
+    from agent.tasks import TaskOwner
+
+    checks = DrafterChecks(TaskOwner("test"), PipelineConfig)
+    shown = ("/c0",)
+    checks._latest = shown
+    for index in range(KEPT * 3):
+        checks._keep((f"/c{index}",), DrafterCheck(f"/c{index}", True))
+    assert len(checks._verdicts) == KEPT
+    assert checks.latest() == DrafterCheck("/c0", True)
+    assert (f"/c{KEPT * 3 - 1}",) in checks._verdicts
