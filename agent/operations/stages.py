@@ -296,7 +296,7 @@ def serve(ctx: Context) -> Decision:
 
 
 def drafter_checked(ctx: Context) -> Decision | None:
-    """The drafter is served only once its checkpoint passed the drafter check (#39).
+    """The drafter is served only once its checkpoint passed the drafter check.
 
     A check that could not be run (no target found, say) holds nothing: the panel says why.
     """

@@ -1,4 +1,4 @@
-"""A drafter server is not started on a checkpoint that failed the drafter check (#39).
+"""A drafter server is not started on a checkpoint that failed the drafter check.
 
 A real daemon; checkpoints written by SpecForge's and speculators' own save code; the drafter
 server is the SGLang simulator, named with SGLang's --speculative-draft-model-path. A

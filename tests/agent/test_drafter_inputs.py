@@ -1,4 +1,4 @@
-"""What the drafter check is run on, found in the configured jobs (#39): hostile and odd commands."""
+"""What the drafter check is run on, found in the configured jobs: hostile and odd commands."""
 
 from __future__ import annotations
 

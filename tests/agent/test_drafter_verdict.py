@@ -1,4 +1,4 @@
-"""The drafter check's report is read as a peer's answer: bounded, each field checked (#39)."""
+"""The drafter check's report is read as a peer's answer: bounded, each field checked."""
 
 from __future__ import annotations
 

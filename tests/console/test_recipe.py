@@ -1,4 +1,4 @@
-"""`recipe`: job blocks filled from the box, each flag checked against its program's own parser (#39).
+"""`recipe`: job blocks filled from the box, each flag checked against its program's own parser.
 
 The commands are checked as their programs read them, installed: SpecForge's `specforge train
 --plan` (its schema and overrides, no worker started) on the export's own config with the vocab

@@ -1,4 +1,4 @@
-"""`eagle-console check-drafter` and `start` on a drafter server, as a script runs them (#39).
+"""`eagle-console check-drafter` and `start` on a drafter server, as a script runs them.
 
 A local host whose drafter server (the SGLang simulator) names a speculators checkpoint, which
 SGLang cannot load: the check fails with the field and its fix, `start` is refused, `start

@@ -1,4 +1,4 @@
-"""The drafter check on checkpoints the trainers' own save code wrote, one field wrong at a time (#39).
+"""The drafter check on checkpoints the trainers' own save code wrote, one field wrong at a time.
 
 Each failure class is a public report of a finished run lost: the layer ids (tokenspeed PR #526,
 sglang PR #25454, vllm PR #46788), the vocab mapping (NVIDIA-NeMo/Automodel PR #2447, SpecForge PR

@@ -162,7 +162,7 @@ def test_a_qwen_style_target_is_told_the_truth_and_gets_no_config_for_an_empty_f
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With a newline that is a token (Qwen's BPE), every SpecForge template for these turns puts
-    loss on the "\\n" after `<|im_end|>`, which the model never generated (#39 item 4)."""
+    loss on the "\\n" after `<|im_end|>`, which the model never generated."""
     vocab = build_think_tokenizer(tmp_path / "tok", KEEPS_TURNS, newlines=True)
     prompts = [{"id": key, "messages": chat} for key, (chat, _, _) in ANSWERS.items()]
     write_jsonl(tmp_path / "d" / "B1" / "prompts.jsonl", prompts)

@@ -104,7 +104,7 @@ class DatasetReport:
     """Prompt and answer tokens of each record written, cut at max_length: the positions offline
     hidden states are captured at (the hidden-states plan multiplies them by bytes per token)."""
     longest_record: int = 0
-    """The longest record written, cut at max_length: the positions a drafter must hold (#39)."""
+    """The longest record written, cut at max_length: the positions a drafter must hold."""
     earlier_assistant_turns: int = 0
     """Conversations with assistant turns before the answer: `train_only_last_turn: true` (in the
     trainer config written beside) keeps their loss off; SpecForge's default would train on them."""
