@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from agent.jobs.lines import latest_per_line
 from agent.operations.peak_stop import peak_passed
+from agent.plans.drafter_checks import failed_text
 from agent.plans.hidden_states import no_room_text
 from agent.protocol import (
     LIVE_JOB_STATES,
@@ -304,10 +305,7 @@ def drafter_checked(ctx: Context) -> Decision | None:
     if check is not None and check.ok is None and check.note == "checking":
         return Wait(f"checking the drafter {check.checkpoint}")
     if check is not None and check.ok is False:
-        failed = [f for f in check.fields if f.ok is False]
-        lines = "; ".join(
-            f"{f.name}: {f.found}, expected {f.expected} ({f.fix})" for f in failed[:3]
-        )
+        lines = failed_text(check, fixes=True)
         return Fail(f"the drafter {check.checkpoint} failed its check: {lines}; fix it and "
                     "resume, or serve it anyway by hand (start --force)")  # fmt: skip
     return None

@@ -22,6 +22,7 @@ from typing import Any
 from agent.bundle import AGENT_PACKAGE
 from agent.host.bounded_process import run_bounded
 from agent.plans.drafter_inputs import DrafterInputs, drafter_inputs, drafter_server
+from agent.probes.training_checkpoints import best_checkpoint_now
 from agent.protocol import Alert, DrafterCheck, DrafterField, PipelineConfig, Snapshot
 from agent.tasks import TaskOwner
 
@@ -55,7 +56,7 @@ class DrafterChecks:
         if drafter_server(pipeline) is None:
             self._latest, self._why_not = None, ""
             return
-        best = next((r.best_checkpoint for r in snapshot.training if r.best_checkpoint), None)
+        best = best_checkpoint_now(snapshot)
         last, seen = self._looked
         if time.monotonic() - last < LOOK_EVERY_S and best == seen:
             return
@@ -170,10 +171,13 @@ def verdict_of(checkpoint: str, out: bytes, err: bytes) -> DrafterCheck:
     return DrafterCheck(checkpoint, ok, fields, layout[:40], server[:20], checked_at=time.time())
 
 
-def failed_text(verdict: DrafterCheck, shown: int = 3) -> str:
-    """The failed fields in one line: name, found, expected."""
+def failed_text(verdict: DrafterCheck, shown: int = 3, fixes: bool = False) -> str:
+    """The failed fields in one line: name, found, expected (and each fix, with `fixes`)."""
     failed = [f for f in verdict.fields if f.ok is False]
-    return "; ".join(f"{f.name}: {f.found}, expected {f.expected}" for f in failed[:shown])
+    return "; ".join(
+        f"{f.name}: {f.found}, expected {f.expected}" + (f" ({f.fix})" if fixes else "")
+        for f in failed[:shown]
+    )
 
 
 def _field(item: Any) -> DrafterField:

@@ -24,10 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.jobs.spec import FROM_THE_SNAPSHOT
+from agent.pipeline.drafter_check.registries import default_layers
+from agent.pipeline.drafter_check.sources import read_target
 from agent.probes.training_checkpoints import best_checkpoint_now
 from agent.probes.training_config import flag_value, trainer_command
 from agent.probes.training_config_files import UnreadableConfigError, read_mapping
 from agent.probes.training_specforge_config import with_overrides
+from agent.probes.values import is_small_number
 from agent.protocol import JobSpec, PipelineConfig, Snapshot
 
 SGLANG_DRAFT_FLAGS = ("--speculative-draft-model-path", "--speculative-draft-model")
@@ -152,7 +155,7 @@ def _target_folder(spec: JobSpec, server: str, pipeline: PipelineConfig) -> Path
 def _served_length(spec: JobSpec, server: str) -> list[str]:
     flags = VLLM_LENGTH_FLAGS if server == "vllm" else SGLANG_LENGTH_FLAGS
     value = flag_value(spec.argv, *flags)
-    if value is None or not value.isdigit():
+    if value is None or not is_small_number(value):
         return []
     return ["--served-length", value, "--served-length-from", f"the drafter server's {flags[0]}"]
 
@@ -174,13 +177,9 @@ def _export(snapshot: Snapshot) -> list[str]:
 
 
 def _target_layers(target: Path) -> int | None:
-    try:
-        config = read_mapping(target / "config.json")
-    except UnreadableConfigError:
-        return None
-    nested = config.get("text_config")
-    layers = (nested if isinstance(nested, dict) else config).get("num_hidden_layers")
-    return layers if isinstance(layers, int) and not isinstance(layers, bool) else None
+    """The target's layer count, read as the check reads it (its text_config first)."""
+    facts = read_target(target / "config.json")
+    return None if isinstance(facts, str) else facts.layers
 
 
 def _trained(pipeline: PipelineConfig) -> list[str]:
@@ -218,10 +217,10 @@ def _captured(pipeline: PipelineConfig, layers: int | None) -> list[str]:
     found = _from_draft_config("--captured-layers", _absolute(draft, spec) if draft else None)
     if found or draft or layers is None:
         return found
-    default = (2, layers // 2, layers - 3)
     return _layers(
-        "--captured-layers", default, "the capture's default: SpecForge's [1, n/2-1, n-4] + 1"
-    )
+        "--captured-layers", default_layers(layers),
+        "the capture's default: SpecForge's [1, n/2-1, n-4] + 1",
+    )  # fmt: skip
 
 
 def _from_draft_config(flag: str, path: Path | None) -> list[str]:
@@ -248,10 +247,13 @@ def _ints(value: Any) -> tuple[int, ...] | None:
         value = value.strip("[]").replace(" ", "").split(",")
     if not isinstance(value, list) or not 0 < len(value) <= 16:
         return None
-    try:
-        return tuple(int(item) for item in value)
-    except (TypeError, ValueError):
+    if not all(
+        (isinstance(item, int) and not isinstance(item, bool))
+        or (isinstance(item, str) and is_small_number(item.removeprefix("-")))
+        for item in value
+    ):
         return None
+    return tuple(int(item) for item in value)
 
 
 def _ints_after(args: tuple[str, ...], flag: str) -> tuple[int, ...] | None:
@@ -260,8 +262,8 @@ def _ints_after(args: tuple[str, ...], flag: str) -> tuple[int, ...] | None:
     after = args[args.index(flag) + 1 :]
     values = []
     for part in after:
-        if not part.lstrip("-").isdigit() or part.startswith("--"):
-            break
+        if part.startswith("--") or not is_small_number(part.removeprefix("-")):
+            break  # "²" is a digit to str.isdigit and an error to int()
         values.append(int(part))
     return tuple(values) or None
 

@@ -245,4 +245,4 @@ def _flag(spec: JobSpec | None, name: str) -> str | None:
 
 
 def _whole(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None

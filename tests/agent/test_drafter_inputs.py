@@ -66,3 +66,14 @@ def test_an_unknown_target_is_no_check_rather_than_a_usage_error(tmp_path: Path)
     found = drafter_inputs(config, SNAPSHOT)
     assert (found.checkpoint, found.args) == (None, ())
     assert "the target's folder is unknown" in found.why_not
+
+
+def test_digits_int_cannot_read_are_no_value_not_a_crash(tmp_path: Path) -> None:
+    """`²` is a digit to str.isdigit and an error to int(): read from a job's argv, it is no value."""
+    train = JobSpec(("speculators", "train", "--target-layer-ids", "²", "3"), kind="train")
+    config = pipeline("python", "-m", "sglang.launch_server", "--speculative-draft-model-path",
+                      str(tmp_path), "--context-length", "²", train=train)  # fmt: skip
+    found = drafter_inputs(config, SNAPSHOT)
+    assert found.checkpoint == str(tmp_path)
+    assert "--served-length" not in found.args
+    assert "--trained-layers" not in found.args

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.pipeline.drafter_check.sources import whole
 from agent.probes.training_config_files import UnreadableConfigError, read_mapping
 
 TRAINING_STATE = "training_state.pt"
@@ -100,11 +101,11 @@ def _read_config(config: dict[str, Any], facts: DraftFacts) -> None:
     else:
         facts.layout = "specforge"
         sizes = config
-    facts.vocab_size = _whole(sizes.get("vocab_size"))
-    facts.hidden_size = _whole(sizes.get("hidden_size"))
-    facts.max_positions = _whole(sizes.get("max_position_embeddings"))
-    facts.draft_vocab_size = _whole(config.get("draft_vocab_size"))
-    facts.target_hidden_size = _whole(config.get("target_hidden_size"))
+    facts.vocab_size = whole(sizes.get("vocab_size"))
+    facts.hidden_size = whole(sizes.get("hidden_size"))
+    facts.max_positions = whole(sizes.get("max_position_embeddings"))
+    facts.draft_vocab_size = whole(config.get("draft_vocab_size"))
+    facts.target_hidden_size = whole(config.get("target_hidden_size"))
     facts.dtype = str(config.get("dtype") or config.get("torch_dtype") or "")[:40]
     eagle = config.get("eagle_config")
     if isinstance(eagle, dict):
@@ -162,10 +163,6 @@ def _read_training_state(path: Path, facts: DraftFacts) -> None:
             facts.shapes[name] = tuple(tensor.shape)
             if name in ("d2t", "t2d") and tensor.dim() == 1 and len(tensor) <= MAX_MAPPING_IDS:
                 facts.tensors[name] = tensor.numpy()
-
-
-def _whole(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _ids(value: Any) -> tuple[int, ...] | None:

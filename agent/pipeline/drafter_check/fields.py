@@ -137,8 +137,8 @@ def _target_vocab(draft: DraftFacts, sources: Sources) -> list[Field]:
     target = sources.target
     if isinstance(target, str):
         return [Field("target vocab size", None, _said(draft.vocab_size, "vocab_size"), target)]
-    sizes = {target.vocab_size, target.padded_vocab_size} - {None}
-    where = " or ".join(f"{size}" for size in sorted(s for s in sizes if s is not None))
+    sizes = {size for size in (target.vocab_size, target.padded_vocab_size) if size is not None}
+    where = " or ".join(str(size) for size in sorted(sizes))
     where += (
         f" ({target.path} vocab_size{', padded_vocab_size' if target.padded_vocab_size else ''})"
     )

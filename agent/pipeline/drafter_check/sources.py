@@ -54,9 +54,9 @@ def read_target(path: Path) -> TargetFacts | str:
     method = quantization.get("quant_method", "") if isinstance(quantization, dict) else ""
     dtype = value("torch_dtype") or value("dtype") or ""
     return TargetFacts(
-        path, _whole(value("vocab_size")), _whole(value("hidden_size")),
-        _whole(value("num_hidden_layers")), _whole(value("max_position_embeddings")),
-        str(dtype).removeprefix("torch.")[:40], str(method)[:40], _whole(value("padded_vocab_size")),
+        path, whole(value("vocab_size")), whole(value("hidden_size")),
+        whole(value("num_hidden_layers")), whole(value("max_position_embeddings")),
+        str(dtype).removeprefix("torch.")[:40], str(method)[:40], whole(value("padded_vocab_size")),
     )  # fmt: skip
 
 
@@ -80,10 +80,11 @@ def read_vocab(folder: Path) -> VocabFacts | str:
     except (OSError, ValueError) as exc:
         return f"the vocab job's d2t.npy or t2d.npy in {folder}: {exc}"
     return VocabFacts(
-        folder, _whole(report.get("target_vocab_size")), _whole(report.get("draft_vocab_size")),
+        folder, whole(report.get("target_vocab_size")), whole(report.get("draft_vocab_size")),
         d2t, t2d,
     )  # fmt: skip
 
 
-def _whole(value: Any) -> int | None:
+def whole(value: Any) -> int | None:
+    """A size from a config: a whole number above 0, else None (not stated, or not a size)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None

@@ -156,39 +156,33 @@ class JobActions(HostActions):
             severity="error",
         )
 
-    def _offer_start_anyway(self, host: str, kind: str, name: str, detail: str) -> None:
-        """The capture's plan does not fit: say so, and start it only if the user insists."""
+    def _offer_forced_start(self, host: str, kind: str, name: str, screen: ConfirmScreen) -> None:
+        """A refusal `force` overrules: start `name` forced only if the user confirms `screen`."""
 
         def confirmed(answer: bool | None) -> None:
             if answer:
                 self.in_worker(self._launch(host, kind, name, force=True), f"the start of {name}")
 
+        _ = self.app.push_screen(screen, confirmed)
+
+    def _offer_start_anyway(self, host: str, kind: str, name: str, detail: str) -> None:
+        """The capture's plan does not fit: say so, and start it only if the user insists."""
         text = (
             f"{detail}\n\nStarted anyway, it is stopped (its "
             "stop signal) before the room runs out, and what it wrote stays for a run on more "
             "space."
         )
-        _ = self.app.push_screen(
-            ConfirmScreen(f"{name} will not fit: start it anyway?", text, "Start anyway"),
-            confirmed,
-        )
+        title = f"{name} will not fit: start it anyway?"
+        self._offer_forced_start(host, kind, name, ConfirmScreen(title, text, "Start anyway"))
 
     def _offer_serve_anyway(self, host: str, kind: str, name: str, detail: str) -> None:
         """The drafter failed its check: say which fields, and serve it only if the user insists."""
-
-        def confirmed(answer: bool | None) -> None:
-            if answer:
-                self.in_worker(self._launch(host, kind, name, force=True), f"the start of {name}")
-
         text = (
             f"{detail}\n\nServed anyway, a drafter that fails these checks loads and accepts "
             "about one token, or does not load."
         )
-        _ = self.app.push_screen(
-            ConfirmScreen(f"{name}: the drafter failed its check: serve it anyway?", text,
-                          "Serve anyway"),
-            confirmed,
-        )  # fmt: skip
+        title = f"{name}: the drafter failed its check: serve it anyway?"
+        self._offer_forced_start(host, kind, name, ConfirmScreen(title, text, "Serve anyway"))
 
     def _offer_gpu_handover(self, host: str, job_name: str, detail: str) -> None:
         holders = [j for j in self.jobs(host) if j.gpu and j.state == "running"]
