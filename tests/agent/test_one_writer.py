@@ -38,6 +38,7 @@ from agent.protocol import (
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
+from tests.support.operations import jobs_where
 
 PY = sys.executable
 HOLD_OPEN = (
@@ -206,9 +207,12 @@ async def test_a_stopped_writer_the_agent_did_not_start_shows_as_stalled(
 
 
 async def test_a_stopped_agent_job_shows_as_stalled_and_keeps_its_dataset(link: AgentLink) -> None:
-    job = await launch(link, "B2", "k1")
-    while job.pid is None or job.state != "running":
-        job = next(j for j in (await dataset_snapshot(link)).jobs if j.id == job.id)
+    launched = await launch(link, "B2", "k1")
+    jobs = await jobs_where(
+        link, lambda js: any(j.id == launched.id and j.pid and j.state == "running" for j in js)
+    )
+    job = next(j for j in jobs if j.id == launched.id)
+    assert job.pid is not None
     stop_process(job.pid)
     try:
         progress = await progress_of(link, "B2")
