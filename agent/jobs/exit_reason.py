@@ -15,11 +15,14 @@ import re
 from pathlib import Path
 
 from agent.host.regular_files import open_regular
+from agent.jobs.torchrun_reason import torchrun_reason
 from agent.logs import TAIL_BYTES, NamedLog, printable_line, read_chunk
 from agent.protocol import MAX_EXIT_REASON_CHARS
 
 TAIL_LINES = 8
 """The last lines looked at for one that says something (blank and bare-punctuation ones do not)."""
+LAUNCHER_TAIL_BYTES = 4 * TAIL_BYTES
+"""Enough for torchrun's failure summary and the traceback it prints above it."""
 PROGRAM_LABELS = ("runner: ", "vocab: ", "export: ", "evaluate: ", "shim: ")
 """How the pipeline's programs (and the shim) begin their last line: dropped, the job names them."""
 _LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+")
@@ -29,10 +32,13 @@ _LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+")
 def exit_reason(log: Path) -> str | None:
     """The last line of `log` that says something, as a reason; None when it has none."""
     try:
-        chunk = read_chunk(NamedLog("exit", log), -TAIL_BYTES, None)
-        lines = chunk.text.splitlines()[-TAIL_LINES:] or [_unaligned_tail(log)]
+        chunk = read_chunk(NamedLog("exit", log), -LAUNCHER_TAIL_BYTES, None)
+        every = chunk.text.splitlines()
+        lines = every[-TAIL_LINES:] or [_unaligned_tail(log)]
     except OSError:
         return None
+    if (launcher := torchrun_reason(every)) is not None:
+        return reason_text(launcher)
     for line in reversed(lines):
         reason = reason_text(line)
         if any(c.isalnum() for c in reason):

@@ -18,6 +18,7 @@ from agent.protocol import JobSpec
 PLACEHOLDERS = (
     "python", "bundle", "state_dir", "dataset", "dataset_dir", "budget", "sglang_url", "tokenizer",
     "trust_remote_code", "api", "model", "api_key_file", "best_checkpoint",
+    "node_rank", "nnodes", "rdzv_id",
 )  # fmt: skip
 FROM_THE_SNAPSHOT = "{best_checkpoint}"
 """Filled from what the agent sees at launch (the training run's best evaluation's folder), not
@@ -78,6 +79,13 @@ _SET_IN_CONFIG = {
         ": no training run's best evaluation has a checkpoint folder yet (the training panel's "
         "'best checkpoint' line says why)"
     ),
+    **dict.fromkeys(
+        ("node_rank", "nnodes", "rdzv_id"),
+        (
+            ": it is set for a job whose config names the boxes it spans (nodes = [...]), which the "
+            "console starts on each of them"
+        ),
+    ),  # fmt: skip
 }
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """A bare name in braces; any other brace (a dict literal in `python -c`) is left as it is."""

@@ -27,6 +27,7 @@ from agent.host.procfs import boot_id, is_same_process, process_info, same_boot,
 from agent.host.sglang_auth import KEY_FILE_ENV
 from agent.host.signals import kill_group
 from agent.jobs.exit_reason import bounded_reason
+from agent.jobs.nodes import node_record, node_values, read_node
 from agent.jobs.registry import (
     CHILD_FILE,
     EXIT_FILE,
@@ -109,6 +110,7 @@ class Supervisor:
             restarts=len(restarts) if isinstance(restarts, list) else 0,
             restart_note=_text(decision.get("note")) if state not in LIVE_JOB_STATES else None,
             exit_reason=bounded_reason((ended or {}).get("reason")) if state == "failed" else None,
+            node=read_node(job.get("node")),
         )  # fmt: skip
 
     # ------------------------------------------------------------ launching
@@ -151,6 +153,7 @@ class Supervisor:
                 "launched_at": time.time(), "mark": secrets.token_hex(16), "code_sha256": _script_sha256(rendered.argv, rendered.cwd),
                 "launch": {"job": params.job, "dataset": params.dataset,
                            "argv": list(params.argv) if params.argv is not None else None},
+                "node": node_record(params.node),
                 **(lineage or {}),
             },
         )  # fmt: skip
@@ -177,6 +180,7 @@ class Supervisor:
             "tokenizer": pipeline.tokenizer,
             "trust_remote_code": TRUST_FLAG if pipeline.trust_remote_code else "",
             "dataset": None, "dataset_dir": None, "budget": None, "best_checkpoint": None,
+            **node_values(params.job, spec, params.node),
         }  # fmt: skip
         if spec.per_dataset and params.dataset is None:
             raise SpecError(f"job {params.job} runs per dataset: say which dataset")
@@ -346,6 +350,7 @@ def launch_params(files: JobFiles) -> LaunchParams:
         str(launch.get("job") or job.get("name", "?")),
         _text(launch.get("dataset", job.get("dataset"))),
         tuple(str(part) for part in argv) if isinstance(argv, list) else None,
+        node=read_node(job.get("node")),
     )
 
 

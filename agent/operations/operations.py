@@ -82,6 +82,12 @@ class Operations:
         job = await self.box.own_job(params.job_id)
         if job is None or job.external:
             raise AgentError(ErrorCode.NOT_FOUND, f"no job {params.job_id!r} of the agent's own")
+        if job.node is not None:
+            raise AgentError(ErrorCode.INVALID_PARAMS, (
+                f"{job.name} is node {job.node.rank} of a job across {job.node.nnodes} boxes: a "
+                "redeploy would start this box's part alone, into a rendezvous the others have "
+                "left; deploy the code, then stop it and start it again from the console"
+            ))  # fmt: skip
         self._refuse_if_busy(job)
         try:
             await asyncio.to_thread(check_uploads, self._roots(), params.files)

@@ -316,6 +316,11 @@ def _why_not(job: JobInfo, spec: JobSpec | None) -> str | None:
         return f"not restarted: no job {job.name!r} in the host config any more"
     if spec.restart != "on-failure":
         return ""
+    if job.node is not None:
+        return (
+            "not restarted: one box's part of a job across boxes (torchrun restarts its own "
+            "workers; the console starts every part again)"
+        )
     if job.exit_code in NO_RETRY:
         return f"not restarted: {NO_RETRY[job.exit_code]}; a retry cannot help"
     ended = job.ended_at

@@ -156,7 +156,7 @@ def job_stage(
         job = _latest(ctx.snapshot.jobs, set(names), ctx.fresh_after)
         if job is None:
             refused = before(ctx) if before is not None else None
-            return refused or Launch(LaunchParams(names[0]), kind, f"starting {names[0]}")
+            return refused or _first_start(ctx, names[0], kind)
         if (operation := _operation_on(job, ctx.snapshot)) is not None:
             return Wait(f"{operation.kind} {operation.id} is under way on {job.name}")
         if job.state in LIVE_JOB_STATES or _restart_pending(job, ctx):
@@ -170,10 +170,31 @@ def job_stage(
             return Done(peaked, job.ended_at or ctx.snapshot.taken_at)
         if _stopped_on_request(job, ctx):
             return Fail(f"{_named(job)} was stopped on request; resume to start it again")
+        if (spanned := _spans_boxes(ctx, names[0])) is not None:
+            return Fail(f"{_named(job)} {job.state}{_note(job)}; {spanned}")
         again = f"starting {names[0]} again"
         return Launch(LaunchParams(names[0]), kind, again, _ending(job), job.log_path)
 
     return stage
+
+
+def _first_start(ctx: Context, name: str, kind: str) -> Decision:
+    """Start the stage's job, or wait for the console where only it can start the job."""
+    spanned = _spans_boxes(ctx, name)
+    if spanned is not None:
+        return Wait(f"waiting for {name}: {spanned}")
+    return Launch(LaunchParams(name), kind, f"starting {name}")
+
+
+def _spans_boxes(ctx: Context, name: str) -> str | None:
+    """What to do about a job across boxes, which an agent cannot start alone; None otherwise."""
+    nodes = ctx.pipeline.jobs[name].nodes
+    if not nodes:
+        return None
+    return (
+        f"it spans {len(nodes)} boxes ({', '.join(nodes)}), which only the console starts "
+        f"together: t in the dashboard, or `eagle-console start HOST {name}`"
+    )
 
 
 def hidden_states_room(ctx: Context) -> Fail | None:

@@ -81,6 +81,7 @@ from agent.protocol.jobs import (
     JobsParams,
     JobState,
     LaunchParams,
+    NodePart,
     StopOutcome,
     StopParams,
     StopResult,
@@ -148,7 +149,7 @@ from agent.protocol.operations import (
     StagedFile,
     StepState,
 )
-from agent.protocol.ranges import RANGES, field_range, in_range, range_text, show_number
+from agent.protocol.ranges import MAX_NODES, RANGES, field_range, in_range, range_text, show_number
 from agent.protocol.receiver import receive_messages
 from agent.protocol.server import (
     SERVER_STARTING_GRACE_S,
@@ -267,6 +268,7 @@ __all__ = [
     "GuardMode",
     "RestartPolicy",
     "StopSignal",
+    "MAX_NODES",
     "RANGES",
     "field_range",
     "in_range",
@@ -299,6 +301,7 @@ __all__ = [
     "JobsList",
     "JobsParams",
     "LaunchParams",
+    "NodePart",
     "LineFramer",
     "LogChunk",
     "LogInfo",

@@ -83,6 +83,9 @@ class JobSpec:
     output_quota_bytes: int | None = None
     """A hidden-states job: the most its output folder may hold, all files counted (a project or
     volume quota the filesystem's free space does not show). Planned against and stopped before."""
+    nodes: tuple[str, ...] = ()
+    """The boxes a job spans, by the console's host names in node-rank order (two or more), or
+    none for a job on one box. Only the console starts such a job, on every box at once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,21 @@ cuts what it shows again, whoever wrote the record)."""
 
 
 @dataclass(frozen=True, slots=True)
+class NodePart:
+    """One box's part of a job that spans several boxes: its node rank among them.
+
+    The console starts every part with the same rendezvous id; the agent fills {node_rank},
+    {nnodes} and {rdzv_id} from it, and torchrun's c10d rendezvous joins the parts.
+    """
+
+    rank: int
+    nnodes: int
+    rdzv_id: str
+    hosts: tuple[str, ...] = ()
+    """The console's names of the boxes, in node-rank order (for showing every box's part)."""
+
+
+@dataclass(frozen=True, slots=True)
 class JobInfo:
     """One job, started by the agent or found running (external)."""
 
@@ -54,6 +69,8 @@ class JobInfo:
     """Why a failed job ended, in its own words: the last line it wrote before exiting with a
     code other than 0 (the runner's one-line reason, a traceback's last line), cut to
     MAX_EXIT_REASON_CHARS. None for a job that has not failed, or that wrote nothing."""
+    node: NodePart | None = None
+    """This box's part of a job that spans boxes; None for a job on one box."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +83,9 @@ class LaunchParams:
     """An edited argv for this launch only (still a list: never a shell string)."""
     force: bool = False
     """Start a hidden-states job even though its plan does not fit (refused with `no_room`)."""
+    node: NodePart | None = None
+    """For a job whose config names several boxes (`nodes`): this box's part, which only the
+    console, which reaches every box, can give; such a job is refused without it."""
 
 
 @dataclass(frozen=True, slots=True)

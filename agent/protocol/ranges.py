@@ -14,6 +14,7 @@ from agent.protocol.config import DatasetsConfig, JobSpec
 from agent.protocol.datasets import DetailParams
 from agent.protocol.files import InstallParams
 from agent.protocol.handshake import WatchParams
+from agent.protocol.jobs import NodePart
 from agent.protocol.logs import LogReadParams
 from agent.protocol.operations import StagedFile
 from agent.protocol.timeline import EventsParams
@@ -22,6 +23,8 @@ MAX_INT = 2**63 - 1
 """Numbers without a range of their own must still fit in 64 bits."""
 MAX_LOG_READ_BYTES = 1024 * 1024
 DAY_S = 86400.0
+MAX_NODES = 1024
+"""The most boxes one job may span (SpecForge's users train on 16 nodes of 8 GPUs)."""
 
 RANGES: dict[tuple[type, str], tuple[float, float]] = {
     (WatchParams, "interval_s"): (0.1, 3600.0),
@@ -45,6 +48,8 @@ RANGES: dict[tuple[type, str], tuple[float, float]] = {
     (JobSpec, "restart_delay_s"): (0.0, DAY_S),
     (JobSpec, "stop_after_peak_evals"): (1, 1000),
     (JobSpec, "output_quota_bytes"): (1, 2**62),
+    (NodePart, "rank"): (0, MAX_NODES - 1),
+    (NodePart, "nnodes"): (2, MAX_NODES),
 }
 """Inclusive bounds of numeric fields (of each value, for a dict field)."""
 

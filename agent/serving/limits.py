@@ -16,11 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.protocol import (
+    MAX_NODES,
     RANGES,
     FilesHashParams,
     GenerateParams,
     JobSpec,
     LaunchParams,
+    NodePart,
     RedeployParams,
     Request,
     SequenceParams,
@@ -38,6 +40,8 @@ LENGTHS: dict[tuple[type, str], int] = {
     (RedeployParams, "files"): 1_000,
     (GenerateParams, "datasets"): 10_000,
     (SequenceParams, "steps"): 100,
+    (JobSpec, "nodes"): MAX_NODES,
+    (NodePart, "hosts"): MAX_NODES,
 }
 """Most items in a sequence field."""
 SHORTEST: dict[tuple[type, str], int] = {

@@ -10,9 +10,13 @@ config than this console's, naming the differences (console/cli/apply_command.py
 from __future__ import annotations
 
 import argparse
+import asyncio
+import functools
 import json
 import secrets
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -26,6 +30,7 @@ from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_LIST,
     JOBS_STOP,
+    LIVE_JOB_STATES,
     SNAPSHOT,
     AutopilotParams,
     AutopilotStatus,
@@ -43,8 +48,9 @@ from agent.protocol import (
     to_wire,
 )
 from console.cli.apply_command import refuse_start_if_config_differs, warn_if_config_differs
+from console.cli.node_commands import run_node_start, run_node_stop
 from console.cli.output import stderr_console, stdout_console
-from console.config import HostConfig
+from console.config import ConsoleConfig, HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
 from console.link.redeploy import find_job
@@ -58,6 +64,7 @@ HOST_HELP = "a host from the config's [hosts]"
 EXIT_REFUSED, EXIT_USAGE = 1, 2
 COMMANDS = ("jobs", "start", "stop", "autopilot", "autostart")
 STOP_WAIT_S = 3600.0
+WAIT_POLL_S = 1.0
 Verb = Callable[[AgentLink, argparse.Namespace, HostConfig, Console], Awaitable[int]]
 
 
@@ -68,6 +75,11 @@ def add_parsers(commands: Any) -> None:
     start = commands.add_parser("start", help="start a configured job (NAME or NAME/DATASET)")
     _host_and_json(start)
     start.add_argument("job", help="a job name from the config; NAME/DATASET for a per-dataset job")
+    start.add_argument(
+        "--wait", action="store_true",
+        help="stay until the job ends, and exit 0 only if it exited 0; for a job across boxes, "
+        "stop every box's part once one part fails",
+    )  # fmt: skip
     start.add_argument(
         "--force", action="store_true",
         help="start even where g would not (a dataset done), a hidden-states plan does not fit, "
@@ -96,16 +108,22 @@ def _host_and_json(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="JSON for scripts, one object a line")
 
 
-async def run_box_command(args: argparse.Namespace, host: HostConfig) -> int:
-    """Run one verb against `host`; returns the exit code."""
+async def run_box_command(
+    args: argparse.Namespace, host: HostConfig, config: ConsoleConfig | None = None
+) -> int:
+    """Run one verb against `host` (`config` for a job across boxes); returns the exit code."""
     mutating = args.command in ("start", "stop") or (
         args.command == "autopilot" and args.action != "status"
     ) or (args.command == "autostart" and (args.install or args.remove))  # fmt: skip
     if mutating and host.read_only:
         raise LinkError(f"{host.name} is read_only in the config: refusing to change anything")
+    config = config or ConsoleConfig(Path("."), {host.name: host})
+    nodes = _nodes_of(host, args)
+    if nodes:
+        return await run_node_start(args, config, nodes, stdout_console())
     verbs: dict[str, Verb] = {
-        "jobs": _jobs, "start": _start, "stop": _stop, "autopilot": _autopilot,
-        "autostart": _autostart,
+        "jobs": _jobs, "start": _start, "stop": functools.partial(_stop, config=config),
+        "autopilot": _autopilot, "autostart": _autostart,
     }  # fmt: skip
     link = await open_host_link(host)
     try:
@@ -119,6 +137,14 @@ async def run_box_command(args: argparse.Namespace, host: HostConfig) -> int:
         return await verbs[args.command](link, args, host, stdout_console())
     finally:
         await link.close()
+
+
+def _nodes_of(host: HostConfig, args: argparse.Namespace) -> tuple[str, ...]:
+    """The boxes `start NAME` spans, when its job spans several; else none."""
+    if args.command != "start":
+        return ()
+    spec = host.pipeline.jobs.get(str(args.job))
+    return spec.nodes if spec is not None else ()
 
 
 async def _jobs(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
@@ -173,7 +199,20 @@ async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, ou
     where = f" on {job.dataset}" if job.dataset else ""
     _say(out, args, f"started {job.name}{where} as {job.id} ({started_as(job)}): "
                     f"{' '.join(job.argv)}", to_wire(job))  # fmt: skip
-    return 0
+    return await _wait_for_end(link, job, args, out) if args.wait else 0
+
+
+async def _wait_for_end(
+    link: AgentLink, job: JobInfo, args: argparse.Namespace, out: Console
+) -> int:
+    """`start --wait`: poll the job until it ends; 0 only if it exited 0."""
+    while job.state in LIVE_JOB_STATES:
+        await asyncio.sleep(WAIT_POLL_S)
+        listing = await link.call(JOBS_LIST, JobsParams())
+        job = next((j for j in listing.jobs if j.id == job.id), replace(job, state="lost"))
+    cells = job_cells(job)
+    _say(out, args, f"{job.name} ({job.id}) {job.state}: {cells[5]}", to_wire(job))
+    return 0 if job.state == "exited" else EXIT_REFUSED
 
 
 async def _start_refusal(
@@ -208,9 +247,14 @@ async def _start_refusal(
     return None if why is None else (EXIT_REFUSED, f"{why} (--force asks the agent anyway)")
 
 
-async def _stop(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:
+async def _stop(
+    link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console,
+    config: ConsoleConfig,
+) -> int:  # fmt: skip
     snapshot = await link.call(SNAPSHOT, SnapshotParams())
     job = find_job(snapshot, str(args.job))
+    if job.node is not None and job.state in LIVE_JOB_STATES:
+        return await run_node_stop(link, job, host, config, out, bool(args.json))
     if not args.json:
         spec = None if job.external else host.pipeline.jobs.get(job.name)
         out.print(literal(stop_consequences(host.name, snapshot, job.id, spec)))

@@ -234,7 +234,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "events":
         return _events(config.host(args.host), args.since, as_json=args.json)
     if args.command in BOX_COMMANDS:
-        return asyncio.run(run_box_command(args, config.host(args.host)))
+        return asyncio.run(run_box_command(args, config.host(args.host), config))
     if args.command == "apply":
         return asyncio.run(run_apply(args, config.host(args.host)))
     return _tui(config, args.host)

@@ -22,6 +22,7 @@ from console.config.loading import (
     load_config,
     parse_config,
 )
+from console.config.node_jobs import node_spans
 
 __all__ = [
     "CONFIG_NAME",
@@ -37,5 +38,6 @@ __all__ = [
     "console_log_path",
     "console_state_dir",
     "load_config",
+    "node_spans",
     "parse_config",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent.protocol import (
+    MAX_NODES,
     JobSpec,
     RestartPolicy,
     StopSignal,
@@ -29,7 +30,7 @@ def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: st
     where = f"{where}.{name}"
     reader.only(table, where, {"argv", "kind", "cwd", "env", "gpu", "per_dataset", "stop_signal",
                                "grace_s", "term_grace_s", "stop_after_peak_evals",
-                               "output_quota_gib",
+                               "output_quota_gib", "nodes",
                                *_RESTART_KEYS})  # fmt: skip
     argv = reader.optional(table, "argv", where, list, "a list of strings (no shell string)")
     if not argv or not all(isinstance(part, str) for part in argv):
@@ -45,6 +46,7 @@ def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: st
             f"{where}.stop_signal", f"got {stop_signal!r}", "one of " + ", ".join(sorted(_SIGNALS))
         )
     env = reader.table(table, "env", where, required=False)
+    restart = _restart(reader, table, where)
     return JobSpec(
         argv=tuple(argv),
         kind=kind,
@@ -57,8 +59,40 @@ def job_table(reader: TableReader, jobs: Mapping[str, Any], name: str, where: st
         term_grace_s=reader.seconds(table, "term_grace_s", where, 10.0, JobSpec),
         stop_after_peak_evals=_peak_evals(reader, table, where),
         output_quota_bytes=_quota(reader, table, where),
-        **_restart(reader, table, where),
+        nodes=_nodes(reader, table, where, restart["restart"]),
+        **restart,
     )
+
+
+def _nodes(
+    reader: TableReader, table: Mapping[str, Any], where: str, restart: str
+) -> tuple[str, ...]:
+    """`nodes`: the hosts a job spans in node-rank order, two or more, each once; or none.
+
+    Checked here for its form; that each is a host defining this job with the same list is
+    checked once every host is read (console/config/node_jobs.py).
+    """
+    nodes = reader.optional(table, "nodes", where, list, "a list of host names")
+    if nodes is None:
+        return ()
+    key = join_key(where, "nodes")
+    names = [n for n in nodes if isinstance(n, str) and n]
+    if (
+        len(names) != len(nodes)
+        or len(set(names)) != len(names)
+        or not 2 <= len(names) <= MAX_NODES
+    ):
+        raise reader.error(key, f"got {nodes!r}", (
+            f"two to {MAX_NODES:,} host names from [hosts], each once, in node-rank order"
+        ))  # fmt: skip
+    if table.get("per_dataset"):
+        raise reader.error(key, "set on a per-dataset job", "nodes only on a job that runs once")
+    if restart != "no":
+        raise reader.error(join_key(where, "restart"), f"got {restart!r} on a job across boxes", (
+            '"no": torchrun restarts its own workers (--max-restarts), and a box\'s part '
+            "restarted alone would wait for a rendezvous the others have left"
+        ))  # fmt: skip
+    return tuple(names)
 
 
 def _peak_evals(reader: TableReader, table: Mapping[str, Any], where: str) -> int | None:

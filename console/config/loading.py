@@ -22,6 +22,7 @@ from console.config.hosts import (
     HostConfig,
     SshTarget,
 )
+from console.config.node_jobs import check_node_jobs
 from console.config.pipeline_tables import pipeline_table
 from console.config.reader import TableReader, describe
 
@@ -68,10 +69,10 @@ def parse_config(document: Mapping[str, Any], path: Path) -> ConsoleConfig:
     """Check a parsed TOML document and build the config from it."""
     reader = TableReader(path)
     reader.only(document, "", {"hosts", "console"})
-    hosts = reader.table(document, "hosts", "", required=False)
-    return ConsoleConfig(
-        path, {name: _host(reader, name, hosts) for name in hosts}, _settings(reader, document)
-    )
+    tables = reader.table(document, "hosts", "", required=False)
+    hosts = {name: _host(reader, name, tables) for name in tables}
+    check_node_jobs(path, hosts)
+    return ConsoleConfig(path, hosts, _settings(reader, document))
 
 
 def _settings(reader: TableReader, document: Mapping[str, Any]) -> ConsoleSettings:

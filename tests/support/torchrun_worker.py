@@ -1,0 +1,43 @@
+"""A tiny torchrun worker: join the group over gloo, sum the ranks, write what it saw, then act.
+
+Run by torchrun (`python -m torch.distributed.run ... torchrun_worker.py OUT MODE`) on each box's
+part in the tests of jobs across boxes. MODE: `finish` exits 0; `sleep` waits to be stopped;
+`fail-node-1` makes node 1's worker exit 3 with a reason while node 0's waits, as a peer whose
+collective never comes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+def main() -> int:
+    """Join, all-reduce, record, then finish, sleep or fail as MODE says."""
+    out, mode = Path(sys.argv[1]), sys.argv[2]
+    dist.init_process_group("gloo")
+    total = torch.tensor([dist.get_rank() + 1.0])
+    dist.all_reduce(total)
+    node = int(os.environ["GROUP_RANK"])
+    seen = {"rank": dist.get_rank(), "world_size": dist.get_world_size(), "sum": total.item(),
+            "node": node, "run_id": os.environ.get("TORCHELASTIC_RUN_ID")}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"rank{dist.get_rank()}.json").write_text(json.dumps(seen))
+    if mode == "finish":
+        dist.destroy_process_group()
+        return 0
+    if mode == "fail-node-1" and node == 1:
+        print(f"node {node}: the loss went NaN at step 1", file=sys.stderr, flush=True)
+        os._exit(3)  # no goodbye to the group, as a crashed worker leaves it
+    while True:
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
