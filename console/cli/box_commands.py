@@ -182,8 +182,14 @@ def job_cells(job: JobInfo) -> tuple[str, ...]:
     why = f": {exit_reason(job)}" if job.exit_reason else ""
     return (
         job.id, job.name, job.dataset or "-", job.state, str(job.pid or "-"),
-        f"{ended}{why}" or "-", str(job.restarts), job.restart_note or "",
+        f"{ended}{why}" or "-", str(job.restarts), _node_note(job) + (job.restart_note or ""),
     )  # fmt: skip
+
+
+def _node_note(job: JobInfo) -> str:
+    """`node 1 of 2 (rdzv train-1a2b) ` for a box's part of a job across boxes."""
+    node = job.node
+    return f"node {node.rank} of {node.nnodes} (rdzv {node.rdzv_id}) " if node is not None else ""
 
 
 async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, out: Console) -> int:

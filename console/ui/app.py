@@ -247,6 +247,7 @@ class ConsoleApp(App[None]):
         self.alarm.heard(message.host, message.snapshot)
         self.away_actions.snapshot_seen(message.host, message.snapshot)
         view.record_snapshot(message.snapshot)
+        self.job_actions.nodes.watch()
         if message.host == self.current:
             self._publish_host_shown()
 

@@ -6,6 +6,8 @@ import asyncio
 import secrets
 import time
 
+from textual.app import App
+
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
@@ -21,13 +23,19 @@ from agent.protocol import (
 from console.link.agent_link import AgentRequestError, LinkError
 from console.model.consequences import nothing_to_stop
 from console.model.formatting import started_as
-from console.ui.actions.base import STOP_TIMEOUT_S, HostActions
+from console.ui.actions.base import STOP_TIMEOUT_S, HostActions, Hosts
+from console.ui.actions.nodes import NodeActions
 from console.ui.intents import LaunchRequested, StopRequested
 from console.ui.screens.confirm import ConfirmScreen
 
 
 class JobActions(HostActions):
     """k: stop; v, t, s, x: start by kind, behind the GPU guard."""
+
+    def __init__(self, app: App[None], hosts: Hosts) -> None:
+        super().__init__(app, hosts)
+        self.nodes = NodeActions(app, hosts)
+        """Jobs that span boxes: started, stopped and watched on every box at once."""
 
     def stop(self, intent: StopRequested) -> None:
         """Stop the selected job after a confirm that says what will happen."""
@@ -47,6 +55,8 @@ class JobActions(HostActions):
         ended = nothing_to_stop(job)
         if ended is not None:
             self.app.notify(ended)
+            return
+        if job.node is not None and self.nodes.offer_stop(host, job):
             return
 
         def confirmed(answer: bool | None) -> None:
@@ -104,6 +114,14 @@ class JobActions(HostActions):
         ]
         if kind == "server" and running:
             self.offer_stop(host, running[0])
+            return
+        spec = (
+            self.hosts.configs[host].pipeline.jobs.get(names[0])
+            if host in self.hosts.configs
+            else None
+        )
+        if spec is not None and spec.nodes:
+            await self.nodes.start(host, names[0], spec.nodes)
             return
         await self._launch(host, kind, names[0])
 

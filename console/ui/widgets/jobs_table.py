@@ -60,5 +60,12 @@ def _row(job: JobInfo, now: float, stale: frozenset[str]) -> Row:
     return Row(job.id, (
         literal(job.name), literal(job.kind), literal(job.dataset or ""), str(job.pid or ""),
         _state_text(job, stale), job_uptime(job, now), literal(exit_text(job)),
-        "gpu" if job.gpu else "", "external" if job.external else "own",
+        "gpu" if job.gpu else "", _origin(job),
     ))  # fmt: skip
+
+
+def _origin(job: JobInfo) -> str:
+    """own, external, or this box's part of a job across boxes (`node 1/2`)."""
+    if job.external:
+        return "external"
+    return f"node {job.node.rank}/{job.node.nnodes}" if job.node is not None else "own"

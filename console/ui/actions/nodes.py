@@ -1,0 +1,129 @@
+"""Jobs across boxes in the dashboard: t starts every box's part, k stops them all.
+
+A part that fails, is killed or lost takes the others down: no agent can reach another box, so
+the console, which sees every box, watches each snapshot for it.
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+
+from agent.protocol import JobInfo, StopResult
+from console.config import node_spans
+from console.link.agent_link import AgentLink, LinkError
+from console.link.node_jobs import start_on_every_box, stop_parts
+from console.model.node_groups import (
+    NodeGroup,
+    NodePartSeen,
+    node_groups,
+    parts_to_stop,
+    why_stopped,
+)
+from console.ui.actions.base import HostActions, Hosts
+from console.ui.screens.confirm import ConfirmScreen
+
+
+class NodeActions(HostActions):
+    """Start, stop and watch the parts of jobs that span boxes."""
+
+    def __init__(self, app: App[None], hosts: Hosts) -> None:
+        super().__init__(app, hosts)
+        self._asked: set[tuple[str, str]] = set()
+        """(host, job id) of every part this console has asked to stop."""
+
+    def groups(self) -> list[NodeGroup]:
+        """Every launch across boxes the latest snapshots show."""
+        jobs = {host: self.jobs(host) for host in self.hosts.views}
+        return node_groups(jobs, node_spans(self.hosts.configs))
+
+    def group_of(self, host: str, job: JobInfo) -> NodeGroup | None:
+        """The launch `job` on `host` is a part of, if it is one."""
+        return next(
+            (
+                g
+                for g in self.groups()
+                if any(p.host == host and p.job.id == job.id for p in g.parts)
+            ),
+            None,
+        )
+
+    async def start(self, host: str, name: str, nodes: tuple[str, ...]) -> None:
+        """Start `name` on every box it spans, or on none (and say which box refused)."""
+        links = self._links(nodes, f"{name} spans {', '.join(nodes)}")
+        if links is None:
+            return
+        try:
+            parts = await start_on_every_box(links, name, nodes)
+        except LinkError as exc:
+            self.app.notify(str(exc), severity="error", timeout=30)
+            return
+        for part in parts:
+            self.hosts.views[part.host].launched(part.job)
+        rdzv = parts[0].job.node.rdzv_id if parts[0].job.node else "?"
+        self.app.notify(f"started {name} on {len(parts)} boxes ({', '.join(nodes)}), rdzv {rdzv}")
+
+    def offer_stop(self, host: str, job: JobInfo) -> bool:
+        """Ask, then stop every box's part of the launch `job` belongs to; False if it is none."""
+        group = self.group_of(host, job)
+        if group is None:
+            return False
+        live = group.live()
+
+        def confirmed(answer: bool | None) -> None:
+            if answer:
+                self.in_worker(
+                    self._stop(live, "stopped from the dashboard"), f"the stop of {job.name}"
+                )
+
+        text = (
+            f"{group.line()}\n\nEvery box's part gets its stop signal, then SIGTERM and SIGKILL "
+            "after the job's graces: a part left running would wait for the others in its "
+            "collectives, holding its GPUs."
+        )
+        title = f"Stop {job.name} on every box ({len(live)} running)?"
+        _ = self.app.push_screen(ConfirmScreen(title, text, "Stop every part"), confirmed)
+        return True
+
+    def watch(self) -> None:
+        """Stop the running parts of any launch whose other part failed, was killed or lost."""
+        due = [
+            d for d in parts_to_stop(self.groups()) if (d[0].host, d[0].job.id) not in self._asked
+        ]
+        if not due:
+            return
+        self._asked.update((part.host, part.job.id) for part, _ in due)
+        ended = due[0][1]
+        where = ", ".join(f"node {part.rank} on {part.host}" for part, _ in due)
+        self.app.notify(f"{ended.job.name}: {why_stopped(ended)}: stopping {where}",
+                        severity="warning", timeout=30)  # fmt: skip
+        self.in_worker(self._stop([part for part, _ in due], why_stopped(ended)), "a stop of parts")
+
+    async def _stop(self, parts: list[NodePartSeen], why: str) -> None:
+        links = {p.host: link for p in parts if (link := self._writable(p.host)) is not None}
+        answers = await stop_parts(links, [(p.host, p.job) for p in parts if p.host in links])
+        for host, answer in answers:
+            if isinstance(answer, StopResult):
+                self.app.notify(f"{host}: {answer.job.name} {answer.outcome} ({why})")
+            else:
+                self.app.notify(f"{host}: not stopped: {answer}", severity="error", timeout=30)
+        for part in parts:
+            if part.host not in links:
+                self.app.notify(f"{part.host}: node {part.rank} of {part.job.name} not stopped: "
+                                "no link, or read-only", severity="error", timeout=30)  # fmt: skip
+
+    def _links(self, nodes: tuple[str, ...], what: str) -> dict[str, AgentLink] | None:
+        links = {host: link for host in nodes if (link := self._writable(host)) is not None}
+        missing = [host for host in nodes if host not in links]
+        if missing:
+            self.app.notify(
+                f"{what}: no link to {', '.join(missing)} now (or read-only); a job across boxes "
+                "starts on every box or on none", severity="warning", timeout=20,
+            )  # fmt: skip
+            return None
+        return links
+
+    def _writable(self, host: str) -> AgentLink | None:
+        connection = self.hosts.connections.get(host)
+        if host in self.hosts.read_only or connection is None:
+            return None
+        return connection.link
