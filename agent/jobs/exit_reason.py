@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from agent.host.regular_files import open_regular
-from agent.jobs.torchrun_reason import torchrun_reason
+from agent.jobs.torchrun_reason import ROOT_CAUSE, torchrun_reason
 from agent.logs import TAIL_BYTES, NamedLog, printable_line, read_chunk
 from agent.protocol import MAX_EXIT_REASON_CHARS
 
@@ -32,13 +32,14 @@ _LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+")
 def exit_reason(log: Path) -> str | None:
     """The last line of `log` that says something, as a reason; None when it has none."""
     try:
-        chunk = read_chunk(NamedLog("exit", log), -LAUNCHER_TAIL_BYTES, None)
-        every = chunk.text.splitlines()
-        lines = every[-TAIL_LINES:] or [_unaligned_tail(log)]
+        chunk = read_chunk(NamedLog("exit", log), -TAIL_BYTES, None)
+        if ROOT_CAUSE in chunk.text:  # torchrun's summary: the worker's words are further up
+            launcher = read_chunk(NamedLog("exit", log), -LAUNCHER_TAIL_BYTES, None)
+            if (reason := torchrun_reason(launcher.text.splitlines())) is not None:
+                return reason_text(reason)
+        lines = chunk.text.splitlines()[-TAIL_LINES:] or [_unaligned_tail(log)]
     except OSError:
         return None
-    if (launcher := torchrun_reason(every)) is not None:
-        return reason_text(launcher)
     for line in reversed(lines):
         reason = reason_text(line)
         if any(c.isalnum() for c in reason):

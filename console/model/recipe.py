@@ -198,6 +198,11 @@ def _notes(facts: Facts, trainer: str, run: str) -> list[str]:
     if trainer == "specforge":
         notes.append("SpecForge trains online: its capture server (GPU 0) and trainer share the box; "
                      "drafter-export turns the best step into the folder the server loads")  # fmt: skip
+        notes.append("across boxes (SpecForge 0.2.0's launcher; offline capture, as managed_local "
+                     "runs on one node): nodes = [...] in this train block on every box, and "
+                     "--node-rank {node_rank} deployment.trainer.nnodes={nnodes} "
+                     "deployment.trainer.master_addr=NODE0 in its argv (docs/config.md, jobs "
+                     "across boxes)")  # fmt: skip
     else:
         notes.append(f"speculators generates hidden states on demand from a vLLM at {VLLM_ENDPOINT} "
                      "started with its scripts/launch_vllm.py (not in its wheel); run prepare "

@@ -96,7 +96,7 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
     (
         Request(5, "jobs.launch", LaunchParams("inference", "B1", ("python", "-m", "x")), "k-1"),
         '{"id":5,"method":"jobs.launch","params":{"job":"inference","dataset":"B1","argv":'
-        '["python","-m","x"],"force":false},"idempotency_key":"k-1"}',
+        '["python","-m","x"],"force":false,"node":null},"idempotency_key":"k-1"}',
     ),
     (
         Request(6, "jobs.stop", StopParams("inference-B1-20261129-120000"), "k-2"),

@@ -74,7 +74,7 @@ JOB_LINE = (
     '{"id":"sleeper-1","name":"sleeper","kind":"command","state":"running","argv":["sleep","9"],'
     '"pid":12,"pgid":11,"dataset":null,"started_at":null,"ended_at":null,"exit_code":null,'
     '"exit_signal":null,"gpu":true,"external":false,"log_path":null,"code_sha256":null,"cwd":null,'
-    '"restart_of":null,"restarts":0,"restart_note":null,"exit_reason":null}'
+    '"restart_of":null,"restarts":0,"restart_note":null,"exit_reason":null,"node":null}'
 )
 
 CHUNK = LogChunk("sglang", 10, 20, "a line\n", 20, 77)
