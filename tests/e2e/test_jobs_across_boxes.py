@@ -110,3 +110,24 @@ async def test_stop_on_one_box_stops_every_part(boxes: Path) -> None:
         listed = await run_cli("jobs", box, "--json", config=config)
         [job] = json.loads(listed.stdout)["jobs"]
         assert job["state"] == "stopped", (box, job["state"])
+
+
+async def test_a_box_that_refuses_its_part_leaves_no_part_running(boxes: Path) -> None:
+    nap = f'["{PY}", "-c", "import time; time.sleep(120)"]'
+    config = boxes / "eagle-console.toml"
+    config.write_text(
+        f'[hosts.a]\nssh = "local"\npython = "{PY}"\nstate_dir = "{boxes / "state-a"}"\n'
+        f'[hosts.a.jobs.train]\nnodes = ["a", "b"]\ngrace_s = 5\nargv = {nap}\n'
+        f'[hosts.b]\nssh = "local"\npython = "{PY}"\nstate_dir = "{boxes / "state-b"}"\n'
+        '[hosts.b.jobs.train]\nnodes = ["a", "b"]\nargv = ["run", "--data={dataset}"]\n'
+    )
+    started = await run_cli("start", "a", "train", config=config)
+    assert started.code == 1, started.stdout
+    assert (
+        "train not started on b (node 1 of 2): jobs.launch: job train: argv[1] needs {dataset}"
+        in (started.stderr)
+    )
+    assert "; stopped it again on a" in started.stderr
+    listed = await run_cli("jobs", "a", "--json", config=config)
+    [job] = json.loads(listed.stdout)["jobs"]
+    assert job["state"] == "stopped", "no box is left waiting in a rendezvous that cannot complete"

@@ -114,13 +114,17 @@ class NodeActions(HostActions):
     def _links(self, nodes: tuple[str, ...], what: str) -> dict[str, AgentLink] | None:
         links = {host: link for host in nodes if (link := self._writable(host)) is not None}
         missing = [host for host in nodes if host not in links]
-        if missing:
-            self.app.notify(
-                f"{what}: no link to {', '.join(missing)} now (or read-only); a job across boxes "
-                "starts on every box or on none", severity="warning", timeout=20,
-            )  # fmt: skip
-            return None
-        return links
+        if not missing:
+            return links
+        unopened = [host for host in missing if host not in self.hosts.connections]
+        why = (
+            f"{', '.join(unopened)} not open in this dashboard: run `eagle-console` with no host "
+            "name to open every host" if unopened
+            else f"no link to {', '.join(missing)} now, or read-only"
+        )  # fmt: skip
+        self.app.notify(f"{what}: {why}; a job across boxes starts on every box or on none",
+                        severity="warning", timeout=20)  # fmt: skip
+        return None
 
     def _writable(self, host: str) -> AgentLink | None:
         connection = self.hosts.connections.get(host)
