@@ -171,8 +171,10 @@ async def test_a_stop_asked_for_is_never_undone(link: AgentLink) -> None:
 async def test_a_job_killed_by_a_signal_is_restarted(link: AgentLink) -> None:
     job = await launch(link, "sleeper")
     await text_appears(Path(job.log_path or ""), "up")
-    [running] = await jobs_now(link)
-    kill_process(running.pid or 0, signal.SIGKILL)
+    # the job may write before the shim records its pid: wait for the pid, not the log line
+    [running] = await jobs_where(link, lambda js: bool(js and js[0].pid))
+    assert running.pid is not None
+    kill_process(running.pid, signal.SIGKILL)
 
     jobs = await jobs_where(link, lambda js: any(j.restart_of == job.id and j.pid for j in js))
 
