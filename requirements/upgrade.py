@@ -15,7 +15,11 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-LOCKS = (Path("requirements/lock.txt"), Path("requirements/trainers-lock.txt"))
+LOCKS = (
+    Path("requirements/lock.txt"),
+    Path("requirements/trainers-lock.txt"),
+    Path("requirements/vllm-lock.txt"),
+)
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)", re.MULTILINE)
 
 

@@ -8,7 +8,8 @@ Every series carries `model_name` and `engine` labels, one per data-parallel eng
 (loggers.py:499-505): the header sums them (the KV share is their mean) and `parts` shows each
 engine, as the SGLang probe shows each DP rank. vLLM reports no throughput gauge, so tokens/s is
 the counter's rate between two readings of the same URL (and engine); the first reading has
-none. Every failure is a missing figure, never an exception.
+none. With a drafter, its counters give the accept length and acceptance (vllm_spec.py). Every
+failure is a missing figure, never an exception.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from agent.probes import prometheus
 from agent.probes.http_reads import get_json, get_text
 from agent.probes.values import count, figure, text
+from agent.probes.vllm_spec import SpecFigures, spec_counters, spec_figures
 from agent.protocol import ServerPart, ServerStats
 
 KV_CACHE_NAMES = ("kv_cache_usage_perc", "gpu_cache_usage_perc")
@@ -37,6 +39,8 @@ async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> Serv
         return None
     samples = prometheus.parse(await get_text(session, f"{url}/metrics"), "vllm")
     total = prometheus.totals(samples)
+    counters = spec_counters(samples)
+    spec = spec_figures(url, counters) if counters is not None else None
     context = count(entry.get("max_model_len"))
     about = f"vLLM, max context {context:,} tokens" if context is not None else "vLLM"
     return ServerStats(
@@ -49,6 +53,20 @@ async def probe_vllm(session: Any, url: str, healthy: bool, detail: str) -> Serv
         token_usage=kv_cache_usage(total),
         gen_throughput_tokens_per_s=generation_rate(url, total.get("generation_tokens_total")),
         parts=engine_parts(url, samples),
+        speculative_algorithm=_method(spec),
+        accept_length=spec.accept_length if spec else None,
+        acceptance=spec.acceptance if spec else None,
+        position_acceptance=spec.per_position if spec else (),
+    )
+
+
+def _method(spec: SpecFigures | None) -> str | None:
+    """What the counters show of the drafter: vLLM says its method only in dev mode."""
+    if spec is None:
+        return None
+    steps = spec.draft_tokens_per_step
+    return (
+        f"vLLM speculative decoding, {steps} draft tokens" if steps else "vLLM speculative decoding"
     )
 
 

@@ -50,6 +50,10 @@ class ServerStats:
     gen_throughput_tokens_per_s: float | None = None
     cache_hit_rate: float | None = None
     accept_length: float | None = None
+    acceptance: float | None = None
+    """Accepted draft tokens / draft tokens (0-1), where the server counts them (vLLM)."""
+    position_acceptance: tuple[float, ...] = ()
+    """Per draft position, the share of drafts whose token there was accepted (vLLM)."""
     log_stats: dict[str, str] = field(default_factory=dict)
     """The fields of the last Decode batch line of the server log, summed over DP ranks."""
     probed_at: float = 0.0

@@ -39,6 +39,7 @@ def vllm_metrics_text(ranks: Ranks, model_name: str, finishes: FinishCounts) -> 
                 f"vllm:{name}{_labels(model_name, index)} {float(values(engine)[name])}"
                 for index, engine in engines
             ]
+    lines += _spec_lines(ranks, model_name)
     lines += ["# HELP vllm:request_success_total Finished requests.",
               "# TYPE vllm:request_success_total counter"]  # fmt: skip
     for index, _ in engines:
@@ -48,6 +49,40 @@ def vllm_metrics_text(ranks: Ranks, model_name: str, finishes: FinishCounts) -> 
                 f"vllm:request_success_total{labels} {float(finishes.by_reason[index, reason])}"
             )
     return "\n".join(lines) + "\n"
+
+
+def _spec_lines(ranks: Ranks, model_name: str) -> list[str]:
+    """The drafter's counters, as vLLM 0.32 names them (v1/spec_decode/metrics.py ~229-275).
+
+    A verify step is one draft of `num_draft_tokens - 1` tokens (vLLM's num_speculative_tokens:
+    SGLang counts the verified root token too); it yields the accepted ones and a bonus token,
+    so accepted = tokens made - drafts. The accepted are spread evenly over the positions.
+    """
+    speculation = ranks.engines[0].settings.speculation
+    if speculation is None:
+        return []
+    positions = speculation.num_draft_tokens - 1
+    lines: list[str] = []
+    for name in ("num_drafts", "num_draft_tokens", "num_accepted_tokens",
+                 "num_accepted_tokens_per_pos"):  # fmt: skip
+        lines += [
+            f"# HELP vllm:spec_decode_{name} {name}.",
+            f"# TYPE vllm:spec_decode_{name} counter",
+        ]
+        for index, engine in enumerate(ranks.engines):
+            drafts = round(engine.verify_steps_total)
+            accepted = max(0, engine.generated_tokens_total - drafts)
+            values = {"num_drafts": drafts, "num_draft_tokens": drafts * positions,
+                      "num_accepted_tokens": accepted}  # fmt: skip
+            if name in values:
+                lines.append(f"vllm:spec_decode_{name}_total{_labels(model_name, index)} "
+                             f"{float(values[name])}")  # fmt: skip
+                continue
+            share = accepted / positions
+            for position in range(positions):
+                labels = _labels(model_name, index, 'position="' + str(position) + '",')
+                lines.append(f"vllm:spec_decode_{name}_total{labels} {share:.1f}")
+    return lines
 
 
 def _labels(model_name: str, engine: int, extra: str = "") -> str:

