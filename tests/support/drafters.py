@@ -65,9 +65,7 @@ def tiny_target(folder: Path, **overrides: Any) -> Path:
     return folder
 
 
-def vocab_files(
-    folder: Path, stride: int = 3, vocab: int = VOCAB, draft: int = DRAFT
-) -> Mapping:
+def vocab_files(folder: Path, stride: int = 3, vocab: int = VOCAB, draft: int = DRAFT) -> Mapping:
     """The vocab job's outputs the check reads: its report and d2t.npy, t2d.npy."""
     import numpy as np
     import torch
@@ -128,7 +126,10 @@ def specforge_export(step: Path, out: Path, draft_config: Path | None = None) ->
 
 
 def speculators_checkpoint(
-    root: Path, verifier: Path, mapping: Mapping, layer_ids: list[int] | None = None,
+    root: Path,
+    verifier: Path,
+    mapping: Mapping,
+    layer_ids: list[int] | None = None,
     draft: int = DRAFT,
 ) -> Path:
     """A speculators epoch folder, saved by its SingleGPUCheckpointer."""
