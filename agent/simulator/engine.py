@@ -95,6 +95,8 @@ class Engine:
         self.queue: collections.deque[SimRequest] = collections.deque()
         self.running: list[SimRequest] = []
         self.generated_tokens_total = 0
+        self._generated_exact = 0.0
+        """Tokens made, fractions kept: the counter is its whole part (a tick makes fractions)."""
         self.prompt_tokens_total = 0
         self.requests_total = 0
         self.gen_throughput = 0.0
@@ -170,10 +172,13 @@ class Engine:
             last = now
 
     def _finish_now(self, request: SimRequest) -> None:
+        gained = len(request.answer.output_ids) - request.produced
         request.produced = len(request.answer.output_ids)
         if self.settings.speculation is not None:
-            request.verify_steps = request.produced / self.settings.speculation.accept_length
-        self.generated_tokens_total += len(request.answer.output_ids)
+            steps = gained / self.settings.speculation.accept_length
+            request.verify_steps += steps
+            self.verify_steps_total += steps
+        self._count_generated(gained)
         request.finished.set()
         request.progressed.set()
         self._count_answered([request])
@@ -221,7 +226,7 @@ class Engine:
         for request in self.running:
             request.advance(per_request)
         made = sum(r.produced for r in self.running) - before
-        self.generated_tokens_total += round(made)
+        self._count_generated(made)
         self._account(per_request, made, sim_seconds)
         self._drop_finished()
 
@@ -241,9 +246,13 @@ class Engine:
             made += gained
         self.verify_steps_total += made / speculation.accept_length
         self._verify_steps_since_log += made / speculation.accept_length
-        self.generated_tokens_total += round(made)
+        self._count_generated(made)
         self._account(steps, made, sim_seconds)
         self._drop_finished()
+
+    def _count_generated(self, tokens: float) -> None:
+        self._generated_exact += tokens
+        self.generated_tokens_total = int(self._generated_exact)
 
     def _account(self, steps: float, tokens: float, sim_seconds: float) -> None:
         self._steps_since_log += steps

@@ -77,6 +77,7 @@ class OpenAIRoutes:
             app.router.add_get("/metrics", self.metrics)
         if self.settings.vllm_dev_mode:
             app.router.add_get("/server_info", self.vllm_server_info)
+            app.router.add_post("/reset_prefix_cache", self.reset_prefix_cache)
 
     @property
     def model(self) -> str:
@@ -122,12 +123,23 @@ class OpenAIRoutes:
 
     async def models(self, request: web.Request) -> web.Response:
         """The served model and its context length."""
-        return web.json_response(wire.models_body(self.model, self.sim.config.context_length))
+        owner = "sglang" if self.settings.flavor == "sglang" else "vllm"
+        return web.json_response(
+            wire.models_body(self.model, self.sim.config.context_length, owner)
+        )
 
     async def metrics(self, request: web.Request) -> web.Response:
         """Prometheus text with vLLM's `vllm:` names, one series per engine."""
         text = vllm_metrics_text(self.sim.ranks, self.model, self.finishes)
         return web.Response(text=text, content_type="text/plain")
+
+    async def reset_prefix_cache(self, request: web.Request) -> web.Response:
+        """The dev-mode reset: `{"success": false}` while requests hold blocks.
+
+        As vLLM's entrypoints/serve/dev/cache/api_router.py answers; the simulator keeps no cache.
+        """
+        busy = any(engine.running for engine in self.sim.ranks.engines)
+        return web.json_response({"success": not busy})
 
     async def vllm_server_info(self, request: web.Request) -> web.Response:
         """The dev-mode /server_info of vLLM: its config, its VLLM_ environment, the system's."""

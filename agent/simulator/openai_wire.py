@@ -161,9 +161,13 @@ def hosted_error(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "metadata": {}}}
 
 
-def models_body(model: str, max_model_len: int) -> dict[str, Any]:
-    """`GET /v1/models` (entrypoints/serve/engine/protocol.py:105)."""
-    entry = {"id": model, "object": "model", "created": int(time.time()), "owned_by": "vllm",
+def models_body(model: str, max_model_len: int, owner: str = "vllm") -> dict[str, Any]:
+    """`GET /v1/models`, as vLLM answers it (entrypoints/serve/engine/protocol.py:105).
+
+    SGLang's ModelCard has the same fields, owned by "sglang" (srt/entrypoints/openai/protocol.py
+    ~93): the evaluation tells the two apart by it.
+    """
+    entry = {"id": model, "object": "model", "created": int(time.time()), "owned_by": owner,
              "root": model, "parent": None, "max_model_len": max_model_len}  # fmt: skip
     return {"object": "list", "data": [entry]}
 

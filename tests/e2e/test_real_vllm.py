@@ -2,7 +2,8 @@
 
 One server for the module, with an EAGLE-3 drafter saved by speculators' own code: the runner in
 both OpenAI modes, its ids checked against the model's own argmax in this process; the budget;
-and the probe's figures, speculative decoding's included, against vLLM's own /metrics.
+the probe's figures, speculative decoding's included, against vLLM's own /metrics; and the
+evaluation, its accept length from vLLM's counters over each level.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from agent.pipeline.evaluate.vllm_state import NOT_IN_DEV_MODE
 from agent.probes import prometheus
 from agent.probes.vllm_probe import probe_vllm
 from agent.probes.vllm_spec import SpecCounters, figures_of, spec_counters
@@ -26,6 +30,7 @@ from tests.support.json_http import post
 from tests.support.ports import free_port
 from tests.support.real_vllm import DRAFT_TOKENS, RealVllm, missing_reason, running_vllm
 from tests.support.runner_files import run_runner
+from tests.support.simulator_process import agent_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 QUESTIONS = ["why is the sum so", "the answer is w3", "why and so w7", "sum of the answer w9"]
@@ -146,3 +151,27 @@ async def test_the_probe_reads_the_real_servers_load_and_drafter(vllm: RealVllm)
     assert stats.acceptance == window.acceptance
     assert len(stats.position_acceptance) == DRAFT_TOKENS
     assert f"accept length {window.accept_length:.2f} · acceptance" in server_text(stats)
+
+
+def test_the_evaluation_measures_the_real_drafter_by_its_counters(
+    vllm: RealVllm, tmp_path: Path
+) -> None:
+    prompts = tmp_path / "held_out.jsonl"
+    write_jsonl(prompts, [{"id": i, "input_ids": [3, 7, 10 + i, 4, 3, 9]} for i in range(10)])
+    command = [sys.executable, "-m", "agent.pipeline.evaluate", "--server", vllm.url,
+               "--baseline", vllm.url, "--prompts", str(prompts), "--num-prompts", "8",
+               "--concurrency", "1,4", "--max-new-tokens", "32", "--ignore-eos",
+               "--out", str(tmp_path / "out")]  # fmt: skip
+    ran = subprocess.run(command, env=agent_env(), capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    record = json.loads((tmp_path / "out" / "eval.json").read_text())
+    for level in record["levels"]:
+        rate, length = level["spec_accept_rate"], level["accept_length"]
+        assert rate is not None, "vLLM's counters gave the level's acceptance"
+        assert length == pytest.approx(1 + rate * DRAFT_TOKENS, abs=0.01), "one count, two views"
+        assert len(level["spec_position_acceptance"]) == DRAFT_TOKENS
+        assert level["warm_cache"] is True, "no dev mode: vLLM's prefix cache cannot be reset"
+        assert level["tokens_per_s"] > 0
+    server = record["details"][0]["server"]
+    assert server["flush_error"] == NOT_IN_DEV_MODE
+    assert server["failed"] == 0

@@ -59,7 +59,8 @@ def test_accept_length_3_against_no_drafter(tmp_path: Path) -> None:
         assert set(level) == {"concurrency", "tokens_per_s", "baseline_tokens_per_s", "speedup",
                               "accept_length", "latency_p50_s", "latency_p95_s",
                               "accept_length_decode_steps", "spec_accept_rate",
-                              "spec_correct_drafts_histogram", "warm_cache"}  # fmt: skip
+                              "spec_correct_drafts_histogram", "spec_position_acceptance",
+                              "warm_cache"}  # fmt: skip
         # 128 tokens: the prefill's, then 127 in round(127 / 3) = 42 verify steps
         assert level["accept_length"] == round(128 / 42, 3)  # per request, as SpecForge
         # per decode pass, as bench_serving: the 127 decode tokens over the 42 steps the answers

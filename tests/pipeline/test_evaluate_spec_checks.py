@@ -67,7 +67,9 @@ async def test_an_answer_with_wrong_spec_fields_still_counts_its_tokens() -> Non
     ("info", "figure", "why"),
     [({"internal_states": [{"avg_spec_accept_length": 2.5}]}, 2.5, None),
      ({"decode": [{"internal_states": [{"avg_spec_accept_length": 2.2}]}]}, 2.2, None),  # PD
-     ({"internal_states": [{"avg_spec_accept_length": 3}, {"avg_spec_accept_length": 1.5}]}, 3.0, None),
+     ({"internal_states": [{"avg_spec_accept_length": 3}, {"avg_spec_accept_length": 1.5}]}, 2.25, None),
+     ({"internal_states": [{"avg_spec_accept_length": 3}, {}, {}]}, None, "DP rank(s) 1, 2 of 3 reported none"),
+     ({"internal_states": [{}, {}]}, None, "the server reported none"),
      ({"internal_states": [{}]}, None, "the server reported none"),
      ({"internal_states": [{"avg_spec_accept_length": "2.5"}]}, None, "avg_spec_accept_length is '2.5'"),
      ({"internal_states": [{"avg_spec_accept_length": True}]}, None, "avg_spec_accept_length is True"),
@@ -79,7 +81,7 @@ async def test_an_answer_with_wrong_spec_fields_still_counts_its_tokens() -> Non
      ([1, 2], None, "/server_info has no internal_states"),
      ({"decode": []}, None, "/server_info has no internal_states")],
 )  # fmt: skip
-def test_the_server_count_is_rank_0s_when_it_is_a_number_in_range(
+def test_the_server_count_is_every_ranks_when_each_is_a_number_in_range(
     info: Any, figure: float | None, why: str | None
 ) -> None:
     reading = reading_of(info)

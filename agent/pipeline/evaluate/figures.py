@@ -44,6 +44,8 @@ class ServerFigures:
     decode_steps_unavailable: str | None = None
     spec_accept_rate: float | None = None
     spec_correct_drafts_histogram: tuple[int, ...] | None = None
+    spec_position_acceptance: tuple[float, ...] | None = None
+    decode_steps_ranks: int = 1
     cache_flushed: bool = False
     flush_error: str | None = None
     warmup_requests: int = 0
@@ -58,16 +60,18 @@ def figures(run: LevelRun, conditions: LevelConditions) -> ServerFigures:
     latencies = [a.latency_s for a in ok]
     errors = [a.error for a in run.answers if a.error is not None]
     tokens = sum(a.completion_tokens for a in ok)
+    decode = conditions.decode
     return ServerFigures(
         tokens_per_s=tokens / run.wall_s if run.wall_s > 0 else 0.0,
         latency_p50_s=percentile(latencies, 50), latency_p95_s=percentile(latencies, 95),
         ttft_p50_s=percentile(ttfts, 50) if ttfts else None,
-        accept_length=mean_accept_length(specs),
+        accept_length=decode.accept_length if decode.from_counters else mean_accept_length(specs),
         requests=len(run.answers), failed=len(errors), first_error=errors[0] if errors else None,
-        accept_length_decode_steps=conditions.decode.accept_length,
-        decode_steps_unavailable=conditions.decode.unavailable,
-        spec_accept_rate=pooled_accept_rate(specs),
+        accept_length_decode_steps=decode.accept_length,
+        decode_steps_unavailable=decode.unavailable,
+        spec_accept_rate=decode.acceptance if decode.from_counters else pooled_accept_rate(specs),
         spec_correct_drafts_histogram=summed_histogram(specs),
+        spec_position_acceptance=decode.per_position or None, decode_steps_ranks=decode.ranks,
         cache_flushed=conditions.flush.flushed, flush_error=conditions.flush.error,
         warmup_requests=conditions.warmup_requests, warmup_failed=conditions.warmup_failed,
     )  # fmt: skip

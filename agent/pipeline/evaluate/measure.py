@@ -1,9 +1,10 @@
 """One concurrency level against one server: every prompt sent, at most N at once, timed.
 
-Requests go to SGLang's native `/generate` with the prompt's token ids, as the runner sends them.
-Streamed answers (SSE, cumulative by default) give the time to the first token. `ignore_eos` is
-SGLang's sampling parameter (srt/sampling/sampling_params.py ~173): every answer runs to
-max_new_tokens, as bench_serving sends it by default (benchmark/serving.py ~289-317).
+Requests go to SGLang's native `/generate` with the prompt's token ids, as the runner sends them,
+or to vLLM's `/v1/completions` with the same ids (openai_answers.py). Streamed answers (SSE)
+give the time to the first token. `ignore_eos` is a sampling parameter of both (SGLang's
+srt/sampling/sampling_params.py ~173): every answer runs to max_new_tokens, as bench_serving
+sends it by default (benchmark/serving.py ~289-317).
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from typing import Any
 
 from agent.datasets.response_lines import MAX_RESPONSE_TOKENS
 from agent.host.bounded_http import bounded_body, bounded_text, strict_json
+from agent.pipeline.evaluate.openai_answers import (
+    completion_body,
+    completion_tokens,
+    has_first_token,
+)
 from agent.pipeline.evaluate.spec_meta import SpecMeta, spec_meta
 
 MAX_ERROR_CHARS = 300
@@ -46,9 +52,19 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)
     timeout_s: float = 600.0
     ignore_eos: bool = False
+    model: str | None = None
+    """vLLM's served model name: requests go to /v1/completions. None: SGLang's /generate."""
+
+    @property
+    def path(self) -> str:
+        """Where one prompt is sent."""
+        return "/generate" if self.model is None else "/v1/completions"
 
     def body(self, input_ids: list[int]) -> dict[str, Any]:
-        """The /generate body for one prompt."""
+        """The request body for one prompt."""
+        if self.model is not None:
+            return completion_body(self.model, input_ids, self.max_new_tokens, self.temperature,
+                                   self.stream, self.ignore_eos)  # fmt: skip
         sampling: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens, "temperature": self.temperature,
         }  # fmt: skip
@@ -82,13 +98,13 @@ async def run_level(
 
 
 async def send(session: Any, url: str, ids: list[int], request: Request) -> Answer:
-    """One /generate request, timed; an error is an Answer with its reason, never an exception."""
+    """One request, timed; an error is an Answer with its reason, never an exception."""
     import aiohttp
 
     started = time.perf_counter()
     try:
         async with session.post(
-            f"{url}/generate", json=request.body(ids), headers=request.headers,
+            f"{url}{request.path}", json=request.body(ids), headers=request.headers,
             timeout=aiohttp.ClientTimeout(total=request.timeout_s),
         ) as response:  # fmt: skip
             if response.status != 200:
@@ -97,14 +113,17 @@ async def send(session: Any, url: str, ids: list[int], request: Request) -> Answ
                     time.perf_counter() - started, error=f"HTTP {response.status}: {text}"
                 )
             if request.stream:
-                return within_limit(await _streamed(response, started), request.max_new_tokens)
+                streamed = await _streamed(response, started, openai=request.model is not None)
+                return within_limit(streamed, request.max_new_tokens)
             body = strict_json(await bounded_body(response, MAX_ANSWER_BYTES))
     except (aiohttp.ClientError, asyncio.TimeoutError, ValueError, RecursionError) as exc:
         return Answer(
             time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
         )
-    answer = _answer(body, time.perf_counter() - started, None, whole=True)
-    return within_limit(answer, request.max_new_tokens)
+    elapsed = time.perf_counter() - started
+    if request.model is not None:
+        return within_limit(_openai_answer(body, elapsed, None), request.max_new_tokens)
+    return within_limit(_answer(body, elapsed, None, whole=True), request.max_new_tokens)
 
 
 def within_limit(answer: Answer, max_new_tokens: int) -> Answer:
@@ -121,7 +140,7 @@ def within_limit(answer: Answer, max_new_tokens: int) -> Answer:
     return answer
 
 
-async def _streamed(response: Any, started: float) -> Answer:
+async def _streamed(response: Any, started: float, *, openai: bool = False) -> Answer:
     first: float | None = None
     last: dict[str, Any] = {}
     received = 0
@@ -142,10 +161,20 @@ async def _streamed(response: Any, started: float) -> Answer:
             return Answer(
                 time.perf_counter() - started, error=str(chunk["error"])[:MAX_ERROR_CHARS]
             )
-        if first is None and chunk.get("output_ids"):
+        if first is None and (has_first_token(chunk) if openai else chunk.get("output_ids")):
             first = time.perf_counter() - started
         last = chunk
+    if openai:
+        return _openai_answer(last, time.perf_counter() - started, first)
     return _answer(last, time.perf_counter() - started, first)
+
+
+def _openai_answer(body: Any, latency_s: float, ttft_s: float | None) -> Answer:
+    """A vLLM answer's count (no per-request speculative fields: its counters have them)."""
+    tokens = completion_tokens(body)
+    if isinstance(tokens, str):
+        return Answer(latency_s, error=tokens)
+    return Answer(latency_s, tokens, None, ttft_s)
 
 
 def _answer(body: Any, latency_s: float, ttft_s: float | None, *, whole: bool = False) -> Answer:

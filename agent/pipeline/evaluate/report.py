@@ -50,7 +50,7 @@ def level_row(
         if baseline and baseline.tokens_per_s
         else None
     )
-    histogram = drafter.spec_correct_drafts_histogram
+    histogram, positions = drafter.spec_correct_drafts_histogram, drafter.spec_position_acceptance
     return {
         "concurrency": concurrency,
         "tokens_per_s": round(drafter.tokens_per_s, 2),
@@ -62,19 +62,20 @@ def level_row(
         "accept_length_decode_steps": _rounded(drafter.accept_length_decode_steps, 3),
         "spec_accept_rate": _rounded(drafter.spec_accept_rate, 4),
         "spec_correct_drafts_histogram": list(histogram) if histogram else None,
+        "spec_position_acceptance": list(positions) if positions else None,
         "warm_cache": not drafter.cache_flushed or bool(baseline and not baseline.cache_flushed),
     }  # fmt: skip
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
-    return round(value, digits) if value else None
+    return round(value, digits) if value is not None else None
 
 
 def _warm_cache_words(rows: list[dict[str, Any]]) -> str:
     warm = [str(row["concurrency"]) for row in rows if row["warm_cache"]]
     if not warm:
         return ""
-    return f"; concurrency {', '.join(warm)} ran on a warm cache (/flush_cache failed)"
+    return f"; concurrency {', '.join(warm)} ran on a warm cache (the cache was not flushed)"
 
 
 def _settings(options: EvaluateOptions, prompts: PromptSets) -> dict[str, Any]:

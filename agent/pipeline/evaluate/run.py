@@ -2,6 +2,7 @@
 
 Per level and server, in bench_serving's order (server_state.py): warm-up requests on prompts
 that are not measured, the cache flushed, the measured prompts, the server's own accept count.
+A vLLM server (server_kind.py) is asked the same over its own API (vllm_state.py).
 """
 
 from __future__ import annotations
@@ -9,17 +10,20 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from agent.pipeline.evaluate.figures import LevelConditions, ServerFigures, figures
-from agent.pipeline.evaluate.measure import run_level
+from agent.pipeline.evaluate.measure import Request, run_level
 from agent.pipeline.evaluate.options import EvaluateError, EvaluateOptions, PromptSets
 from agent.pipeline.evaluate.report import Level, level_line, report
+from agent.pipeline.evaluate.server_kind import vllm_model
 from agent.pipeline.evaluate.server_state import (
     DecodeReading,
     decode_accept_length,
     flush_cache,
 )
+from agent.pipeline.evaluate.vllm_state import drafter_counters, level_reading, reset_prefix_cache
 from agent.pipeline.inference.prompts import PromptEncoder, PromptsError, read_prompts
 
 HEALTH_POLL_S = 1.0
@@ -56,12 +60,17 @@ async def evaluate(options: EvaluateOptions, prompts: PromptSets) -> dict[str, A
     if len(prompts.warmup) < options.warmup:
         progress(f"evaluate: {len(prompts.warmup)} of --warmup {options.warmup} warm-up "
                  f"prompt(s): the file has no more past the {len(prompts.measured)} measured")  # fmt: skip
+    assert options.request is not None
     async with aiohttp.ClientSession() as session:
+        requests = {}
         for url in urls:
             await wait_until_healthy(session, url, options)
+            model = await vllm_model(session, url, options.request.headers)
+            requests[url] = replace(options.request, model=model)
         levels: list[Level] = []
         for concurrency in options.concurrency:
-            measured = [await measure_level(session, url, prompts, concurrency, options)
+            measured = [await measure_level(session, url, prompts, concurrency, requests[url],
+                                            options.flush_timeout_s)
                         for url in urls]  # fmt: skip
             _refuse_failed(urls, measured, concurrency)
             levels.append((concurrency, measured[0], measured[1] if len(measured) > 1 else None))
@@ -70,22 +79,28 @@ async def evaluate(options: EvaluateOptions, prompts: PromptSets) -> dict[str, A
 
 
 async def measure_level(
-    session: Any, url: str, prompts: PromptSets, concurrency: int, options: EvaluateOptions
-) -> ServerFigures:
+    session: Any, url: str, prompts: PromptSets, concurrency: int, request: Request,
+    flush_timeout_s: float,
+) -> ServerFigures:  # fmt: skip
     """Warm up, flush, measure, and read the server's own count, for one level on one server."""
-    request = options.request
-    assert request is not None
     warm = await run_level(session, url, prompts.warmup, concurrency, request)
-    flush = await flush_cache(session, url, request.headers, options.flush_timeout_s)
+    on_vllm = request.model is not None
+    flush = (
+        await reset_prefix_cache(session, url, request.headers) if on_vllm
+        else await flush_cache(session, url, request.headers, flush_timeout_s)
+    )  # fmt: skip
     if not flush.flushed:
-        progress(f"evaluate: {url}: /flush_cache failed before concurrency {concurrency} "
+        what = "its prefix cache was not reset" if on_vllm else "/flush_cache failed"
+        progress(f"evaluate: {url}: {what} before concurrency {concurrency} "
                  f"({flush.error}): this level runs on a warm cache")  # fmt: skip
+    before = await drafter_counters(session, url, request.headers) if on_vllm else None
     run = await run_level(session, url, prompts.measured, concurrency, request)
-    decode = (
-        await decode_accept_length(session, url, request.headers)
-        if flush.flushed
-        else NOT_AFTER_FLUSH
-    )
+    if on_vllm:
+        decode = level_reading(before, await drafter_counters(session, url, request.headers))
+    elif flush.flushed:
+        decode = await decode_accept_length(session, url, request.headers)
+    else:
+        decode = NOT_AFTER_FLUSH
     warm_failed = sum(answer.error is not None for answer in warm.answers)
     return figures(run, LevelConditions(flush, decode, len(warm.answers), warm_failed))
 

@@ -44,6 +44,14 @@ class DecodeReading:
 
     accept_length: float | None = None
     unavailable: str | None = None
+    ranks: int = 1
+    """The schedulers (DP ranks) it is the mean of: SGLang gives each rank's average only."""
+    acceptance: float | None = None
+    """vLLM: accepted draft tokens / draft tokens over the level, from its counters."""
+    per_position: tuple[float, ...] = ()
+    """vLLM: per draft position, the share of drafts accepted there, over the level."""
+    from_counters: bool = False
+    """vLLM: the figures are its counters' change over the level, not SGLang's /server_info."""
 
 
 async def flush_cache(
@@ -66,7 +74,7 @@ async def flush_cache(
 
 
 async def decode_accept_length(session: Any, url: str, headers: dict[str, str]) -> DecodeReading:
-    """`avg_spec_accept_length` of DP rank 0, as bench_serving reads it."""
+    """`avg_spec_accept_length` of every DP rank (bench_serving reads rank 0's alone)."""
     import aiohttp
 
     try:
@@ -101,9 +109,24 @@ def reading_of(info: Any) -> DecodeReading:
     if isinstance(info, dict) and isinstance(info.get("decode"), list) and info["decode"]:
         info = info["decode"][0]  # PD disaggregation: the decode server's (serving.py ~1648)
     states = info.get("internal_states") if isinstance(info, dict) else None
-    if not isinstance(states, list) or not states or not isinstance(states[0], dict):
+    if not isinstance(states, list) or not states or not all(isinstance(x, dict) for x in states):
         return DecodeReading(unavailable="/server_info has no internal_states")
-    value = states[0].get("avg_spec_accept_length")
+    readings = [_rank_reading(state) for state in states]
+    if len(readings) == 1 or all(r.accept_length is None for r in readings):
+        return readings[0]
+    missing = [rank for rank, r in enumerate(readings) if r.accept_length is None]
+    if missing:
+        return DecodeReading(unavailable=(
+            f"DP rank(s) {', '.join(map(str, missing[:8]))} of {len(readings)} reported none: "
+            "a figure from the others would leave their requests out"
+        ))  # fmt: skip
+    values = [r.accept_length for r in readings if r.accept_length is not None]
+    return DecodeReading(sum(values) / len(values), ranks=len(values))
+
+
+def _rank_reading(state: dict[str, Any]) -> DecodeReading:
+    """One DP rank's (one scheduler's) figure."""
+    value = state.get("avg_spec_accept_length")
     if value is None:
         return DecodeReading(
             unavailable="the server reported none (no drafter, or under 40 decode batches)"
