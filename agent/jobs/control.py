@@ -21,6 +21,7 @@ from agent.host.procfs import process_info
 from agent.jobs.end_watch import EndWatch
 from agent.jobs.external import external_target, find_external
 from agent.jobs.lines import latest_per_line
+from agent.jobs.orphans import find_orphans
 from agent.jobs.registry import STOP_FILE
 from agent.jobs.spec import GpuBusyError, SpecError, uses_the_snapshot
 from agent.jobs.stopper import StopPlan, StopTarget
@@ -89,7 +90,10 @@ class JobControl:
         """The agent's own jobs, then the external processes that match the configured patterns."""
         own = self.supervisor.jobs()
         own_groups = {job.pgid for job in own if job.pgid is not None}
-        return own + find_external(self.pipeline.external, own_groups)
+        external = find_external(self.pipeline.external, own_groups)
+        listed = {job.pid for job in external if job.pid is not None}
+        orphans = tuple(j for j in find_orphans(own_groups) if j.pid not in listed)
+        return own + external + orphans
 
     async def jobs_list(self, request: Request[JobsParams]) -> JobsList:
         """Every job: the agent's own and external ones."""

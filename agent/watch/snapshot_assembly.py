@@ -19,6 +19,7 @@ from agent.datasets.tracker import DatasetTracker
 from agent.datasets.writers import WriterFinder
 from agent.host.procfs import process_info
 from agent.host.wall_clock import WallClockWatch
+from agent.jobs.orphans import orphan_alerts
 from agent.jobs.supervisor import stale_script
 from agent.plans.capture_output import CaptureMeter, Progress, running_id
 from agent.plans.hidden_states import hidden_states_plan, plan_alerts
@@ -171,7 +172,14 @@ class SnapshotAssembly:
             bounded("training", (), lambda: self.training.progress(jobs)),
             export,
             evaluation,
-            inline("job", [], lambda: job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)),
+            inline(
+                "job",
+                [],
+                lambda: (
+                    job_alerts(jobs, time.time(), self.wall_clock.ended_age_s)
+                    + orphan_alerts(jobs, time.time())
+                ),
+            ),
             bounded("hidden-states plan", None, lambda: self._plan(pipeline, export, jobs)),
         )
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,15 +23,35 @@ from typing import Any
 import aiohttp
 import pytest
 
+from agent.host.procfs import command_line, group_members, process_info
+from agent.host.signals import kill_process
 from agent.pipeline.evaluate.vllm_state import NOT_IN_DEV_MODE
 from agent.probes import prometheus
 from agent.probes.vllm_probe import probe_vllm
 from agent.probes.vllm_spec import SpecCounters, figures_of, spec_counters
+from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopParams,
+)
+from console.link.local_link import open_local_link
 from console.model.formatting import server_text
 from tests.support.export_data import write_jsonl
 from tests.support.json_http import post
+from tests.support.operations import jobs_where
 from tests.support.ports import free_port
-from tests.support.real_vllm import DRAFT_TOKENS, RealVllm, missing_reason, running_vllm
+from tests.support.real_vllm import (
+    DRAFT_TOKENS,
+    HEALTH_TIMEOUT_S,
+    VLLM_ENV,
+    VLLM_PYTHON,
+    RealVllm,
+    missing_reason,
+    running_vllm,
+)
 from tests.support.runner_files import run_runner
 from tests.support.simulator_process import agent_env
 
@@ -175,3 +198,55 @@ def test_the_evaluation_measures_the_real_drafter_by_its_counters(
     server = record["details"][0]["server"]
     assert server["flush_error"] == NOT_IN_DEV_MODE
     assert server["failed"] == 0
+
+
+def wait_healthy(url: str, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} never answered /health")
+
+
+def engines_of(pgid: int) -> list[int]:
+    """The vLLM engine and worker processes in a job's group (by their process titles)."""
+    return [p.pid for p in group_members(pgid) if command_line(p.pid)[:1] and
+            command_line(p.pid)[0].startswith("VLLM::")]  # fmt: skip
+
+
+async def test_a_killed_vllm_server_job_leaves_no_engine_and_comes_back(
+    vllm: RealVllm, state_dir: Path
+) -> None:
+    """Its API process killed, the shim ends the engine it left; the restart policy starts it."""
+    port = free_port()
+    argv = (str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model",
+            str(vllm.model.target), "--host", "127.0.0.1", "--port", str(port),
+            "--max-model-len", "512", "--dtype", "float32", "--enforce-eager")  # fmt: skip
+    spec = JobSpec(argv, kind="server", restart="on-failure", restart_delay_s=0.0, grace_s=20,
+                   env=VLLM_ENV)  # fmt: skip
+    link = await open_local_link(state_dir, PipelineConfig(jobs={"vllm": spec}))
+    try:
+        first = await link.call(JOBS_LAUNCH, LaunchParams("vllm"), idempotency_key="vllm-1")
+        await asyncio.to_thread(wait_healthy, f"http://127.0.0.1:{port}")
+        assert first.pgid is not None
+        [running] = await jobs_where(link, lambda jobs: bool(jobs and jobs[0].pid))
+        engines = engines_of(first.pgid)
+        assert engines, "vLLM runs its engine core as a process of its own"
+        assert running.pid is not None
+        kill_process(running.pid, signal.SIGKILL)
+        jobs = await jobs_where(link, lambda js: any(j.restart_of == first.id for j in js), 120)
+        assert all(process_info(pid) is None or not process_info(pid).alive for pid in engines), (  # type: ignore[union-attr]
+            "the engine the killed server left was ended, not orphaned"
+        )
+        assert not [j for j in jobs if j.kind == "orphaned_server"]
+        await asyncio.to_thread(wait_healthy, f"http://127.0.0.1:{port}")
+        again = next(j for j in jobs if j.restart_of == first.id)
+        await link.call(JOBS_STOP, StopParams(again.id), idempotency_key="stop-vllm", timeout_s=120)
+        assert again.pgid is not None
+        assert group_members(again.pgid) == [], "a stop ends the whole server, engines included"
+    finally:
+        await link.close()
