@@ -14,7 +14,12 @@ from agent.host.sglang_auth import (
     read_api_key,
 )
 from agent.pipeline.evaluate.measure import Request
-from agent.pipeline.evaluate.options import FLUSH_TIMEOUT_S, EvaluateError, EvaluateOptions
+from agent.pipeline.evaluate.options import (
+    FLUSH_TIMEOUT_S,
+    LENGTH_EDGES,
+    EvaluateError,
+    EvaluateOptions,
+)
 from agent.pipeline.evaluate.report import write_report
 from agent.pipeline.evaluate.run import encoded_prompts, evaluate, progress
 from agent.pipeline.exit_codes import exit_with
@@ -48,6 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="every answer runs to --max-new-tokens (SGLang's ignore_eos, as bench_serving)")  # fmt: skip
     add("--flush-timeout", type=float, default=FLUSH_TIMEOUT_S,
         help="seconds /flush_cache may wait for the server's requests (default 60)")  # fmt: skip
+    add("--domain", action="append", type=_domain, default=[], metavar="NAME=FILE",
+        help="a domain's prompts, measured on their own (repeat it: one per dataset)")  # fmt: skip
+    add("--length-buckets", type=_edges, default=LENGTH_EDGES, metavar="N,N,...",
+        help="prompt-length edges in tokens, each bucket measured on its own (default "
+             "512,2048,8192; 'none' for no buckets)")  # fmt: skip
+    add("--slice-prompts", type=_positive, default=16,
+        help="the most prompts per domain or length bucket (default 16)")  # fmt: skip
+    add("--slice-concurrency", type=_positive,
+        help="the concurrency domains and buckets are measured at (default: the lowest level)")  # fmt: skip
     add("--wait-for-server", type=float, default=600.0, help="seconds to wait for /health")
     add("--request-timeout", type=float, default=600.0, help="seconds per request")
     add("--api-key-file", help="the servers' --api-key (else the file in $EAGLE_API_KEY_FILE, "
@@ -73,6 +87,21 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 0")
     return value
+
+
+def _domain(text: str) -> tuple[str, Path]:
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=FILE (say math=held_out/math.jsonl)"
+        )
+    return name.strip()[:80], Path(path)
+
+
+def _edges(text: str) -> tuple[int, ...]:
+    if text.strip().lower() in ("none", "0", ""):
+        return ()
+    return tuple(sorted({_positive(part.strip()) for part in text.split(",") if part.strip()}))
 
 
 def _levels(text: str) -> tuple[int, ...]:
@@ -103,8 +132,17 @@ def options_from(args: argparse.Namespace) -> EvaluateOptions:
         temperature=args.temperature, stream=args.stream, tokenizer=args.tokenizer,
         trust_remote_code=args.trust_remote_code, warmup=args.warmup,
         wait_for_server_s=args.wait_for_server, flush_timeout_s=args.flush_timeout,
-        request=request,
+        request=request, domains=_unique(args.domain), length_edges=args.length_buckets,
+        slice_prompts=args.slice_prompts, slice_concurrency=args.slice_concurrency,
     )  # fmt: skip
+
+
+def _unique(domains: list[tuple[str, Path]]) -> tuple[tuple[str, Path], ...]:
+    names = [name for name, _ in domains]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise EvaluateError(f"--domain {', '.join(twice)} given twice: one file per domain")
+    return tuple(domains)
 
 
 def main(argv: list[str] | None = None) -> int:

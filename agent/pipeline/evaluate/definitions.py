@@ -58,6 +58,17 @@ DEFINITIONS = {
         "route): that level ran on whatever the prefix cache held (details say why)."
     ),
     "tokens_per_s": "Completion tokens of the level's answered requests over its wall time.",
+    "domains": (
+        "Each --domain prompt file measured on its own, at one concurrency (the lowest level, or "
+        "--slice-concurrency), through the level procedure on the server and the baseline: "
+        "acceptance varies by domain (speculators PR #610), and a mixed level hides it."
+    ),
+    "lengths": (
+        "The prompts of every file, bucketed by their token count between --length-buckets "
+        "edges, each bucket measured on its own as a domain is (only when the prompts span two "
+        "buckets or more): the accept length falls with the prompt's length (speculators PR "
+        "#684). slices_left_out names buckets with fewer prompts than the concurrency."
+    ),
     "speedup": "tokens_per_s over baseline_tokens_per_s at the same level.",
     "latency_p50_s": "Per-request latency, nearest-rank percentile (so is latency_p95_s).",
     "procedure": (

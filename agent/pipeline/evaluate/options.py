@@ -12,6 +12,10 @@ FLUSH_TIMEOUT_S = 60.0
 (sglang/benchmark/serving.py ~1011)."""
 
 
+LENGTH_EDGES = (512, 2048, 8192)
+"""Where speculators PR #684 saw the accept length fall: 2.30 at 2k tokens, 1.09 at 16k."""
+
+
 class EvaluateError(Exception):
     """The evaluation cannot be done; the message says why."""
 
@@ -36,6 +40,14 @@ class EvaluateOptions:
     wait_for_server_s: float = 600.0
     flush_timeout_s: float = FLUSH_TIMEOUT_S
     request: Request | None = None
+    domains: tuple[tuple[str, Path], ...] = ()
+    """Prompt files measured one by one (`--domain NAME=FILE`): the drafter per domain."""
+    length_edges: tuple[int, ...] = LENGTH_EDGES
+    """Prompt-length bucket edges in tokens: the drafter per prompt length."""
+    slice_prompts: int = 16
+    """The most prompts one domain or length bucket is measured on."""
+    slice_concurrency: int | None = None
+    """The concurrency slices are measured at; None: the lowest level."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +56,5 @@ class PromptSets:
 
     measured: list[list[int]]
     warmup: list[list[int]] = field(default_factory=list)
+    domains: dict[str, list[list[int]]] = field(default_factory=dict)
+    """Each `--domain` file's prompts, at most `slice_prompts` of them."""

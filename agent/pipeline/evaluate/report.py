@@ -13,22 +13,30 @@ from pathlib import Path
 from typing import Any
 
 from agent.pipeline.evaluate.definitions import DEFINITIONS
-from agent.pipeline.evaluate.figures import ServerFigures, is_slower, verdict
+from agent.pipeline.evaluate.figures import SLOWER, ServerFigures, is_slower, verdict
 from agent.pipeline.evaluate.options import EvaluateOptions, PromptSets
+from agent.pipeline.evaluate.slices import SliceResult, losing_words, slice_row
 
 EVAL_FILE = "eval.json"
 Level = tuple[int, ServerFigures, ServerFigures | None]
 """Concurrency, the drafter's figures, the baseline's."""
 
 
-def report(options: EvaluateOptions, prompts: PromptSets, levels: list[Level]) -> dict[str, Any]:
+def report(
+    options: EvaluateOptions, prompts: PromptSets, levels: list[Level],
+    slices: list[SliceResult] | None = None, left_out: list[str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """What eval.json holds."""
     rows = [level_row(*level) for level in levels]
     summary = [(row["concurrency"], row["speedup"], d.accept_length) for row, (_, d, _) in
                zip(rows, levels, strict=True)]  # fmt: skip
+    sliced = [slice_row(result) for result in slices or []]
     return {
         "levels": rows,
-        "verdict": verdict(summary) + _warm_cache_words(rows),
+        "domains": [row for row in sliced if row["kind"] == "domain"],
+        "lengths": [row for row in sliced if row["kind"] == "length"],
+        "slices_left_out": left_out or [],
+        "verdict": verdict(summary) + _warm_cache_words(rows) + losing_words(sliced, SLOWER),
         "slower": is_slower(summary),
         "finished_at": time.time(),
         "definitions": DEFINITIONS,
@@ -87,6 +95,8 @@ def _settings(options: EvaluateOptions, prompts: PromptSets) -> dict[str, Any]:
         "ignore_eos": options.request.ignore_eos, "prompts_measured": len(prompts.measured),
         "warmup": options.warmup, "warmup_prompts": len(prompts.warmup),
         "flush_timeout_s": options.flush_timeout_s,
+        "domains": {name: str(path) for name, path in options.domains},
+        "length_buckets": list(options.length_edges), "slice_prompts": options.slice_prompts,
     }  # fmt: skip
 
 

@@ -11,6 +11,7 @@ import asyncio
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from agent.pipeline.evaluate.figures import LevelConditions, ServerFigures, figures
@@ -23,6 +24,7 @@ from agent.pipeline.evaluate.server_state import (
     decode_accept_length,
     flush_cache,
 )
+from agent.pipeline.evaluate.slices import MAX_SLICES, Slice, SliceResult, length_slices
 from agent.pipeline.evaluate.vllm_state import drafter_counters, level_reading, reset_prefix_cache
 from agent.pipeline.inference.prompts import PromptEncoder, PromptsError, read_prompts
 
@@ -49,7 +51,22 @@ def encoded_prompts(options: EvaluateOptions) -> PromptSets:
             f"{max(options.concurrency)} needs at least that many (--num-prompts, or lower "
             "--concurrency)"
         )
-    return PromptSets(measured, ids[options.num_prompts :])
+    domains = {
+        name: _encoded(options, path, options.slice_prompts) for name, path in options.domains
+    }
+    return PromptSets(measured, ids[options.num_prompts :], domains)
+
+
+def _encoded(options: EvaluateOptions, path: Path, limit: int) -> list[list[int]]:
+    """One domain file's prompts, encoded as the runner encodes them."""
+    try:
+        prompts = read_prompts(path, limit=limit)
+        encoder = PromptEncoder(
+            options.tokenizer, prompts, trust_remote_code=options.trust_remote_code
+        )
+        return [encoder.input_ids(prompt) for prompt in prompts]
+    except PromptsError as exc:
+        raise EvaluateError(f"--domain {path}: {exc}") from None
 
 
 async def evaluate(options: EvaluateOptions, prompts: PromptSets) -> dict[str, Any]:
@@ -75,7 +92,46 @@ async def evaluate(options: EvaluateOptions, prompts: PromptSets) -> dict[str, A
             _refuse_failed(urls, measured, concurrency)
             levels.append((concurrency, measured[0], measured[1] if len(measured) > 1 else None))
             progress(level_line(*levels[-1]))
-    return report(options, prompts, levels)
+        slices, left_out = planned_slices(options, prompts)
+        measured_slices = [
+            await measure_slice(session, urls, requests, one, prompts.warmup, options)
+            for one in slices
+        ]  # fmt: skip
+    return report(options, prompts, levels, measured_slices, left_out)
+
+
+def planned_slices(options: EvaluateOptions, prompts: PromptSets) -> tuple[list[Slice], list[str]]:
+    """The domains, then the length buckets of every prompt; and the buckets left out, why."""
+    least = slice_concurrency(options)
+    domains = [Slice("domain", name, ids) for name, ids in prompts.domains.items()
+               if len(ids) >= least]  # fmt: skip
+    left = [f"domain {name}: {len(ids)} prompt(s), fewer than concurrency {least}"
+            for name, ids in prompts.domains.items() if len(ids) < least]  # fmt: skip
+    pool = prompts.measured + [ids for found in prompts.domains.values() for ids in found]
+    lengths, short = length_slices(pool, options.length_edges, options.slice_prompts, least)
+    return (domains + lengths)[:MAX_SLICES], left + short
+
+
+def slice_concurrency(options: EvaluateOptions) -> int:
+    """The concurrency slices are measured at."""
+    return options.slice_concurrency or min(options.concurrency)
+
+
+async def measure_slice(
+    session: Any, urls: list[str], requests: dict[str, Request], one: Slice,
+    warmup: list[list[int]], options: EvaluateOptions,
+) -> SliceResult:  # fmt: skip
+    """One domain or length bucket, on the server and the baseline."""
+    concurrency = slice_concurrency(options)
+    sets = PromptSets(one.prompts, warmup)
+    measured = [await measure_level(session, url, sets, concurrency, requests[url],
+                                    options.flush_timeout_s)
+                for url in urls]  # fmt: skip
+    baseline = measured[1] if len(measured) > 1 else None
+    result = SliceResult(one, concurrency, measured[0], baseline)
+    line = level_line(concurrency, measured[0], baseline).removeprefix("evaluate: ")
+    progress(f"evaluate: {one.kind} {one.name}: {line}")
+    return result
 
 
 async def measure_level(
