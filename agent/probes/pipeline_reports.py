@@ -12,13 +12,14 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent.host.regular_files import open_regular
 from agent.probes.values import count
 from agent.protocol import (
     DrafterEvaluation,
     EvalLevel,
+    EvalSlice,
     ExportDatasetQuality,
     ExportSummary,
     JobInfo,
@@ -164,9 +165,42 @@ def _evaluation(job: JobInfo, folder: str, record: dict[str, Any]) -> DrafterEva
         )
         return DrafterEvaluation(
             job.id, folder, _finite(record.get("finished_at") or 0.0), str(record["verdict"])[:500],
-            bool(record.get("slower")), levels,
+            bool(record.get("slower")), levels, _slices(record),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
+MAX_EVAL_SLICES = 64
+MAX_SLICE_NAME = 80
+
+
+def _slices(record: dict[str, Any]) -> tuple[EvalSlice, ...]:
+    """eval.json's domains, then its lengths: each row that is one, the others left out."""
+    found: list[EvalSlice] = []
+    kinds: tuple[tuple[str, Literal["domain", "length"]], ...] = (
+        ("domains", "domain"), ("lengths", "length"),
+    )  # fmt: skip
+    for key, kind in kinds:
+        rows = record.get(key)
+        for row in rows if isinstance(rows, list) else []:
+            one = _slice(kind, row)
+            if one is not None and len(found) < MAX_EVAL_SLICES:
+                found.append(one)
+    return tuple(found)
+
+
+def _slice(kind: Literal["domain", "length"], row: Any) -> EvalSlice | None:
+    try:
+        name = "".join(c for c in str(row["name"]) if c.isprintable())[:MAX_SLICE_NAME]
+        return EvalSlice(
+            kind, name, _whole(row["prompts"]), _whole(row["concurrency"]),
+            _finite(row["tokens_per_s"]), _finite_or_none(row.get("baseline_tokens_per_s")),
+            _finite_or_none(row.get("speedup")), _finite_or_none(row.get("accept_length")),
+            _finite_or_none(row.get("spec_accept_rate")),
+            _finite_or_none(row.get("mean_prompt_tokens")) or 0.0,
+        )  # fmt: skip
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
 
 

@@ -50,7 +50,13 @@ from agent.protocol.datasets import (
     ResponseSummary,
     TokensAt,
 )
-from agent.protocol.drafter import DrafterEvaluation, EvalLevel, ExportDatasetQuality, ExportSummary
+from agent.protocol.drafter import (
+    DrafterEvaluation,
+    EvalLevel,
+    EvalSlice,
+    ExportDatasetQuality,
+    ExportSummary,
+)
 from agent.protocol.encoding import WireMemo, encode, encode_result, to_wire
 from agent.protocol.envelopes import ErrorResponse, Event, Message, Request, Response
 from agent.protocol.errors import ErrorCode, ErrorInfo, ProtocolError
@@ -284,6 +290,7 @@ __all__ = [
     "ErrorResponse",
     "ErrorSummary",
     "EvalLevel",
+    "EvalSlice",
     "Event",
     "ExportDatasetQuality",
     "ExportSummary",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,22 @@ class EvalLevel:
 
 
 @dataclass(frozen=True, slots=True)
+class EvalSlice:
+    """One domain or prompt-length bucket of a drafter evaluation, measured on its own."""
+
+    kind: Literal["domain", "length"]
+    name: str
+    prompts: int
+    concurrency: int
+    tokens_per_s: float
+    baseline_tokens_per_s: float | None = None
+    speedup: float | None = None
+    accept_length: float | None = None
+    spec_accept_rate: float | None = None
+    mean_prompt_tokens: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class DrafterEvaluation:
     """The latest evaluate job's OUT/eval.json: the levels and the verdict in words."""
 
@@ -90,3 +107,5 @@ class DrafterEvaluation:
     slower: bool
     """Slower than no drafter at some level."""
     levels: tuple[EvalLevel, ...] = ()
+    slices: tuple[EvalSlice, ...] = ()
+    """Per domain, then per prompt-length bucket (eval.json's domains and lengths)."""

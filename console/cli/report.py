@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from agent.protocol import Snapshot
+from agent.protocol import DrafterEvaluation, Snapshot
 from console.model.formatting import (
     DatasetRow,
     dataset_row,
@@ -25,7 +25,7 @@ MARKDOWN_SPECIAL = re.compile(r"[\\`*\[\]<>|~&]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z
 
 
 def markdown_report(host: str, snapshot: Snapshot) -> str:
-    """Datasets, budgets, ETA and projections, alerts, jobs, server and GPUs."""
+    """Datasets, budgets, ETA and projections, alerts, jobs, server, the drafter and GPUs."""
     taken = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.taken_at))
     lines = [
         f"# Run report: {md_text(host)} ({md_text(snapshot.host_name)})",
@@ -56,6 +56,7 @@ def markdown_report(host: str, snapshot: Snapshot) -> str:
         "",
         *map(md_text, server_text(snapshot.server).split("\n")),
     ]
+    lines += evaluation_section(snapshot.evaluation)
     lines += [
         "",
         "## GPUs",
@@ -63,6 +64,33 @@ def markdown_report(host: str, snapshot: Snapshot) -> str:
         *map(md_text, gpu_text(snapshot.gpus, snapshot.gpu_note).split("\n")),
     ]
     return "\n".join([*lines, ""])
+
+
+def evaluation_section(evaluation: DrafterEvaluation | None) -> list[str]:
+    """The drafter's evaluation: the verdict, each level, each domain and prompt-length bucket."""
+    if evaluation is None:
+        return []
+    lines = ["", "## Drafter", "", md_text(evaluation.verdict), "",
+             "| concurrency | tokens/s | baseline | speedup | accept length |",
+             "|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for level in evaluation.levels:
+        lines.append(f"| {level.concurrency} | {level.tokens_per_s:,.0f} | "
+                     f"{_figure(level.baseline_tokens_per_s, ',.0f')} | "
+                     f"{_figure(level.speedup, '.2f')} | {_figure(level.accept_length, '.2f')} |")  # fmt: skip
+    if evaluation.slices:
+        lines += ["", "| domain or prompt length | prompts | concurrency | speedup | accept length "
+                  "| drafts accepted |", "|---|---:|---:|---:|---:|---:|"]  # fmt: skip
+        for one in evaluation.slices:
+            name = f"domain {one.name}" if one.kind == "domain" else one.name
+            rate = f"{one.spec_accept_rate:.0%}" if one.spec_accept_rate is not None else "—"
+            lines.append(f"| {md_text(name)} | {one.prompts} | {one.concurrency} | "
+                         f"{_figure(one.speedup, '.2f')} | {_figure(one.accept_length, '.2f')} | "
+                         f"{rate} |")  # fmt: skip
+    return lines
+
+
+def _figure(value: float | None, form: str) -> str:
+    return format(value, form) if value is not None else "—"
 
 
 def md_text(text: str) -> str:

@@ -91,3 +91,24 @@ def test_the_new_evaluation_figures_are_read_and_a_bad_one_is_missing(tmp_path: 
     assert (second.accept_length_decode_steps, second.spec_accept_rate, second.warm_cache) == (
         None, None, False,
     )  # fmt: skip
+
+
+def test_domains_and_lengths_are_read_and_a_row_that_is_not_one_is_left_out(
+    tmp_path: Path,
+) -> None:
+    row = {"kind": "domain", "name": "math", "prompts": 16, "concurrency": 1,
+           "tokens_per_s": 90.0, "baseline_tokens_per_s": 100.0, "speedup": 0.9,
+           "accept_length": 1.6, "spec_accept_rate": 0.2, "mean_prompt_tokens": 120.5}  # fmt: skip
+    bucket = {**row, "kind": "length", "name": "2,048+ tokens\x1b[2J", "speedup": None}
+    broken = [{**row, "prompts": -1}, {**row, "tokens_per_s": "fast"}, "x", {"name": "n"}]
+    record = {"levels": [LEVEL], "verdict": "v", "domains": [row, *broken],
+              "lengths": [bucket] * 70}  # fmt: skip
+    (tmp_path / "eval.json").write_text(json.dumps(record))
+    found = PipelineReports().evaluation((job("evaluate", ("--out", str(tmp_path)), 1.0),))
+    assert found is not None, "a bad slice never breaks the report"
+    first, second = found.slices[:2]
+    assert (first.kind, first.name, first.speedup, first.mean_prompt_tokens) == (
+        "domain", "math", 0.9, 120.5,
+    )  # fmt: skip
+    assert (second.kind, second.name, second.speedup) == ("length", "2,048+ tokens[2J", None)
+    assert len(found.slices) == 64, "bounded"
