@@ -52,6 +52,8 @@ class Facts:
     gpus: int | None
     prompts: str | None
     found: dict[str, str] = field(default_factory=dict)
+    datasets: tuple[str, ...] = ()
+    """The box's datasets: the evaluation measures each on the prompts the export held out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +96,17 @@ def recipe_facts(pipeline: PipelineConfig, snapshot: Snapshot | None) -> Facts:
         f"{gpus} (nvidia-smi)" if gpus
         else "unknown (nvidia-smi showed none): the server's tensor parallel size is 8; edit it"
     )  # fmt: skip
+    datasets = tuple(d.name for d in snapshot.datasets) if snapshot is not None else ()
     return Facts(
-        target, export_out, vocab_out, draft, length, gpus, _prompts(pipeline, snapshot), found
+        target,
+        export_out,
+        vocab_out,
+        draft,
+        length,
+        gpus,
+        _prompts(pipeline, snapshot),
+        found,
+        datasets,
     )
 
 
@@ -181,6 +192,8 @@ def _evaluate(facts: Facts, run: str) -> dict[str, object]:
     argv = ["{python}", "-m", "agent.pipeline.evaluate", "--server",
             f"http://127.0.0.1:{DRAFTER_PORT}", "--prompts", facts.prompts or "PROMPTS.jsonl",
             "--tokenizer", "{tokenizer}", "--concurrency", "1,8,32", "--out", f"{run}/eval"]  # fmt: skip
+    for name in facts.datasets:  # each dataset on the prompts the export held out of training
+        argv += ["--domain", f"{name}={facts.export_out}/held_out/{name}.jsonl"]
     return {"kind": "evaluate", "argv": argv, "stop_signal": "SIGINT", "grace_s": 30}
 
 
@@ -195,6 +208,10 @@ def _notes(facts: Facts, trainer: str, run: str) -> list[str]:
     else:
         notes.append(f"the evaluation's prompts are {facts.prompts}: prompts the drafter trained on "
                      "flatter it, so give held-out ones")  # fmt: skip
+    if facts.datasets:
+        notes.append(f"each dataset is measured on its own too, on the prompts the export held out "
+                     f"of training ({facts.export_out}/held_out/NAME.jsonl: 1 % of a dataset, at "
+                     "most 64, none under 100 prompts)")  # fmt: skip
     if trainer == "specforge":
         notes.append("SpecForge trains online: its capture server (GPU 0) and trainer share the box; "
                      "drafter-export turns the best step into the folder the server loads")  # fmt: skip

@@ -23,6 +23,7 @@ def domains(tmp_path: Path) -> list[str]:
     write_jsonl(tmp_path / "tiny.jsonl", [{"id": 0, "input_ids": [9, 9]}])
     return ["--domain", f"code={tmp_path / 'code.jsonl'}", "--domain",
             f"long={tmp_path / 'long.jsonl'}", "--domain", f"tiny={tmp_path / 'tiny.jsonl'}",
+            "--domain", f"gone={tmp_path / 'held_out' / 'gone.jsonl'}",
             "--length-buckets", "512", "--slice-prompts", "4", "--slice-concurrency", "2"]  # fmt: skip
 
 
@@ -42,7 +43,11 @@ def test_each_domain_and_length_is_measured_and_the_losers_named(tmp_path: Path)
         assert row["concurrency"] == 2
         assert 0.5 < row["speedup"] < 0.95, row  # 0.8 unloaded; below SLOWER on any machine
         assert row["accept_length"] == pytest.approx(1.0, abs=0.05)
-    assert record["slices_left_out"] == ["domain tiny: 1 prompt(s), fewer than concurrency 2"]
+    assert record["slices_left_out"] == [
+        f"domain gone: no file {tmp_path / 'held_out' / 'gone.jsonl'} (the export holds none out "
+        "of a dataset under 100 prompts)",
+        "domain tiny: 1 prompt(s), fewer than concurrency 2",
+    ]
     assert "; loses on domain code (0." in record["verdict"]
     assert "512+ tokens (0." in record["verdict"]
     assert "evaluate: domain long: concurrency 2:" in ran.stderr

@@ -58,3 +58,5 @@ class PromptSets:
     warmup: list[list[int]] = field(default_factory=list)
     domains: dict[str, list[list[int]]] = field(default_factory=dict)
     """Each `--domain` file's prompts, at most `slice_prompts` of them."""
+    domains_missing: list[str] = field(default_factory=list)
+    """The `--domain` files that do not exist, said (a dataset the export held none out of)."""

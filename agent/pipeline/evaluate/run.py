@@ -51,10 +51,11 @@ def encoded_prompts(options: EvaluateOptions) -> PromptSets:
             f"{max(options.concurrency)} needs at least that many (--num-prompts, or lower "
             "--concurrency)"
         )
-    domains = {
-        name: _encoded(options, path, options.slice_prompts) for name, path in options.domains
-    }
-    return PromptSets(measured, ids[options.num_prompts :], domains)
+    domains = {name: _encoded(options, path, options.slice_prompts)
+               for name, path in options.domains if path.exists()}  # fmt: skip
+    missing = [f"domain {name}: no file {path} (the export holds none out of a dataset under 100 "
+               "prompts)" for name, path in options.domains if not path.exists()]  # fmt: skip
+    return PromptSets(measured, ids[options.num_prompts :], domains, missing)
 
 
 def _encoded(options: EvaluateOptions, path: Path, limit: int) -> list[list[int]]:
@@ -105,8 +106,10 @@ def planned_slices(options: EvaluateOptions, prompts: PromptSets) -> tuple[list[
     least = slice_concurrency(options)
     domains = [Slice("domain", name, ids) for name, ids in prompts.domains.items()
                if len(ids) >= least]  # fmt: skip
-    left = [f"domain {name}: {len(ids)} prompt(s), fewer than concurrency {least}"
-            for name, ids in prompts.domains.items() if len(ids) < least]  # fmt: skip
+    left = prompts.domains_missing + [
+        f"domain {name}: {len(ids)} prompt(s), fewer than concurrency {least}"
+        for name, ids in prompts.domains.items() if len(ids) < least
+    ]  # fmt: skip
     pool = prompts.measured + [ids for found in prompts.domains.values() for ids in found]
     lengths, short = length_slices(pool, options.length_edges, options.slice_prompts, least)
     return (domains + lengths)[:MAX_SLICES], left + short

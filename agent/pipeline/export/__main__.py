@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.export.dataset import ExportError
+from agent.pipeline.export.held_out import HELD_OUT_MOST
 from agent.pipeline.export.quality import DROP_POLICIES
 from agent.pipeline.export.run import ExportOptions, UsageError, export, progress
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
@@ -53,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.99,
         help="below this share of conversations that reproduce the tokens, the export fails loudly",
     )
+    add("--held-out", type=int, default=HELD_OUT_MOST, metavar="N",
+        help="the most prompts per dataset kept out of training for the evaluation, in "
+             "OUT/held_out/NAME.jsonl: 1%% of the prompts, at most N (default 64; 0: none)")  # fmt: skip
     add("--prompts-file", default="prompts.jsonl")
     add("--responses-file", default="raw_responses.jsonl")
     return parser
@@ -70,7 +74,14 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
         drop=_names("--drop", args.drop, DROP_POLICIES), weights=_weights(args.weights),
         min_roundtrip_share=_share(args.min_roundtrip_share),
         prompts_file=args.prompts_file, responses_file=args.responses_file,
+        held_out_most=_held_out(args.held_out),
     )  # fmt: skip
+
+
+def _held_out(value: int) -> int:
+    if not 0 <= value <= 100_000:
+        raise UsageError(f"--held-out {value} must be between 0 and 100,000")
+    return value
 
 
 def _names(flag: str, text: str, known: tuple[str, ...]) -> frozenset[str]:

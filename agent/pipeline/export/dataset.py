@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.datasets.response_lines import ResponseLine
-from agent.pipeline.export.index import DUPLICATE, PromptIndex
+from agent.pipeline.export.held_out import HELD_OUT_DIR, HELD_OUT_MOST, held_out_count
+from agent.pipeline.export.index import DUPLICATE, HELD_OUT, PromptIndex
 from agent.pipeline.export.marks import TokenFacts
 from agent.pipeline.export.merged import MergedOutputs
 from agent.pipeline.export.quality import AnswerChecker, numbers
@@ -56,6 +57,8 @@ class ExportContext:
     """SpecForge's chat template the conversation form is rendered and checked with."""
     max_length: int = 2048
     """The trainer's cut (SpecForge's data.max_length): longer records are reported."""
+    held_out_most: int = HELD_OUT_MOST
+    """The most prompts per dataset kept out of training for the evaluation (held_out.py)."""
 
 
 class DatasetExport:
@@ -81,6 +84,7 @@ class DatasetExport:
         try:
             self.index.build()
             self.report.prompts = self.index.count
+            self._hold_out()
             self.encoder = self._encoder()
             self.outputs = open_outputs(self.context.out / self.name, self.context.formats)
             tally = LineTally()
@@ -99,6 +103,22 @@ class DatasetExport:
             self.index.close()
         self.report.seconds = time.perf_counter() - started
         return self.report
+
+    def _hold_out(self) -> None:
+        """Keep a few prompts out of training and write them where the evaluation reads them."""
+        count = held_out_count(self.index.count, self.context.held_out_most)
+        self.report.held_out = count
+        folder = self.context.out / HELD_OUT_DIR
+        if not count:  # an earlier export's slice would no longer match this one's training data
+            (folder / f"{self.name}.jsonl").unlink(missing_ok=True)
+            return
+        self.index.hold_out(count)
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{self.name}.jsonl.partial"
+        with partial.open("wb") as handle:
+            for line in self.index.held_lines():
+                handle.write(line.rstrip(b"\r\n") + b"\n")
+        partial.replace(folder / f"{self.name}.jsonl")
 
     def _encoder(self) -> PromptEncoder:
         context = self.context
@@ -127,6 +147,9 @@ class DatasetExport:
             return
         if prompt == DUPLICATE:
             self.report.duplicates_skipped += 1
+            return
+        if prompt == HELD_OUT:
+            self.report.held_out_answered += 1
             return
         assert isinstance(prompt, Prompt)
         stamp = stamp_of(response.fields)

@@ -20,11 +20,14 @@ from typing import BinaryIO
 from agent.datasets.file_lines import LineBlocks, OverlongLine
 from agent.datasets.response_lines import MAX_LINE_BYTES
 from agent.host.regular_files import NotRegularFileError, open_regular
+from agent.pipeline.export.held_out import rank_key
 from agent.pipeline.inference.prompts import Prompt, PromptsError, parse_prompt_line
 
 BATCH_ROWS = 10_000
 DUPLICATE = "duplicate"
 """What `take` returns for a response whose prompt was answered already."""
+HELD_OUT = "held out"
+"""What `take` returns for a response whose prompt is held out of training (held_out.py)."""
 
 
 class PromptIndex:
@@ -43,7 +46,8 @@ class PromptIndex:
         self._db.executescript(
             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
             "CREATE TABLE prompts (id TEXT PRIMARY KEY, line INTEGER, at INTEGER, size INTEGER,"
-            " answered INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+            " draw INTEGER, answered INTEGER NOT NULL DEFAULT 0,"
+            " held INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
         )
         self._fd: int | None = None
 
@@ -58,7 +62,7 @@ class PromptIndex:
         except OSError as exc:
             raise PromptsError(f"cannot read prompts file {self.path}: {exc.strerror}") from None
         self._fd = os.dup(handle.fileno())
-        rows: list[tuple[str, int, int, int]] = []
+        rows: list[tuple[str, int, int, int, int]] = []
         with handle:
             for index, (offset, raw) in enumerate(_prompt_lines(handle, self.path)):
                 if raw.strip():
@@ -68,33 +72,33 @@ class PromptIndex:
                     rows = []
         self._insert(rows)
 
-    def _row(self, index: int, offset: int, raw: bytes) -> tuple[str, int, int, int]:
+    def _row(self, index: int, offset: int, raw: bytes) -> tuple[str, int, int, int, int]:
         prompt = parse_prompt_line(self.path, index, raw)
         if self.first_needing is None and prompt.needs_tokenizer:
             self.first_needing = prompt
         if self.first_chat is None and prompt.messages is not None:
             self.first_chat = prompt
-        return (prompt.id, index + 1, offset, len(raw))
+        return (prompt.id, index + 1, offset, len(raw), rank_key(prompt.id))
 
     @property
     def samples(self) -> list[Prompt]:
         """The prompts the encoder checks the tokenizer against before any record is exported."""
         return [p for p in (self.first_chat, self.first_needing) if p is not None]
 
-    def _insert(self, rows: list[tuple[str, int, int, int]]) -> None:
+    def _insert(self, rows: list[tuple[str, int, int, int, int]]) -> None:
         try:
             with self._db:
                 self._db.executemany(
-                    "INSERT INTO prompts (id, line, at, size) VALUES (?,?,?,?)", rows
+                    "INSERT INTO prompts (id, line, at, size, draw) VALUES (?,?,?,?,?)", rows
                 )
         except sqlite3.IntegrityError:
             self._duplicate(rows)
         self.count += len(rows)
 
-    def _duplicate(self, rows: list[tuple[str, int, int, int]]) -> None:
+    def _duplicate(self, rows: list[tuple[str, int, int, int, int]]) -> None:
         """Name the first repeated id as the runner does, with both its lines."""
         seen: dict[str, int] = {}
-        for prompt_id, line, _, _ in rows:
+        for prompt_id, line, _, _, _ in rows:
             first = seen.get(prompt_id) or self._line_of(prompt_id)
             if first is not None:
                 raise PromptsError(
@@ -107,17 +111,39 @@ class PromptIndex:
         row = self._db.execute("SELECT line FROM prompts WHERE id = ?", (prompt_id,)).fetchone()
         return int(row[0]) if row else None
 
+    def hold_out(self, count: int) -> None:
+        """Hold the `count` prompts whose ids draw lowest out of training."""
+        with self._db:
+            self._db.execute(
+                "UPDATE prompts SET held = 1 WHERE id IN "
+                "(SELECT id FROM prompts ORDER BY draw, id LIMIT ?)", (count,),
+            )  # fmt: skip
+
+    def held_lines(self) -> Iterator[bytes]:
+        """The held-out prompts' lines, as they are in the prompts file, in its order."""
+        assert self._fd is not None
+        for offset, size in self._db.execute(
+            "SELECT at, size FROM prompts WHERE held = 1 ORDER BY line"
+        ).fetchall():
+            yield os.pread(self._fd, size, offset)
+
     def take(self, prompt_id: str) -> Prompt | str | None:
-        """The prompt of a response: None if no prompt has its id, DUPLICATE if answered already."""
+        """The prompt of a response, or what stands in for it.
+
+        None if no prompt has its id, DUPLICATE if answered already, HELD_OUT if it is held out
+        of training.
+        """
         row = self._db.execute(
-            "SELECT line, at, size, answered FROM prompts WHERE id = ?", (prompt_id,)
+            "SELECT line, at, size, answered, held FROM prompts WHERE id = ?", (prompt_id,)
         ).fetchone()
         if row is None:
             return None
-        line, offset, size, answered = row
+        line, offset, size, answered, held = row
         if answered:
             return DUPLICATE
         self._db.execute("UPDATE prompts SET answered = 1 WHERE id = ?", (prompt_id,))
+        if held:
+            return HELD_OUT
         assert self._fd is not None
         return parse_prompt_line(self.path, line - 1, os.pread(self._fd, size, offset))
 

@@ -142,6 +142,8 @@ def dataset_markdown(record: dict[str, Any]) -> str:
         ("finish reasons", ", ".join(f"{k} {v:,}" for k, v in sorted(quality["finish_reasons"].items()))),
         ("dropped (--drop)", ", ".join(f"{k} {v:,}" for k, v in quality["dropped"].items()) or "none"),
         ("duplicates skipped", record["duplicates_skipped"]),
+        ("held out for the evaluation (held_out/)",
+         f"{record['held_out']:,} prompts ({record['held_out_answered']:,} answers left out)"),
         ("prompts without an answer", record["unanswered_prompts"]),
         ("answers without a prompt", record["no_prompt"]["count"]),
         ("prompt no longer encodes as sent", record["prompt_mismatch"]["count"]),

@@ -81,6 +81,10 @@ class DatasetReport:
     prompts: int = 0
     unanswered_prompts: int = 0
     duplicates_skipped: int = 0
+    held_out: int = 0
+    """Prompts kept out of training for the evaluation (OUT/held_out/NAME.jsonl)."""
+    held_out_answered: int = 0
+    """Responses left out of the trainer's files because their prompt is held out."""
     corrupt_lines: int = 0
     corrupt_first: str = ""
     glued_lines: int = 0
