@@ -34,6 +34,11 @@ def node_values(name: str, spec: JobSpec, node: NodePart | None) -> dict[str, st
             f"job {name} runs on one box (its config names no nodes), yet a node's part was "
             "asked for: the console's config and this box's differ; apply the config again"
         )
+    if node.hosts and node.hosts != spec.nodes:
+        raise SpecError(
+            f"job {name}: asked for across {', '.join(node.hosts)}, but its config spans "
+            f"{', '.join(spec.nodes)}; apply the config again"
+        )
     if node.nnodes != len(spec.nodes) or not 0 <= node.rank < node.nnodes:
         raise SpecError(
             f"job {name}: node {node.rank} of {node.nnodes} asked for, but its config spans "

@@ -21,7 +21,6 @@ from agent.host.procfs import (
     ProcessInfo,
     all_pids,
     command_line,
-    descendants,
     process_info,
     resident_bytes,
     started_at,
@@ -30,6 +29,7 @@ from agent.jobs.external import PREFIX
 from agent.protocol import Alert, JobInfo
 
 ORPHAN_KIND = "orphaned_server"
+MAX_TREE = 4096
 ENGINE_TITLE = re.compile(r"^(VLLM|sglang)::(\S+)")
 """A server's process title: whose (VLLM, sglang), and which process (EngineCore, scheduler_TP0)."""
 SUBREAPERS = frozenset({"init", "systemd", "tini", "dumb-init", "docker-init", "catatonit"})
@@ -60,11 +60,14 @@ def find_orphans(
 
 def orphan_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
     """One alert per orphaned tree: its pids and the memory it holds."""
+    orphans = [job for job in jobs if job.kind == ORPHAN_KIND and job.pid is not None]
+    if not orphans:
+        return []
+    children = _children_of_all()
     alerts = []
-    for job in jobs:
-        if job.kind != ORPHAN_KIND or job.pid is None:
-            continue
-        pids = [job.pid, *(p.pid for p in descendants(job.pid))]
+    for job in orphans:
+        assert job.pid is not None
+        pids = _tree(job.pid, children)
         held = sum(resident_bytes(pid) for pid in pids) / 2**30
         alerts.append(Alert(
             "orphaned_server", "warning",
@@ -76,8 +79,36 @@ def orphan_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
     return alerts
 
 
+def _children_of_all() -> dict[int, list[int]]:
+    """Every live process's children, from one pass over /proc."""
+    children: dict[int, list[int]] = {}
+    for pid in all_pids():
+        info = process_info(pid)
+        if info is not None and info.alive:
+            children.setdefault(info.ppid, []).append(pid)
+    return children
+
+
+def _tree(root: int, children: dict[int, list[int]]) -> list[int]:
+    """`root` and everything below it."""
+    found: list[int] = []
+    todo = [root]
+    while todo and len(found) < MAX_TREE:
+        pid = todo.pop(0)
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
 def _reparented(info: ProcessInfo) -> bool:
-    """Whether its parent is init or a subreaper, which adopts what a dead parent leaves."""
+    """Whether its server is gone: adopted by init or a subreaper, its group's leader dead.
+
+    Its group's leader is the server that started it (or the shell that did): alive, the engine
+    is still served, even where the server is PID 1 itself (a container's `exec vllm serve`).
+    """
+    leader = process_info(info.pgid)
+    if leader is not None and leader.alive and leader.start_ticks <= info.start_ticks:
+        return False
     if info.ppid <= 1:
         return True
     parent = command_line(info.ppid)

@@ -24,17 +24,30 @@ def torchrun_reason(lines: list[str]) -> str | None:
     """`rank 1 (local_rank: 0) exitcode 3: <the worker's last line>`, or None if not torchrun's."""
     if ROOT_CAUSE not in lines:
         return None
+    block = lines[lines.index(ROOT_CAUSE) + 1 :]
     fields: dict[str, str] = {}
-    for line in lines[lines.index(ROOT_CAUSE) + 1 :]:
+    for index, line in enumerate(block):
         found = _FIELD.match(line)
-        if found is not None:
-            fields.setdefault(found[1], found[2])
+        if found is not None and found[1] not in fields:
+            fields[found[1]] = found[2]
+            if found[1] == "traceback" and found[2].startswith("Traceback"):
+                fields[found[1]] = _last_of_traceback(block[index + 1 :]) or found[2]
     rank = fields.get("rank", "?")
     code = fields.get("exitcode", "?").split(" (pid", 1)[0]
     said = fields.get("traceback", "")
     if not said or said.startswith(_NO_TRACEBACK):
         said = _worker_last_line(lines)
     return f"torchrun: rank {rank} exitcode {code}" + (f": {said}" if said else "")
+
+
+def _last_of_traceback(rest: list[str]) -> str:
+    """A @record worker's traceback in the summary: its last line, the error itself."""
+    said = ""
+    for line in rest:
+        if line.startswith("=") or _FIELD.match(line) is not None:
+            break
+        said = line.strip() or said
+    return said
 
 
 def _worker_last_line(lines: list[str]) -> str:

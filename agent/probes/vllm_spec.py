@@ -12,6 +12,7 @@ between two, the server's whole life so far. No drafts counter: no drafter.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -73,6 +74,8 @@ def spec_counters(samples: list[Sample]) -> SpecCounters | None:
             sums[sample.name] += sample.value
     if DRAFTS not in sums:
         return None
+    if not all(math.isfinite(v) for v in (*sums.values(), *positions.values())):
+        return None  # counters past what a float holds: no server counts so far
     per_position = tuple(positions.get(i, 0.0) for i in range(max(positions, default=-1) + 1))
     return SpecCounters(sums[DRAFTS], sums[DRAFT_TOKENS], sums[ACCEPTED], per_position)
 

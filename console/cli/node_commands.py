@@ -129,18 +129,30 @@ async def close_links(links: Mapping[str, AgentLink]) -> None:
     await asyncio.gather(*(link.close() for link in links.values()), return_exceptions=True)
 
 
-async def _jobs(links: Mapping[str, AgentLink]) -> dict[str, tuple[JobInfo, ...]]:
+async def _jobs(
+    links: Mapping[str, AgentLink], *, every: bool = True
+) -> dict[str, tuple[JobInfo, ...]]:
+    """Each box's jobs; a box that cannot answer fails the whole, unless `every` is False."""
     listings = await asyncio.gather(
-        *(link.call(JOBS_LIST, JobsParams()) for link in links.values())
+        *(link.call(JOBS_LIST, JobsParams()) for link in links.values()), return_exceptions=True
     )
-    return {host: listing.jobs for host, listing in zip(links, listings, strict=True)}
+    found: dict[str, tuple[JobInfo, ...]] = {}
+    for host, listing in zip(links, listings, strict=True):
+        if isinstance(listing, LinkError) and every:
+            raise listing
+        if isinstance(listing, BaseException):
+            if every:
+                raise LinkError(f"{host}: {listing}")
+            continue
+        found[host] = listing.jobs
+    return found
 
 
 async def _group_of(
     links: Mapping[str, AgentLink], config: ConsoleConfig, job: JobInfo
 ) -> NodeGroup | None:
     rdzv_id = job.node.rdzv_id if job.node is not None else None
-    groups = node_groups(await _jobs(links), node_spans(config.hosts))
+    groups = node_groups(await _jobs(links, every=False), node_spans(config.hosts))
     return next((g for g in groups if g.rdzv_id == rdzv_id and g.name == job.name), None)
 
 

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from agent.protocol import (
     JOBS_LAUNCH,
+    JOBS_LIST,
     JOBS_STOP,
     LIVE_JOB_STATES,
     JobInfo,
+    JobsParams,
     LaunchParams,
     NodePart,
     StopParams,
@@ -43,7 +45,7 @@ class StartedPart:
 def new_rdzv_id(name: str) -> str:
     """A fresh rendezvous id: the job's name where it is a plain one, and a random tail."""
     plain = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "-" for c in name)
-    return f"{plain.strip('-.')[:40] or 'job'}-{secrets.token_hex(6)}"
+    return f"{plain.strip('-._')[:40] or 'job'}-{secrets.token_hex(6)}"
 
 
 async def start_on_every_box(
@@ -60,8 +62,8 @@ async def start_on_every_box(
                 JOBS_LAUNCH, LaunchParams(name, force=force, node=part),
                 idempotency_key=f"node-{rdzv_id}-{rank}",
             )  # fmt: skip
-        except (LinkError, KeyError) as exc:
-            undone = await _stop_started(links, started)
+        except (LinkError, KeyError) as exc:  # a timeout may still have started it: look too
+            undone = await _stop_started(links, started + await _parts_on(links, host, rdzv_id))
             why = str(exc) if isinstance(exc, LinkError) else "no link to it"
             raise NodeStartError(
                 f"{name} not started on {host} (node {rank} of {len(nodes)}): {why}; "
@@ -91,6 +93,19 @@ async def stop_parts(
     live = [(host, job) for host, job in parts if job.state in LIVE_JOB_STATES]
     answers = await asyncio.gather(*(stop(host, job) for host, job in live))
     return [(host, answer) for (host, _), answer in zip(live, answers, strict=True)]
+
+
+async def _parts_on(links: Mapping[str, AgentLink], host: str, rdzv_id: str) -> list[StartedPart]:
+    """The parts of `rdzv_id` a box lists (a launch that timed out may have started one)."""
+    link = links.get(host)
+    if link is None:
+        return []
+    try:
+        listing = await link.call(JOBS_LIST, JobsParams())
+    except LinkError:
+        return []
+    return [StartedPart(host, job) for job in listing.jobs
+            if job.node is not None and job.node.rdzv_id == rdzv_id]  # fmt: skip
 
 
 async def _stop_started(links: Mapping[str, AgentLink], started: list[StartedPart]) -> str:

@@ -60,7 +60,8 @@ class NodeGroup:
         ended = self.ended_it()
         if ended is not None:
             return ended.job.state
-        return "exited" if len(self.parts) == len(self.hosts) else "unknown"
+        heard = {part.rank for part in self.parts}
+        return "exited" if heard == set(range(len(self.hosts))) else "unknown"
 
     def line(self) -> str:
         """`train across 2 boxes (rdzv r-1a2b): node 0 a running · node 1 b failed (exit 1)`."""
@@ -81,15 +82,16 @@ def node_groups(
     where the config puts its host at its rank: a box cannot join, or end, another's group by
     claiming its rendezvous id.
     """
-    found: dict[tuple[str, str], list[NodePartSeen]] = {}
+    found: dict[tuple[str, str, tuple[str, ...]], list[NodePartSeen]] = {}
     for host, jobs in jobs_by_host.items():
         for job in jobs:
             nodes = spans.get(host, {}).get(job.name, ())
             if _belongs(job, host, nodes) and job.node is not None:
-                found.setdefault((job.name, job.node.rdzv_id), []).append(NodePartSeen(host, job))
+                key = (job.name, job.node.rdzv_id, nodes)
+                found.setdefault(key, []).append(NodePartSeen(host, job))
     groups = [
-        NodeGroup(name, rdzv_id, spans[parts[0].host][name], tuple(sorted(parts, key=_rank)))
-        for (name, rdzv_id), parts in found.items()
+        NodeGroup(name, rdzv_id, nodes, tuple(sorted(parts, key=_rank)))
+        for (name, rdzv_id, nodes), parts in found.items()
     ]
     groups.sort(key=lambda group: -max(p.job.started_at or 0.0 for p in group.parts))
     return groups

@@ -210,8 +210,8 @@ def _notes(facts: Facts, trainer: str, run: str) -> list[str]:
                      "flatter it, so give held-out ones")  # fmt: skip
     if facts.datasets:
         notes.append(f"each dataset is measured on its own too, on the prompts the export held out "
-                     f"of training ({facts.export_out}/held_out/NAME.jsonl: 1 % of a dataset, at "
-                     "most 64, none under 100 prompts)")  # fmt: skip
+                     f"of training ({facts.export_out}/held_out/NAME.jsonl: 1 % of a dataset by "
+                     "the hash of its ids, none under 100 prompts)")  # fmt: skip
     if trainer == "specforge":
         notes.append("SpecForge trains online: its capture server (GPU 0) and trainer share the box; "
                      "drafter-export turns the best step into the folder the server loads")  # fmt: skip

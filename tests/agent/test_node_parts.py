@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.jobs.nodes import node_values, read_node
+from agent.jobs.nodes import RDZV_ID, node_values, read_node
 from agent.jobs.spec import SpecError, render
 from agent.jobs.torchrun_reason import torchrun_reason
 from agent.operations.restarts import _why_not
@@ -176,3 +176,24 @@ def test_torchruns_summary_gives_the_rank_the_code_and_the_workers_words() -> No
         "torchrun: rank 1 (local_rank: 0) exitcode 3: ValueError: bad batch"
     ), "a worker wrapped in @record leaves its error in the summary, which wins"
     assert torchrun_reason(["Traceback (most recent call last):", "ValueError: x"]) is None
+
+
+def test_a_recorded_workers_traceback_gives_its_error_line() -> None:
+    recorded = TORCHRUN_TAIL.replace(
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+        "  traceback : Traceback (most recent call last):\n"
+        '    File "/work/train.py", line 9, in main\n'
+        "      loss.backward()\n"
+        "  RuntimeError: CUDA error: an illegal memory access was encountered\n",
+    )
+    assert torchrun_reason(recorded.splitlines()) == (
+        "torchrun: rank 1 (local_rank: 0) exitcode 3: RuntimeError: CUDA error: an illegal "
+        "memory access was encountered"
+    )
+
+
+@pytest.mark.parametrize("name", ["_train", "-x", "..", "trâin", "a" * 90, "train"])
+def test_every_job_name_gives_a_rendezvous_id_the_agent_takes(name: str) -> None:
+    from console.link.node_jobs import new_rdzv_id
+
+    assert RDZV_ID.fullmatch(new_rdzv_id(name)) is not None

@@ -99,3 +99,39 @@ def test_a_stop_ends_the_engine_and_everything_below_it(
     for pid in (engine, worker):
         info = process_info(pid)
         assert info is None or not info.alive, f"pid {pid} still runs"
+
+
+STAYS = (
+    "import subprocess, sys, time\n"
+    "subprocess.run([sys.executable, '-c', sys.argv[1], sys.argv[2]], check=True)\n"
+    "time.sleep(60)\n"
+)
+"""A group leader that stays: as a server that is PID 1 of its container, whose engine's parent
+reads as init without the server being gone."""
+
+
+def test_an_engine_whose_server_still_leads_its_group_is_not_an_orphan() -> None:
+    leader = subprocess.Popen([sys.executable, "-c", STAYS, LAUNCHER, ENGINE],
+                              stdout=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        engines: list[int] = []
+        while not engines and time.monotonic() < deadline:
+            time.sleep(0.05)
+            engines = [
+                pid for pid in _group(leader.pid)
+                if (info := process_info(pid)) is not None and info.ppid == 1
+            ]  # fmt: skip
+        assert engines, "the engine was reparented"
+        assert not [j for j in find_orphans(set(), TITLE) if j.pid in engines]
+    finally:
+        subprocess.run(["kill", "-9", "--", f"-{leader.pid}"], check=False, capture_output=True)
+        leader.wait()
+
+
+def _group(pgid: int) -> list[int]:
+    return [
+        int(entry.name) for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and (info := process_info(int(entry.name))) is not None
+        and info.pgid == pgid and info.alive
+    ]  # fmt: skip

@@ -79,3 +79,7 @@ def test_no_drafts_counter_means_no_drafter_and_odd_positions_are_not_taken() ->
     counters = spec_counters(odd)
     assert counters is not None
     assert counters.per_position == (3, 2, 1)
+
+
+def test_counters_that_add_up_past_a_float_give_no_figure() -> None:
+    assert spec_counters(metrics((1e308, 1e308, 1e308, ()), (1e308, 1e308, 1e308, ()))) is None

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.pipeline.evaluate.figures import ServerFigures
+from agent.pipeline.evaluate.slices import Slice, SliceResult, losing_words, slice_row
 from tests.pipeline.test_evaluate import eval_json, evaluate
 from tests.support.export_data import write_jsonl
 from tests.support.simulator_process import running_simulator
@@ -61,3 +63,13 @@ def test_a_domain_given_twice_or_without_a_file_is_refused(tmp_path: Path) -> No
     bare = evaluate(tmp_path, "http://127.0.0.1:9", None, "--domain", "math")
     assert bare.returncode == 2
     assert "'math' is not NAME=FILE" in bare.stderr
+
+
+def test_a_slice_whose_requests_failed_compares_no_speed() -> None:
+    failing = ServerFigures(0.0, 0.0, 0.0, None, None, 4, 4, "HTTP 400: past the context")
+    fine = ServerFigures(100.0, 0.1, 0.2, None, None, 4, 0, None)
+    one = Slice("length", "8,192+ tokens", [[1] * 9000] * 4)
+    row = slice_row(SliceResult(one, 1, failing, fine))
+    assert row["speedup"] is None
+    assert row["first_error"] == "HTTP 400: past the context"
+    assert losing_words([row], 0.95) == "; requests failed on 8,192+ tokens (details say why)"

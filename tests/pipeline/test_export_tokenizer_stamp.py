@@ -58,7 +58,9 @@ def test_the_last_answers_from_another_tokenizer_are_left_out_and_the_export_fai
     assert stamps[0] == ours != stamps[-1]
     assert json.loads((folder / "runner.json").read_text())[STAMP] == stamps[-1]
 
-    done = export(tmp_path / "datasets", tmp_path / "ours", tmp_path / "out", "--held-out", "0")
+    done = export(
+        tmp_path / "datasets", tmp_path / "ours", tmp_path / "out", "--held-out-share", "0"
+    )
 
     assert done.returncode == 1, done.stderr  # no round trip without a template: this alone
     assert f"ANSWERS FROM ANOTHER TOKENIZER left out (B1 {LATE})" in done.stderr

@@ -64,11 +64,13 @@ def length_slices(
 def slice_row(result: SliceResult) -> dict[str, object]:
     """A slice as eval.json holds it."""
     drafter, baseline = result.drafter, result.baseline
-    speedup = (
+    failed = drafter.failed + (baseline.failed if baseline else 0)
+    speedup = (  # a slice with failed requests compares no speed (a prompt past the context...)
         round(drafter.tokens_per_s / baseline.tokens_per_s, 3)
-        if baseline and baseline.tokens_per_s
+        if baseline and baseline.tokens_per_s and not failed
         else None
     )
+    first_error = drafter.first_error or (baseline.first_error if baseline else None)
     prompts = result.slice.prompts
     return {
         "kind": result.slice.kind, "name": result.slice.name, "prompts": len(prompts),
@@ -80,15 +82,23 @@ def slice_row(result: SliceResult) -> dict[str, object]:
         "spec_accept_rate": (
             round(drafter.spec_accept_rate, 4) if drafter.spec_accept_rate is not None else None
         ),
-        "failed": drafter.failed + (baseline.failed if baseline else 0),
+        "failed": failed, "first_error": first_error,
     }  # fmt: skip
 
 
 def losing_words(rows: list[dict[str, object]], slower: float) -> str:
-    """`; loses on domain math (0.91×), 2,048+ tokens (0.88×)`, or nothing."""
+    """`; loses on domain math (0.91×), 2,048+ tokens (0.88×)`, or nothing.
+
+    Then the slices whose requests failed, which compare no speed.
+    """
     losing = [
         f"{'domain ' if row['kind'] == 'domain' else ''}{row['name']} ({row['speedup']:.2f}×)"
         for row in rows
         if isinstance(row["speedup"], float) and row["speedup"] < slower
     ]
-    return f"; loses on {', '.join(losing)}" if losing else ""
+    failing = [f"{'domain ' if row['kind'] == 'domain' else ''}{row['name']}" for row in rows
+               if row["failed"]]  # fmt: skip
+    words = f"; loses on {', '.join(losing)}" if losing else ""
+    return words + (
+        f"; requests failed on {', '.join(failing)} (details say why)" if failing else ""
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent.host.bounded_http import bounded_text, strict_json
+from agent.host.bounded_http import bounded_body, bounded_text, strict_json
 from agent.pipeline.evaluate.server_state import MAX_REASON_CHARS, DecodeReading, FlushOutcome
 from agent.probes import prometheus
 from agent.probes.vllm_spec import SpecCounters, figures_of, spec_counters
@@ -78,8 +78,8 @@ async def drafter_counters(
                                timeout=aiohttp.ClientTimeout(total=METRICS_TIMEOUT_S)) as answer:  # fmt: skip
             if answer.status != 200:
                 return f"/metrics: HTTP {answer.status}"
-            text = await bounded_text(answer, MAX_METRICS_BYTES)
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            text = (await bounded_body(answer, MAX_METRICS_BYTES)).decode(errors="replace")
+    except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:  # past its size bound
         return f"/metrics: {type(exc).__name__}: {exc}"[:300]
     return spec_counters(prometheus.parse(text, "vllm"))
 

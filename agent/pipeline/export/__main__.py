@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.export.dataset import ExportError
-from agent.pipeline.export.held_out import HELD_OUT_MOST
+from agent.pipeline.export.held_out import HELD_OUT_SHARE
 from agent.pipeline.export.quality import DROP_POLICIES
 from agent.pipeline.export.run import ExportOptions, UsageError, export, progress
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
@@ -54,9 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.99,
         help="below this share of conversations that reproduce the tokens, the export fails loudly",
     )
-    add("--held-out", type=int, default=HELD_OUT_MOST, metavar="N",
-        help="the most prompts per dataset kept out of training for the evaluation, in "
-             "OUT/held_out/NAME.jsonl: 1%% of the prompts, at most N (default 64; 0: none)")  # fmt: skip
+    add("--held-out-share", type=float, default=HELD_OUT_SHARE, metavar="S",
+        help="the share of each dataset's prompts kept out of training for the evaluation, in "
+             "OUT/held_out/NAME.jsonl, by the hash of their ids (default 0.01; 0: none; none "
+             "under 100 prompts)")  # fmt: skip
     add("--prompts-file", default="prompts.jsonl")
     add("--responses-file", default="raw_responses.jsonl")
     return parser
@@ -74,13 +75,13 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
         drop=_names("--drop", args.drop, DROP_POLICIES), weights=_weights(args.weights),
         min_roundtrip_share=_share(args.min_roundtrip_share),
         prompts_file=args.prompts_file, responses_file=args.responses_file,
-        held_out_most=_held_out(args.held_out),
+        held_out_share=_held_out(args.held_out_share),
     )  # fmt: skip
 
 
-def _held_out(value: int) -> int:
-    if not 0 <= value <= 100_000:
-        raise UsageError(f"--held-out {value} must be between 0 and 100,000")
+def _held_out(value: float) -> float:
+    if not 0.0 <= value <= 0.5:
+        raise UsageError(f"--held-out-share {value:g} must be between 0 and 0.5")
     return value
 
 

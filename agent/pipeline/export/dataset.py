@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.datasets.response_lines import ResponseLine
-from agent.pipeline.export.held_out import HELD_OUT_DIR, HELD_OUT_MOST, held_out_count
+from agent.pipeline.export.held_out import HELD_OUT_DIR, HELD_OUT_SHARE, held_out_threshold
 from agent.pipeline.export.index import DUPLICATE, HELD_OUT, PromptIndex
 from agent.pipeline.export.marks import TokenFacts
 from agent.pipeline.export.merged import MergedOutputs
@@ -57,8 +57,8 @@ class ExportContext:
     """SpecForge's chat template the conversation form is rendered and checked with."""
     max_length: int = 2048
     """The trainer's cut (SpecForge's data.max_length): longer records are reported."""
-    held_out_most: int = HELD_OUT_MOST
-    """The most prompts per dataset kept out of training for the evaluation (held_out.py)."""
+    held_out_share: float = HELD_OUT_SHARE
+    """The share of each dataset's prompts kept out of training for the evaluation (held_out.py)."""
 
 
 class DatasetExport:
@@ -93,6 +93,7 @@ class DatasetExport:
             self._close_tally(tally)
             for output in self.outputs.values():
                 output.commit()
+            self._write_held_out()
         except PromptsError as exc:
             self._abort()
             raise ExportError(f"{self.name}: {exc}") from None
@@ -105,20 +106,23 @@ class DatasetExport:
         return self.report
 
     def _hold_out(self) -> None:
-        """Keep a few prompts out of training and write them where the evaluation reads them."""
-        count = held_out_count(self.index.count, self.context.held_out_most)
-        self.report.held_out = count
+        """Keep a few prompts out of training, by their ids' draw."""
+        below = held_out_threshold(self.index.count, self.context.held_out_share)
+        self.report.held_out = self.index.hold_out(below) if below is not None else 0
+
+    def _write_held_out(self) -> None:
+        """The held-out prompts' lines where the evaluation reads them, once the export is whole."""
         folder = self.context.out / HELD_OUT_DIR
-        if not count:  # an earlier export's slice would no longer match this one's training data
-            (folder / f"{self.name}.jsonl").unlink(missing_ok=True)
+        path = folder / f"{self.name}.jsonl"
+        if not self.report.held_out:  # an earlier export's slice would not match this training
+            path.unlink(missing_ok=True)
             return
-        self.index.hold_out(count)
         folder.mkdir(parents=True, exist_ok=True)
         partial = folder / f".{self.name}.jsonl.partial"
         with partial.open("wb") as handle:
             for line in self.index.held_lines():
                 handle.write(line.rstrip(b"\r\n") + b"\n")
-        partial.replace(folder / f"{self.name}.jsonl")
+        partial.replace(path)
 
     def _encoder(self) -> PromptEncoder:
         context = self.context

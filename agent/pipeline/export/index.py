@@ -111,13 +111,12 @@ class PromptIndex:
         row = self._db.execute("SELECT line FROM prompts WHERE id = ?", (prompt_id,)).fetchone()
         return int(row[0]) if row else None
 
-    def hold_out(self, count: int) -> None:
-        """Hold the `count` prompts whose ids draw lowest out of training."""
+    def hold_out(self, below: int) -> int:
+        """Hold the prompts whose ids draw below `below` out of training; returns how many."""
         with self._db:
-            self._db.execute(
-                "UPDATE prompts SET held = 1 WHERE id IN "
-                "(SELECT id FROM prompts ORDER BY draw, id LIMIT ?)", (count,),
-            )  # fmt: skip
+            self._db.execute("UPDATE prompts SET held = 1 WHERE draw < ?", (below,))
+        row = self._db.execute("SELECT COUNT(*) FROM prompts WHERE held = 1").fetchone()
+        return int(row[0])
 
     def held_lines(self) -> Iterator[bytes]:
         """The held-out prompts' lines, as they are in the prompts file, in its order."""

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent.datasets.root_listing import DatasetsRootError, list_datasets
 from agent.pipeline.export.dataset import DatasetExport, ExportContext, ExportError
-from agent.pipeline.export.held_out import HELD_OUT_MOST
+from agent.pipeline.export.held_out import HELD_OUT_SHARE
 from agent.pipeline.export.marks import token_facts
 from agent.pipeline.export.merged import MergedOutputs
 from agent.pipeline.export.report import (
@@ -56,7 +56,7 @@ class ExportOptions:
     max_length: int = 2048
     model: str | None = None
     """The target model's folder for the trainer configs (default: the tokenizer's)."""
-    held_out_most: int = HELD_OUT_MOST
+    held_out_share: float = HELD_OUT_SHARE
 
     def template(self) -> SpecForgeTemplate | None:
         """The named template, checked; UsageError naming the ones known."""
@@ -81,7 +81,7 @@ def export(options: ExportOptions) -> dict[str, Any]:
     context = ExportContext(
         options.out, options.tokenizer, tokenizer, token_facts(tokenizer), options.formats,
         options.drop, options.trust_remote_code, options.prompts_file, options.responses_file,
-        options.template(), options.max_length, options.held_out_most,
+        options.template(), options.max_length, options.held_out_share,
     )  # fmt: skip
     options.out.mkdir(parents=True, exist_ok=True)
     clear_leftovers(options.out)

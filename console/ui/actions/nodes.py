@@ -6,6 +6,8 @@ the console, which sees every box, watches each snapshot for it.
 
 from __future__ import annotations
 
+import asyncio
+
 from textual.app import App
 
 from agent.protocol import JobInfo, StopResult
@@ -21,6 +23,9 @@ from console.model.node_groups import (
 )
 from console.ui.actions.base import HostActions, Hosts
 from console.ui.screens.confirm import ConfirmScreen
+
+RETRY_STOP_S = 30.0
+"""How long the watch waits before asking a box again to stop a part it could not stop."""
 
 
 class NodeActions(HostActions):
@@ -91,7 +96,6 @@ class NodeActions(HostActions):
         ]
         if not due:
             return
-        self._asked.update((part.host, part.job.id) for part, _ in due)
         ended = due[0][1]
         where = ", ".join(f"node {part.rank} on {part.host}" for part, _ in due)
         self.app.notify(f"{ended.job.name}: {why_stopped(ended)}: stopping {where}",
@@ -99,17 +103,24 @@ class NodeActions(HostActions):
         self.in_worker(self._stop([part for part, _ in due], why_stopped(ended)), "a stop of parts")
 
     async def _stop(self, parts: list[NodePartSeen], why: str) -> None:
+        self._asked.update((part.host, part.job.id) for part in parts)  # the watch asks no more
         links = {p.host: link for p in parts if (link := self._writable(p.host)) is not None}
         answers = await stop_parts(links, [(p.host, p.job) for p in parts if p.host in links])
+        failed = [host for host, answer in answers if not isinstance(answer, StopResult)]
         for host, answer in answers:
             if isinstance(answer, StopResult):
                 self.app.notify(f"{host}: {answer.job.name} {answer.outcome} ({why})")
             else:
-                self.app.notify(f"{host}: not stopped: {answer}", severity="error", timeout=30)
+                self.app.notify(f"{host}: not stopped: {answer}; asked again in "
+                                f"{RETRY_STOP_S:.0f} s", severity="error", timeout=30)  # fmt: skip
         for part in parts:
             if part.host not in links:
+                failed.append(part.host)
                 self.app.notify(f"{part.host}: node {part.rank} of {part.job.name} not stopped: "
                                 "no link, or read-only", severity="error", timeout=30)  # fmt: skip
+        if failed:  # a part left waiting holds its GPUs: the watch asks again later
+            await asyncio.sleep(RETRY_STOP_S)
+            self._asked.difference_update((p.host, p.job.id) for p in parts if p.host in failed)
 
     def _links(self, nodes: tuple[str, ...], what: str) -> dict[str, AgentLink] | None:
         links = {host: link for host in nodes if (link := self._writable(host)) is not None}
