@@ -70,7 +70,8 @@ def _other_tokenizer(folder: Path, result: ScenarioResult, name: str) -> None:
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "agent.pipeline.export", "--datasets-root", str(folder / "datasets"),
-         "--tokenizer", str(folder / "ours"), "--out", str(folder / "out")],
+         "--tokenizer", str(folder / "ours"), "--out", str(folder / "out"),
+         "--held-out-share", "0"],  # every prompt's answer counted: none kept for the evaluation
         env=agent_env(), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     result.detection_s.append(time.monotonic() - started)

@@ -2,20 +2,24 @@
 
 Run by torchrun (`python -m torch.distributed.run ... torchrun_worker.py OUT MODE`) on each box's
 part in the tests of jobs across boxes. MODE: `finish` exits 0; `sleep` waits to be stopped;
-`fail-node-1` makes node 1's worker exit 3 with a reason while node 0's waits, as a peer whose
-collective never comes.
+`fail-node-1` makes node 1's worker SIGKILL its torchrun, as a box that crashed: no torchrun on
+node 1 is left to close the rendezvous, so node 0's waits for a collective that never comes (a
+torchrun that fails in order closes it, and the others may notice and fail too).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+
+from agent.host.signals import kill_process
 
 
 def main() -> int:
@@ -33,8 +37,9 @@ def main() -> int:
         dist.destroy_process_group()
         return 0
     if mode == "fail-node-1" and node == 1:
-        print(f"node {node}: the loss went NaN at step 1", file=sys.stderr, flush=True)
-        os._exit(3)  # no goodbye to the group, as a crashed worker leaves it
+        print(f"node {node}: the box went down at step 1", file=sys.stderr, flush=True)
+        kill_process(os.getppid(), signal.SIGKILL)  # torchrun itself, with no goodbye
+        os._exit(3)
     while True:
         time.sleep(0.5)
 
