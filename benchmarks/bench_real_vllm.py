@@ -23,7 +23,7 @@ from tests.support.export_data import write_jsonl
 from tests.support.ports import free_port
 from tests.support.real_vllm import VLLM_PYTHON, RealVllm, missing_reason, running_vllm
 
-PROMPTS, INPUT_TOKENS, OUTPUT_TOKENS, CONCURRENCY = 128, 32, 64, 16
+PROMPTS, INPUT_TOKENS, OUTPUT_TOKENS, CONCURRENCY = 256, 32, 64, 16
 VLLM_BENCH = """
 import json, sys
 from vllm.benchmarks.serve import add_cli_args, main
@@ -36,13 +36,13 @@ print(json.dumps({k: result[k] for k in ("completed", "total_output_tokens", "du
 """
 
 
-def vllm_bench(server: RealVllm, out: Path) -> dict[str, float]:
+def vllm_bench(server: RealVllm, out: Path, prompts: int = PROMPTS) -> dict[str, float]:
     """`vllm bench serve` with random token prompts of our lengths, at our concurrency."""
     target = str(server.model.target)
     argv = [str(VLLM_PYTHON), "-c", VLLM_BENCH, "--backend", "vllm", "--base-url", server.url,
             "--model", target, "--tokenizer", target, "--dataset-name", "random",
             "--random-input-len", str(INPUT_TOKENS), "--random-output-len", str(OUTPUT_TOKENS),
-            "--num-prompts", str(PROMPTS), "--max-concurrency", str(CONCURRENCY), "--ignore-eos",
+            "--num-prompts", str(prompts), "--max-concurrency", str(CONCURRENCY), "--ignore-eos",
             "--seed", "0", "--result-dir", str(out)]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -50,8 +50,12 @@ def vllm_bench(server: RealVllm, out: Path) -> dict[str, float]:
     return found
 
 
-def ours(server: RealVllm, folder: Path) -> tuple[int, float]:
-    """The runner on the same number of prompts of the same length: (tokens, wall seconds)."""
+def ours(server: RealVllm, folder: Path) -> tuple[int, float, float]:
+    """The runner on the same number of prompts of the same length.
+
+    (tokens, its own tokens/s, the process's wall seconds): its own rate is timed from its run's
+    start to its last answer, as vLLM's benchmark times its duration, set-up left out.
+    """
     draw = random.Random(0)
     vocab = len(server.model.vocab)
     write_jsonl(folder / "prompts.jsonl", [
@@ -63,7 +67,8 @@ def ours(server: RealVllm, folder: Path) -> tuple[int, float]:
         "--concurrency", str(CONCURRENCY), "--max-new-tokens", str(OUTPUT_TOKENS),
         "--temperature", "0",
     )  # fmt: skip
-    return json.loads((folder / "runner.json").read_text())["tokens"], wall_s
+    status = json.loads((folder / "runner.json").read_text())
+    return status["tokens"], status["tokens_per_s"], wall_s
 
 
 def run() -> None:
@@ -76,12 +81,15 @@ def run() -> None:
         started = time.perf_counter()
         with running_vllm(root, free_port(), drafter=False) as server:
             print(f"vLLM up in {time.perf_counter() - started:.0f} s (tiny random Llama, CPU)")
-            theirs = vllm_bench(server, root / "bench")
-            tokens, wall_s = ours(server, root / "runner")
-        ratio = (tokens / wall_s) / theirs["output_throughput"]
+            vllm_bench(server, root / "warm-up", prompts=CONCURRENCY)  # a cold server's first batch
+            before = vllm_bench(server, root / "bench-1")
+            tokens, rate, wall_s = ours(server, root / "runner")
+            after = vllm_bench(server, root / "bench-2")  # either side of ours: the better one
+            theirs = max(before, after, key=lambda found: found["output_throughput"])
+        ratio = rate / theirs["output_throughput"]
         print(f"vllm bench serve: {theirs['total_output_tokens']:,.0f} tokens in "
               f"{theirs['duration']:.1f} s = {theirs['output_throughput']:,.0f} output tokens/s")  # fmt: skip
-        print(f"our runner:       {tokens:,} tokens in {wall_s:.1f} s = {tokens / wall_s:,.0f} "
-              f"output tokens/s")  # fmt: skip
+        print(f"our runner:       {tokens:,} tokens at {rate:,.0f} output tokens/s "
+              f"({tokens / wall_s:,.0f}/s over the process's {wall_s:.1f} s, start included)")  # fmt: skip
         print(f"ratio {ratio:.3f}x at concurrency {CONCURRENCY}, {INPUT_TOKENS} prompt and "
               f"{OUTPUT_TOKENS} output tokens (goal >= 0.97)")  # fmt: skip
