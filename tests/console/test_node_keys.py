@@ -8,7 +8,11 @@ makes the console stop the one still running.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
 
 from agent.attach import stop_daemon
 from agent.protocol import JobInfo, JobSpec, PipelineConfig
@@ -58,7 +62,10 @@ def states(app: ConsoleApp) -> dict[str, str]:
     return {host: job.state for host, job in parts(app).items()}
 
 
-def cleanup(tmp_path: Path) -> None:
+@pytest.fixture
+def boxes(tmp_path: Path) -> Iterator[Path]:
+    """Where the two agents keep their state; their daemons and jobs are ended after the test."""
+    yield tmp_path
     for name in "ab":
         state = tmp_path / f"state-{name}"
         if state.exists():
@@ -66,44 +73,40 @@ def cleanup(tmp_path: Path) -> None:
             kill_leftover_jobs(state)
 
 
-async def test_t_starts_every_part_and_a_failed_one_stops_the_other(tmp_path: Path) -> None:
-    app = app_for(tmp_path, "fail")
-    try:
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.views["b"].snapshot is not None)
-            await pilot.press("t")
-            await wait_for(pilot, lambda: states(app) == {"a": "stopped", "b": "failed"})
-            shown = parts(app)
-            assert shown["a"].node is not None
-            assert shown["b"].node is not None
-            assert shown["a"].node.rdzv_id == shown["b"].node.rdzv_id
-            assert cell(app, "jobs", shown["a"].id, "origin") == "node 0/2"
-            said = " ".join(str(n.message) for n in app._notifications)
-            assert (
-                "train: node 1 on b failed (exit 1: node 1: out of memory): stopping node 0 on a"
-                in said
-            )
-    finally:
-        cleanup(tmp_path)
+async def press_t(pilot: Pilot[None], app: ConsoleApp) -> None:
+    """Once both boxes are heard from, t."""
+    await wait_for(pilot, lambda: app.views["b"].snapshot is not None)
+    await pilot.press("t")
 
 
-async def test_k_on_one_part_stops_every_box(tmp_path: Path) -> None:
-    app = app_for(tmp_path, "sleep")
-    try:
-        async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.views["b"].snapshot is not None)
-            await pilot.press("t")
-            await wait_for(pilot, lambda: states(app) == {"a": "running", "b": "running"})
-            await wait_for(
-                pilot, lambda: cell(app, "jobs", parts(app)["a"].id, "state") == "running"
-            )
-            app.screen.query_one("#jobs").focus()
-            await pilot.press("k")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-            text = str(app.screen.query_one("#confirm-text").render())
-            assert "train across 2 boxes" in text
-            assert "node 0 a running · node 1 b running" in text
-            await pilot.click("#confirm")
-            await wait_for(pilot, lambda: states(app) == {"a": "stopped", "b": "stopped"})
-    finally:
-        cleanup(tmp_path)
+async def test_t_starts_every_part_and_a_failed_one_stops_the_other(boxes: Path) -> None:
+    app = app_for(boxes, "fail")
+    async with app.run_test(size=SIZE) as pilot:
+        await press_t(pilot, app)
+        await wait_for(pilot, lambda: states(app) == {"a": "stopped", "b": "failed"})
+        shown = parts(app)
+        assert shown["a"].node is not None
+        assert shown["b"].node is not None
+        assert shown["a"].node.rdzv_id == shown["b"].node.rdzv_id
+        assert cell(app, "jobs", shown["a"].id, "origin") == "node 0/2"
+        said = " ".join(str(n.message) for n in app._notifications)
+        assert (
+            "train: node 1 on b failed (exit 1: node 1: out of memory): stopping node 0 on a"
+            in said
+        )
+
+
+async def test_k_on_one_part_stops_every_box(boxes: Path) -> None:
+    app = app_for(boxes, "sleep")
+    async with app.run_test(size=SIZE) as pilot:
+        await press_t(pilot, app)
+        await wait_for(pilot, lambda: states(app) == {"a": "running", "b": "running"})
+        await wait_for(pilot, lambda: cell(app, "jobs", parts(app)["a"].id, "state") == "running")
+        app.screen.query_one("#jobs").focus()
+        await pilot.press("k")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        text = str(app.screen.query_one("#confirm-text").render())
+        assert "train across 2 boxes" in text
+        assert "node 0 a running · node 1 b running" in text
+        await pilot.click("#confirm")
+        await wait_for(pilot, lambda: states(app) == {"a": "stopped", "b": "stopped"})
