@@ -24,6 +24,9 @@ from agent.operations.records import OperationRecord, OperationStore, new_id
 from agent.operations.redeploy import Redeploy
 from agent.operations.sequence import Sequence
 from agent.operations.staged_files import check_uploads
+from agent.operations.sweep import Sweep
+from agent.plans.draft_settings import setting_argv, setting_name
+from agent.probes.pipeline_reports import out_dir
 from agent.protocol import (
     LIVE_JOB_STATES,
     Alert,
@@ -36,6 +39,7 @@ from agent.protocol import (
     RedeployParams,
     Request,
     SequenceParams,
+    SweepParams,
     to_wire,
 )
 from agent.tasks import TaskOwner
@@ -129,6 +133,42 @@ class Operations:
             new_id("sequence"), "sequence", params.subject[:200], to_wire(params), time.time(),
             asked_by,
         )  # fmt: skip
+        return self._begin(record, request.idempotency_key)
+
+    async def sweep(self, request: Request[SweepParams], asked_by: str) -> OperationInfo:
+        """Check the jobs and every setting, record the sweep and run it."""
+        if (known := self._asked_before(request, "sweep")) is not None:
+            return known
+        params = request.params
+        jobs = self.box.pipeline.jobs
+        for name, kind in (
+            (params.server_job, "drafter_server"),
+            (params.evaluate_job, "evaluate"),
+        ):
+            if name not in jobs or jobs[name].kind != kind:
+                raise AgentError(ErrorCode.NOT_FOUND, f"no {kind} job {name!r} in the host config")
+        if out_dir(jobs[params.evaluate_job].argv) is None:
+            raise AgentError(ErrorCode.INVALID_PARAMS, (
+                f"the evaluate job {params.evaluate_job} has no --out: the sweep measures each "
+                "setting into a folder under it"
+            ))  # fmt: skip
+        for setting in params.settings:
+            try:
+                setting_argv(jobs[params.server_job].argv, setting)
+            except ValueError as exc:
+                raise AgentError(
+                    ErrorCode.INVALID_PARAMS, f"{setting_name(setting)}: {exc}"
+                ) from None
+        running = [j for j in (await self.box.fresh_snapshot()).jobs if j.name == params.server_job
+                   and j.state in LIVE_JOB_STATES]  # fmt: skip
+        if running:
+            raise AgentError(ErrorCode.OPERATION_BUSY, (
+                f"{params.server_job} runs ({running[0].id}): stop it first, the sweep starts it "
+                "at each setting itself"
+            ))  # fmt: skip
+        subject = f"{params.server_job} at {len(params.settings)} draft setting(s)"
+        record = OperationRecord(new_id("sweep"), "sweep", subject, to_wire(params), time.time(),
+                                 asked_by)  # fmt: skip
         return self._begin(record, request.idempotency_key)
 
     async def listing(self, request: Request[OperationsParams]) -> OperationsList:
@@ -247,7 +287,7 @@ class Operations:
             log.exception("operation %s failed inside the agent", record.id)
             self.journal.end(record, "failed", f"failed inside the agent: {exc!r}; see agent.log")
 
-    def _steps(self, record: OperationRecord) -> Redeploy | Generate | Sequence:
+    def _steps(self, record: OperationRecord) -> Redeploy | Generate | Sequence | Sweep:
         """The steps of a record; raises when its params are not of this agent's shape.
 
         Raised outside the run, a record of an older shape left its task dead and the record
@@ -257,6 +297,8 @@ class Operations:
             return Redeploy(record, self.box, self.journal, self._roots)
         if record.kind == "sequence":
             return Sequence(record, self.box, self.journal)
+        if record.kind == "sweep":
+            return Sweep(record, self.box, self.journal)
         return Generate(record, self.box, self.journal)
 
     def _roots(self) -> Roots:

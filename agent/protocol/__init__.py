@@ -130,6 +130,7 @@ from agent.protocol.methods import (
     OPERATIONS_LIST,
     OPERATIONS_REDEPLOY,
     OPERATIONS_SEQUENCE,
+    OPERATIONS_SWEEP,
     PING,
     PIPELINE_APPLY,
     SNAPSHOT,
@@ -141,6 +142,7 @@ from agent.protocol.methods import (
 )
 from agent.protocol.operations import (
     ENDED_OPERATION_STATES,
+    DraftSetting,
     GenerateParams,
     OperationInfo,
     OperationKind,
@@ -154,6 +156,7 @@ from agent.protocol.operations import (
     SequenceStep,
     StagedFile,
     StepState,
+    SweepParams,
 )
 from agent.protocol.ranges import MAX_NODES, RANGES, field_range, in_range, range_text, show_number
 from agent.protocol.receiver import receive_messages
@@ -194,8 +197,11 @@ __all__ = [
     "pipeline_differences",
     "without_secrets",
     "OPERATIONS_SEQUENCE",
+    "OPERATIONS_SWEEP",
     "SequenceAction",
     "SequenceParams",
+    "SweepParams",
+    "DraftSetting",
     "SequenceStep",
     "STAGE_NAMES",
     "AutopilotAction",

@@ -67,6 +67,7 @@ from agent.protocol.operations import (
     OperationsParams,
     RedeployParams,
     SequenceParams,
+    SweepParams,
 )
 from agent.protocol.snapshot import DrafterCheck, DrafterCheckParams, Snapshot, SnapshotParams
 from agent.protocol.timeline import EventsList, EventsParams
@@ -110,6 +111,7 @@ NOTIFY_STATUS = Method("notify.status", NotifyStatusParams, NotifyStatus)
 OPERATIONS_REDEPLOY = Method("operations.redeploy", RedeployParams, OperationInfo, mutating=True)
 OPERATIONS_GENERATE = Method("operations.generate", GenerateParams, OperationInfo, mutating=True)
 OPERATIONS_SEQUENCE = Method("operations.sequence", SequenceParams, OperationInfo, mutating=True)
+OPERATIONS_SWEEP = Method("operations.sweep", SweepParams, OperationInfo, mutating=True)
 OPERATIONS_LIST = Method("operations.list", OperationsParams, OperationsList)
 AUTOPILOT_STATUS = Method("autopilot.status", AutopilotStatusParams, AutopilotStatus)
 AUTOPILOT_CONTROL = Method("autopilot.control", AutopilotParams, AutopilotStatus, mutating=True)
@@ -146,6 +148,7 @@ METHODS: dict[str, AnyMethod] = {
         OPERATIONS_REDEPLOY,
         OPERATIONS_GENERATE,
         OPERATIONS_SEQUENCE,
+        OPERATIONS_SWEEP,
         OPERATIONS_LIST,
         AUTOPILOT_STATUS,
         AUTOPILOT_CONTROL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-OperationKind = Literal["redeploy", "generate", "sequence"]
+OperationKind = Literal["redeploy", "generate", "sequence", "sweep"]
 OperationState = Literal["running", "done", "failed", "rolled_back"]
 """rolled_back: the new code did not run, and the job runs its old code again."""
 StepState = Literal["running", "done", "failed", "skipped"]
@@ -43,6 +43,29 @@ class GenerateParams:
 
     job: str
     datasets: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DraftSetting:
+    """One point of a draft-settings sweep; None leaves the server job's own value.
+
+    SGLang's --speculative-num-steps, --speculative-eagle-topk, --speculative-num-draft-tokens;
+    vLLM's `num_speculative_tokens` in --speculative-config.
+    """
+
+    steps: int | None = None
+    topk: int | None = None
+    draft_tokens: int | None = None
+    speculative_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepParams:
+    """Serve the drafter at each setting in turn, evaluate it, stop it; name the best per level."""
+
+    server_job: str
+    evaluate_job: str
+    settings: tuple[DraftSetting, ...]
 
 
 SequenceAction = Literal["stop", "wait_gpus", "start"]

@@ -16,7 +16,7 @@ from agent.protocol.files import InstallParams
 from agent.protocol.handshake import WatchParams
 from agent.protocol.jobs import NodePart
 from agent.protocol.logs import LogReadParams
-from agent.protocol.operations import StagedFile
+from agent.protocol.operations import DraftSetting, StagedFile
 from agent.protocol.timeline import EventsParams
 
 MAX_INT = 2**63 - 1
@@ -48,6 +48,10 @@ RANGES: dict[tuple[type, str], tuple[float, float]] = {
     (JobSpec, "restart_delay_s"): (0.0, DAY_S),
     (JobSpec, "stop_after_peak_evals"): (1, 1000),
     (JobSpec, "output_quota_bytes"): (1, 2**62),
+    (DraftSetting, "steps"): (1, 64),
+    (DraftSetting, "topk"): (1, 64),
+    (DraftSetting, "draft_tokens"): (2, 256),
+    (DraftSetting, "speculative_tokens"): (1, 64),
     (NodePart, "rank"): (0, MAX_NODES - 1),
     (NodePart, "nnodes"): (2, MAX_NODES),
 }

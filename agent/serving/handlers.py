@@ -39,6 +39,7 @@ from agent.protocol import (
     OPERATIONS_LIST,
     OPERATIONS_REDEPLOY,
     OPERATIONS_SEQUENCE,
+    OPERATIONS_SWEEP,
     PING,
     PIPELINE_APPLY,
     SNAPSHOT,
@@ -130,6 +131,10 @@ def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
             with_config(
                 core, session, asked_by(session, core.operations.sequence), _sequence_starts
             ),
+        ),
+        route(
+            OPERATIONS_SWEEP,
+            with_config(core, session, asked_by(session, core.operations.sweep)),
         ),
         route(OPERATIONS_LIST, core.operations.listing),
         route(AUTOPILOT_STATUS, core.autopilot_status),

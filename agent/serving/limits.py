@@ -26,6 +26,7 @@ from agent.protocol import (
     RedeployParams,
     Request,
     SequenceParams,
+    SweepParams,
     show_number,
 )
 
@@ -40,11 +41,13 @@ LENGTHS: dict[tuple[type, str], int] = {
     (RedeployParams, "files"): 1_000,
     (GenerateParams, "datasets"): 10_000,
     (SequenceParams, "steps"): 100,
+    (SweepParams, "settings"): 64,
     (JobSpec, "nodes"): MAX_NODES,
     (NodePart, "hosts"): MAX_NODES,
 }
 """Most items in a sequence field."""
 SHORTEST: dict[tuple[type, str], int] = {
+    (SweepParams, "settings"): 1,
     (JobSpec, "argv"): 1,
     (LaunchParams, "argv"): 1,
     (RedeployParams, "argv"): 1,

@@ -28,6 +28,7 @@ from console.cli.drafter_command import add_parser as add_check_drafter_parser
 from console.cli.output import stderr_console, stdout_console
 from console.cli.recipe_command import add_parser as add_recipe_parser
 from console.cli.status import HostStatus, fetch_all, print_json, print_tables
+from console.cli.sweep_command import add_parser as add_sweep_parser
 from console.cli.trust import trust_host
 from console.config import (
     ConfigError,
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("host", help=HOST_HELP)
     add_check_drafter_parser(commands)
     add_recipe_parser(commands)
+    add_sweep_parser(commands)
     deploy = commands.add_parser(
         "deploy", help="deploy the mapped files (drift, diff, atomic swap)"
     )
@@ -163,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COMMAND_NAMES = (
-    "status", "doctor", "report", "check-drafter", "recipe", "events", "deploy", "redeploy", "trust",
+    "status", "doctor", "report", "check-drafter", "recipe", "sweep", "events", "deploy", "redeploy", "trust",
     "apply", *BOX_COMMANDS,
     "demo", "tui",
 )  # fmt: skip
@@ -227,6 +229,10 @@ def _run(args: argparse.Namespace) -> int:
         from console.cli.recipe_command import run_recipe
 
         return asyncio.run(run_recipe(args, config.host(args.host)))
+    if args.command == "sweep":
+        from console.cli.sweep_command import run_sweep
+
+        return asyncio.run(run_sweep(args, config.host(args.host)))
     if args.command == "check-drafter":
         from console.cli.drafter_command import run_check_drafter
 

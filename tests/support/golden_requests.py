@@ -11,6 +11,7 @@ from agent.protocol import (
     DatasetsConfig,
     DetailParams,
     DrafterCheckParams,
+    DraftSetting,
     EventsParams,
     FilesHashParams,
     GenerateParams,
@@ -35,6 +36,7 @@ from agent.protocol import (
     SnapshotParams,
     StagedFile,
     StopParams,
+    SweepParams,
     TokenizerCheckParams,
     WatchParams,
 )
@@ -163,6 +165,17 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
         '{"id":27,"method":"operations.sequence","params":{"subject":"hand-over","steps":['
         '{"action":"stop","job_id":"j1","job":null,"dataset":null,"force":false},{"action":"start",'
         '"job_id":null,"job":"train","dataset":null,"force":false}]},"idempotency_key":"k-9"}',
+    ),
+    (
+        Request(
+            28,
+            "operations.sweep",
+            SweepParams("drafter", "evaluate", (DraftSetting(steps=3, topk=1, draft_tokens=4),)),
+            "k-10",
+        ),  # fmt: skip
+        '{"id":28,"method":"operations.sweep","params":{"server_job":"drafter","evaluate_job":'
+        '"evaluate","settings":[{"steps":3,"topk":1,"draft_tokens":4,"speculative_tokens":null}]},'
+        '"idempotency_key":"k-10"}',
     ),
     (
         Request(22, "operations.list", OperationsParams("redeploy-1")),

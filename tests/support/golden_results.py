@@ -248,6 +248,7 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
     ),
     ("operations.generate", OPERATION, '{"id":1,"result":' + OPERATION_LINE + "}"),
     ("operations.sequence", OPERATION, '{"id":1,"result":' + OPERATION_LINE + "}"),
+    ("operations.sweep", OPERATION, '{"id":1,"result":' + OPERATION_LINE + "}"),
     (
         "operations.list",
         OperationsList((OPERATION,)),

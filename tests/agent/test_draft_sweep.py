@@ -1,0 +1,132 @@
+"""A draft-settings sweep: each setting served, evaluated and stopped by the agent, the best named."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.plans.draft_settings import setting_argv, setting_name
+from agent.protocol import (
+    OPERATIONS_LIST,
+    OPERATIONS_SWEEP,
+    DraftSetting,
+    JobSpec,
+    OperationInfo,
+    OperationsParams,
+    PipelineConfig,
+    SweepParams,
+)
+from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.local_link import open_local_link
+from tests.support.export_data import write_jsonl
+from tests.support.operations import jobs_now
+from tests.support.ports import free_port
+
+SGLANG = ("python", "-m", "sglang.launch_server", "--speculative-num-steps", "3",
+          "--speculative-eagle-topk=1")  # fmt: skip
+VLLM = ("vllm", "serve", "m", "--speculative-config", '{"method": "eagle3", "model": "/d"}')
+
+
+def test_a_setting_replaces_the_servers_flags_where_they_stand() -> None:
+    edited = setting_argv(SGLANG, DraftSetting(steps=5, topk=4, draft_tokens=8))
+    assert edited == ("python", "-m", "sglang.launch_server", "--speculative-num-steps", "5",
+                      "--speculative-eagle-topk=4", "--speculative-num-draft-tokens", "8")  # fmt: skip
+    config = setting_argv(VLLM, DraftSetting(speculative_tokens=3))[-1]
+    assert json.loads(config) == {"method": "eagle3", "model": "/d", "num_speculative_tokens": 3}
+    assert setting_name(DraftSetting(steps=5, topk=4)) == "steps 5 · top-k 4"
+
+
+@pytest.mark.parametrize(
+    ("argv", "setting", "why"),
+    [
+        (VLLM, DraftSetting(steps=3), "vLLM sets only num_speculative_tokens"),
+        (SGLANG, DraftSetting(speculative_tokens=3), "SGLang sets steps, top-k and draft tokens"),
+        (("vllm", "serve", "m"), DraftSetting(speculative_tokens=3), "has no --speculative-config"),
+        (("vllm", "serve", "--speculative-config", "[1]"), DraftSetting(speculative_tokens=3),
+         "is not a JSON object"),
+        (("python", "serve.py"), DraftSetting(steps=1), "neither SGLang nor vLLM"),
+    ],
+)  # fmt: skip
+def test_a_setting_the_server_cannot_take_says_why(
+    argv: tuple[str, ...], setting: DraftSetting, why: str
+) -> None:
+    with pytest.raises(ValueError, match=why):
+        setting_argv(argv, setting)
+
+
+def pipeline(tmp_path: Path, port: int) -> PipelineConfig:
+    prompts = tmp_path / "held_out.jsonl"
+    write_jsonl(prompts, [{"id": i, "input_ids": [i + 1, i + 2, 7]} for i in range(6)])
+    server = (sys.executable, "-m", "agent.simulator", "--port", str(port), "--speed", "4",
+              "--mean-tokens", "400", "--sd-tokens", "1", "--seed", "4", "--vocab-size", "1000",
+              "--speculative-algorithm", "EAGLE3", "--speculative-accept-length", "1.8",
+              "--speculative-num-draft-tokens", "4")  # fmt: skip
+    evaluate = ("{python}", "-m", "agent.pipeline.evaluate", "--server", f"http://127.0.0.1:{port}",
+                "--prompts", str(prompts), "--num-prompts", "4", "--concurrency", "1,4",
+                "--max-new-tokens", "32", "--ignore-eos", "--warmup", "0", "--wait-for-server",
+                "60", "--out", str(tmp_path / "eval"))  # fmt: skip
+    return PipelineConfig(jobs={
+        "drafter": JobSpec(server, kind="drafter_server", grace_s=5),
+        "evaluate": JobSpec(evaluate, kind="evaluate"),
+    })  # fmt: skip
+
+
+async def ended(link: AgentLink, operation_id: str, timeout_s: float = 240) -> OperationInfo:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listing = await link.call(OPERATIONS_LIST, OperationsParams(operation_id))
+        if listing.operations[0].ended:
+            return listing.operations[0]
+        assert time.monotonic() < deadline, listing.operations[0]
+        await asyncio.sleep(0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_each_setting_is_served_evaluated_stopped_and_the_best_named(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    link = await open_local_link(state_dir, pipeline(tmp_path, free_port()))
+    try:
+        settings = (DraftSetting(draft_tokens=2), DraftSetting(draft_tokens=6))
+        started = await link.call(
+            OPERATIONS_SWEEP, SweepParams("drafter", "evaluate", settings), idempotency_key="s1"
+        )
+        info = await ended(link, started.id)
+        jobs = await jobs_now(link)
+    finally:
+        await link.close()
+    assert info.state == "done", info
+    assert info.outcome.startswith("best at c=1: draft tokens ")
+    assert "; c=4: draft tokens " in info.outcome
+    assert "--speculative-num-draft-tokens" in info.outcome.split("Serve c=1's with: ")[1]
+    for index in (0, 1):
+        assert (tmp_path / "eval" / "sweep" / started.id / str(index) / "eval.json").exists()
+    servers = [job for job in jobs if job.name == "drafter"]
+    assert [job.state for job in servers] == ["stopped", "stopped"], "each stopped in its turn"
+    assert servers[0].argv[-2:] == ("--speculative-num-draft-tokens", "2")
+
+
+async def test_a_sweep_the_server_cannot_take_is_refused_before_anything_starts(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    link = await open_local_link(state_dir, pipeline(tmp_path, free_port()))
+    try:
+        with pytest.raises(AgentRequestError) as caught:
+            await link.call(OPERATIONS_SWEEP, SweepParams(
+                "drafter", "evaluate", (DraftSetting(speculative_tokens=3),)
+            ), idempotency_key="bad")  # fmt: skip
+        assert "SGLang sets steps, top-k and draft tokens" in caught.value.detail
+        with pytest.raises(AgentRequestError) as missing:
+            await link.call(OPERATIONS_SWEEP, SweepParams(
+                "evaluate", "drafter", (DraftSetting(steps=1),)
+            ), idempotency_key="swapped")  # fmt: skip
+        assert "no drafter_server job 'evaluate'" in missing.value.detail
+        assert await jobs_now(link) == ()
+    finally:
+        await link.close()
