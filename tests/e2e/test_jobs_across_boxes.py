@@ -40,7 +40,7 @@ def two_boxes(tmp_path: Path, mode: str) -> Path:
             '"--node-rank={node_rank}", "--nproc-per-node=1", "--rdzv-backend=c10d", '
             f'"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id={{rdzv_id}}", '
             f'"--rdzv-conf=is_host={hosts_it}", "--max-restarts=0", '
-            f'"{WORKER}", "{tmp_path / ("out-" + name)}", "{mode}"]\n'
+            f'"{WORKER}", "{tmp_path / ("out-" + name)}", "{mode}", "{{node_rank}}"]\n'
         )
     config.write_text(body)
     return config
@@ -77,7 +77,8 @@ async def test_both_parts_join_one_rendezvous_and_finish(boxes: Path) -> None:
     a, b = seen(boxes, "a"), seen(boxes, "b")
     assert (a["world_size"], b["world_size"]) == (2, 2)
     assert a["sum"] == b["sum"] == 3.0, "the all-reduce spanned both boxes' workers"
-    assert (a["node"], b["node"]) == (0, 1)
+    assert (a["node"], b["node"]) == (0, 1), "each box its node rank from the console"
+    assert {a["group_rank"], b["group_rank"]} == {0, 1}, "c10d's own ranks, in joining order"
     assert a["run_id"] == b["run_id"]
     assert str(a["run_id"]).startswith("train-")
     assert "node 0 a exited · node 1 b exited" in started.stdout
