@@ -7,7 +7,13 @@ or $COLUMNS, and shorten table cells with an ellipsis).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
+
+from agent.protocol import OperationInfo
+from console.link.redeploy import step_lines
+from console.model.safe_text import literal
 
 UNBOUNDED_WIDTH = 100_000
 """Wide enough for any path: a table is only as wide as its cells need, so nothing is padded."""
@@ -26,3 +32,15 @@ def stderr_console() -> Console:
 def _console(*, stderr: bool) -> Console:
     width = None if Console(stderr=stderr).is_terminal else UNBOUNDED_WIDTH
     return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+
+
+def step_printer(out: Console) -> Callable[[OperationInfo], None]:
+    """Prints what changed in an operation the agent carries since the last report."""
+    last: list[OperationInfo | None] = [None]
+
+    def report(info: OperationInfo) -> None:
+        for line in step_lines(last[0], info):
+            out.print(literal(line))
+        last[0] = info
+
+    return report

@@ -11,12 +11,11 @@ new code, 1 when it was rolled back or failed. Host text is sanitised and never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from rich.console import Console
 
 from agent.protocol import SNAPSHOT, JobInfo, OperationInfo, Snapshot, SnapshotParams
 from console.cli.apply_command import refuse_start_if_config_differs
+from console.cli.output import step_printer
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
@@ -26,7 +25,6 @@ from console.link.redeploy import (
     find_job,
     follow_operation,
     start_redeploy,
-    step_lines,
 )
 from console.model.budget_advice import BudgetAdvice, budget_advice, with_token_budget
 from console.model.redeploy_view import ended_run_line
@@ -49,7 +47,7 @@ async def run_redeploy(
         out.print(literal(f"the agent carries the redeploy as {started.id}; following it"))
         try:
             ended = await follow_operation(
-                link, started.id, _printer(out), lambda: open_host_link(host)
+                link, started.id, step_printer(out), lambda: open_host_link(host)
             )
         except LinkError as exc:
             raise LinkError(
@@ -82,18 +80,6 @@ async def redeploy_with_advice(
         out.print(literal(line))
     edited = None if start == job.argv else start
     return await start_redeploy(link, host, job.id, edited)
-
-
-def _printer(out: Console) -> Callable[[OperationInfo], None]:
-    """Prints what changed in the operation since the last report."""
-    last: list[OperationInfo | None] = [None]
-
-    def report(info: OperationInfo) -> None:
-        for line in step_lines(last[0], info):
-            out.print(literal(line))
-        last[0] = info
-
-    return report
 
 
 def restart_argv(

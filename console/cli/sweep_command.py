@@ -12,18 +12,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import secrets
-from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
-
-from agent.protocol import OPERATIONS_SWEEP, DraftSetting, OperationInfo, SweepParams
+from agent.protocol import OPERATIONS_SWEEP, DraftSetting, SweepParams
 from console.cli.apply_command import refuse_start_if_config_differs
-from console.cli.output import stdout_console
+from console.cli.output import stdout_console, step_printer
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.host_link import open_host_link
-from console.link.redeploy import follow_operation, step_lines
+from console.link.redeploy import follow_operation
 from console.model.safe_text import literal
 
 MAX_SETTINGS = 64
@@ -95,21 +92,9 @@ async def run_sweep(args: argparse.Namespace, host: HostConfig) -> int:
         )
         out.print(literal(f"the agent carries the sweep as {started.id}: {started.subject}"))
         ended = await follow_operation(
-            link, started.id, _printer(out), lambda: open_host_link(host)
+            link, started.id, step_printer(out), lambda: open_host_link(host)
         )
     finally:
         await link.close()
     out.print(literal(ended.outcome))
     return 0 if ended.state == "done" else 1
-
-
-def _printer(out: Console) -> Callable[[OperationInfo], None]:
-    """Prints what changed in the operation since the last report."""
-    last: list[OperationInfo | None] = [None]
-
-    def report(info: OperationInfo) -> None:
-        for line in step_lines(last[0], info):
-            out.print(literal(line))
-        last[0] = info
-
-    return report
