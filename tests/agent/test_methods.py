@@ -28,5 +28,6 @@ def test_only_the_changing_methods_need_an_idempotency_key() -> None:
     assert mutating == [
         "autopilot.control", "autostart.set", "files.install", "files.rollback", "jobs.launch",
         "jobs.stop", "operations.generate", "operations.redeploy", "operations.sequence",
+        "operations.sweep",
         "pipeline.apply",
     ]  # fmt: skip
