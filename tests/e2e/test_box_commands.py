@@ -230,3 +230,21 @@ async def test_an_unknown_command_is_said_to_be_one(tmp_path: Path, state_dir: P
     report = json.loads(doctor.stdout)
     assert (report["host"], report["checks"][0]["name"]) == ("box", "local")
     assert doctor.code == (0 if report["ok"] else 1)
+
+
+async def test_start_wait_stays_to_the_end_and_says_how_it_ended(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    config = tmp_path / "eagle-console.toml"
+    config.write_text(
+        f'[hosts.box]\nssh = "local"\npython = "{PY}"\nstate_dir = "{state_dir}"\n'
+        f'[hosts.box.jobs.quick]\nargv = ["{PY}", "-c", "print(1)"]\n'
+        f'[hosts.box.jobs.bad]\nargv = ["{PY}", "-c", "import sys; sys.exit(\'no data\')"]\n'
+    )
+    done = await run_cli("start", "box", "quick", "--wait", config=config)
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("quick (quick-")
+    assert " exited: 0" in done.stdout
+    failed = await run_cli("start", "box", "bad", "--wait", config=config)
+    assert failed.code == 1, failed.stdout + failed.stderr
+    assert " failed: 1: no data" in failed.stdout
