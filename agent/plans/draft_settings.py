@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 
-from agent.plans.drafter_inputs import server_kind
+from agent.plans.drafter_inputs import VLLM_CONFIG_FLAGS, server_kind
+from agent.probes.training_config import flag_value
 from agent.protocol import DraftSetting
 
 SGLANG_FLAGS = {
@@ -20,7 +21,7 @@ SGLANG_FLAGS = {
     "topk": "--speculative-eagle-topk",
     "draft_tokens": "--speculative-num-draft-tokens",
 }
-VLLM_CONFIG = "--speculative-config"
+VLLM_CONFIG = VLLM_CONFIG_FLAGS[0]
 
 
 def setting_argv(argv: tuple[str, ...], setting: DraftSetting) -> tuple[str, ...]:
@@ -57,30 +58,20 @@ def setting_name(setting: DraftSetting) -> str:
 
 
 def with_flag(argv: tuple[str, ...], flag: str, value: str) -> tuple[str, ...]:
-    """`flag value` in `argv`: replaced where it stands, else added at the end."""
+    """`flag value` in `argv`: replaced where it last stands (the one a parser keeps), else added."""
     parts = list(argv)
-    for index, part in enumerate(parts):
-        if part == flag and index + 1 < len(parts):
+    for index in reversed(range(len(parts))):
+        if parts[index] == flag and index + 1 < len(parts):
             parts[index + 1] = value
             return tuple(parts)
-        if part.startswith(flag + "="):
+        if parts[index].startswith(flag + "="):
             parts[index] = f"{flag}={value}"
             return tuple(parts)
     return (*argv, flag, value)
 
 
-def flag_value(argv: tuple[str, ...], flag: str) -> str | None:
-    """The value of `flag` in `argv`, either form, or None."""
-    for index, part in enumerate(argv):
-        if part == flag and index + 1 < len(argv):
-            return argv[index + 1]
-        if part.startswith(flag + "="):
-            return part.split("=", 1)[1]
-    return None
-
-
 def _vllm(argv: tuple[str, ...], tokens: int) -> tuple[str, ...]:
-    text = flag_value(argv, VLLM_CONFIG)
+    text = flag_value(argv, *VLLM_CONFIG_FLAGS)
     if text is None:
         raise ValueError(f"the vLLM drafter server's argv has no {VLLM_CONFIG}")
     try:
@@ -89,4 +80,7 @@ def _vllm(argv: tuple[str, ...], tokens: int) -> tuple[str, ...]:
         config = None
     if not isinstance(config, dict):
         raise ValueError(f"its {VLLM_CONFIG} is not a JSON object: {text[:80]!r}")
-    return with_flag(argv, VLLM_CONFIG, json.dumps(config | {"num_speculative_tokens": tokens}))
+    spelled = next(
+        name for part in reversed(argv) if (name := part.partition("=")[0]) in VLLM_CONFIG_FLAGS
+    )
+    return with_flag(argv, spelled, json.dumps(config | {"num_speculative_tokens": tokens}))

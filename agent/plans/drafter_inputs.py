@@ -33,6 +33,8 @@ from agent.probes.training_specforge_config import with_overrides
 from agent.probes.values import is_small_number
 from agent.protocol import JobSpec, PipelineConfig, Snapshot
 
+VLLM_CONFIG_FLAGS = ("--speculative-config", "--speculative_config")
+"""Both spellings of vLLM's speculative config flag its parser takes."""
 SGLANG_DRAFT_FLAGS = ("--speculative-draft-model-path", "--speculative-draft-model")
 SGLANG_MODEL_FLAGS = ("--model-path", "--model")
 VLLM_LENGTH_FLAGS = ("--max-model-len",)
@@ -127,7 +129,7 @@ def _served_checkpoint(spec: JobSpec, server: str, snapshot: Snapshot) -> tuple[
 
 def _draft_path(argv: tuple[str, ...], server: str) -> str | None:
     if server == "vllm":
-        raw = flag_value(argv, "--speculative-config", "--speculative_config")
+        raw = flag_value(argv, *VLLM_CONFIG_FLAGS)
         try:
             model = json.loads(raw).get("model") if raw else None
         except (ValueError, AttributeError):

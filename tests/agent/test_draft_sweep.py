@@ -130,3 +130,14 @@ async def test_a_sweep_the_server_cannot_take_is_refused_before_anything_starts(
         assert await jobs_now(link) == ()
     finally:
         await link.close()
+
+
+def test_the_spelling_and_the_occurrence_the_servers_parser_keeps_are_edited() -> None:
+    underscored = ("vllm", "serve", "m", "--speculative_config", '{"method": "eagle3"}')
+    edited = setting_argv(underscored, DraftSetting(speculative_tokens=2))
+    assert edited[-2] == "--speculative_config"
+    assert json.loads(edited[-1]) == {"method": "eagle3", "num_speculative_tokens": 2}
+    twice = (*SGLANG, "--speculative-num-steps", "7")
+    assert setting_argv(twice, DraftSetting(steps=2))[-2:] == ("--speculative-num-steps", "2"), (
+        "argparse keeps the last: that one is edited"
+    )
