@@ -70,12 +70,19 @@ def group_members(pgid: int) -> list[ProcessInfo]:
     return members
 
 
-def descendants(pid: int) -> list[ProcessInfo]:
-    """Live processes below `pid` in the parent tree."""
-    infos = [info for p in all_pids() if (info := process_info(p)) is not None and info.alive]
+def process_tree() -> dict[int, list[ProcessInfo]]:
+    """Every live process by its parent's pid, from one pass over /proc."""
     children: dict[int, list[ProcessInfo]] = {}
-    for info in infos:
-        children.setdefault(info.ppid, []).append(info)
+    for p in all_pids():
+        info = process_info(p)
+        if info is not None and info.alive:
+            children.setdefault(info.ppid, []).append(info)
+    return children
+
+
+def descendants(pid: int, tree: dict[int, list[ProcessInfo]] | None = None) -> list[ProcessInfo]:
+    """Live processes below `pid` in the parent tree (`tree`: one already read, for many pids)."""
+    children = process_tree() if tree is None else tree
     found, frontier = [], [pid]
     while frontier:
         for child in children.get(frontier.pop(), []):

@@ -21,7 +21,9 @@ from agent.host.procfs import (
     ProcessInfo,
     all_pids,
     command_line,
+    descendants,
     process_info,
+    process_tree,
     resident_bytes,
     started_at,
 )
@@ -29,7 +31,6 @@ from agent.jobs.external import PREFIX
 from agent.protocol import Alert, JobInfo
 
 ORPHAN_KIND = "orphaned_server"
-MAX_TREE = 4096
 ENGINE_TITLE = re.compile(r"^(VLLM|sglang)::(\S+)")
 """A server's process title: whose (VLLM, sglang), and which process (EngineCore, scheduler_TP0)."""
 SUBREAPERS = frozenset({"init", "systemd", "tini", "dumb-init", "docker-init", "catatonit"})
@@ -63,11 +64,11 @@ def orphan_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
     orphans = [job for job in jobs if job.kind == ORPHAN_KIND and job.pid is not None]
     if not orphans:
         return []
-    children = _children_of_all()
+    tree = process_tree()
     alerts = []
     for job in orphans:
         assert job.pid is not None
-        pids = _tree(job.pid, children)
+        pids = [job.pid, *(info.pid for info in descendants(job.pid, tree))]
         held = sum(resident_bytes(pid) for pid in pids) / 2**30
         alerts.append(Alert(
             "orphaned_server", "warning",
@@ -77,27 +78,6 @@ def orphan_alerts(jobs: tuple[JobInfo, ...], now: float) -> list[Alert]:
             job.id, now,
         ))  # fmt: skip
     return alerts
-
-
-def _children_of_all() -> dict[int, list[int]]:
-    """Every live process's children, from one pass over /proc."""
-    children: dict[int, list[int]] = {}
-    for pid in all_pids():
-        info = process_info(pid)
-        if info is not None and info.alive:
-            children.setdefault(info.ppid, []).append(pid)
-    return children
-
-
-def _tree(root: int, children: dict[int, list[int]]) -> list[int]:
-    """`root` and everything below it."""
-    found: list[int] = []
-    todo = [root]
-    while todo and len(found) < MAX_TREE:
-        pid = todo.pop(0)
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
 
 
 def _reparented(info: ProcessInfo) -> bool:

@@ -11,13 +11,12 @@ the others warn. Exit codes: 0 applied or nothing to apply, 1 declined or failed
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from rich.console import Console
 
-from console.cli.output import stderr_console, stdout_console
+from console.cli.output import say, stderr_console, stdout_console
 from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
@@ -91,11 +90,8 @@ def _say(
     out: Console, args: argparse.Namespace, text: str, host: str, differences: tuple[str, ...],
     *, applied: bool,
 ) -> None:  # fmt: skip
-    if args.json:
-        wire = {"host": host, "differences": list(differences), "applied": applied}
-        out.file.write(json.dumps(wire) + "\n")
-    else:
-        out.print(literal(text))
+    wire = {"host": host, "differences": list(differences), "applied": applied}
+    say(out, bool(args.json), text, wire)
 
 
 def refuse_start_if_config_differs(link: AgentLink, host: HostConfig) -> None:

@@ -49,13 +49,13 @@ from agent.protocol import (
 )
 from console.cli.apply_command import refuse_start_if_config_differs, warn_if_config_differs
 from console.cli.node_commands import run_node_start, run_node_stop
-from console.cli.output import stderr_console, stdout_console
+from console.cli.output import say, stderr_console, stdout_console
 from console.config import ConsoleConfig, HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
 from console.link.redeploy import find_job
 from console.model.autopilot_view import autopilot_line, plan_text, stage_rows
-from console.model.consequences import stop_consequences
+from console.model.consequences import stop_consequences, stop_steps
 from console.model.formatting import exit_reason, started_as
 from console.model.generate_checks import why_not_generate
 from console.model.safe_text import literal, sanitise
@@ -203,7 +203,7 @@ async def _start(link: AgentLink, args: argparse.Namespace, host: HostConfig, ou
     params = LaunchParams(name, dataset or None, force=bool(args.force))
     job = await link.call(JOBS_LAUNCH, params, idempotency_key=key)
     where = f" on {job.dataset}" if job.dataset else ""
-    _say(out, args, f"started {job.name}{where} as {job.id} ({started_as(job)}): "
+    say(out, args.json, f"started {job.name}{where} as {job.id} ({started_as(job)}): "
                     f"{' '.join(job.argv)}", to_wire(job))  # fmt: skip
     return await _wait_for_end(link, job, args, out) if args.wait else 0
 
@@ -217,7 +217,7 @@ async def _wait_for_end(
         listing = await link.call(JOBS_LIST, JobsParams())
         job = next((j for j in listing.jobs if j.id == job.id), replace(job, state="lost"))
     cells = job_cells(job)
-    _say(out, args, f"{job.name} ({job.id}) {job.state}: {cells[5]}", to_wire(job))
+    say(out, args.json, f"{job.name} ({job.id}) {job.state}: {cells[5]}", to_wire(job))
     return 0 if job.state == "exited" else EXIT_REFUSED
 
 
@@ -266,14 +266,14 @@ async def _stop(
         out.print(literal(stop_consequences(host.name, snapshot, job.id, spec)))
     if job.state not in ("starting", "running", "stopping"):
         said = f"{job.name} ({job.id}) is not running: it {job.state}; nothing to stop"
-        _say(out, args, said, {"job": to_wire(job), "outcome": "not_running"})
+        say(out, args.json, said, {"job": to_wire(job), "outcome": "not_running"})
         return 0
     key = f"stop-{secrets.token_hex(6)}"
     result: StopResult = await link.call(
         JOBS_STOP, StopParams(job.id), idempotency_key=key, timeout_s=STOP_WAIT_S
     )
-    steps = " → ".join(step.action for step in result.steps) or "it had exited"
-    _say(out, args, f"{job.name} ({job.id}): {result.outcome} ({steps})", to_wire(result))
+    steps = stop_steps(result)
+    say(out, args.json, f"{job.name} ({job.id}): {result.outcome} ({steps})", to_wire(result))
     return 0 if result.outcome in ("stopped", "already_exited") else 1
 
 
@@ -313,7 +313,7 @@ async def _autostart(
         status = await link.call(AUTOSTART_SET, params, idempotency_key=key)
     else:
         status = await link.call(AUTOSTART_STATUS, AutostartStatusParams())
-    _say(out, args, autostart_text(status), to_wire(status))
+    say(out, args.json, autostart_text(status), to_wire(status))
     return 0
 
 
@@ -322,10 +322,3 @@ def autostart_text(status: AutostartStatus) -> str:
     return sanitise(
         f"{status.detail}\n  crontab line: {status.cron_line}\n  entrypoint:   {status.command}"
     )
-
-
-def _say(out: Console, args: argparse.Namespace, text: str, wire: Any) -> None:
-    if args.json:
-        out.file.write(json.dumps(wire) + "\n")
-    else:
-        out.print(literal(text))

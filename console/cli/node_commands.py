@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from collections.abc import Mapping
 
 from rich.console import Console
 
 from agent.protocol import JOBS_LIST, JobInfo, JobsParams, StopResult, to_wire
 from console.cli.apply_command import refuse_start_if_config_differs, warn_if_config_differs
+from console.cli.output import say
 from console.config import ConsoleConfig, HostConfig, node_spans
 from console.link.agent_link import AgentLink, LinkError
 from console.link.host_link import open_host_link
 from console.link.node_jobs import StartedPart, start_on_every_box, stop_parts
+from console.model.consequences import stop_steps
 from console.model.node_groups import (
-    NodeGroup,
     NodePartSeen,
+    group_of,
     node_groups,
     parts_to_stop,
     why_stopped,
@@ -50,7 +51,7 @@ async def run_node_start(
             refuse_start_if_config_differs(links[host.name], host)
         parts = await start_on_every_box(links, str(args.job), nodes, force=bool(args.force))
         _say_started(out, args, parts)
-        if not getattr(args, "wait", False):
+        if not args.wait:
             return EXIT_DONE
         rdzv_id = parts[0].job.node.rdzv_id if parts[0].job.node is not None else ""
         return await watch_group(links, config, rdzv_id, out, bool(args.json))
@@ -70,7 +71,8 @@ async def run_node_stop(
         for other in others:
             if other.name in links:
                 warn_if_config_differs(links[other.name], other)
-        group = await _group_of(links, config, job)
+        jobs = await _jobs(links, every=False)
+        group = group_of(node_groups(jobs, node_spans(config.hosts)), host.name, job.id)
         parts = [(part.host, part.job) for part in group.parts] if group else [(host.name, job)]
         if not as_json:
             out.print(literal(f"stopping every box's part: {group.line() if group else job.name}"))
@@ -101,7 +103,7 @@ async def watch_group(
             raise LinkError(f"no box reports a part of rendezvous {rdzv_id} any more")
         if group.line() != said:
             said = group.line()
-            _say(out, as_json, said, {"group": said, "state": group.state()})
+            say(out, as_json, said, {"group": said, "state": group.state()})
         due = [(part, ended) for part, ended in parts_to_stop([group]) if part.job.id not in asked]
         if due:
             await _stop_the_rest(links, due, out, as_json, asked)
@@ -148,14 +150,6 @@ async def _jobs(
     return found
 
 
-async def _group_of(
-    links: Mapping[str, AgentLink], config: ConsoleConfig, job: JobInfo
-) -> NodeGroup | None:
-    rdzv_id = job.node.rdzv_id if job.node is not None else None
-    groups = node_groups(await _jobs(links, every=False), node_spans(config.hosts))
-    return next((g for g in groups if g.rdzv_id == rdzv_id and g.name == job.name), None)
-
-
 async def _stop_the_rest(
     links: Mapping[str, AgentLink],
     due: list[tuple[NodePartSeen, NodePartSeen]],
@@ -165,7 +159,7 @@ async def _stop_the_rest(
 ) -> None:
     ended = due[0][1]
     where = ", ".join(f"node {part.rank} on {part.host}" for part, _ in due)
-    _say(out, as_json, f"{why_stopped(ended)}: stopping {where}", {"stopping": where})
+    say(out, as_json, f"{why_stopped(ended)}: stopping {where}", {"stopping": where})
     asked.update(part.job.id for part, _ in due)
     answers = await stop_parts(links, [(part.host, part.job) for part, _ in due])
     _say_stopped(out, as_json, answers)
@@ -176,7 +170,7 @@ def _say_started(out: Console, args: argparse.Namespace, parts: list[StartedPart
         node = part.job.node
         rank = f"node {node.rank} of {node.nnodes}, rdzv {node.rdzv_id}" if node else "?"
         text = f"started {part.job.name} on {part.host} as {part.job.id} ({rank}): "
-        _say(out, bool(args.json), text + " ".join(part.job.argv),
+        say(out, bool(args.json), text + " ".join(part.job.argv),
              {"host": part.host, "job": to_wire(part.job)})  # fmt: skip
 
 
@@ -186,21 +180,15 @@ def _say_stopped(
     code = EXIT_DONE
     for host, answer in answers:
         if isinstance(answer, LinkError):
-            _say(
+            say(
                 out, as_json, f"{host}: not stopped: {answer}", {"host": host, "error": str(answer)}
             )
             code = EXIT_FAILED
             continue
-        steps = " → ".join(step.action for step in answer.steps) or "it had exited"
-        text = f"{host}: {answer.job.name} ({answer.job.id}): {answer.outcome} ({steps})"
-        _say(out, as_json, text, {"host": host, "result": to_wire(answer)})
+        text = (
+            f"{host}: {answer.job.name} ({answer.job.id}): {answer.outcome} ({stop_steps(answer)})"
+        )
+        say(out, as_json, text, {"host": host, "result": to_wire(answer)})
         if answer.outcome not in ("stopped", "already_exited"):
             code = EXIT_FAILED
     return code
-
-
-def _say(out: Console, as_json: bool, text: str, wire: object) -> None:
-    if as_json:
-        out.file.write(json.dumps(wire) + "\n")
-    else:
-        out.print(literal(text))

@@ -7,6 +7,7 @@ or $COLUMNS, and shorten table cells with an ellipsis).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from rich.console import Console
@@ -44,3 +45,11 @@ def step_printer(out: Console) -> Callable[[OperationInfo], None]:
         last[0] = info
 
     return report
+
+
+def say(out: Console, as_json: bool, text: str, wire: object) -> None:
+    """`wire` as one JSON line for scripts, else `text` for people (never markup)."""
+    if as_json:
+        out.file.write(json.dumps(wire) + "\n")
+    else:
+        out.print(literal(text))

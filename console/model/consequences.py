@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from agent.protocol import LIVE_JOB_STATES, JobInfo, JobSpec, Snapshot
+from agent.protocol import LIVE_JOB_STATES, JobInfo, JobSpec, Snapshot, StopResult
 from console.model.formatting import exit_reason
 
 EXTERNAL_STOP = JobSpec((), stop_signal="SIGTERM", grace_s=30.0)
@@ -75,3 +75,8 @@ def stop_consequences(
             "or lost if it has to be killed. A restart resumes from the responses on disk."
         )
     return "\n".join(lines)
+
+
+def stop_steps(result: StopResult) -> str:
+    """`SIGINT → SIGTERM`: the signals a stop sent, or that the job had already exited."""
+    return " → ".join(step.action for step in result.steps) or "it had exited"

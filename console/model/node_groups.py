@@ -97,6 +97,13 @@ def node_groups(
     return groups
 
 
+def group_of(groups: Iterable[NodeGroup], host: str, job_id: str) -> NodeGroup | None:
+    """The launch that job `job_id` on `host` is a part of, if it is one."""
+    return next(
+        (g for g in groups if any(p.host == host and p.job.id == job_id for p in g.parts)), None
+    )
+
+
 def parts_to_stop(groups: Iterable[NodeGroup]) -> list[tuple[NodePartSeen, NodePartSeen]]:
     """(a running part, the part that ended its group) for every part that must be stopped."""
     due = []

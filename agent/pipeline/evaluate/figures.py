@@ -77,6 +77,13 @@ def figures(run: LevelRun, conditions: LevelConditions) -> ServerFigures:
     )  # fmt: skip
 
 
+def speedup(drafter: ServerFigures, baseline: ServerFigures | None) -> float | None:
+    """tokens/s against the baseline's, rounded once (so a verdict's words and its figure agree)."""
+    if baseline is None or not baseline.tokens_per_s:
+        return None
+    return round(drafter.tokens_per_s / baseline.tokens_per_s, 3)
+
+
 def percentile(values: list[float], pct: float) -> float:
     """The nearest-rank percentile (0.0 for no values)."""
     if not values:

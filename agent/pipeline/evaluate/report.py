@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pipeline.evaluate.definitions import DEFINITIONS
-from agent.pipeline.evaluate.figures import SLOWER, ServerFigures, is_slower, verdict
+from agent.pipeline.evaluate.figures import SLOWER, ServerFigures, is_slower, speedup, verdict
 from agent.pipeline.evaluate.options import EvaluateOptions, PromptSets
 from agent.pipeline.evaluate.slices import SliceResult, losing_words, slice_row
 
@@ -53,17 +53,12 @@ def level_row(
     concurrency: int, drafter: ServerFigures, baseline: ServerFigures | None
 ) -> dict[str, Any]:
     """One level as the agent reads it, with the new figures after the old ones."""
-    speedup = (  # rounded once, so the verdict's words and the level's figure agree
-        round(drafter.tokens_per_s / baseline.tokens_per_s, 3)
-        if baseline and baseline.tokens_per_s
-        else None
-    )
     histogram, positions = drafter.spec_correct_drafts_histogram, drafter.spec_position_acceptance
     return {
         "concurrency": concurrency,
         "tokens_per_s": round(drafter.tokens_per_s, 2),
         "baseline_tokens_per_s": round(baseline.tokens_per_s, 2) if baseline else None,
-        "speedup": speedup,
+        "speedup": speedup(drafter, baseline),
         "accept_length": _rounded(drafter.accept_length, 3),
         "latency_p50_s": round(drafter.latency_p50_s, 4),
         "latency_p95_s": round(drafter.latency_p95_s, 4),

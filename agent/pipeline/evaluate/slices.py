@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.pipeline.evaluate.figures import ServerFigures
+from agent.pipeline.evaluate.figures import ServerFigures, speedup
 
 MAX_SLICES = 64
 
@@ -65,11 +65,8 @@ def slice_row(result: SliceResult) -> dict[str, object]:
     """A slice as eval.json holds it."""
     drafter, baseline = result.drafter, result.baseline
     failed = drafter.failed + (baseline.failed if baseline else 0)
-    speedup = (  # a slice with failed requests compares no speed (a prompt past the context...)
-        round(drafter.tokens_per_s / baseline.tokens_per_s, 3)
-        if baseline and baseline.tokens_per_s and not failed
-        else None
-    )
+    # a slice with failed requests compares no speed (a prompt past the context...)
+    compared = None if failed else speedup(drafter, baseline)
     first_error = drafter.first_error or (baseline.first_error if baseline else None)
     prompts = result.slice.prompts
     return {
@@ -77,7 +74,7 @@ def slice_row(result: SliceResult) -> dict[str, object]:
         "mean_prompt_tokens": round(sum(map(len, prompts)) / len(prompts), 1) if prompts else 0,
         "concurrency": result.concurrency, "tokens_per_s": round(drafter.tokens_per_s, 2),
         "baseline_tokens_per_s": round(baseline.tokens_per_s, 2) if baseline else None,
-        "speedup": speedup,
+        "speedup": compared,
         "accept_length": round(drafter.accept_length, 3) if drafter.accept_length else None,
         "spec_accept_rate": (
             round(drafter.spec_accept_rate, 4) if drafter.spec_accept_rate is not None else None

@@ -47,10 +47,17 @@ class HostActions:
                 f"{host} is read-only: nothing can be changed from here", severity="warning"
             )
             return None
-        link = self.hosts.connections[host].link
+        link = self.writable_link(host)
         if link is None:
             self.app.notify("no link to the host right now", severity="warning")
         return link
+
+    def writable_link(self, host: str) -> AgentLink | None:
+        """The link to `host` where something may change there now, else None, saying nothing."""
+        connection = self.hosts.connections.get(host)
+        if host in self.hosts.read_only or connection is None:
+            return None
+        return connection.link
 
     def snapshot(self, host: str) -> Snapshot | None:
         """The latest snapshot of `host`."""

@@ -17,6 +17,7 @@ from console.link.node_jobs import start_on_every_box, stop_parts
 from console.model.node_groups import (
     NodeGroup,
     NodePartSeen,
+    group_of,
     node_groups,
     parts_to_stop,
     why_stopped,
@@ -41,17 +42,6 @@ class NodeActions(HostActions):
         jobs = {host: self.jobs(host) for host in self.hosts.views}
         return node_groups(jobs, node_spans(self.hosts.configs))
 
-    def group_of(self, host: str, job: JobInfo) -> NodeGroup | None:
-        """The launch `job` on `host` is a part of, if it is one."""
-        return next(
-            (
-                g
-                for g in self.groups()
-                if any(p.host == host and p.job.id == job.id for p in g.parts)
-            ),
-            None,
-        )
-
     async def start(self, host: str, name: str, nodes: tuple[str, ...]) -> None:
         """Start `name` on every box it spans, or on none (and say which box refused)."""
         links = self._links(nodes, f"{name} spans {', '.join(nodes)}")
@@ -69,7 +59,7 @@ class NodeActions(HostActions):
 
     def offer_stop(self, host: str, job: JobInfo) -> bool:
         """Ask, then stop every box's part of the launch `job` belongs to; False if it is none."""
-        group = self.group_of(host, job)
+        group = group_of(self.groups(), host, job.id)
         if group is None:
             return False
         live = group.live()
@@ -104,7 +94,7 @@ class NodeActions(HostActions):
 
     async def _stop(self, parts: list[NodePartSeen], why: str) -> None:
         self._asked.update((part.host, part.job.id) for part in parts)  # the watch asks no more
-        links = {p.host: link for p in parts if (link := self._writable(p.host)) is not None}
+        links = {p.host: link for p in parts if (link := self.writable_link(p.host)) is not None}
         answers = await stop_parts(links, [(p.host, p.job) for p in parts if p.host in links])
         failed = [host for host, answer in answers if not isinstance(answer, StopResult)]
         for host, answer in answers:
@@ -123,7 +113,7 @@ class NodeActions(HostActions):
             self._asked.difference_update((p.host, p.job.id) for p in parts if p.host in failed)
 
     def _links(self, nodes: tuple[str, ...], what: str) -> dict[str, AgentLink] | None:
-        links = {host: link for host in nodes if (link := self._writable(host)) is not None}
+        links = {host: link for host in nodes if (link := self.writable_link(host)) is not None}
         missing = [host for host in nodes if host not in links]
         if not missing:
             return links
@@ -136,9 +126,3 @@ class NodeActions(HostActions):
         self.app.notify(f"{what}: {why}; a job across boxes starts on every box or on none",
                         severity="warning", timeout=20)  # fmt: skip
         return None
-
-    def _writable(self, host: str) -> AgentLink | None:
-        connection = self.hosts.connections.get(host)
-        if host in self.hosts.read_only or connection is None:
-            return None
-        return connection.link
