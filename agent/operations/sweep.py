@@ -79,8 +79,12 @@ class Sweep:
             )
         try:
             evaluation = await self._evaluate(index, step, key)
-        finally:
+        except asyncio.CancelledError:
+            raise  # the daemon stops: the server runs on, and the resumed sweep finds it again
+        except Exception:
             await self._stop(server)
+            raise
+        await self._stop(server)
         if isinstance(evaluation, str):
             return self._failed(step, result, evaluation)
         result["levels"] = evaluation

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.attach import stop_daemon
 from agent.plans.draft_settings import setting_argv, setting_name
 from agent.protocol import (
     OPERATIONS_LIST,
@@ -21,10 +22,11 @@ from agent.protocol import (
     PipelineConfig,
     SweepParams,
 )
+from agent.state import StatePaths
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.export_data import write_jsonl
-from tests.support.operations import jobs_now
+from tests.support.operations import jobs_now, jobs_where
 from tests.support.ports import free_port
 
 SGLANG = ("python", "-m", "sglang.launch_server", "--speculative-num-steps", "3",
@@ -141,3 +143,33 @@ def test_the_spelling_and_the_occurrence_the_servers_parser_keeps_are_edited() -
     assert setting_argv(twice, DraftSetting(steps=2))[-2:] == ("--speculative-num-steps", "2"), (
         "argparse keeps the last: that one is edited"
     )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_an_agent_stopped_mid_sweep_resumes_it_with_the_same_jobs(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    """Its server left running, not stopped by the agent's own shutdown: the resumed sweep's
+    evaluation (the same job, by its key) finds it serving."""
+    config = pipeline(tmp_path, free_port())
+    link = await open_local_link(state_dir, config)
+    settings = (DraftSetting(draft_tokens=2), DraftSetting(draft_tokens=6))
+    started = await link.call(
+        OPERATIONS_SWEEP, SweepParams("drafter", "evaluate", settings), idempotency_key="s"
+    )
+    await jobs_where(link, lambda jobs: any(j.name == "evaluate" for j in jobs))
+    await link.close()
+    stop_daemon(StatePaths(state_dir))
+    link = await open_local_link(state_dir, config)
+    try:
+        info = await ended(link, started.id)
+        jobs = await jobs_now(link)
+    finally:
+        await link.close()
+    assert info.state == "done", info
+    assert "failed" not in [step.state for step in info.steps], info.steps
+    assert sorted((j.name, j.state) for j in jobs) == [
+        ("drafter", "stopped"), ("drafter", "stopped"), ("evaluate", "exited"),
+        ("evaluate", "exited"),
+    ], "one server and one evaluation per setting, none twice"  # fmt: skip
