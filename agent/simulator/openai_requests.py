@@ -60,6 +60,8 @@ class OpenAIPrompt:
     return_token_ids: bool
     include_usage: bool
     output_ids_in_sglext: bool = False
+    seed: int | None = None
+    """The request's seed: a seeded answer is keyed on it, as a real sampler draws from it."""
     """SGLang's `return_output_ids_in_sglext` (serving_chat.py:1283; its header is not simulated)."""
 
 
@@ -82,8 +84,13 @@ def chat_prompt(body: Any, rules: RequestRules) -> OpenAIPrompt:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise OpenAIRequestError("messages must be a non-empty list")
-    ids = text_ids(json.dumps(messages, sort_keys=True))
-    return _checked(body, ids, rules, chat=True)
+    rendered = json.dumps(messages, sort_keys=True)
+    arguments = body.get("chat_template_kwargs")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise OpenAIRequestError("chat_template_kwargs must be an object")
+    if arguments:  # the template renders its arguments (enable_thinking...) into the prompt
+        rendered += " " + json.dumps(arguments, sort_keys=True)
+    return _checked(body, text_ids(rendered), rules, chat=True)
 
 
 def text_ids(text: str) -> list[int]:
@@ -107,7 +114,7 @@ def _object(body: Any, rules: RequestRules) -> dict[str, Any]:
 def _checked(body: dict[str, Any], ids: list[int], rules: RequestRules, chat: bool) -> OpenAIPrompt:
     lengths = _sglang_max_tokens if rules.flavor == "sglang" else vllm_max_tokens
     max_tokens = lengths(body, len(ids), rules.context_length, chat)
-    _check_sampling(body)
+    _check_sampling(body, rules.flavor)
     options = body.get("stream_options") or {}
     return OpenAIPrompt(
         prompt_ids=ids,
@@ -116,6 +123,7 @@ def _checked(body: dict[str, Any], ids: list[int], rules: RequestRules, chat: bo
         return_token_ids=bool(body.get("return_token_ids")),
         include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
         output_ids_in_sglext=bool(body.get("return_output_ids_in_sglext")),
+        seed=body.get("seed"),
     )
 
 
@@ -167,13 +175,37 @@ def _wanted(body: dict[str, Any], chat: bool) -> tuple[str, int | None]:
     return param, wanted
 
 
-def _check_sampling(body: dict[str, Any]) -> None:
+def _check_sampling(body: dict[str, Any], flavor: str) -> None:
+    """Each server's own checks and words.
+
+    vLLM's SamplingParams._verify_args (sampling_params.py:671-688 of 0.32) and SGLang's
+    SamplingParams.verify (sampling_params.py:261-311 of 0.5.23).
+    """
+    _check_top_k(body.get("top_k"), flavor)
+    min_p, seed = body.get("min_p"), body.get("seed")
+    if min_p is not None and (not _is_number(min_p) or not 0 <= min_p <= 1):
+        raise OpenAIRequestError(f"min_p must be in [0, 1], got {min_p}.")
+    if seed is not None and not _is_int(seed):
+        raise OpenAIRequestError(f"seed must be an integer, got {seed!r}.")
     temperature = body.get("temperature")
     if temperature is not None and (not _is_number(temperature) or temperature < 0):
         raise OpenAIRequestError(f"temperature must be non-negative, got {temperature}.")
     top_p = body.get("top_p")
     if top_p is not None and (not _is_number(top_p) or not 0 < top_p <= 1):
         raise OpenAIRequestError(f"top_p must be in (0, 1], got {top_p}.")
+
+
+def _check_top_k(top_k: Any, flavor: str) -> None:
+    """VLLM takes 0 or -1 for off; SGLang only -1."""
+    if top_k is None:
+        return
+    off = (-1,) if flavor == "sglang" else (0, -1)
+    if not _is_int(top_k) or (top_k < 1 and top_k not in off):
+        raise OpenAIRequestError(
+            f"top_k must be -1 (disable) or at least 1, got {top_k}."
+            if flavor == "sglang"
+            else f"top_k must be 0 (disable), or at least 1, got {top_k}."
+        )
 
 
 def _is_number(value: Any) -> bool:

@@ -36,7 +36,7 @@ from agent.simulator.openai_requests import (
 from agent.simulator.openai_streams import AnswerStream, ChatStream, CompletionStream
 from agent.simulator.ranks import Ranks
 from agent.simulator.tokens import TokenSource
-from agent.simulator.validation import PromptIn
+from agent.simulator.validation import PromptIn, seeded_key
 from agent.simulator.vllm_metrics import FinishCounts, vllm_metrics_text
 
 
@@ -187,7 +187,8 @@ class OpenAIRoutes:
     def _submit(self, checked: OpenAIPrompt) -> SimRequest:
         """Plan with /generate's key for these ids, so both APIs give the same answer."""
         ids = checked.prompt_ids
-        return self.sim.submit(PromptIn(repr(ids).encode(), len(ids), None, checked.max_tokens))
+        key = seeded_key(repr(ids).encode(), checked.seed)
+        return self.sim.submit(PromptIn(key, len(ids), None, checked.max_tokens))
 
     def _answer(self, sim: SimRequest, reasoning: bool) -> wire.Answer:
         finish = "abort" if sim.aborted else sim.answer.finish

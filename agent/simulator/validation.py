@@ -137,6 +137,12 @@ def verify_sampling(params: dict[str, Any]) -> None:
     min_p = _float(params, "min_p", 0.0)
     if not 0.0 <= min_p <= 1.0:
         raise RequestValueError(f"min_p must be in [0, 1], got {min_p}.")
+    top_k = params.get("top_k", -1)
+    if isinstance(top_k, int) and (top_k < 1 and top_k != -1):
+        raise RequestValueError(f"top_k must be -1 (disable) or at least 1, got {top_k}.")
+    seed = params.get("sampling_seed")
+    if seed is not None and (not isinstance(seed, int) or not -(2**63) <= seed < 2**63):
+        raise RequestValueError(f"sampling_seed must be in [-2**63, 2**63 - 1], got {seed}.")
     max_new = params.get("max_new_tokens")
     if isinstance(max_new, int) and max_new < 0:
         raise RequestValueError(f"max_new_tokens must be at least 0, got {max_new}.")
@@ -153,7 +159,13 @@ def _prompt(item: Any, sampling: dict[str, Any], rid: Any, context_length: int) 
         key, tokens = repr(item).encode(), len(item)
     check_length(tokens, max_new, context_length)
     ignore_eos = sampling.get("ignore_eos") is True
+    key = seeded_key(key, sampling.get("sampling_seed"))
     return PromptIn(key, tokens, rid if isinstance(rid, str) else None, max_new, ignore_eos)
+
+
+def seeded_key(key: bytes, seed: Any) -> bytes:
+    """A prompt's answer key: a seeded request's answer is drawn from its seed too."""
+    return key if not isinstance(seed, int) else key + b"|seed=" + str(seed).encode()
 
 
 def check_length(input_tokens: int, max_new_tokens: int, context_length: int) -> None:

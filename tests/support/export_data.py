@@ -47,17 +47,20 @@ DROPS_THINK = (
 
 
 def build_think_tokenizer(
-    folder: Path, template: str = KEEPS_THINK, words: list[str] = WORDS, newlines: bool = False
-) -> dict[str, int]:
+    folder: Path, template: str = KEEPS_THINK, words: list[str] = WORDS, newlines: bool = False,
+    thinking: bool = True,
+) -> dict[str, int]:  # fmt: skip
     """Write the tokenizer to `folder`; returns its vocabulary (token -> id).
 
     Other `words` (the same ones in another order, say) make another model's tokenizer.
     `newlines`: a newline is a token of its own, as in Qwen's byte-level BPE (else whitespace).
+    `thinking` False: no think markers at all (a model that does not reason).
     """
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {token: index for index, token in enumerate(SPECIALS + words + ["\n"] * newlines)}
+    specials = SPECIALS if thinking else SPECIALS[:5]
+    vocab = {token: index for index, token in enumerate(specials + words + ["\n"] * newlines)}
     core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     core.pre_tokenizer = (
         pre_tokenizers.Sequence([
@@ -68,7 +71,8 @@ def build_think_tokenizer(
     )  # fmt: skip
     tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=core, unk_token="<unk>", bos_token="<s>", eos_token="<|im_end|>",
-        pad_token="</s>", additional_special_tokens=["<|im_start|>", "<think>", "</think>"],
+        pad_token="</s>",
+        additional_special_tokens=["<|im_start|>", "<think>", "</think>"][: 3 if thinking else 1],
     )  # fmt: skip
     tokenizer.chat_template = template
     folder.mkdir(parents=True, exist_ok=True)

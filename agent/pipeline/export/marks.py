@@ -1,8 +1,7 @@
 """What the export needs to know about the tokenizer: its special ids and its think markers.
 
-The markers are read from the tokenizer itself, as single tokens of its vocabulary: `<think>` and
-`</think>` (Kimi-K2, DeepSeek-R1, Qwen3), `◁think▷` and `◁/think▷` (Kimi-VL), `<thinking>` and
-`</thinking>`. A tokenizer with none of them has no reasoning to check.
+The markers are read from the tokenizer itself, as single tokens of its vocabulary
+(`agent.pipeline.tokenizer.think`). A tokenizer with none of them has no reasoning to check.
 """
 
 from __future__ import annotations
@@ -11,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.pipeline.tokenizer.identity import vocabulary_digest
+from agent.pipeline.tokenizer.think import think_pair
 
-THINK_PAIRS = (("<think>", "</think>"), ("◁think▷", "◁/think▷"), ("<thinking>", "</thinking>"))
 OPENER_WINDOW = 16
 """A think marker this close to the end of the prompt was opened by the generation prompt."""
 
@@ -59,9 +58,8 @@ def token_facts(tokenizer: Any) -> TokenFacts:
     vocab = tokenizer.get_vocab()
     size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)  # ids may leave holes
     digest = vocabulary_digest(vocab)
-    for start, end in THINK_PAIRS:
-        if start in vocab and end in vocab:
-            return TokenFacts(
-                frozenset(special), int(vocab[start]), int(vocab[end]), (start, end), size, digest
-            )
+    pair = think_pair(vocab)
+    if pair is not None:
+        start, end, start_id, end_id = pair
+        return TokenFacts(frozenset(special), start_id, end_id, (start, end), size, digest)
     return TokenFacts(frozenset(special), vocab_size=size, digest=digest)

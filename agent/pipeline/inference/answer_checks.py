@@ -50,11 +50,16 @@ def checked(answer: Generation) -> Generation:
 
 
 def writable_line(
-    prompt: Prompt, answer: Generation, latency_s: float, api: str, tokenizer_stamp: str | None
-) -> bytes:
-    """The answer's response line, checked by the reader's definition; TransientError if refused."""
+    prompt: Prompt, answer: Generation, latency_s: float, api: str, tokenizer_stamp: str | None,
+    fields: dict[str, Any] | None = None,
+) -> bytes:  # fmt: skip
+    """The answer's response line, checked by the reader's definition; TransientError if refused.
+
+    `fields` are the record's generation settings and, for a conversation's turn, its place.
+    """
     try:
-        return encoded_line(response_line(prompt, answer, latency_s, api, tokenizer_stamp))
+        record = response_line(prompt, answer, latency_s, api, tokenizer_stamp) | (fields or {})
+        return encoded_line(record)
     except NotAResponseError as exc:
         raise TransientError(f"{NOT_USABLE}: {exc}") from None
 

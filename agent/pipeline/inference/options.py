@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.host.sglang_auth import configured_key_file
 from agent.pipeline.exit_codes import (  # the runner's modules take them from here
@@ -29,6 +30,7 @@ from agent.pipeline.exit_codes import (
 )
 from agent.pipeline.inference.backends.base import APIS
 from agent.pipeline.inference.error_marks import KINDS, parse_retry_errors
+from agent.pipeline.inference.generation_flags import add_generation_flags, template_arguments
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 
 
@@ -70,6 +72,16 @@ class RunnerOptions:
     """The `model` the OpenAI-compatible APIs are sent (the served one when left out)."""
     reencode: bool = False
     """openai-chat: record a text-only answer re-encoded with --tokenizer; never unless asked."""
+    turns: str = "all"
+    """all: every assistant turn of a conversation regenerated in order; last: the last only."""
+    chat_template_kwargs: dict[str, Any] | None = None
+    reasoning: str | None = None
+    """keep, disable or drop (generation_flags.py); None: the template's default."""
+    top_k: int | None = None
+    min_p: float | None = None
+    seed: int | None = None
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """What the chat template is rendered with: --chat-template-kwargs and --reasoning's switch."""
 
     @property
     def prompts_path(self) -> Path:
@@ -183,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--responses-file", default="raw_responses.jsonl")
     add("--progress-interval", type=_positive_float, default=10.0, dest="progress_interval_s")
     add_trust_remote_code_flag(parser)
+    add_generation_flags(parser)
     _add_server_flags(parser)
     return parser  # fmt: skip
 
@@ -248,4 +261,10 @@ def parse_options(argv: list[str] | None) -> RunnerOptions:
     args["api_key_file"] = args["api_key_file"] or configured_key_file()
     if args["reencode"] and (args["api"] != "openai-chat" or not args["tokenizer"]):
         parser.error("--reencode goes with --api openai-chat and a --tokenizer to re-encode with")
+    try:
+        args["template_kwargs"] = template_arguments(
+            args["chat_template_kwargs"], args["reasoning"]
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     return RunnerOptions(**args)

@@ -115,9 +115,14 @@ class PromptEncoder:
         *,
         trust_remote_code: bool = False,
         tokenizer: Any = None,
+        template_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        """`tokenizer`, when given, is the one loaded from `tokenizer_path` (not loaded again)."""
+        """`tokenizer`, when given, is the one loaded from `tokenizer_path` (not loaded again).
+
+        `template_kwargs` are the chat template's arguments (enable_thinking, reasoning_effort...).
+        """
         self._tokenizer: Any = None
+        self.template_kwargs = dict(template_kwargs or {})
         needing = next((p for p in prompts if p.needs_tokenizer), None)
         if needing is None:
             return
@@ -166,7 +171,7 @@ class PromptEncoder:
             return prompt.input_ids
         if prompt.messages is not None:
             ids = self._tokenizer.apply_chat_template(
-                prompt.messages, add_generation_prompt=True, tokenize=True
+                prompt.messages, add_generation_prompt=True, tokenize=True, **self.template_kwargs
             )
             return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
         return list(self._tokenizer.encode(prompt.text))

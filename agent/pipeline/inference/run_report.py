@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.pipeline.inference.budget import BudgetGate
+from agent.pipeline.inference.conversations import Conversation
 from agent.pipeline.inference.options import RunnerOptions
 from agent.pipeline.inference.records import ResumeState
 from agent.pipeline.inference.response_line import DatasetTally
@@ -23,6 +24,31 @@ def options_fields(options: RunnerOptions) -> dict[str, Any]:
         "on_budget": options.on_budget,
         "concurrency": options.concurrency,
         "max_new_tokens": options.max_new_tokens,
+        "sampling": sampling_fields(options),
+    }
+
+
+def sampling_fields(options: RunnerOptions) -> dict[str, Any]:
+    """How the answers were generated: the provenance a dataset's detail shows."""
+    return {
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        "top_k": options.top_k,
+        "min_p": options.min_p,
+        "seed": options.seed,
+        "turns": options.turns,
+        "reasoning": options.reasoning,
+        "template_kwargs": options.template_kwargs,
+    }
+
+
+def conversation_fields(conversations: dict[str, Conversation]) -> dict[str, Any]:
+    """How far the conversations regenerated turn by turn got (none: zeros)."""
+    return {
+        "conversations": len(conversations),
+        "conversations_done": sum(c.done for c in conversations.values()),
+        "turns": sum(c.plan.turns for c in conversations.values()),
+        "turns_done": sum(c.turns_done for c in conversations.values()),
     }
 
 

@@ -14,9 +14,15 @@ import aiohttp
 
 from agent.pipeline.inference.backends import Backend, Sampling, make_backend
 from agent.pipeline.inference.backends.reencode import Reencoder
+from agent.pipeline.inference.conversations import (
+    Conversation,
+    conversations_of,
+    resume_conversations,
+)
 from agent.pipeline.inference.error_marks import clear_permanent_marks
 from agent.pipeline.inference.options import RunnerOptions
 from agent.pipeline.inference.prompts import Prompt, PromptEncoder, read_prompts
+from agent.pipeline.inference.reasoning_checks import refuse_unhonoured
 from agent.pipeline.inference.records import ResumeState, permanently_failed_ids, recover
 from agent.pipeline.inference.response_line import DatasetTally, tally_responses
 from agent.pipeline.tokenizer.identity import tokenizer_digest
@@ -36,6 +42,10 @@ class Prepared:
     todo: deque[Prompt]
     tokenizer_stamp: str | None = None
     """The tokenizer's digest each response line carries (None: every prompt came as ids)."""
+    conversations: dict[str, Conversation] | None = None
+    """The prompts regenerated turn by turn, by id."""
+    broken: list[tuple[Prompt, str]] | None = None
+    """Conversations whose records cannot be continued from, with why: marked failed for good."""
 
 
 def prepare(options: RunnerOptions, name: str) -> Prepared:
@@ -44,10 +54,18 @@ def prepare(options: RunnerOptions, name: str) -> Prepared:
         cleared = clear_permanent_marks(options.errors_path, options.retry_errors)
         log.info("[%s] --retry-errors: %d permanent mark(s) cleared", name, cleared)
     prompts = read_prompts(options.prompts_path, options.max_samples)
-    encoder = PromptEncoder(options.tokenizer, prompts, trust_remote_code=options.trust_remote_code)
+    encoder = PromptEncoder(
+        options.tokenizer, prompts, trust_remote_code=options.trust_remote_code,
+        template_kwargs=options.template_kwargs,
+    )  # fmt: skip
+    refuse_unhonoured(options, encoder.tokenizer)
+    conversations = conversations_of(prompts, options.turns)
     resume = recover(options.responses_path, repair=options.repair)
     earlier = tally_responses(options.responses_path) if options.api != "sglang" else DatasetTally()
+    broken = resume_conversations(conversations, resume.done_ids, options.responses_path)
     skip = resume.done_ids | permanently_failed_ids(options.errors_path)
+    skip |= {prompt.id for prompt, _ in broken}
+    skip |= {key for key, conversation in conversations.items() if conversation.done}
     todo = deque(p for p in prompts if p.id not in skip)
     log.info(
         "[%s] %d prompts, %d done before (%d tokens), %d to go; torn tail moved: %d bytes",
@@ -56,7 +74,7 @@ def prepare(options: RunnerOptions, name: str) -> Prepared:
     )  # fmt: skip
     tokenizer = encoder.tokenizer
     stamp = tokenizer_digest(tokenizer) if tokenizer is not None else None
-    return Prepared(prompts, encoder, resume, earlier, todo, stamp)
+    return Prepared(prompts, encoder, resume, earlier, todo, stamp, conversations, broken)
 
 
 def backend_for(
@@ -66,9 +84,12 @@ def backend_for(
     encoder: PromptEncoder,
 ) -> Backend:
     """The client of the run's API; text answers re-encoded with the tokenizer if --reencode."""
-    sampling = Sampling(options.max_new_tokens, options.temperature, options.top_p, options.model)
+    sampling = Sampling(
+        options.max_new_tokens, options.temperature, options.top_p, options.model,
+        options.top_k, options.min_p, options.seed, options.template_kwargs,
+    )  # fmt: skip
     tokenizer = encoder.tokenizer
-    reencoder = Reencoder(tokenizer) if tokenizer is not None else None
+    reencoder = Reencoder(tokenizer, options.template_kwargs) if tokenizer is not None else None
     return make_backend(
         options.api, session, options.request_timeout_s, api_key, sampling, reencoder,
         options.reencode,

@@ -27,6 +27,7 @@ from agent.pipeline.inference.backends.base import Generation, PromptRequest
 from agent.pipeline.inference.backends.keys import key_source, read_key
 from agent.pipeline.inference.budget import BudgetGate
 from agent.pipeline.inference.client import RejectedError, Server, TransientError
+from agent.pipeline.inference.conversations import Conversation
 from agent.pipeline.inference.error_marks import error_mark
 from agent.pipeline.inference.in_flight import InFlight
 from agent.pipeline.inference.options import EXIT_FAILURE, RunnerOptions
@@ -42,6 +43,7 @@ from agent.pipeline.inference.response_line import DatasetTally
 from agent.pipeline.inference.retry_pacing import RetryPacing
 from agent.pipeline.inference.run_ending import ending_words, how_it_ended
 from agent.pipeline.inference.run_report import (
+    conversation_fields,
     dataset_tally,
     options_fields,
     progress_fields,
@@ -50,6 +52,7 @@ from agent.pipeline.inference.run_report import (
 from agent.pipeline.inference.run_setup import backend_for, prepare
 from agent.pipeline.inference.status import RunStats, progress_line, status_record, write_status
 from agent.pipeline.inference.storage import StorageError
+from agent.pipeline.inference.turn_requests import TurnRequests
 from agent.pipeline.inference.waiting import wait_for_servers
 from agent.pipeline.tokenizer.identity import STAMP
 from agent.protocol import generation_done
@@ -57,6 +60,7 @@ from agent.protocol import generation_done
 log = logging.getLogger("runner")
 
 EMPTY_PROMPT = "the prompt encodes to no tokens (input_ids cannot be empty)"
+WRITTEN, DROPPED, RETRY = "written", "dropped", "retry"
 ABORTED = "the server aborted the request (finish_reason abort)"
 
 
@@ -97,6 +101,8 @@ class Runner:
         self.earlier = DatasetTally()
         """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
         self.tokenizer_stamp: str | None = None
+        self.conversations: dict[str, Conversation] = {}
+        self.broken: list[tuple[Prompt, str]] = []
         self.gate = BudgetGate(
             options.token_budget, float(options.max_new_tokens), options.on_budget == "cancel"
         )
@@ -138,6 +144,8 @@ class Runner:
             self.errors_log = AppendLog(self.options.errors_path)
             reporter = asyncio.create_task(self._report_forever())
             self._install_signal_handlers()
+            for prompt, reason in self.broken:
+                self._fail(prompt, reason, permanent=True)
             try:
                 await self._check_servers(client, pool)
                 await self._dispatch_all(client, pool)
@@ -159,6 +167,8 @@ class Runner:
         )
         self.earlier, self.todo = prepared.earlier, prepared.todo
         self.tokenizer_stamp = prepared.tokenizer_stamp
+        self.conversations, self.broken = prepared.conversations or {}, prepared.broken or []
+        self.turns = TurnRequests(self.encoder, self.options)
         self.gate.resume(self.resume.lengths)
 
     def _refuse(self, reason: str) -> None:
@@ -241,17 +251,35 @@ class Runner:
     # ------------------------------------------------------------ one prompt
 
     async def _serve(self, prompt: Prompt, client: Backend, pool: ServerPool) -> None:
+        """Answer the prompt, or the next turn of its conversation (then queued for the next)."""
+        conversation = self.conversations.get(prompt.id)
         try:
-            input_ids = self.encoder.input_ids(prompt)
+            asked = self.turns.request(prompt, conversation)
         except (
             Exception
         ) as exc:  # a tokenizer can raise anything; the prompt fails, the run goes on
             self._fail(prompt, f"cannot tokenize: {exc}", permanent=True)
             return
-        if not input_ids:  # SGLang refuses it (io_struct.py:499): no need to ask
+        if not asked.input_ids:  # SGLang refuses it (io_struct.py:499): no need to ask
             self._fail(prompt, EMPTY_PROMPT, permanent=True)
             return
-        request = PromptRequest(prompt, input_ids, self._rid(prompt))
+        output = await self._answer(prompt, asked.prompt, asked.input_ids, asked.fields, client,
+                                    pool)  # fmt: skip
+        if output is not None and conversation is not None:
+            conversation.answered(output)
+            if not conversation.done:
+                self.todo.appendleft(prompt)  # its next turn goes before any new prompt
+                self.changed.set()
+
+    async def _answer(
+        self, prompt: Prompt, asked: Prompt, input_ids: list[int], fields: dict[str, Any],
+        client: Backend, pool: ServerPool,
+    ) -> list[int] | None:  # fmt: skip
+        """Ask until an answer is written (its ids), or the prompt fails or the run stops (None).
+
+        `asked` is what is sent and recorded (a conversation's turn); failures mark `prompt`.
+        """
+        request = PromptRequest(asked, input_ids, self._rid(asked))
         failures = 0
         while True:
             started = time.monotonic()
@@ -263,32 +291,33 @@ class Runner:
             try:
                 answer = await usable_answer(client, server, request)
                 line = writable_line(
-                    prompt, answer, time.monotonic() - started, self.options.api,
-                    self.tokenizer_stamp,
+                    asked, answer, time.monotonic() - started, self.options.api,
+                    self.tokenizer_stamp, fields,
                 )  # fmt: skip
                 pool.succeeded(server)
             except TransientError as exc:
                 failures += self.pacing.counts_against_prompt(exc, server, pool)
                 if not await self._wait_to_retry(prompt, failures, exc):
-                    return
-                request = PromptRequest(prompt, input_ids, self._rid(prompt))
+                    return None
+                request = PromptRequest(asked, input_ids, self._rid(asked))
                 continue
             except RejectedError as exc:
                 if await self._refused_for_good(prompt, exc, server, request):
-                    return
+                    return None
                 failures += 1  # whose refusal it is could not be told yet: retried
                 if not await self._wait_to_retry(prompt, failures, exc):
-                    return
-                request = PromptRequest(prompt, input_ids, self._rid(prompt))
+                    return None
+                request = PromptRequest(asked, input_ids, self._rid(asked))
                 continue
             finally:
                 pool.release(server)
-            if self._keep(prompt, answer, line):
-                return
+            kept = self._keep(prompt, answer, line)
+            if kept != RETRY:
+                return answer.output_ids if kept == WRITTEN else None
             failures += 1  # aborted by someone else: tried again, but not for ever
             if not await self._wait_to_retry(prompt, failures, TransientError(ABORTED)):
-                return
-            request = PromptRequest(prompt, input_ids, self._rid(prompt))
+                return None
+            request = PromptRequest(asked, input_ids, self._rid(asked))
 
     async def _wait_to_retry(self, prompt: Prompt, failures: int, exc: Exception) -> bool:
         """Wait before another try; False past --max-retries (the prompt marked) or on a stop."""
@@ -314,32 +343,36 @@ class Runner:
     def _rid(self, prompt: Prompt) -> str:
         return f"{self.name}-{prompt.id}-{secrets.token_hex(4)}"
 
-    def _keep(self, prompt: Prompt, answer: Generation, line: bytes) -> bool:
-        """Write one answer's checked line; False if it was aborted by someone else (retried)."""
+    def _keep(self, prompt: Prompt, answer: Generation, line: bytes) -> str:
+        """Write one answer's checked line: WRITTEN, DROPPED, or RETRY (aborted by someone else)."""
         finish, tokens = answer.finish_reason, answer.completion_tokens
         if self.cancelling or self._past_budget_to_cut():  # an abort too: never tried again
             self.stats.discarded_tokens += tokens
-            return True
+            return DROPPED
         if finish == "abort":
             self.stats.retries += 1
-            return False
+            return RETRY
+        refusal = self.turns.refusal(answer.output_ids)
+        if refusal is not None:
+            self._fail(prompt, refusal, permanent=True)
+            return DROPPED
         if finish == "length":
             self.stats.truncated += 1
             if self.options.drop_truncated:
                 self._fail(
                     prompt, "hit max_new_tokens; dropped by --drop-truncated", permanent=True
                 )
-                return True
+                return DROPPED
         try:
             self.writer.append_line(line)
         except StorageError as exc:
             self._storage_failed(exc, tokens)
-            return True
+            return DROPPED
         self.gate.answered(asyncio.current_task(), tokens, time.monotonic())
         self.stats.completed += 1
         self.stats.tokens_this_run += tokens
         self.stats.count_answer(answer)
-        return True
+        return WRITTEN
 
     def _past_budget_to_cut(self) -> bool:
         """--on-budget cancel, and an answer before this one met the budget: it is cut.
@@ -487,6 +520,7 @@ class Runner:
                 STAMP: self.tokenizer_stamp,
                 "write_error": self.storage_error.as_record() if self.storage_error else None,
                 **options_fields(self.options),
+                **conversation_fields(self.conversations),
                 **progress_fields(self.gate, self.resume, now),
                 **dataset_tally(self.earlier, self.stats),
             },

@@ -7,6 +7,7 @@ the prompt ids the server reports, the finish reason mapped onto the runner's th
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,6 +37,25 @@ class Sampling:
     temperature: float
     top_p: float
     model: str | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    seed: int | None = None
+    """The run's seed; each request gets one drawn from it and the record's id (`seed_for`)."""
+    template_kwargs: dict[str, Any] = field(default_factory=dict)
+    """The chat template's arguments, sent to a server that renders the conversation."""
+
+    def seed_for(self, record_id: str) -> int | None:
+        """The request's seed: the same for a record however often it is tried, and in any order."""
+        if self.seed is None:
+            return None
+        digest = hashlib.sha256(f"{self.seed}:{record_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") >> 1
+
+    def extra_fields(self, record_id: str, seed_name: str) -> dict[str, Any]:
+        """top_k, min_p and the seed, each only when asked for (a server's defaults otherwise)."""
+        extra: dict[str, Any] = {"top_k": self.top_k, "min_p": self.min_p,
+                                 seed_name: self.seed_for(record_id)}  # fmt: skip
+        return {name: value for name, value in extra.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,7 +154,7 @@ class ChatBackend:
         if kind == "router" and not self.reencode:
             raise RequestRejectedError(BEHIND_ROUTER.format(url=server.url))
         answer = ChatAnswer()
-        payload = self.payload(messages, sglext=kind == "sglang")
+        payload = self.payload(messages, sglext=kind == "sglang", record_id=request.prompt.id)
         async for event in self.client.stream(server, "chat/completions", payload, timeout_s):
             answer.add(event)
         if answer.token_ids is not None:
@@ -163,15 +163,26 @@ class ChatBackend:
             raise RequestRejectedError(TEXT_ONLY.format(url=server.url))
         return self._reencoded(answer, messages)
 
-    def payload(self, messages: list[dict[str, Any]], sglext: bool = False) -> dict[str, Any]:
-        """The request body: ids asked for the way the server gives them, usage in the stream."""
+    def payload(
+        self, messages: list[dict[str, Any]], sglext: bool = False, record_id: str = ""
+    ) -> dict[str, Any]:
+        """The request body: ids asked for the way the server gives them, usage in the stream.
+
+        The template's arguments go as `chat_template_kwargs`, which SGLang and vLLM both take
+        (serving_chat.py:2166; chat_completion/protocol.py:379).
+        """
         sampling = self.sampling
+        template = (
+            {"chat_template_kwargs": sampling.template_kwargs} if sampling.template_kwargs else {}
+        )
         ids = {"return_output_ids_in_sglext": True} if sglext else {"return_token_ids": True}
         payload: dict[str, Any] = {
             "messages": messages,
             "max_tokens": sampling.max_new_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
+            **sampling.extra_fields(record_id, "seed"),
+            **template,
             **ids,
             "stream": True,
             "stream_options": {"include_usage": True},

@@ -72,6 +72,7 @@ class CompletionsBackend:
             "max_tokens": sampling.max_new_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
+            **sampling.extra_fields(request.prompt.id, "seed"),
             "return_token_ids": True,
         }
         return payload | ({"model": sampling.model} if sampling.model else {})

@@ -61,6 +61,7 @@ class SglangBackend:
                 "max_new_tokens": sampling.max_new_tokens,
                 "temperature": sampling.temperature,
                 "top_p": sampling.top_p,
+                **sampling.extra_fields(request.prompt.id, "sampling_seed"),
             },
             "rid": request.rid,
         }

@@ -18,9 +18,10 @@ THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 class Reencoder:
     """Re-encodes answers with one `transformers` tokenizer (the target's)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, template_kwargs: dict[str, Any] | None = None) -> None:
         self.tokenizer = tokenizer
         self.end_of_turn = tokenizer.eos_token_id
+        self.template_kwargs = template_kwargs or {}
 
     def answer_ids(
         self, messages: list[dict[str, Any]], reasoning: str | None, content: str, finish: str
@@ -34,7 +35,10 @@ class Reencoder:
 
     def _render(self, messages: list[dict[str, Any]], add_generation_prompt: bool) -> list[int]:
         ids = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=add_generation_prompt, tokenize=True
+            messages,
+            add_generation_prompt=add_generation_prompt,
+            tokenize=True,
+            **self.template_kwargs,
         )
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
