@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agent.datasets.finish_reasons import finish_reason
 from agent.datasets.glued_lines import read_line
 from agent.datasets.response_lines import response_tokens
 from agent.datasets.runner_status import read_runner_status
@@ -81,9 +82,7 @@ def _json(line: bytes) -> Any:
 
 
 def _finish(record: dict[str, Any]) -> str:
-    reason = record.get("finish_reason")
-    if isinstance(reason, dict):
-        reason = reason.get("type")
+    reason = finish_reason(record)
     return _text(reason) if reason else "unknown"
 
 

@@ -34,6 +34,8 @@ class Counts:
     torn_tail_bytes: int = 0
     failed_prompts: int = 0
     """Prompts that failed for good and have no response: no run sends them again."""
+    truncated_responses: int = 0
+    """Responses cut at max_new_tokens."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +158,8 @@ def dataset_progress(
         last_response_at=live.last_response_at, writer_active=live.active,
         failed_prompts=counts.failed_prompts, api_usage=run.api_usage if run else None,
         tokens_per_s_by_window=history.tokens_per_s_by_window(),
+        truncated_responses=counts.truncated_responses,
+        max_new_tokens=run.max_new_tokens if run else None,
     )  # fmt: skip
 
 
@@ -170,7 +174,7 @@ def failed_progress(name: str, counts: Counts, budget: int | None) -> DatasetPro
     return DatasetProgress(
         name=name, prompts=counts.prompts, responses=counts.responses, tokens=counts.tokens,
         budget=budget, corrupt_lines=counts.corrupt_lines, torn_tail_bytes=counts.torn_tail_bytes,
-        status="error",
+        status="error", truncated_responses=counts.truncated_responses,
     )  # fmt: skip
 
 
@@ -201,15 +205,17 @@ def _overrun_hours(
 
 
 def dataset_alerts(
-    progress: DatasetProgress, overrun_alert_share: float, now: float
-) -> list[Alert]:
-    """The alerts one dataset raises."""
+    progress: DatasetProgress, overrun_alert_share: float, now: float,
+    truncation_alert_share: float = 0.0,
+) -> list[Alert]:  # fmt: skip
+    """The alerts one dataset raises (`truncation_alert_share` 0: no truncation_high)."""
     checks = (
         _budget_reached(progress),
         _over_budget(progress, overrun_alert_share),
         _projected_overrun(progress, overrun_alert_share),
         _stalled(progress, now),
         _stale_code(progress),
+        _truncation_high(progress, truncation_alert_share),
     )
     return [
         Alert(kind, severity, message, progress.name, now)
@@ -298,6 +304,26 @@ def _stale_code(progress: DatasetProgress) -> AlertText:
         (
             f"{progress.name}: the run writing it runs code that differs from the code on disk; "
             "redeploy to run the new code"
+        ),
+    )
+
+
+MIN_RESPONSES_TO_JUDGE_CUTS = 50
+"""No truncation_high from fewer responses: 1 cut of 3 says nothing about the run."""
+
+
+def _truncation_high(progress: DatasetProgress, share: float) -> AlertText:
+    cut, responses = progress.truncated_responses, progress.responses
+    if not share or responses < MIN_RESPONSES_TO_JUDGE_CUTS or cut / responses <= share:
+        return None
+    cap = f" {progress.max_new_tokens}" if progress.max_new_tokens is not None else ""
+    return (
+        "truncation_high",
+        "warning",
+        (
+            f"{progress.name}: {cut / responses:.1%} of its answers were cut at --max-new-tokens"
+            f"{cap} ({cut:,} of {responses:,}); raise --max-new-tokens, or drop them in the "
+            "export with --drop truncated"
         ),
     )
 

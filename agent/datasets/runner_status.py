@@ -43,6 +43,8 @@ class RunView:
     write_disk_full: bool = False
     api_usage: ApiUsage | None = None
     """The backend's whole-dataset tallies (re-encoding, cost, rate limits), run over or not."""
+    max_new_tokens: int | None = None
+    """The cap on each answer's length the run asked for."""
 
 
 def read_runner_status(
@@ -74,6 +76,7 @@ def read_runner_status(
         pid=_int(record.get("pid")),
         **_write_error(record.get("write_error")),
         api_usage=api_usage(record, float(updated_at) if active and _number(updated_at) else None),
+        max_new_tokens=_int(record.get("max_new_tokens")),
     )
 
 
@@ -106,11 +109,12 @@ def _write_error(value: object) -> dict[str, Any]:
 
 
 def view_from_argv(argv: tuple[str, ...]) -> RunView:
-    """The stop condition a runner-like command line asks for (`--token-budget`, `--max-samples`)."""
+    """What a runner-like command line asks for: `--token-budget`, `--max-samples`, the length cap."""
     return RunView(
         active=True,
         budget=_flag(argv, "--token-budget"),
         max_samples=_flag(argv, "--max-samples"),
+        max_new_tokens=_flag(argv, "--max-new-tokens"),
     )
 
 

@@ -201,11 +201,13 @@ class DatasetTracker:
         return self.config.budgets.get(name, self.config.budget)
 
     def alerts(self, progress: tuple[DatasetProgress, ...], now: float) -> list[Alert]:
-        """Budget, projection, stall, stale-code, corruption, error, skipped-entry and disk alerts."""
+        """Budget, projection, stall, stale-code, truncation, file, skipped-entry and disk alerts."""
         alerts = [
             a
             for item in progress
-            for a in dataset_alerts(item, self.config.overrun_alert_share, now)
+            for a in dataset_alerts(
+                item, self.config.overrun_alert_share, now, self.config.truncation_alert_share
+            )
         ]
         alerts += self._disk_alerts(progress, now)
         for item in progress:

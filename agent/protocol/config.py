@@ -40,6 +40,9 @@ class DatasetsConfig:
     """Per-dataset guards, overriding `guard`."""
     stall_guard_s: float | None = None
     """A writer that appended nothing this long while the server is healthy: an error alert."""
+    truncation_alert_share: float = 0.10
+    """Warn (truncation_high) when more than this share of a dataset's answers were cut at
+    max_new_tokens; 0 turns the warning off."""
 
     def guard_of(self, dataset: str) -> GuardMode:
         """The budget guard that applies to `dataset`."""

@@ -41,6 +41,7 @@ RANGES: dict[tuple[type, str], tuple[float, float]] = {
     (DatasetsConfig, "stall_guard_s"): (1.0, 365 * DAY_S),
     (DatasetsConfig, "overrun_alert_share"): (0.0, 100.0),
     (DatasetsConfig, "low_disk_floor_bytes"): (0, 2**62),
+    (DatasetsConfig, "truncation_alert_share"): (0.0, 1.0),
     (JobSpec, "grace_s"): (0.0, 7 * DAY_S),
     (JobSpec, "term_grace_s"): (0.0, 7 * DAY_S),
     (JobSpec, "max_restarts"): (0, 1000),

@@ -108,6 +108,11 @@ class DatasetProgress:
     tokens_per_s_by_window: tuple[float | None, ...] = ()
     """Tokens/s over each of RATE_WINDOWS_S, None where the history holds too little; empty from
     an older agent. Plain numbers: 5,000 datasets of rate objects cost a second to decode."""
+    truncated_responses: int = 0
+    """Responses cut at max_new_tokens (finish reason `length`), among `responses`: the earlier
+    runs' too, each id once."""
+    max_new_tokens: int | None = None
+    """The cap its last run set (runner.json, else its job's argv); None when nobody says."""
 
     @property
     def prompts_left(self) -> int:
@@ -118,6 +123,11 @@ class DatasetProgress:
         """Seconds from its last response to `taken_at`, its snapshot's time (None: none yet)."""
         at = self.last_response_at
         return None if at is None else max(0.0, taken_at - at)
+
+    @property
+    def truncated_share(self) -> float | None:
+        """The share of its responses cut at max_new_tokens; None before the first response."""
+        return self.truncated_responses / self.responses if self.responses else None
 
     @property
     def generation_done(self) -> bool:

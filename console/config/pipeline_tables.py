@@ -124,7 +124,7 @@ def datasets_table(reader: TableReader, host: Mapping[str, Any], where: str) -> 
     where = f"{where}.datasets"
     reader.only(table, where, {"root", "prompts", "responses", "budget", "budgets", "stall_after_s",
                                "overrun_alert_share", "low_disk_floor_gib", "guard", "guards",
-                               "stall_guard_s"})  # fmt: skip
+                               "stall_guard_s", "truncation_alert_share"})  # fmt: skip
     budgets = reader.table(table, "budgets", where, required=False)
     guards = reader.table(table, "guards", where, required=False)
     return DatasetsConfig(
@@ -147,6 +147,9 @@ def datasets_table(reader: TableReader, host: Mapping[str, Any], where: str) -> 
             reader.seconds(table, "stall_guard_s", where, 0.0, DatasetsConfig)
             if "stall_guard_s" in table
             else None
+        ),
+        truncation_alert_share=reader.seconds(
+            table, "truncation_alert_share", where, 0.10, DatasetsConfig
         ),
     )
 

@@ -132,6 +132,7 @@ def describe(value: Any) -> str:
         str: lambda v: f"the string {v!r}",
         bool: lambda v: f"the boolean {str(v).lower()}",
         int: lambda v: f"the number {v}",
+        float: lambda v: f"the number {v}",
         dict: lambda v: "a table",
         list: lambda v: "a list",
     }

@@ -37,6 +37,7 @@ def counted(path: Path) -> dict[str, Any]:
     counter.update()
     return {
         "responses": counter.responses, "tokens": counter.tokens,
+        "truncated": counter.truncated_responses,
         "corrupt": (counter.corrupt_lines, counter.corrupt_offsets, counter.first_corrupt_reason),
         "ids": counter.seen_ids, "offset": counter.offset, "torn": counter.torn_tail_bytes,
     }  # fmt: skip
@@ -49,9 +50,9 @@ def counted_by_json_loads(path: Path) -> dict[str, Any]:
         return counted(path)
 
 
-def runner_line(rid: str, ids: list[int]) -> bytes:
+def runner_line(rid: str, ids: list[int], finish: str = "stop") -> bytes:
     return json.dumps(
-        {"id": rid, "output_ids": ids, "completion_tokens": len(ids), "finish_reason": "stop"},
+        {"id": rid, "output_ids": ids, "completion_tokens": len(ids), "finish_reason": finish},
         separators=(",", ":"),
     ).encode()
 
@@ -59,7 +60,12 @@ def runner_line(rid: str, ids: list[int]) -> bytes:
 files = st.lists(
     st.one_of(
         any_line,
-        st.builds(runner_line, st.sampled_from(["p1", "p2", "p3"]), st.lists(st.integers(0, 99))),
+        st.builds(
+            runner_line,
+            st.sampled_from(["p1", "p2", "p3"]),
+            st.lists(st.integers(0, 99)),
+            st.sampled_from(["stop", "length"]),
+        ),
     ),
     max_size=25,
 )

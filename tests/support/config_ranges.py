@@ -46,6 +46,7 @@ OUT_OF_RANGE = [
     (_datasets(stall_guard_s=0.5), "hosts.gpu.datasets.stall_guard_s", "0.5"),
     (_datasets(overrun_alert_share=101), "hosts.gpu.datasets.overrun_alert_share", "101"),
     (_datasets(low_disk_floor_gib=1e300), "hosts.gpu.datasets.low_disk_floor_gib", "1e+300"),
+    (_datasets(truncation_alert_share=1.5), "hosts.gpu.datasets.truncation_alert_share", "1.5"),
     (_job(grace_s=8 * DAY_S), "hosts.gpu.jobs.infer.grace_s", "691,200"),
     (_job(term_grace_s=8 * DAY_S), "hosts.gpu.jobs.infer.term_grace_s", "691,200"),
     (_job(restart_delay_s=2 * DAY_S), "hosts.gpu.jobs.infer.restart_delay_s", "172,800"),
@@ -60,9 +61,10 @@ def edge_config(high: bool) -> str:
     """A config with every ranged value at its lowest or highest the agent accepts."""
     pick = 1 if high else 0
     budget = max(1, int(field_range(DatasetsConfig, "budget")[pick]))
+    shares = ("overrun_alert_share", "truncation_alert_share")
     datasets = {
         name: field_range(DatasetsConfig, name)[pick]
-        for name in ("stall_after_s", "stall_guard_s", "overrun_alert_share")
+        for name in ("stall_after_s", "stall_guard_s", *shares)
     }
     job = {
         name: field_range(JobSpec, name)[pick]

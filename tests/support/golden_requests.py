@@ -59,7 +59,7 @@ GOLDEN_REQUESTS: list[tuple[Request[object], str]] = [
         ' 0.1.0","pipeline":{"datasets":{"root":"/data","prompts_file":"prompts.jsonl",'
         '"responses_file":"raw_responses.jsonl","budget":10000000,"budgets":{"B8_math":5000000},'
         '"stall_after_s":600.0,"overrun_alert_share":0.02,"low_disk_floor_bytes":1073741824,'
-        '"guard":"alert","guards":{},"stall_guard_s":null},'
+        '"guard":"alert","guards":{},"stall_guard_s":null,"truncation_alert_share":0.1},'
         '"sglang_url":"http://127.0.0.1:30000","sglang_log":null,"sglang_api_key_file":null,'
         '"sglang_api":null,"sglang_model":null,"jobs":{},"external":{},'
         '"deploy_roots":[],"tokenizer":null,"trust_remote_code":false,"notify":null,"nvidia_smi":null}}}',

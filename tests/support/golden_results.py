@@ -53,6 +53,7 @@ from agent.protocol import (
 DATASET = DatasetProgress(
     "B1_sharegpt", 10, 4, 4000, 10_000, tokens_per_s=12.5, status="idle",
     api_usage=ApiUsage(3, 1, 0.25, rate_limited=2), tokens_per_s_by_window=(2.5, None),
+    truncated_responses=1, max_new_tokens=4096,
 )  # fmt: skip
 SNAPSHOT = Snapshot(
     taken_at=1700000000.5,
@@ -236,7 +237,8 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"in_flight":0,"runner_state":null,"runner_sha256":null,"stale_code":false,'
         '"last_response_at":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false,'
         '"api_usage":{"reencoded_responses":3,"reencode_mismatches":1,"cost_credits":0.25,'
-        '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null]}],"alerts":[{'
+        '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null],'
+        '"truncated_responses":1,"max_new_tokens":4096}],"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
         '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"drafter_check":null,"operations":[],"autopilot":null}}',

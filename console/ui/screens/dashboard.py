@@ -34,6 +34,7 @@ from console.model.lower_pages import (
 from console.model.operations_view import under_way
 from console.model.pipeline_view import next_stage, stages
 from console.model.safe_text import literal, literal_lines
+from console.model.truncation_view import TRUNCATION_HIGH
 from console.ui.commands import DASHBOARD_COMMANDS, bindings
 from console.ui.intents import (
     AutopilotRequested,
@@ -160,7 +161,10 @@ class DashboardScreen(Screen[None]):
             return
         self.query_one("#datasets").border_subtitle = literal(_pipeline_line(snapshot))
         server_up = snapshot.server is not None and snapshot.server.healthy is True
-        self.query_one(DatasetsTable).show(snapshot.datasets, snapshot.taken_at, server_up)
+        cut_warned = frozenset(a.subject for a in snapshot.alerts if a.kind == TRUNCATION_HIGH)
+        self.query_one(DatasetsTable).show(
+            snapshot.datasets, snapshot.taken_at, server_up, cut_warned
+        )
         stale_subjects = frozenset(a.subject for a in snapshot.alerts if a.kind == "stale_code")
         jobs = as_asked(snapshot.jobs, view.stops_asked)
         self.query_one(JobsTable).show(jobs, view.agent_now() or now, stale_subjects)

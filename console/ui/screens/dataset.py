@@ -1,4 +1,4 @@
-"""One dataset up close: finish reasons, length histogram, latest responses and errors.
+"""One dataset up close: finish reasons, answers cut, length histogram, latest responses, errors.
 
 On a short terminal the title, the latest responses and the first errors keep their lines; the
 histogram and the tokens-over-time chart take at most half the height and scroll (tab to them).
@@ -19,6 +19,7 @@ from agent.protocol import DatasetDetail, DatasetProgress
 from console.model.api_usage_view import record_shares_line
 from console.model.formatting import bar, window_rates_line
 from console.model.safe_text import literal, literal_lines, sanitise
+from console.model.truncation_view import truncation_line
 from console.ui.commands import DATASET_COMMANDS, bindings
 from console.ui.widgets.key_footer import KeyFooter
 from console.ui.widgets.tokens_over_time import TokensOverTime
@@ -69,6 +70,8 @@ class DatasetScreen(Screen[None]):
         yield Static(title, id="dataset-title")
         if rates := window_rates_line(self.progress):
             yield Static(literal(rates), id="dataset-rates")
+        if truncated := truncation_line(self.progress):
+            yield Static(literal(truncated), id="dataset-truncated")
         if shares := record_shares_line(detail.api_usage):
             yield Static(literal(shares), id="dataset-api-usage")
         with VerticalScroll(id="dataset-charts"):

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from agent.protocol import DatasetProgress
 from console.model.formatting import dataset_row, live_rate
 from console.model.safe_text import literal
+from console.model.truncation_view import cut_text
 from console.ui.widgets.fitted_table import FittedTable, Row
 
 COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "range", "overrun", "status")
@@ -69,23 +70,33 @@ class DatasetsTable(FittedTable):
 
     def show(
         self, datasets: tuple[DatasetProgress, ...], taken_at: float | None = None,
-        server_up: bool = False,
+        server_up: bool = False, cut_warned: frozenset[str] = frozenset(),
     ) -> None:  # fmt: skip
         """Put `datasets` on screen in the chosen order, keeping the cursor on the same dataset.
 
         `taken_at` is their snapshot's time: a finished dataset says when it ended. `server_up`:
         the agent's probe finds the server healthy (a run waiting for it is resuming).
+        `cut_warned`: the datasets the agent warns have too many answers cut at max_new_tokens.
         """
         key = SORTS[self.sort_by]
         ordered = sorted(datasets, key=lambda d: key(d, taken_at))
-        rows = [_row(p, taken_at, server_up) for p in ordered]
+        rows = [_row(p, taken_at, server_up, p.name in cut_warned) for p in ordered]
         self.fill_rows(rows)
 
 
-def _row(progress: DatasetProgress, taken_at: float | None, server_up: bool) -> Row:
+def _row(progress: DatasetProgress, taken_at: float | None, server_up: bool, warned: bool) -> Row:
     row = dataset_row(progress, taken_at, server_up)
     overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
     return Row(progress.name, (
         literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
-        Text(row.eta_range, style="dim"), Text(row.overrun, style=overrun_style), literal(row.status, STATUS_STYLE.get(row.status, "")),
+        Text(row.eta_range, style="dim"), Text(row.overrun, style=overrun_style),
+        _status_cell(row.status, cut_text(progress), warned),
     ))  # fmt: skip
+
+
+def _status_cell(status: str, cut: str, warned: bool) -> Text:
+    """The status, and `· cut 12%` after it when answers were cut: yellow when the agent warns."""
+    cell = literal(status, STATUS_STYLE.get(status, ""))
+    if cut:
+        cell.append(f" · {cut}", style="bold yellow" if warned else "dim")
+    return cell
