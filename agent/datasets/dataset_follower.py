@@ -67,7 +67,8 @@ class DatasetFollower:
             self.prompts.prompts, self.responses.responses, self.responses.tokens,
             self.responses.corrupt_lines, self.responses.torn_tail_bytes,
             len(self.errors.ids - self.responses.seen_ids),
-            self.responses.truncated_responses,
+            self.responses.truncated_responses, self.responses.turn_records,
+            self.responses.conversations_done,
         )  # fmt: skip
 
     def idle_for_s(self, now: float, monotonic_now: float) -> float | None:

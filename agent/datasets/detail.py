@@ -55,6 +55,7 @@ def dataset_detail(name: str, folder: Path, responses_file: str, recent: int) ->
             for e in errors[-recent:]
         ),
         api_usage=run.api_usage if (run := read_runner_status(folder)) else None,
+        generation=run.generation if run else {},
     )
 
 

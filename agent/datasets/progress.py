@@ -35,7 +35,11 @@ class Counts:
     failed_prompts: int = 0
     """Prompts that failed for good and have no response: no run sends them again."""
     truncated_responses: int = 0
-    """Responses cut at max_new_tokens."""
+    """Answers cut at max_new_tokens."""
+    turn_records: int = 0
+    """Records of conversation turns."""
+    conversations_done: int = 0
+    """Conversations whose last turn is in (each one of `responses`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +164,7 @@ def dataset_progress(
         tokens_per_s_by_window=history.tokens_per_s_by_window(),
         truncated_responses=counts.truncated_responses,
         max_new_tokens=run.max_new_tokens if run else None,
+        turn_records=counts.turn_records, conversations_done=counts.conversations_done,
     )  # fmt: skip
 
 
@@ -175,6 +180,7 @@ def failed_progress(name: str, counts: Counts, budget: int | None) -> DatasetPro
         name=name, prompts=counts.prompts, responses=counts.responses, tokens=counts.tokens,
         budget=budget, corrupt_lines=counts.corrupt_lines, torn_tail_bytes=counts.torn_tail_bytes,
         status="error", truncated_responses=counts.truncated_responses,
+        turn_records=counts.turn_records, conversations_done=counts.conversations_done,
     )  # fmt: skip
 
 
@@ -313,7 +319,7 @@ MIN_RESPONSES_TO_JUDGE_CUTS = 50
 
 
 def _truncation_high(progress: DatasetProgress, share: float) -> AlertText:
-    cut, responses = progress.truncated_responses, progress.responses
+    cut, responses = progress.truncated_responses, progress.answers
     if not share or responses < MIN_RESPONSES_TO_JUDGE_CUTS or cut / responses <= share:
         return None
     cap = f" {progress.max_new_tokens}" if progress.max_new_tokens is not None else ""

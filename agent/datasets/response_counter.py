@@ -1,5 +1,9 @@
 """The counter of a `raw_responses.jsonl`: responses, tokens and answers cut, each id once.
 
+A conversation regenerated turn by turn writes one record per turn (`"conversation"`, `"turn"`,
+`"turns"`): each is an answer (its tokens count, its cut counts), and the conversation counts as
+one response, comparable with its one prompt, once its last turn is in.
+
 A torn last line is normal after a kill and is not counted until it is complete; an unparseable
 complete line is corruption and is reported, never skipped silently. Reads, never writes.
 """
@@ -25,6 +29,7 @@ from agent.datasets.response_lines import (
 MAX_CORRUPT_OFFSETS = 100
 """Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
 _LENGTH_TEXT = f'"{LENGTH}"'.encode()
+_CONVERSATION_TEXT = b'"conversation"'
 
 
 @dataclass
@@ -34,7 +39,11 @@ class ResponseCounter(LineFollower):
     responses: int = 0
     tokens: int = 0
     truncated_responses: int = 0
-    """Responses whose record says they were cut at max_new_tokens (finish reason `length`)."""
+    """Answers whose record says they were cut at max_new_tokens (finish reason `length`)."""
+    turn_records: int = 0
+    """Records of conversation turns, each once."""
+    conversations_done: int = 0
+    """Conversations whose last turn is in: each is one of `responses`."""
     corrupt_lines: int = 0
     corrupt_offsets: list[int] = field(default_factory=list)
     """The first MAX_CORRUPT_OFFSETS of them."""
@@ -44,6 +53,7 @@ class ResponseCounter(LineFollower):
     def reset(self) -> None:
         """Forget every response counted."""
         self.responses = self.tokens = self.truncated_responses = self.corrupt_lines = 0
+        self.turn_records = self.conversations_done = 0
         self.corrupt_offsets = []
         self.first_corrupt_reason = ""
         self.seen_ids = set()
@@ -78,8 +88,14 @@ class ResponseCounter(LineFollower):
         if response_id in self.seen_ids:
             return
         self.seen_ids.add(response_id)
-        self.responses += 1
         self.tokens += tokens
+        if fields.get("conversation") is None:
+            self.responses += 1
+        else:
+            self.turn_records += 1
+            if fields.get("turn") == fields.get("turns"):
+                self.responses += 1
+                self.conversations_done += 1
         if fields.get("finish_reason") != "stop" and cut_at_length(fields):  # "stop": most lines
             self.truncated_responses += 1
 
@@ -93,5 +109,9 @@ class ResponseCounter(LineFollower):
 
 def _glued_fields(record: bytes) -> dict[str, Any]:
     """The fields of a record found in a glued line; parsed only if it may say `length`."""
-    parsed = parse_response_line(record) if _LENGTH_TEXT in record else None
+    parsed = (
+        parse_response_line(record)
+        if _LENGTH_TEXT in record or _CONVERSATION_TEXT in record
+        else None
+    )
     return parsed.fields if parsed is not None else {}

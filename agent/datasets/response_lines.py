@@ -60,6 +60,13 @@ class ResponseLine:
         ids = self.output_ids
         return ids if isinstance(ids, bytes) else ",".join(map(str, ids)).encode()
 
+    def ids(self) -> list[int]:
+        """The output ids as a list of ints."""
+        ids = self.output_ids
+        if isinstance(ids, list):
+            return ids
+        return [int(token) for token in ids.split(b",")] if ids.strip() else []
+
 
 def parse_response(line: bytes) -> tuple[str, int] | None:
     """(id, tokens) of a response line, or None if the line is not a response."""

@@ -6,10 +6,11 @@ stale or from a dead process simply means "no run is writing this dataset now".
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -19,6 +20,8 @@ from agent.protocol import ApiUsage
 from agent.state import read_json
 
 MAX_TEXT_CHARS = 256
+MAX_SETTINGS = 16
+MAX_SETTING_NAME = 40
 MAX_COUNT = 2**62
 PID_MAX = 4_194_304
 """Linux's highest possible pid (pid_max's ceiling)."""
@@ -45,6 +48,8 @@ class RunView:
     """The backend's whole-dataset tallies (re-encoding, cost, rate limits), run over or not."""
     max_new_tokens: int | None = None
     """The cap on each answer's length the run asked for."""
+    generation: dict[str, str] = field(default_factory=dict)
+    """runner.json's `sampling`, each setting given as short text (None ones left out)."""
 
 
 def read_runner_status(
@@ -77,7 +82,29 @@ def read_runner_status(
         **_write_error(record.get("write_error")),
         api_usage=api_usage(record, float(updated_at) if active and _number(updated_at) else None),
         max_new_tokens=_int(record.get("max_new_tokens")),
+        generation=generation_settings(record.get("sampling")),
     )
+
+
+def generation_settings(sampling: object) -> dict[str, str]:
+    """Each setting of runner.json's `sampling` as bounded text; a peer's odd value is left out."""
+    if not isinstance(sampling, dict):
+        return {}
+    settings = {}
+    for name, value in list(sampling.items())[:MAX_SETTINGS]:
+        if not isinstance(name, str) or value is None or value == {}:
+            continue
+        text = value if isinstance(value, str) else _compact_json(value)
+        if text is not None:
+            settings[name[:MAX_SETTING_NAME]] = text[:MAX_TEXT_CHARS]
+    return settings
+
+
+def _compact_json(value: object) -> str | None:
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)[: MAX_TEXT_CHARS + 1]
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def api_usage(record: dict[str, Any], live_at: float | None) -> ApiUsage | None:

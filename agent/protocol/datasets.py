@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agent.protocol.snapshot import ApiUsage
 
@@ -60,3 +60,6 @@ class DatasetDetail:
     """Total tokens over the last hours, oldest first, thinned to at most a few hundred points."""
     budget: int | None = None
     """The configured token budget, for the line the curve is drawn against."""
+    generation: dict[str, str] = field(default_factory=dict)
+    """How its last run generates, from runner.json: sampling, turns, reasoning, the template's
+    arguments, each as short text; the settings a run left at their defaults are absent."""

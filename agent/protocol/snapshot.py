@@ -113,6 +113,15 @@ class DatasetProgress:
     runs' too, each id once."""
     max_new_tokens: int | None = None
     """The cap its last run set (runner.json, else its job's argv); None when nobody says."""
+    turn_records: int = 0
+    """Records of conversation turns (each assistant turn regenerated in order is one)."""
+    conversations_done: int = 0
+    """Conversations whose last turn is in: each counts once in `responses`, as its prompt does."""
+
+    @property
+    def answers(self) -> int:
+        """Every answer recorded: plain responses, and each turn of each conversation."""
+        return self.responses - self.conversations_done + self.turn_records
 
     @property
     def prompts_left(self) -> int:
@@ -126,8 +135,8 @@ class DatasetProgress:
 
     @property
     def truncated_share(self) -> float | None:
-        """The share of its responses cut at max_new_tokens; None before the first response."""
-        return self.truncated_responses / self.responses if self.responses else None
+        """The share of its answers cut at max_new_tokens; None before the first answer."""
+        return self.truncated_responses / self.answers if self.answers else None
 
     @property
     def generation_done(self) -> bool:

@@ -18,6 +18,8 @@ DATASETS = {
     "B5_sharegpt4": (440, 50), "B6_wildchat": (520, 25), "B7_reasoning": (360, 80), "B8_openhermes": (480, 35),
 }  # fmt: skip
 """Name -> (prompts, words per prompt)."""
+MULTI_TURN = "B2_ultrachat"
+"""The dataset of conversations: each assistant turn is regenerated in order, as on UltraChat."""
 OLD_RUN = "B3_math"
 """The dataset whose run is the old invocation, with --max-samples and no budget."""
 TARGET_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8,
@@ -128,13 +130,22 @@ def write_datasets(space: Workspace, seed: int = 7) -> None:
     for name, (count, words) in DATASETS.items():
         folder = space.datasets / name
         folder.mkdir(parents=True, exist_ok=True)
+        turns = 3 if name == MULTI_TURN else 1
         with (folder / "prompts.jsonl").open("w") as handle:
             for index in range(count):
-                text = " ".join(
-                    rng.choice(WORDS) for _ in range(rng.randint(words // 2, words * 2))
-                )
-                record = {"id": f"{name}-{index}", "messages": [{"role": "user", "content": text}]}
+                record = {"id": f"{name}-{index}", "messages": _chat(rng, words, turns)}
                 handle.write(json.dumps(record) + "\n")
+
+
+def _chat(rng: random.Random, words: int, turns: int) -> list[dict[str, str]]:
+    """User turns of about `words` words, with another model's answers between them."""
+    messages = []
+    for turn in range(rng.randint(1, turns) if turns > 1 else 1):  # one-turn chats draw as before
+        if turn:
+            messages.append({"role": "assistant", "content": " ".join(rng.choices(WORDS, k=8))})
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(words // 2, words * 2)))
+        messages.append({"role": "user", "content": text})
+    return messages
 
 
 def prepare_scripts(space: Workspace) -> None:

@@ -193,13 +193,14 @@ def dataset_row(
 
 
 def responses_text(progress: DatasetProgress) -> str:
-    """`70 / 1,200 · cap 1,000`: of its prompts, always, and a run's sample cap beside them.
+    """`70 / 1,200 · cap 1,000 · 150 turns`: of its prompts, a run's sample cap, the turns.
 
     It read x/1,000 (a run's --max-samples) during a run and 507/1,200 after it (#42).
     """
     cap = progress.target_responses
     capped = f" · cap {cap:,}" if cap is not None and cap < progress.prompts else ""
-    return f"{progress.responses:,} / {progress.prompts:,}{capped}"
+    turns = f" · {progress.turn_records:,} turns" if progress.turn_records else ""
+    return f"{progress.responses:,} / {progress.prompts:,}{capped}{turns}"
 
 
 def dataset_status(progress: DatasetProgress, server_up: bool = False) -> str:

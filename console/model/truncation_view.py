@@ -22,9 +22,9 @@ def cut_text(progress: DatasetProgress) -> str:
 
 def truncation_line(progress: DatasetProgress | None) -> str | None:
     """`truncated: 123 of 1,000 (12.3 %) at max_new_tokens 4096`, or None when none was cut."""
-    if progress is None or not progress.truncated_responses or not progress.responses:
+    if progress is None or not progress.truncated_responses or not progress.answers:
         return None
-    cut, responses = progress.truncated_responses, progress.responses
+    cut, responses = progress.truncated_responses, progress.answers
     cap = progress.max_new_tokens
     at = f" at max_new_tokens {cap}" if cap is not None else " at max_new_tokens"
     return f"truncated: {cut:,} of {responses:,} ({cut / responses * 100:.1f} %){at}"

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from agent.datasets.detail import dataset_detail
+from agent.datasets.runner_status import generation_settings
 from agent.pipeline.inference.backends.base import PromptRequest, Sampling
 from agent.pipeline.inference.backends.chat import ChatBackend
 from agent.pipeline.inference.backends.completions import CompletionsBackend
@@ -16,12 +18,13 @@ from agent.pipeline.inference.backends.native import SglangBackend
 from agent.pipeline.inference.options import parse_options
 from agent.pipeline.inference.prompts import Prompt
 from agent.pipeline.inference.turn_requests import THINKS_ANYWAY
+from console.model.generation_view import generation_line
 from tests.support.export_data import KEEPS_TURNS, build_think_tokenizer, write_jsonl
 from tests.support.runner_files import run_runner, status
 from tests.support.simulator_process import running_simulator
 
 BASE = ["--server", "http://127.0.0.1:1", "--dataset-dir", "/tmp/B1"]
-SIM = ("--speed", "100", "--mean-tokens", "12", "--sd-tokens", "4", "--seed", "5")
+SIM = ("--speed", "100", "--mean-tokens", "12", "--sd-tokens", "4")
 WORDS = ("--vocab-size", "58", "--stop-id", "4")
 SWITCHED = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
@@ -115,6 +118,24 @@ def test_a_template_that_ignores_the_switch_refuses_reasoning_before_anything_is
         assert not (tmp_path / "d" / "raw_responses.jsonl").exists()
 
 
+def seed_that_thinks_often(token: int) -> str:
+    """A simulator seed under which `token` is among the ids its answers hold most often."""
+    from collections import Counter
+
+    from agent.simulator.tokens import LengthProfile, TokenSource
+
+    for seed in range(100):
+        source = TokenSource(58, seed, stop_id=4)
+        drawn = Counter(
+            i
+            for k in range(50)
+            for i in source.plan(b"%d" % k, 24, LengthProfile(12, 4)).output_ids
+        )
+        if token in [i for i, _ in drawn.most_common(5)]:
+            return str(seed)
+    raise AssertionError("no seed found")
+
+
 def read_records(folder: Path) -> list[dict[str, Any]]:
     lines = (folder / "raw_responses.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -126,7 +147,10 @@ def test_thinking_disabled_renders_the_templates_switch_and_drops_answers_that_t
     vocab = build_think_tokenizer(tmp_path / "tok", SWITCHED, newlines=True)
     folder = tmp_path / "d"
     chats(folder, 30)
-    with running_simulator(tmp_path / "sim", *SIM, *WORDS, "--flavor", "vllm") as sim:
+    seed = seed_that_thinks_often(vocab["<think>"])
+    with running_simulator(
+        tmp_path / "sim", *SIM, "--seed", seed, *WORDS, "--flavor", "vllm"
+    ) as sim:
         result = run_runner(
             folder, sim.url, "--api", "openai-completions", "--tokenizer", str(tmp_path / "tok"),
             "--reasoning", "disable", "--top-k", "20", "--min-p", "0.05", "--seed", "11",
@@ -151,3 +175,20 @@ def test_thinking_disabled_renders_the_templates_switch_and_drops_answers_that_t
     assert (sampling["top_k"], sampling["min_p"], sampling["seed"]) == (20, 0.05, 11)
     assert sampling["reasoning"] == "disable"
     assert sampling["turns"] == "all"
+    line = generation_line(dataset_detail("d", folder, "raw_responses.jsonl", 5))
+    assert line == (
+        "generation: temperature 0.0 · top_p 1.0 · top_k 20 · min_p 0.05 · seed 11 · turns all · "
+        'reasoning disable · template {"enable_thinking":false}'
+    )
+
+
+def test_a_peers_odd_settings_are_bounded_or_left_out() -> None:
+    odd: dict[object, object] = {"seed": None, "turns": "x" * 10_000, "bad": float("nan"),
+                                 7: "x", "deep": [[[1]]]}  # fmt: skip
+    settings = generation_settings(odd | {f"k{i}": i for i in range(40)})
+    assert "seed" not in settings
+    assert "bad" not in settings
+    assert len(settings["turns"]) <= 256
+    assert settings["deep"] == "[[[1]]]"
+    assert len(settings) <= 16
+    assert generation_settings(["not", "a", "dict"]) == {}

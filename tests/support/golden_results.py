@@ -53,7 +53,7 @@ from agent.protocol import (
 DATASET = DatasetProgress(
     "B1_sharegpt", 10, 4, 4000, 10_000, tokens_per_s=12.5, status="idle",
     api_usage=ApiUsage(3, 1, 0.25, rate_limited=2), tokens_per_s_by_window=(2.5, None),
-    truncated_responses=1, max_new_tokens=4096,
+    truncated_responses=1, max_new_tokens=4096, turn_records=3, conversations_done=1,
 )  # fmt: skip
 SNAPSHOT = Snapshot(
     taken_at=1700000000.5,
@@ -153,13 +153,15 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
             ApiUsage(1, 0, 0.002, responses=2),
             (TokensAt(5.0, 300),),
             1000,
+            {"top_k": "20", "turns": "all"},
         ),  # fmt: skip
         '{"id":1,"result":{"name":"B1","window_responses":2,"recent":[{"id":"p1","completion_tokens":30,'
         '"finish_reason":"length","latency_s":2.5}],"finish_reasons":{"length":1,"stop":1},'
         '"length_edges":[0,10,20],"length_counts":[1,1],"errors":[{"id":"p9","reason":'
         '"HTTP 400: too long","permanent":true}],"api_usage":{"reencoded_responses":1,'
         '"reencode_mismatches":0,"cost_credits":0.002,"rate_limited":0,"paused_until":null,'
-        '"responses":2},"tokens_over_time":[{"ts":5.0,"tokens":300}],"budget":1000}}',
+        '"responses":2},"tokens_over_time":[{"ts":5.0,"tokens":300}],"budget":1000,'
+        '"generation":{"top_k":"20","turns":"all"}}}',
     ),
     (
         "audit.read",
@@ -238,7 +240,8 @@ GOLDEN_RESULTS: list[tuple[str, Any, str]] = [
         '"last_response_at":null,"writer_active":false,"failed_prompts":0,"writer":null,"writer_pid":null,"writer_stopped":false,'
         '"api_usage":{"reencoded_responses":3,"reencode_mismatches":1,"cost_credits":0.25,'
         '"rate_limited":2,"paused_until":null,"responses":0},"tokens_per_s_by_window":[2.5,null],'
-        '"truncated_responses":1,"max_new_tokens":4096}],"alerts":[{'
+        '"truncated_responses":1,"max_new_tokens":4096,"turn_records":3,"conversations_done":1}],'
+        '"alerts":[{'
         '"kind":"over_budget","severity":"error","message":"B1 is over budget",'
         '"subject":"B1_sharegpt","raised_at":0.0}],"jobs":[],"server":null,"gpus":[],"gpu_note":"",'
         '"training":[],"export":null,"evaluation":null,"hidden_states_plan":null,"hidden_states_check":null,"drafter_check":null,"operations":[],"autopilot":null}}',

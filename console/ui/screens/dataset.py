@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Static
 from agent.protocol import DatasetDetail, DatasetProgress
 from console.model.api_usage_view import record_shares_line
 from console.model.formatting import bar, window_rates_line
+from console.model.generation_view import generation_line
 from console.model.safe_text import literal, literal_lines, sanitise
 from console.model.truncation_view import truncation_line
 from console.ui.commands import DATASET_COMMANDS, bindings
@@ -72,6 +73,8 @@ class DatasetScreen(Screen[None]):
             yield Static(literal(rates), id="dataset-rates")
         if truncated := truncation_line(self.progress):
             yield Static(literal(truncated), id="dataset-truncated")
+        if generation := generation_line(detail):
+            yield Static(literal(generation), id="dataset-generation")
         if shares := record_shares_line(detail.api_usage):
             yield Static(literal(shares), id="dataset-api-usage")
         with VerticalScroll(id="dataset-charts"):
