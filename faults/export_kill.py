@@ -81,9 +81,10 @@ def _campaign(kills: int, workdir: Path, rng: random.Random, result: ScenarioRes
 
 def _datasets(workdir: Path) -> Path:
     vocab = build_think_tokenizer(workdir / "tokenizer", KEEPS_TURNS)
-    chat = [{"role": "user", "content": "why is the sum"}]
-    for name in ("B1", "B2"):
+    # a prompt of each dataset's own: one that two datasets share is trained on once
+    for name, ask in (("B1", "why is the sum"), ("B2", "why is the answer")):
         keys = [f"{name}-{i}" for i in range(ANSWERS)]
+        chat = [{"role": "user", "content": ask}]
         write_jsonl(
             workdir / "datasets" / name / "prompts.jsonl",
             [{"id": k, "messages": chat} for k in keys],

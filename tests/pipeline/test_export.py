@@ -203,10 +203,12 @@ def test_quality_counts_every_kind_of_answer_and_drop_leaves_them_out(tmp_path: 
 
 def test_merged_files_repeat_each_dataset_by_its_weight(tmp_path: Path) -> None:
     vocab = build_think_tokenizer(tmp_path / "tok", KEEPS_TURNS)
-    for name, count in (("B1", 3), ("B2", 40)):
+    # a prompt of each dataset's own: one that two datasets share is trained on once
+    other = [CHAT[0], {"role": "user", "content": "why is the answer"}]
+    for name, count, chat in (("B1", 3, CHAT), ("B2", 40, other)):
         keys = [f"{name}-{i}" for i in range(count)]
         write_jsonl(
-            tmp_path / "d" / name / "prompts.jsonl", [{"id": k, "messages": CHAT} for k in keys]
+            tmp_path / "d" / name / "prompts.jsonl", [{"id": k, "messages": chat} for k in keys]
         )
         write_jsonl(tmp_path / "d" / name / "raw_responses.jsonl",
                     [response(k, ids_of(vocab, "w1 </think> w2 <|im_end|>")) for k in keys])  # fmt: skip

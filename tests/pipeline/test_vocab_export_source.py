@@ -22,7 +22,11 @@ from agent.pipeline.vocab_export import masked_ids, merged_ids_file
 from tests.support.export_data import build_think_tokenizer, ids_of, response, write_jsonl
 
 V, K = 64, 4
-CHAT = [{"role": "user", "content": "why is the sum"}]
+CHATS = {
+    "B1": [{"role": "user", "content": "why is the sum"}],
+    "B2": [{"role": "user", "content": "why is the answer"}],
+}
+"""A prompt of each dataset's own: one that two datasets share is trained on once, from the first."""
 ANSWERS = {
     "B1": {"a": ("w1 w1 w2 <|im_end|>", "stop"), "b": ("w30 w30 w30 w30 w30", "length"),
            "c": ("w2 w3 <|im_end|>", "stop")},
@@ -38,7 +42,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     vocab = build_think_tokenizer(base / "model")
     (base / "model" / "config.json").write_text(json.dumps({"vocab_size": V}))
     for name, answers in ANSWERS.items():
-        prompts = [{"id": key, "messages": CHAT} for key in answers]
+        prompts = [{"id": key, "messages": CHATS[name]} for key in answers]
         write_jsonl(base / "d" / name / "prompts.jsonl", prompts)
         lines = [response(key, ids_of(vocab, text), end) for key, (text, end) in answers.items()]
         write_jsonl(base / "d" / name / "raw_responses.jsonl", lines)

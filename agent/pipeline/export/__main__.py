@@ -9,6 +9,7 @@ from pathlib import Path
 
 from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.export.dataset import ExportError
+from agent.pipeline.export.exclusions import DEFAULT_NGRAM, NGRAM_RANGE
 from agent.pipeline.export.held_out import HELD_OUT_SHARE
 from agent.pipeline.export.quality import DROP_POLICIES
 from agent.pipeline.export.run import ExportOptions, UsageError, export, progress
@@ -58,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the share of each dataset's prompts kept out of training for the evaluation, in "
              "OUT/held_out/NAME.jsonl, by the hash of their ids (default 0.01; 0: none; none "
              "under 100 prompts)")  # fmt: skip
+    add("--exclude", type=Path, nargs="+", action="extend", default=[], metavar="FILE",
+        help="evaluation prompts files (the evaluation job's --prompts): a training record whose "
+             "prompt shares --ngram words in a row with one of their prompts is left out, counted "
+             "under the file's name in quality.json")  # fmt: skip
+    add("--ngram", type=int, default=DEFAULT_NGRAM, metavar="N",
+        help=f"words in a row that make a prompt contaminated (default {DEFAULT_NGRAM}; an "
+             f"evaluation prompt of fewer words matches only the same words whole)")  # fmt: skip
     add("--prompts-file", default="prompts.jsonl")
     add("--responses-file", default="raw_responses.jsonl")
     return parser
@@ -76,7 +84,15 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
         min_roundtrip_share=_share(args.min_roundtrip_share),
         prompts_file=args.prompts_file, responses_file=args.responses_file,
         held_out_share=_held_out(args.held_out_share),
+        exclude=tuple(args.exclude), ngram=_ngram(args.ngram),
     )  # fmt: skip
+
+
+def _ngram(value: int) -> int:
+    low, high = NGRAM_RANGE
+    if not low <= value <= high:
+        raise UsageError(f"--ngram {value} must be from {low} to {high} words")
+    return value
 
 
 def _held_out(value: float) -> float:

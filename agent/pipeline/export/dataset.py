@@ -21,6 +21,7 @@ from agent.pipeline.export.roundtrip import (
     round_trip,
     schema_problem,
 )
+from agent.pipeline.export.screening import DatasetScreen, PromptScreen
 from agent.pipeline.export.specforge_templates import SpecForgeTemplate
 from agent.pipeline.export.tallies import DatasetReport
 from agent.pipeline.export.writers import (
@@ -59,6 +60,8 @@ class ExportContext:
     """The trainer's cut (SpecForge's data.max_length): longer records are reported."""
     held_out_share: float = HELD_OUT_SHARE
     """The share of each dataset's prompts kept out of training for the evaluation (held_out.py)."""
+    screen: PromptScreen | None = None
+    """Prompts training leaves out beside the held-out ones: evaluations', other datasets'."""
 
 
 class DatasetExport:
@@ -77,6 +80,7 @@ class DatasetExport:
         self.index = PromptIndex(folder / context.prompts_file, context.out)
         self.outputs: dict[str, OutputFile] = {}
         self.encoder: PromptEncoder | None = None
+        self.screened = DatasetScreen()
 
     def run(self) -> DatasetReport:
         """Read, check and write every response; the files appear only when complete."""
@@ -85,6 +89,7 @@ class DatasetExport:
             self.index.build()
             self.report.prompts = self.index.count
             self._hold_out()
+            self._screen()
             self.encoder = self._encoder()
             self.outputs = open_outputs(self.context.out / self.name, self.context.formats)
             tally = LineTally()
@@ -156,6 +161,8 @@ class DatasetExport:
             self.report.held_out_answered += 1
             return
         assert isinstance(prompt, Prompt)
+        if self._screened_out(response.id):
+            return
         stamp = stamp_of(response.fields)
         if stamp is not None and stamp != self.context.facts.digest:
             self.report.other_tokenizer.add(
@@ -264,6 +271,25 @@ class DatasetExport:
             return None
         self.report.earlier_assistant_turns += _earlier_assistant_turns(messages)
         return conversation_body(messages)
+
+    # ------------------------------------------------------------ screening
+
+    def _screen(self) -> None:
+        """Find the prompts training leaves out: an excluded set's, an earlier dataset's."""
+        if self.context.screen is None:
+            return
+        self.screened = self.context.screen.screen(
+            self.name, self.folder / self.context.prompts_file
+        )
+        self.report.repeated_prompts = self.screened.repeated_within
+        self.report.not_checked_for_contamination = self.screened.unchecked
+
+    def _screened_out(self, prompt_id: str) -> bool:
+        """True (and counted) when training leaves this record out for its prompt."""
+        verdict = self.screened.verdicts.get(prompt_id)
+        if verdict is not None:
+            self.report.screen_out(verdict, prompt_id)
+        return verdict is not None
 
 
 def _first_difference(one: list[Any], other: list[int]) -> int:

@@ -83,6 +83,37 @@ def roundtrip_line(record: dict[str, Any]) -> str:
     )
 
 
+def screen_totals(
+    records: list[dict[str, Any]], ngram: int, files: dict[str, Any]
+) -> dict[str, Any]:
+    """export_report.json's totals of the records training left out for their prompt."""
+    contaminated: dict[str, int] = {}
+    for record in records:
+        for name, count in record["contaminated"].items():
+            contaminated[name] = contaminated.get(name, 0) + count
+    return {
+        "exclude": {"ngram": ngram, "sets": files},
+        "contaminated": contaminated,
+        "duplicate_prompts_across_datasets": sum(
+            sum(r["duplicate_prompts_across_datasets"].values()) for r in records
+        ),
+        "repeated_prompts": sum(r["repeated_prompts"] for r in records),
+    }
+
+
+def screened_line(record: dict[str, Any]) -> str:
+    """What a dataset's progress line adds when training left records out for their prompt."""
+    parts = [
+        f"{sum(counts.values()):,} {what} ({_by_name(counts)})"
+        for what, counts in (
+            ("contaminated", record["contaminated"]),
+            ("prompts of an earlier dataset", record["duplicate_prompts_across_datasets"]),
+        )
+        if counts
+    ]
+    return f"; left out of training: {', '.join(parts)}" if parts else ""
+
+
 def floor_percent(share: float | None) -> str:
     """A share as a percentage rounded down, so a share below a threshold never reads equal."""
     if share is None:
@@ -114,6 +145,8 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         "",
         _cut_line(summary["cut"], summary["max_length"]),
         "",
+        _screen_markdown(summary),
+        "",
         f"Earlier assistant turns: {summary['earlier_assistant_turns']:,} conversations have "
         "them; `train_only_last_turn: true` (in trainers/) keeps their loss off.",
         "",
@@ -142,6 +175,11 @@ def dataset_markdown(record: dict[str, Any]) -> str:
         ("finish reasons", ", ".join(f"{k} {v:,}" for k, v in sorted(quality["finish_reasons"].items()))),
         ("dropped (--drop)", ", ".join(f"{k} {v:,}" for k, v in quality["dropped"].items()) or "none"),
         ("duplicates skipped", record["duplicates_skipped"]),
+        ("contaminated: shares an n-gram with an --exclude set (left out)",
+         _by_name(record["contaminated"]) or "none"),
+        ("prompt of an earlier dataset (left out)",
+         _by_name(record["duplicate_prompts_across_datasets"]) or "none"),
+        ("prompts repeated within the dataset (kept)", record["repeated_prompts"]),
         ("held out for the evaluation (held_out/)",
          f"{record['held_out']:,} prompts ({record['held_out_answered']:,} answers left out)"),
         ("prompts without an answer", record["unanswered_prompts"]),
@@ -169,6 +207,26 @@ def dataset_markdown(record: dict[str, Any]) -> str:
         if count
     ]
     return "\n".join(lines) + "\n"
+
+
+def _by_name(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count:,}" for name, count in sorted(counts.items()))
+
+
+def _screen_markdown(summary: dict[str, Any]) -> str:
+    sets = summary["exclude"]["sets"]
+    if not sets:
+        return (
+            "No evaluation set excluded (`--exclude FILE`): training may hold its prompts. "
+            f"Prompts of an earlier dataset left out: {summary['duplicate_prompts_across_datasets']:,}."
+        )
+    named = ", ".join(f"`{name}` ({facts['prompts']:,} prompts)" for name, facts in sets.items())
+    left = _by_name(summary["contaminated"]) or "none"
+    return (
+        f"Decontamination: {summary['exclude']['ngram']}-grams of {named}; contaminated records "
+        f"left out: {left}. Prompts of an earlier dataset left out: "
+        f"{summary['duplicate_prompts_across_datasets']:,}."
+    )
 
 
 def _cut_line(cut: dict[str, Any], max_length: int) -> str:

@@ -10,18 +10,28 @@ from typing import Any
 
 from agent.datasets.root_listing import DatasetsRootError, list_datasets
 from agent.pipeline.export.dataset import DatasetExport, ExportContext, ExportError
+from agent.pipeline.export.exclusions import (
+    DEFAULT_NGRAM,
+    ExclusionError,
+    Exclusions,
+    load_exclusions,
+)
 from agent.pipeline.export.held_out import HELD_OUT_SHARE
 from agent.pipeline.export.marks import token_facts
 from agent.pipeline.export.merged import MergedOutputs
+from agent.pipeline.export.prompt_text import Decode
 from agent.pipeline.export.report import (
     REPORT_JSON,
     REPORT_MD,
     dataset_record,
     flagged,
     roundtrip_line,
+    screen_totals,
+    screened_line,
     write_reports,
 )
 from agent.pipeline.export.roundtrip import ADDED_AFTER, SYSTEM_ADDED
+from agent.pipeline.export.screening import PromptScreen
 from agent.pipeline.export.specforge_templates import (
     SpecForgeTemplate,
     ends_without_more,
@@ -57,6 +67,9 @@ class ExportOptions:
     model: str | None = None
     """The target model's folder for the trainer configs (default: the tokenizer's)."""
     held_out_share: float = HELD_OUT_SHARE
+    exclude: tuple[Path, ...] = ()
+    """Evaluation prompts files: training records whose prompt shares an n-gram with one are left out."""
+    ngram: int = DEFAULT_NGRAM
 
     def template(self) -> SpecForgeTemplate | None:
         """The named template, checked; UsageError naming the ones known."""
@@ -78,10 +91,12 @@ def export(options: ExportOptions) -> dict[str, Any]:
         tokenizer = load_tokenizer(options.tokenizer, trust_remote_code=options.trust_remote_code)
     except TokenizerError as exc:
         raise UsageError(str(exc)) from None
+    exclusions = excluded_sets(options, tokenizer)
     context = ExportContext(
         options.out, options.tokenizer, tokenizer, token_facts(tokenizer), options.formats,
         options.drop, options.trust_remote_code, options.prompts_file, options.responses_file,
         options.template(), options.max_length, options.held_out_share,
+        PromptScreen(exclusions, decoder(tokenizer)),
     )  # fmt: skip
     options.out.mkdir(parents=True, exist_ok=True)
     clear_leftovers(options.out)
@@ -100,6 +115,7 @@ def export(options: ExportOptions) -> dict[str, Any]:
         merged.abort()
         raise
     summary = _summary(options, records, merged.summary())
+    summary |= screen_totals(records, options.ngram, exclusions.files if exclusions else {})
     summary["advice"] = template_advice(options.template(), records)
     for line in summary["advice"]:
         progress(f"export: {line}")
@@ -112,6 +128,29 @@ def export(options: ExportOptions) -> dict[str, Any]:
     )  # fmt: skip
     write_reports(options.out, records, summary)
     return summary | {"datasets": records}
+
+
+def excluded_sets(options: ExportOptions, tokenizer: Any) -> Exclusions | None:
+    """The --exclude files' n-grams, read before anything is written; UsageError for a bad one."""
+    if not options.exclude:
+        return None
+    try:
+        exclusions = load_exclusions(options.exclude, options.ngram, decoder(tokenizer))
+    except ExclusionError as exc:
+        raise UsageError(str(exc)) from None
+    sets = ", ".join(
+        f"{name} ({facts['prompts']:,} prompts)" for name, facts in exclusions.files.items()
+    )
+    progress(
+        f"export: leaving out of training every record whose prompt shares {options.ngram} words "
+        f"in a row with {sets}: {len(exclusions.index.hashes):,} n-grams"
+    )
+    return exclusions
+
+
+def decoder(tokenizer: Any) -> Decode:
+    """The text an input_ids prompt shows, for the contamination check."""
+    return lambda ids: str(tokenizer.decode(ids, skip_special_tokens=True))
 
 
 def template_advice(template: SpecForgeTemplate | None, records: list[dict[str, Any]]) -> list[str]:
@@ -235,7 +274,7 @@ def _dataset_line(record: dict[str, Any]) -> str:
         f"export: {record['name']}: {quality['answers']:,} answers, {quality['tokens']:,} tokens in "
         f"{record['seconds']:.2f} s ({record['tokens_per_s'] / 1e6:.2f}M tokens/s); "
         f"{record['ids_lines']:,} ids lines, {record['conversation_lines']:,} conversations; "
-        f"{roundtrip_line(record)}"
+        f"{roundtrip_line(record)}{screened_line(record)}"
     )
 
 

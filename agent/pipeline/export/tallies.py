@@ -6,9 +6,12 @@ from dataclasses import dataclass, field
 
 from agent.pipeline.export.quality import QualityTally
 from agent.pipeline.export.roundtrip import Mismatch
+from agent.pipeline.export.screening import CONTAMINATED, ScreenVerdict
 
 MAX_EXAMPLES = 10
 """Round-trip mismatches kept per dataset, with their context."""
+MAX_SCREEN_EXAMPLES = 5
+"""Ids kept per excluded set, and per dataset that kept a prompt first."""
 
 
 @dataclass
@@ -112,7 +115,29 @@ class DatasetReport:
     earlier_assistant_turns: int = 0
     """Conversations with assistant turns before the answer: `train_only_last_turn: true` (in the
     trainer config written beside) keeps their loss off; SpecForge's default would train on them."""
+    contaminated: dict[str, int] = field(default_factory=dict)
+    """Training records left out, by the --exclude set their prompt shares an n-gram with."""
+    contaminated_examples: dict[str, list[str]] = field(default_factory=dict)
+    duplicate_prompts_across_datasets: dict[str, int] = field(default_factory=dict)
+    """Training records left out, by the earlier dataset of this export with the same prompt."""
+    duplicate_prompts_examples: dict[str, list[str]] = field(default_factory=dict)
+    repeated_prompts: int = 0
+    """Prompts with the contents of an earlier one of this dataset (kept: more answers to it)."""
+    not_checked_for_contamination: int = 0
+    """input_ids prompts the tokenizer could not decode into words to compare."""
     seconds: float = 0.0
+
+    def screen_out(self, verdict: ScreenVerdict, record_id: str) -> None:
+        """A training record left out for its prompt (screening.py), counted by whose it is."""
+        counts, examples = (
+            (self.contaminated, self.contaminated_examples)
+            if verdict.reason == CONTAMINATED
+            else (self.duplicate_prompts_across_datasets, self.duplicate_prompts_examples)
+        )
+        counts[verdict.name] = counts.get(verdict.name, 0) + 1
+        kept = examples.setdefault(verdict.name, [])
+        if len(kept) < MAX_SCREEN_EXAMPLES:
+            kept.append(record_id)
 
     def leave_out(self, why: str, record_id: str, reason: str = "") -> None:
         """A conversation not written, and why."""
