@@ -26,6 +26,7 @@ from agent.files import FileError, sha256_of
 from agent.host.procfs import boot_id, is_same_process, process_info, same_boot, start_ticks
 from agent.host.sglang_auth import KEY_FILE_ENV
 from agent.host.signals import kill_group
+from agent.jobs.evaluation_exclude import with_evaluation_excluded
 from agent.jobs.exit_reason import bounded_reason
 from agent.jobs.nodes import node_record, node_values, read_node
 from agent.jobs.registry import (
@@ -142,6 +143,9 @@ class Supervisor:
             raise GpuBusyError(params.job, list(gpu_holders))
         values = self._values(spec, params, pipeline, datasets) | dict(seen or {})
         rendered = render(params.job, spec, values, params.argv)
+        rendered = replace(
+            rendered, argv=with_evaluation_excluded(rendered.argv, spec.kind, pipeline, values)
+        )
         files = self.registry.create(
             f"{params.job}-{params.dataset}" if params.dataset else params.job,
             {

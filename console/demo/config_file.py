@@ -135,11 +135,10 @@ def _jobs(space: Workspace, sglang_port: int, drafter_port: int) -> list[str]:
                "--speculative-accept-length", str(DRAFTER_ACCEPT_LENGTH),
                "--speculative-num-draft-tokens", str(DRAFTER_DRAFT_TOKENS),
                "--speculative-draft-model-path", str(space.root / "drafter")]  # fmt: skip
-    # --exclude: the file the evaluation measures on (its --prompts) stays out of training
+    # the agent adds --exclude with the evaluation's --prompts: its prompts stay out of training
     export = ["{python}", "-m", "agent.pipeline.export", "--datasets-root", str(space.datasets),
               "--tokenizer", str(space.tokenizer), "--out", str(space.root / "export"),
-              "--drop", "truncated,looping", "--chat-template", "lfm",
-              "--exclude", str(space.held_out)]  # fmt: skip
+              "--drop", "truncated,looping", "--chat-template", "lfm"]  # fmt: skip
     evaluate = ["{python}", "-m", "agent.pipeline.evaluate", "--server",
                 f"http://127.0.0.1:{drafter_port}", "--baseline", "{sglang_url}",
                 "--prompts", str(space.held_out), "--tokenizer", str(space.tokenizer),

@@ -1,0 +1,46 @@
+"""The export leaves the evaluation's prompts out of training by default.
+
+A drafter's speedup measured on prompts it trained on is worthless, so an `export` job that runs
+our export gets `--exclude FILE` for the prompts file of each `evaluate` job of the same host
+(its `--prompts`), unless its argv names that file already. What was added is in the job's argv
+(job.json, `jobs`), never hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agent.jobs.spec import SpecError, render
+from agent.probes.training_config import flag_value
+from agent.protocol import PipelineConfig
+
+EXPORT_MODULE = "agent.pipeline.export"
+
+
+def with_evaluation_excluded(
+    argv: tuple[str, ...], kind: str, pipeline: PipelineConfig, values: Mapping[str, str | None]
+) -> tuple[str, ...]:
+    """`argv`, with `--exclude` for each evaluation prompts file it does not name yet."""
+    if kind != "export" or EXPORT_MODULE not in argv:
+        return argv
+    added: list[str] = []
+    for path in evaluation_prompts(pipeline, values):
+        if path not in argv and path not in added:
+            added += ["--exclude", path]
+    return (*argv, *added)
+
+
+def evaluation_prompts(pipeline: PipelineConfig, values: Mapping[str, str | None]) -> list[str]:
+    """The `--prompts` file of each evaluate job, its placeholders filled where they can be."""
+    found = []
+    for name, spec in sorted(pipeline.jobs.items()):
+        if spec.kind != "evaluate":
+            continue
+        try:
+            argv = render(name, spec, values).argv
+        except SpecError:  # it needs a value only its own launch has: not knowable here
+            continue
+        prompts = flag_value(argv, "--prompts")
+        if prompts:
+            found.append(prompts)
+    return found

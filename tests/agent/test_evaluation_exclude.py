@@ -1,0 +1,55 @@
+"""An export job leaves the evaluation's prompts out of training without being told to.
+
+The agent adds `--exclude FILE` for each evaluate job's `--prompts` to a job of kind export that
+runs our export, unless its argv names the file already; the added flags are in the job's argv.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from agent.jobs.evaluation_exclude import with_evaluation_excluded
+from agent.protocol import JOBS_LAUNCH, JobInfo, JobSpec, LaunchParams, PipelineConfig
+from console.link.local_link import open_local_link
+
+EXPORT = ("{python}", "-m", "agent.pipeline.export", "--out", "/x")
+EVALUATE = ("{python}", "-m", "agent.pipeline.evaluate", "--prompts", "{state_dir}/held.jsonl")
+VALUES = {"python": "/py", "state_dir": "/s"}
+
+
+def pipeline(**jobs: JobSpec) -> PipelineConfig:
+    return PipelineConfig(jobs=jobs)
+
+
+def test_each_evaluations_prompts_are_excluded_once() -> None:
+    jobs = pipeline(
+        export=JobSpec(EXPORT, kind="export"), evaluate=JobSpec(EVALUATE, kind="evaluate"),
+        other=JobSpec(("{python}", "-m", "x", "--prompts", "/bench.jsonl"), kind="evaluate"),
+        needs=JobSpec(("e", "--prompts", "{dataset_dir}/p.jsonl"), kind="evaluate"),
+    )  # fmt: skip
+    argv = with_evaluation_excluded(EXPORT, "export", jobs, VALUES)
+    assert argv == (*EXPORT, "--exclude", "/s/held.jsonl", "--exclude", "/bench.jsonl")
+    named = (*EXPORT, "--exclude", "/s/held.jsonl")
+    assert with_evaluation_excluded(named, "export", jobs, VALUES) == (
+        *named, "--exclude", "/bench.jsonl",
+    )  # fmt: skip
+    assert with_evaluation_excluded(EXPORT, "command", jobs, VALUES) == EXPORT
+    script = ("python", "my_export.py")
+    assert with_evaluation_excluded(script, "export", jobs, VALUES) == script
+
+
+async def test_a_launched_export_job_carries_the_exclusion_in_its_argv(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    echo = (sys.executable, "-c", "pass", "agent.pipeline.export")
+    config = pipeline(
+        export=JobSpec(echo, kind="export"),
+        evaluate=JobSpec(("e", "--prompts", str(tmp_path / "held.jsonl")), kind="evaluate"),
+    )
+    link = await open_local_link(state_dir, config)
+    try:
+        info: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("export"), idempotency_key="x")
+    finally:
+        await link.close()
+    assert info.argv == (*echo, "--exclude", str(tmp_path / "held.jsonl"))
