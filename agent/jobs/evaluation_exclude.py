@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from agent.jobs.spec import SpecError, render
 from agent.probes.training_config import flag_value
-from agent.protocol import PipelineConfig
+from agent.protocol import JobSpec, PipelineConfig
 
 EXPORT_MODULE = "agent.pipeline.export"
 
@@ -34,13 +34,11 @@ def evaluation_prompts(pipeline: PipelineConfig, values: Mapping[str, str | None
     """The `--prompts` file of each evaluate job, its placeholders filled where they can be."""
     found = []
     for name, spec in sorted(pipeline.jobs.items()):
-        if spec.kind != "evaluate":
+        prompts = flag_value(spec.argv, "--prompts") if spec.kind == "evaluate" else None
+        if not prompts:
             continue
         try:
-            argv = render(name, spec, values).argv
+            found.append(render(name, JobSpec((prompts,)), values).argv[0])
         except SpecError:  # it needs a value only its own launch has: not knowable here
             continue
-        prompts = flag_value(argv, "--prompts")
-        if prompts:
-            found.append(prompts)
     return found

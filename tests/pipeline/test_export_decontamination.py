@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from agent.jobs.evaluation_exclude import with_evaluation_excluded
 from agent.pipeline.export.__main__ import main
+from agent.protocol import PipelineConfig
 from console.demo.config_file import write_demo_config
 from console.demo.workspace import Workspace
 from tests.support.export_data import (
@@ -204,4 +206,5 @@ def test_the_demo_config_keeps_the_evaluations_prompts_out_of_training(tmp_path:
 
     evaluated = flag_values(evaluate.argv, "--prompts")
     assert evaluated
-    assert set(evaluated) <= set(flag_values(export.argv, "--exclude"))
+    launched = with_evaluation_excluded(export.argv, export.kind, PipelineConfig(jobs=jobs), {})
+    assert set(evaluated) <= set(flag_values(launched, "--exclude"))

@@ -13,6 +13,7 @@ from agent.pipeline.export.exclusions import DEFAULT_NGRAM, NGRAM_RANGE
 from agent.pipeline.export.held_out import HELD_OUT_SHARE
 from agent.pipeline.export.quality import DROP_POLICIES
 from agent.pipeline.export.run import ExportOptions, UsageError, export, progress
+from agent.pipeline.export.turn_records import LOSS_TURNS
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -66,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--ngram", type=int, default=DEFAULT_NGRAM, metavar="N",
         help=f"words in a row that make a prompt contaminated (default {DEFAULT_NGRAM}; an "
              f"evaluation prompt of fewer words matches only the same words whole)")  # fmt: skip
+    add("--loss-turns", choices=LOSS_TURNS, default="all",
+        help="a conversation regenerated turn by turn trains on every answer (all) or on the last "
+             "only (last: SpecForge's train_only_last_turn)")  # fmt: skip
     add("--prompts-file", default="prompts.jsonl")
     add("--responses-file", default="raw_responses.jsonl")
     return parser
@@ -84,7 +88,7 @@ def options_from(args: argparse.Namespace) -> ExportOptions:
         min_roundtrip_share=_share(args.min_roundtrip_share),
         prompts_file=args.prompts_file, responses_file=args.responses_file,
         held_out_share=_held_out(args.held_out_share),
-        exclude=tuple(args.exclude), ngram=_ngram(args.ngram),
+        exclude=tuple(args.exclude), ngram=_ngram(args.ngram), loss_turns=args.loss_turns,
     )  # fmt: skip
 
 

@@ -13,7 +13,12 @@ from agent.pipeline.export.index import DUPLICATE, HELD_OUT, PromptIndex
 from agent.pipeline.export.marks import TokenFacts
 from agent.pipeline.export.merged import MergedOutputs
 from agent.pipeline.export.quality import AnswerChecker, numbers
-from agent.pipeline.export.responses import finish_reason, prompt_tokens, read_responses
+from agent.pipeline.export.responses import (
+    finish_reason,
+    prompt_tokens,
+    read_responses,
+    template_kwargs,
+)
 from agent.pipeline.export.roundtrip import (
     EXPECTED_REASONS,
     NOT_A_CHAT,
@@ -24,6 +29,8 @@ from agent.pipeline.export.roundtrip import (
 from agent.pipeline.export.screening import DatasetScreen, PromptScreen
 from agent.pipeline.export.specforge_templates import SpecForgeTemplate
 from agent.pipeline.export.tallies import DatasetReport
+from agent.pipeline.export.turn_export import TurnExport
+from agent.pipeline.export.turn_records import TurnCollector, TurnLines, is_turn
 from agent.pipeline.export.writers import (
     OutputFile,
     conversation_body,
@@ -62,6 +69,8 @@ class ExportContext:
     """The share of each dataset's prompts kept out of training for the evaluation (held_out.py)."""
     screen: PromptScreen | None = None
     """Prompts training leaves out beside the held-out ones: evaluations', other datasets'."""
+    loss_turns: str = "all"
+    """A conversation regenerated turn by turn trains on every answer (all) or the last."""
 
 
 class DatasetExport:
@@ -81,6 +90,8 @@ class DatasetExport:
         self.outputs: dict[str, OutputFile] = {}
         self.encoder: PromptEncoder | None = None
         self.screened = DatasetScreen()
+        self.turns = TurnCollector()
+        self.conversations: TurnExport | None = None
 
     def run(self) -> DatasetReport:
         """Read, check and write every response; the files appear only when complete."""
@@ -92,9 +103,12 @@ class DatasetExport:
             self._screen()
             self.encoder = self._encoder()
             self.outputs = open_outputs(self.context.out / self.name, self.context.formats)
+            self.conversations = self._turn_export()
             tally = LineTally()
             for response in read_responses(self.folder / self.context.responses_file, tally):
                 self._take(response)
+            for unfinished in self.turns.rest():
+                self._take_conversation(unfinished)
             self._close_tally(tally)
             for output in self.outputs.values():
                 output.commit()
@@ -149,36 +163,72 @@ class DatasetExport:
         conversations = self.outputs.get("conversations")
         report.conversation_lines = conversations.lines if conversations else 0
 
+    def _turn_export(self) -> TurnExport:
+        context = self.context
+        return TurnExport(
+            self.name, context.tokenizer, context.facts, self.checker, self.report, self.outputs,
+            self.merged, context.drop, context.loss_turns, context.template, context.max_length,
+        )  # fmt: skip
+
     def _take(self, response: ResponseLine) -> None:
-        prompt = self.index.take(response.id)
-        if prompt is None:
-            self.report.no_prompt.add(response.id, "no prompt has this id")
+        if is_turn(response):
+            gathered = self.turns.add(response)
+            if gathered is not None:
+                self._take_conversation(gathered)
             return
+        prompt = self._training_prompt(response.id)
+        if prompt is None or not self._same_tokenizer(response):
+            return
+        sent = self._sent_ids(prompt, response)
+        if sent is not None:
+            self._export(prompt, sent, response)
+
+    def _take_conversation(self, gathered: TurnLines) -> None:
+        """A conversation's turns, once its last one is read (or the file ends)."""
+        lines = gathered.in_order()
+        if not lines:
+            self.report.no_prompt.add(gathered.conversation, "its turn 1 has no record")
+            return
+        prompt = self._training_prompt(gathered.conversation)
+        if prompt is None or not all(self._same_tokenizer(line) for line in lines):
+            return
+        if prompt.messages is None:
+            self.report.prompt_mismatch.add(prompt.id, "recorded as a conversation; now no chat")
+            return
+        assert self.conversations is not None
+        self.conversations.export(prompt, lines)
+
+    def _training_prompt(self, prompt_id: str) -> Prompt | None:
+        """The prompt a record answers, or None (counted) when training leaves it out."""
+        prompt = self.index.take(prompt_id)
+        if prompt is None:
+            self.report.no_prompt.add(prompt_id, "no prompt has this id")
+            return None
         if prompt == DUPLICATE:
             self.report.duplicates_skipped += 1
-            return
+            return None
         if prompt == HELD_OUT:
             self.report.held_out_answered += 1
-            return
+            return None
         assert isinstance(prompt, Prompt)
-        if self._screened_out(response.id):
-            return
+        return None if self._screened_out(prompt_id) else prompt
+
+    def _same_tokenizer(self, response: ResponseLine) -> bool:
+        """False (counted) for a record another tokenizer's ids were sent for."""
         stamp = stamp_of(response.fields)
         if stamp is not None and stamp != self.context.facts.digest:
             self.report.other_tokenizer.add(
                 response.id,
                 f"stamped {stamp}; this export's tokenizer is {self.context.facts.digest}",
             )
-            return
-        sent = self._sent_ids(prompt, response)
-        if sent is not None:
-            self._export(prompt, sent, response)
+            return False
+        return True
 
     def _sent_ids(self, prompt: Prompt, response: ResponseLine) -> list[int] | None:
         """The ids the runner sent for `prompt`, or None (counted) if they cannot be trusted."""
         assert self.encoder is not None
         try:
-            sent = self.encoder.input_ids(prompt)
+            sent = self.encoder.input_ids(prompt, template_kwargs(response.fields))
         except ImportError as exc:
             raise ExportError(import_failure(self.context.tokenizer_path, exc)) from None
         except Exception as exc:  # this prompt alone: the runner failed it the same way

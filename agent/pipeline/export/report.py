@@ -148,7 +148,16 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         _screen_markdown(summary),
         "",
         f"Earlier assistant turns: {summary['earlier_assistant_turns']:,} conversations have "
-        "them; `train_only_last_turn: true` (in trainers/) keeps their loss off.",
+        "them as the dataset wrote them (`--turns last`); `train_only_last_turn: true` (in "
+        "trainers/) keeps their loss off.",
+        "",
+        f"Conversations regenerated turn by turn: {summary['conversations_exported']:,} "
+        f"({summary['turns_exported']:,} turns), loss on "
+        + (
+            "every regenerated answer."
+            if summary["loss_turns"] == "all"
+            else "the last answer only."
+        ),
         "",
         *(f"**{line}.**\n" for line in summary.get("advice", [])),
         f"Trainer settings: `{summary['trainers']['folder']}` "

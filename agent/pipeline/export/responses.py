@@ -73,6 +73,12 @@ def prompt_tokens(fields: dict[str, Any]) -> int | None:
     return value if type(value) is int else None
 
 
+def template_kwargs(fields: dict[str, Any]) -> dict[str, Any]:
+    """The chat template's arguments the runner rendered the record's prompt with ({}: none)."""
+    kwargs = fields.get("template_kwargs")
+    return dict(kwargs) if isinstance(kwargs, dict) else {}
+
+
 def _field(fields: dict[str, Any], name: str) -> Any:
     """A field of the record, else of its meta_info (SGLang's answer, kept by the runner)."""
     value = fields.get(name)

@@ -70,6 +70,8 @@ class ExportOptions:
     exclude: tuple[Path, ...] = ()
     """Evaluation prompts files: training records whose prompt shares an n-gram with one are left out."""
     ngram: int = DEFAULT_NGRAM
+    loss_turns: str = "all"
+    """A conversation regenerated turn by turn trains on every answer (all) or the last (last)."""
 
     def template(self) -> SpecForgeTemplate | None:
         """The named template, checked; UsageError naming the ones known."""
@@ -96,7 +98,7 @@ def export(options: ExportOptions) -> dict[str, Any]:
         options.out, options.tokenizer, tokenizer, token_facts(tokenizer), options.formats,
         options.drop, options.trust_remote_code, options.prompts_file, options.responses_file,
         options.template(), options.max_length, options.held_out_share,
-        PromptScreen(exclusions, decoder(tokenizer)),
+        PromptScreen(exclusions, decoder(tokenizer)), options.loss_turns,
     )  # fmt: skip
     options.out.mkdir(parents=True, exist_ok=True)
     clear_leftovers(options.out)
@@ -246,6 +248,9 @@ def _summary(
             for key in ("records", "loss_tokens_cut", "records_without_loss")
         },
         "earlier_assistant_turns": sum(r["earlier_assistant_turns"] for r in records),
+        "loss_turns": options.loss_turns,
+        "conversations_exported": sum(r["conversations_exported"] for r in records),
+        "turns_exported": sum(r["turns_exported"] for r in records),
         "sequence_tokens": sum(r["sequence_tokens"] for r in records),
         "longest_record": max((r["longest_record"] for r in records), default=0),
         "records": sum(r["ids_lines"] for r in records),

@@ -115,6 +115,11 @@ class DatasetReport:
     earlier_assistant_turns: int = 0
     """Conversations with assistant turns before the answer: `train_only_last_turn: true` (in the
     trainer config written beside) keeps their loss off; SpecForge's default would train on them."""
+    conversations_exported: int = 0
+    """Conversations regenerated turn by turn that were written: one record each, and one per
+    answer the template rewrote in later turns."""
+    turns_exported: int = 0
+    """Their turns written (a turn a --drop policy dropped ends its conversation before it)."""
     contaminated: dict[str, int] = field(default_factory=dict)
     """Training records left out, by the --exclude set their prompt shares an n-gram with."""
     contaminated_examples: dict[str, list[str]] = field(default_factory=dict)

@@ -57,6 +57,14 @@ def ids_body(prompt_ids: bytes, prompt_count: int, output_ids: bytes, output_cou
     return b',"input_ids":[' + joined + b'],"loss_mask":[' + mask + b"]}\n"
 
 
+def mask_body(ids: list[int], mask: list[int]) -> bytes:
+    """An ids line's body from lists: a conversation's record, loss on each answer it trains on."""
+    return (
+        b',"input_ids":[' + ",".join(map(str, ids)).encode() + b'],"loss_mask":['
+        + ",".join(map(str, mask)).encode() + b"]}\n"
+    )  # fmt: skip
+
+
 def with_id(record_id: str, body: bytes) -> bytes:
     """A whole line: the id, then the body."""
     return b'{"id":' + json.dumps(record_id, ensure_ascii=False).encode() + body

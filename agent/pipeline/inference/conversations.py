@@ -137,11 +137,5 @@ def _answers(path: Path, wanted: set[str]) -> dict[str, list[int]]:
             for _, line in item.lines() if isinstance(item, LineBlock) else ():
                 response = parse_response_line(line) if b"#turn" in line else None
                 if response is not None and response.id in wanted and response.id not in found:
-                    found[response.id] = _ids(response.output_ids)
+                    found[response.id] = response.ids()
     return found
-
-
-def _ids(output_ids: bytes | list[int]) -> list[int]:
-    if isinstance(output_ids, list):
-        return output_ids
-    return [int(token) for token in output_ids.split(b",")] if output_ids.strip() else []

@@ -165,13 +165,14 @@ class PromptEncoder:
         """The loaded tokenizer, or None when every prompt came as ids."""
         return self._tokenizer
 
-    def input_ids(self, prompt: Prompt) -> list[int]:
-        """The ids to send for `prompt`."""
+    def input_ids(self, prompt: Prompt, template_kwargs: dict[str, Any] | None = None) -> list[int]:
+        """The ids to send for `prompt`; `template_kwargs` replace the encoder's own when given."""
         if prompt.input_ids is not None:
             return prompt.input_ids
         if prompt.messages is not None:
+            arguments = self.template_kwargs if template_kwargs is None else template_kwargs
             ids = self._tokenizer.apply_chat_template(
-                prompt.messages, add_generation_prompt=True, tokenize=True, **self.template_kwargs
+                prompt.messages, add_generation_prompt=True, tokenize=True, **arguments
             )
             return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
         return list(self._tokenizer.encode(prompt.text))
