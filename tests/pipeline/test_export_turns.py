@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agent.pipeline.export.__main__ import main
+from tests.support.drafters import trainers_importing
 from tests.support.export_data import (
     DROPS_TURNS,
     KEEPS_TURNS,
@@ -221,3 +222,30 @@ def test_dropped_reasoning_gets_no_loss_and_later_history_goes_without_it(
     history = tokenizer.decode(joined.prompts[1])
     assert "w1" not in history
     assert "the sum <|im_end|>" in history
+
+
+def test_both_trainers_load_the_joined_record_with_every_answers_loss(tmp_path: Path) -> None:
+    from specforge.data.prompt_builder import prepare_prompt_tasks
+
+    with trainers_importing():
+        from speculators.data_generation.preprocessing import _preprocess_batch
+
+    generate(tmp_path, KEEPS_TURNS)
+    export(tmp_path)
+    path = tmp_path / "o" / "B1" / "ids" / "ids.jsonl"
+    records = ids_records(tmp_path)
+    tasks = prepare_prompt_tasks(
+        path, None, chat_template=None, max_length=100_000, is_preformatted=False,
+        train_only_last_turn=True, cache_dir=None, cache_key=None, num_proc=None,
+    )  # fmt: skip
+    for task, record in zip(tasks, records.values(), strict=True):
+        assert task["payload"] == {"input_ids": record["input_ids"],
+                                   "loss_mask": record["loss_mask"]}  # fmt: skip
+    rows = list(records.values())
+    batch = {
+        "input_ids": [r["input_ids"] for r in rows],
+        "loss_mask": [r["loss_mask"] for r in rows],
+    }
+    passed = _preprocess_batch(batch, False, None, 100_000)
+    assert [list(m) for m in passed["loss_mask"]] == [r["loss_mask"] for r in rows]
+    assert len(trained_spans(records["three"]["loss_mask"])) == 3
