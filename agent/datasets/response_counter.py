@@ -25,6 +25,7 @@ from agent.datasets.response_lines import (
     parse_response_line,
     why_not_response,
 )
+from agent.datasets.turn_fields import turn_place
 
 MAX_CORRUPT_OFFSETS = 100
 """Offsets of corrupt lines kept per file; beyond that they are only counted (bounded memory)."""
@@ -89,11 +90,12 @@ class ResponseCounter(LineFollower):
             return
         self.seen_ids.add(response_id)
         self.tokens += tokens
-        if fields.get("conversation") is None:
+        place = turn_place(response_id, fields) if "conversation" in fields else None
+        if place is None:
             self.responses += 1
         else:
             self.turn_records += 1
-            if fields.get("turn") == fields.get("turns"):
+            if place.last:
                 self.responses += 1
                 self.conversations_done += 1
         if fields.get("finish_reason") != "stop" and cut_at_length(fields):  # "stop": most lines

@@ -9,6 +9,7 @@ our export gets `--exclude FILE` for the prompts file of each `evaluate` job of 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 
 from agent.jobs.spec import SpecError, render
 from agent.probes.training_config import flag_value
@@ -23,11 +24,29 @@ def with_evaluation_excluded(
     """`argv`, with `--exclude` for each evaluation prompts file it does not name yet."""
     if kind != "export" or EXPORT_MODULE not in argv:
         return argv
+    named = set(excluded_in(argv))
     added: list[str] = []
     for path in evaluation_prompts(pipeline, values):
-        if path not in argv and path not in added:
+        if path not in named:
+            named.add(path)
             added += ["--exclude", path]
     return (*argv, *added)
+
+
+def excluded_in(argv: tuple[str, ...]) -> list[str]:
+    """The files an export's argv excludes already (`--exclude A B`, `--exclude=A`)."""
+    found: list[str] = []
+    taking = False
+    for arg in argv:
+        name, sep, inline = arg.partition("=")
+        if name == "--exclude":
+            taking = not sep
+            found += [inline] if sep else []
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            found.append(arg)
+    return found
 
 
 def evaluation_prompts(pipeline: PipelineConfig, values: Mapping[str, str | None]) -> list[str]:
@@ -38,7 +57,11 @@ def evaluation_prompts(pipeline: PipelineConfig, values: Mapping[str, str | None
         if not prompts:
             continue
         try:
-            found.append(render(name, JobSpec((prompts,)), values).argv[0])
+            rendered = render(name, JobSpec((prompts,), cwd=spec.cwd), values)
         except SpecError:  # it needs a value only its own launch has: not knowable here
             continue
+        path = PurePosixPath(rendered.argv[0])
+        if not path.is_absolute() and rendered.cwd:  # the evaluation reads it from its own cwd
+            path = PurePosixPath(rendered.cwd) / path
+        found.append(str(path))
     return found

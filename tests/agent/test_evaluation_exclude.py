@@ -6,6 +6,7 @@ runs our export, unless its argv names the file already; the added flags are in 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -53,3 +54,31 @@ async def test_a_launched_export_job_carries_the_exclusion_in_its_argv(
     finally:
         await link.close()
     assert info.argv == (*echo, "--exclude", str(tmp_path / "held.jsonl"))
+
+
+def test_a_relative_prompts_file_is_the_evaluations_own_and_other_flags_do_not_count() -> None:
+    jobs = pipeline(
+        evaluate=JobSpec(("e", "--prompts", "held.jsonl"), kind="evaluate", cwd="/runs/eval"),
+    )
+    argv = (*EXPORT, "--prompts-file", "/runs/eval/held.jsonl")  # another flag's value
+    assert with_evaluation_excluded(argv, "export", jobs, VALUES)[-2:] == (
+        "--exclude", "/runs/eval/held.jsonl",
+    )  # fmt: skip
+    named = (*EXPORT, "--exclude=/runs/eval/held.jsonl")
+    assert with_evaluation_excluded(named, "export", jobs, VALUES) == named
+
+
+def test_one_file_named_twice_is_read_once_and_two_of_one_name_are_told_apart(
+    tmp_path: Path,
+) -> None:
+    from agent.pipeline.export.exclusions import load_exclusions
+
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        text = f"why is the sum of the numbers in folder {folder} what it is"
+        (tmp_path / folder / "mbpp.jsonl").write_text(json.dumps({"id": 1, "prompt": text}) + "\n")
+    loaded = load_exclusions(
+        [tmp_path / "a" / "mbpp.jsonl", tmp_path / "a" / ".." / "a" / "mbpp.jsonl",
+         tmp_path / "b" / "mbpp.jsonl"], 13, lambda ids: "",
+    )  # fmt: skip
+    assert sorted(loaded.files) == ["a/mbpp", "b/mbpp"]

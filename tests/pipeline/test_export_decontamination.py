@@ -166,7 +166,7 @@ def test_an_exclude_file_that_cannot_serve_is_named_and_nothing_is_written(
     ("args", "words"),
     [
         (["--ngram", "7"], "--ngram 7 must be from 8 to 50 words"),
-        (["--exclude", "{a}/mbpp.jsonl", "{b}/mbpp.jsonl"], "would both be reported as 'mbpp'"),
+        (["--exclude", "{a}/x/mbpp.jsonl", "{b}/x/mbpp.jsonl"], "both be reported as 'x/mbpp'"),
     ],
 )
 def test_a_wrong_ngram_or_two_sets_of_one_name_are_refused(
@@ -175,7 +175,7 @@ def test_a_wrong_ngram_or_two_sets_of_one_name_are_refused(
     vocab = build_think_tokenizer(tmp_path / "tok")
     dataset(tmp_path / "datasets", "B1", b1_prompts(vocab), vocab)
     for folder in ("a", "b"):
-        write_jsonl(tmp_path / folder / "mbpp.jsonl", [{"id": "m", "prompt": "w1 w2"}])
+        write_jsonl(tmp_path / folder / "x" / "mbpp.jsonl", [{"id": "m", "prompt": "w1 w2"}])
     filled = [arg.format(a=tmp_path / "a", b=tmp_path / "b") for arg in args]
 
     code = main(["--datasets-root", str(tmp_path / "datasets"), "--tokenizer",

@@ -16,7 +16,6 @@ import pytest
 from agent.pipeline.export.__main__ import main
 from tests.support.drafters import trainers_importing
 from tests.support.export_data import (
-    DROPS_TURNS,
     KEEPS_TURNS,
     build_think_tokenizer,
     read_jsonl,
@@ -43,6 +42,13 @@ CHATS = {
     ],  # fmt: skip
     "one": [{"role": "user", "content": "why is the answer"}],
 }
+
+
+REWRITES_TURNS = KEEPS_TURNS.replace(
+    "{{ m['content'] }}",
+    "{% if m['role'] == 'assistant' %}(earlier){% else %}{{ m['content'] }}{% endif %}",
+)
+"""A template that writes every earlier answer otherwise than it was generated."""
 
 
 def generate(tmp_path: Path, template: str, *runner_args: str) -> dict[str, dict[str, Any]]:
@@ -138,10 +144,10 @@ def test_loss_on_the_last_answer_only_when_asked(tmp_path: Path) -> None:
 
 
 def test_an_answer_the_template_rewrites_later_is_a_record_of_its_own(tmp_path: Path) -> None:
-    turns = generate(tmp_path, DROPS_TURNS)
+    turns = generate(tmp_path, REWRITES_TURNS)
     export(tmp_path)
 
-    records = ids_records(tmp_path)  # the template strips each earlier answer: none is as it was
+    records = ids_records(tmp_path)
     assert set(records) == {"one", "two", "three", "two#turn1", "three#turn1", "three#turn2"}
     for earlier in ("three#turn1", "three#turn2", "two#turn1"):
         record = records[earlier]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.datasets.response_lines import ResponseLine
+from agent.datasets.turn_fields import turn_place
 from agent.pipeline.export.held_out import HELD_OUT_DIR, HELD_OUT_SHARE, held_out_threshold
 from agent.pipeline.export.index import DUPLICATE, HELD_OUT, PromptIndex
 from agent.pipeline.export.marks import TokenFacts
@@ -22,6 +23,7 @@ from agent.pipeline.export.responses import (
 from agent.pipeline.export.roundtrip import (
     EXPECTED_REASONS,
     NOT_A_CHAT,
+    REASONING_DROPPED,
     conversation,
     round_trip,
     schema_problem,
@@ -30,11 +32,12 @@ from agent.pipeline.export.screening import DatasetScreen, PromptScreen
 from agent.pipeline.export.specforge_templates import SpecForgeTemplate
 from agent.pipeline.export.tallies import DatasetReport
 from agent.pipeline.export.turn_export import TurnExport
-from agent.pipeline.export.turn_records import TurnCollector, TurnLines, is_turn
+from agent.pipeline.export.turn_records import TurnCollector, TurnLines, reasoning_block
 from agent.pipeline.export.writers import (
     OutputFile,
     conversation_body,
     ids_body,
+    mask_body,
     open_outputs,
     with_id,
 )
@@ -171,8 +174,12 @@ class DatasetExport:
         )  # fmt: skip
 
     def _take(self, response: ResponseLine) -> None:
-        if is_turn(response):
-            gathered = self.turns.add(response)
+        place = (
+            turn_place(response.id, response.fields) if "conversation" in response.fields else None
+        )
+        if place is not None:
+            gathered = self.turns.add(response, place)
+            self.report.duplicates_skipped += self.turns.duplicate
             if gathered is not None:
                 self._take_conversation(gathered)
             return
@@ -276,10 +283,12 @@ class DatasetExport:
         self.report.sequence_tokens += length
         self.report.longest_record = max(self.report.longest_record, length)
         bodies: dict[str, bytes] = {}
+        drop = response.fields.get("reasoning") == "drop"
         if "ids" in self.outputs:
-            prompt_text = ",".join(map(str, sent)).encode()
-            bodies["ids"] = ids_body(prompt_text, len(sent), ids_text, count)
-        if "conversations" in self.outputs:
+            bodies["ids"] = self._ids_body(sent, ids_text, ids, drop)
+        if "conversations" in self.outputs and drop:
+            self.report.leave_out(REASONING_DROPPED, prompt.id)
+        elif "conversations" in self.outputs:
             body = self._conversation(prompt, sent, ids.tolist(), checks.empty, checks.finish)
             if body is not None:
                 bodies["conversations"] = body
@@ -287,6 +296,18 @@ class DatasetExport:
             self.outputs[form].write(with_id(response.id, body))
         if self.merged is not None:
             self.merged.add(self.name, response.id, bodies)
+
+    def _ids_body(self, sent: list[int], ids_text: bytes, ids: Any, drop: bool) -> bytes:
+        """The exact record: loss on the answer, less its reasoning under --reasoning drop."""
+        if drop:
+            output = ids.tolist()
+            mask = [0] * len(sent) + [1] * len(output)
+            facts = self.context.facts
+            block = reasoning_block(output, facts.think_start, facts.think_end)
+            if block is not None:
+                mask[len(sent) + block[0] : len(sent) + block[1]] = [0] * (block[1] - block[0])
+            return mask_body(sent + output, mask)
+        return ids_body(",".join(map(str, sent)).encode(), len(sent), ids_text, len(ids))
 
     def _conversation(
         self, prompt: Prompt, sent: list[int], output: list[int], empty: bool, finish: str

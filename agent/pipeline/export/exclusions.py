@@ -37,21 +37,36 @@ class Exclusions:
 
 def load_exclusions(paths: Sequence[Path], n: int, decode: Decode) -> Exclusions:
     """Every file's prompts as words, indexed; ExclusionError for one that cannot serve."""
-    named: dict[str, Path] = {}
-    for path in dict.fromkeys(paths):
-        name = source_name(path)
-        if name in named:
-            raise ExclusionError(
-                f"--exclude {named[name]} and {path} would both be reported as {name!r}: "
-                "rename one of them"
-            )
-        named[name] = path
+    named = _named(list(dict.fromkeys(_resolved(path) for path in paths)))
     sets = [(name, _words_of_file(path, decode)) for name, path in named.items()]
     files = {
         name: {"file": str(named[name]), "prompts": len(words), "whole": _short(words, n)}
         for name, words in sets
     }
     return Exclusions(build_index(sets, n), files)
+
+
+def _named(paths: list[Path]) -> dict[str, Path]:
+    """Each file under its name; two of one name each under its folder's name too."""
+    stems = [source_name(path) for path in paths]
+    named: dict[str, Path] = {}
+    for path, stem in zip(paths, stems, strict=True):
+        name = f"{path.parent.name}/{stem}" if stems.count(stem) > 1 else stem
+        if name in named:
+            raise ExclusionError(
+                f"--exclude {named[name]} and {path} would both be reported as {name!r}: "
+                "rename one of them"
+            )
+        named[name] = path
+    return named
+
+
+def _resolved(path: Path) -> Path:
+    """The file itself, however it was spelled (the same file named twice is read once)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
 
 
 def source_name(path: Path) -> str:

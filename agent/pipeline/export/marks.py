@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.pipeline.tokenizer.identity import vocabulary_digest
+from agent.pipeline.tokenizer.special import special_ids
 from agent.pipeline.tokenizer.think import think_pair
 
 OPENER_WINDOW = 16
@@ -52,9 +53,7 @@ class TokenFacts:
 
 def token_facts(tokenizer: Any) -> TokenFacts:
     """The facts of a loaded transformers tokenizer."""
-    special = set(int(i) for i in getattr(tokenizer, "all_special_ids", ()) or ())
-    decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    special |= {int(i) for i, token in decoder.items() if getattr(token, "special", False)}
+    special = special_ids(tokenizer)
     vocab = tokenizer.get_vocab()
     size = max(len(tokenizer), max(vocab.values(), default=-1) + 1)  # ids may leave holes
     digest = vocabulary_digest(vocab)

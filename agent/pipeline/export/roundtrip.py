@@ -38,6 +38,10 @@ ADDED_AFTER = "the trainer adds tokens after the end of turn the model wrote"
 LOSS_ON_PROMPT = "loss on tokens of the prompt"
 LOSS_MISSING = "no loss on tokens the model generated"
 NOT_A_CHAT = "a plain-text or ids prompt: the model saw no chat turns, SpecForge would add them"
+REASONING_DROPPED = (
+    "--reasoning drop: its reasoning gets no loss, which SpecForge's rendering cannot say; "
+    "in ids.jsonl with that loss"
+)
 EXPECTED_REASONS = frozenset({CUT_CLOSED, NOT_A_CHAT})
 """Left out as a matter of course, not a sign of a wrong template: not counted as mismatches."""
 

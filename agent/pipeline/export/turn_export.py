@@ -17,7 +17,13 @@ from agent.pipeline.export.marks import TokenFacts
 from agent.pipeline.export.merged import MergedOutputs
 from agent.pipeline.export.quality import AnswerChecker, numbers
 from agent.pipeline.export.responses import finish_reason
-from agent.pipeline.export.roundtrip import EXPECTED_REASONS, decode, round_trip, schema_problem
+from agent.pipeline.export.roundtrip import (
+    EXPECTED_REASONS,
+    REASONING_DROPPED,
+    decode,
+    round_trip,
+    schema_problem,
+)
 from agent.pipeline.export.specforge_templates import SpecForgeTemplate
 from agent.pipeline.export.tallies import DatasetReport
 from agent.pipeline.export.turn_records import JoinedConversation, Sequence, join_turns
@@ -50,16 +56,16 @@ class TurnExport:
 
     def export(self, prompt: Prompt, lines: list[ResponseLine]) -> None:
         """Check, join and write one conversation's turns (`lines`: turns 1, 2, ... in order)."""
+        lines = lines[: self._in_vocabulary(lines)]
         plan = plan_conversation(prompt.messages or [])
-        joined = join_turns(self.tokenizer, self.facts, plan, lines, self.loss_turns)
-        if joined.problem:
-            self.report.prompt_mismatch.add(prompt.id, joined.problem)
+        joined = self._joined(prompt, plan, lines)
+        if joined is None:
             return
         kept = self._checked(lines, joined)
         if kept < len(lines):
-            if not kept:
+            joined = self._joined(prompt, plan, lines[:kept]) if kept else None
+            if joined is None:
                 return
-            joined = join_turns(self.tokenizer, self.facts, plan, lines[:kept], self.loss_turns)
         self.report.conversations_exported += 1
         self.report.turns_exported += kept
         bodies = self._bodies(prompt, plan, lines[:kept], joined)
@@ -69,14 +75,40 @@ class TurnExport:
             if self.merged is not None:
                 self.merged.add(self.name, record_id, forms)
 
+    def _in_vocabulary(self, lines: list[ResponseLine]) -> int:
+        """How many turns come before the first with an id the tokenizer does not have."""
+        for index, line in enumerate(lines):
+            beyond = self.checker.beyond_vocab(numbers(line.ids_text()))
+            if beyond is not None:
+                size = self.facts.vocab_size
+                self.report.out_of_vocab.add(
+                    line.id, f"token id {beyond} is not below the tokenizer's {size:,}"
+                )
+                return index
+        return len(lines)
+
+    def _joined(
+        self, prompt: Prompt, plan: ConversationPlan, lines: list[ResponseLine]
+    ) -> JoinedConversation | None:
+        """The turns joined, or None (counted) when they cannot be: this conversation alone."""
+        if not lines:
+            return None
+        try:
+            joined = join_turns(self.tokenizer, self.facts, plan, lines, self.loss_turns)
+        except Exception as exc:  # the template or the tokenizer's own code may raise anything
+            first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            self.report.encode_failed.add(prompt.id, first)
+            return None
+        if joined.problem:
+            self.report.prompt_mismatch.add(prompt.id, joined.problem)
+            return None
+        return joined
+
     def _checked(self, lines: list[ResponseLine], joined: JoinedConversation) -> int:
         """Count each turn's checks; how many turns come before the first one dropped."""
         for index, line in enumerate(lines):
             ids_text = line.ids_text()
             ids = numbers(ids_text)
-            if self.checker.beyond_vocab(ids) is not None:
-                self.report.out_of_vocab.add(line.id, "a token id past the tokenizer's vocabulary")
-                return index
             opens = self.facts.opens_reasoning(joined.prompts[index])
             checks = self.checker.check(ids_text, ids, finish_reason(line.fields), opens)
             drops = checks.failed(self.drop)
@@ -95,7 +127,9 @@ class TurnExport:
             if "ids" in self.outputs:
                 body = mask_body(sequence.input_ids, sequence.loss_mask)
                 bodies[sequence.record_id] = {"ids": body}
-        if "conversations" in self.outputs:
+        if "conversations" in self.outputs and lines[0].fields.get("reasoning") == "drop":
+            self.report.leave_out(REASONING_DROPPED, prompt.id)
+        elif "conversations" in self.outputs:
             last = len(lines) - 1
             for turn in range(last + 1) if self.loss_turns == "all" else (last,):
                 row = self._conversation(prompt, plan, lines, joined, turn)
@@ -123,8 +157,7 @@ class TurnExport:
         stays right for every row of the form. Kept only where SpecForge's rendering gives
         exactly the ids the turn was sent and generated.
         """
-        drop = lines[0].fields.get("reasoning") == "drop"
-        earlier = history_answers(self.tokenizer, joined.answers[:turn], drop)
+        earlier = history_answers(self.tokenizer, joined.answers[:turn], False)
         answer = joined.answers[turn]
         finish = finish_reason(lines[turn].fields)
         stopped = finish == "stop" and answer and answer[-1] in self.facts.special_ids

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.datasets.response_lines import ResponseLine
+from agent.datasets.turn_fields import TurnPlace
 from agent.pipeline.export.marks import TokenFacts
 from agent.pipeline.export.responses import prompt_tokens, template_kwargs
 from agent.pipeline.inference.turns import ConversationPlan, turn_id, turn_prompt
@@ -48,29 +49,33 @@ class TurnCollector:
 
     def __init__(self) -> None:
         self.open: dict[str, TurnLines] = {}
+        self.handed: set[str] = set()
+        """Conversations handed over: a turn of one read again is a duplicate."""
+        self.duplicate = False
+        """Whether the record last added was a duplicate (not taken)."""
 
-    def add(self, response: ResponseLine) -> TurnLines | None:
-        """Take one turn record; the conversation when this was its last turn."""
-        fields = response.fields
-        name, turn, turns = fields["conversation"], fields.get("turn"), fields.get("turns")
-        gathered = self.open.setdefault(
-            str(name), TurnLines(str(name), turns if isinstance(turns, int) else 0)
-        )
-        if isinstance(turn, int) and turn not in gathered.lines:
-            gathered.lines[turn] = response
-        if gathered.turns and len(gathered.in_order()) >= gathered.turns:
-            return self.open.pop(str(name))
+    def add(self, response: ResponseLine, place: TurnPlace) -> TurnLines | None:
+        """Take one turn record; the conversation when this was its last turn.
+
+        Returns None and takes nothing for a duplicate (`duplicate` then says so).
+        """
+        name = place.conversation
+        self.duplicate = name in self.handed
+        if self.duplicate:
+            return None
+        gathered = self.open.setdefault(name, TurnLines(name, place.turns))
+        self.duplicate = place.turn in gathered.lines or place.turns != gathered.turns
+        if not self.duplicate:
+            gathered.lines[place.turn] = response
+        if len(gathered.in_order()) >= gathered.turns:
+            self.handed.add(name)
+            return self.open.pop(name)
         return None
 
     def rest(self) -> Iterator[TurnLines]:
         """The conversations a run left unfinished, in the order they began."""
         while self.open:
             yield self.open.pop(next(iter(self.open)))
-
-
-def is_turn(response: ResponseLine) -> bool:
-    """True for a turn of a conversation regenerated turn by turn."""
-    return isinstance(response.fields.get("conversation"), str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +111,8 @@ def join_turns(
     spans: list[tuple[int, int] | None] = []
     for index, line in enumerate(lines):
         built = turn_prompt(tokenizer, plan, answers, index, kwargs, drop)
-        counted = prompt_tokens(line.fields)
-        if counted is not None and counted != len(built.input_ids):
-            problem = (
-                f"turn {index + 1} renders to {len(built.input_ids)} prompt tokens; "
-                f"the server counted {counted}"
-            )
+        problem = _sent_otherwise(line, built.input_ids, index)
+        if problem is not None:
             return JoinedConversation([], answers, prompts, problem)
         prompts.append(built.input_ids)
         spans = built.spans
@@ -119,6 +120,21 @@ def join_turns(
         _sequences(lines, prompts, answers, spans, loss_turns, facts if drop else None),
         answers, prompts,
     )  # fmt: skip
+
+
+def _sent_otherwise(line: ResponseLine, built: list[int], index: int) -> str | None:
+    """Why the server was sent other ids than this turn renders to, or None."""
+    counted = prompt_tokens(line.fields)
+    if counted is not None and counted != len(built):
+        return (
+            f"turn {index + 1} renders to {len(built)} prompt tokens; the server counted {counted}"
+        )
+    echoed = line.fields.get("prompt_ids")
+    if isinstance(echoed, list) and echoed and echoed != built:
+        at = next((i for i, (a, b) in enumerate(zip(echoed, built, strict=False)) if a != b),
+                  min(len(echoed), len(built)))  # fmt: skip
+        return f"turn {index + 1} renders to other ids than the server echoed (first at {at})"
+    return None
 
 
 def _sequences(
@@ -148,18 +164,31 @@ def _sequences(
 def _train(
     mask: list[int], ids: list[int], start: int, end: int, reasoning: TokenFacts | None
 ) -> None:
-    """Loss on ids[start:end], less a think block in it when reasoning is dropped."""
+    """Loss on ids[start:end], less a think block in it when reasoning is dropped.
+
+    A closed block goes from its opener (or the answer's start, when the template opened it) to
+    the closer; one a length cut left open goes from its opener to the answer's end.
+    """
     mask[start:end] = [1] * (end - start)
-    if reasoning is None or reasoning.think_end is None:
+    if reasoning is None:
         return
-    answer = ids[start:end]
-    if reasoning.think_end not in answer:
-        return
-    close = start + answer.index(reasoning.think_end)
-    opener = reasoning.think_start
-    opened = opener is not None and opener in answer[: close - start]
-    begin = start + answer.index(opener) if opened and opener is not None else start
-    mask[begin : close + 1] = [0] * (close + 1 - begin)
+    block = reasoning_block(ids[start:end], reasoning.think_start, reasoning.think_end)
+    if block is not None:
+        begin, close = start + block[0], start + block[1]
+        mask[begin:close] = [0] * (close - begin)
+
+
+def reasoning_block(
+    answer: list[int], opener: int | None, closer: int | None
+) -> tuple[int, int] | None:
+    """[begin, end) of the answer's think block, or None when it has none."""
+    if closer is not None and closer in answer:
+        close = len(answer) - answer[::-1].index(closer)
+        opened = opener is not None and opener in answer[:close]
+        return (answer.index(opener) if opened and opener is not None else 0), close
+    if opener is not None and opener in answer:
+        return answer.index(opener), len(answer)
+    return None
 
 
 def _changed(plan: ConversationPlan, lines: list[ResponseLine]) -> str:

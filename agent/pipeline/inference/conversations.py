@@ -15,12 +15,16 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.datasets.file_lines import LineBlock, LineBlocks
-from agent.datasets.response_lines import parse_response_line
+from agent.datasets.response_lines import MAX_ID_CHARS, parse_response_line
+from agent.datasets.turn_fields import TURN_MARK
 from agent.host.regular_files import open_regular
 from agent.pipeline.inference.prompts import Prompt, PromptsError
 from agent.pipeline.inference.turns import ConversationPlan, plan_conversation, turn_id
+
+_MARK = TURN_MARK.encode()
 
 
 @dataclass
@@ -50,6 +54,36 @@ class Conversation:
             self.answers = []
 
 
+@dataclass
+class ConversationCounts:
+    """How far a run's conversations got, counted as turns are written (resumed ones included)."""
+
+    conversations: int = 0
+    conversations_done: int = 0
+    turns: int = 0
+    turns_done: int = 0
+
+    @classmethod
+    def of(cls, found: dict[str, Conversation]) -> ConversationCounts:
+        """The counts as resuming left them."""
+        return cls(
+            len(found), sum(c.done for c in found.values()),
+            sum(c.plan.turns for c in found.values()), sum(c.turns_done for c in found.values()),
+        )  # fmt: skip
+
+    def answered(self, done: bool) -> None:
+        """One more turn written; `done` when it was its conversation's last."""
+        self.turns_done += 1
+        self.conversations_done += done
+
+    def fields(self) -> dict[str, int]:
+        """runner.json's fields."""
+        return {
+            "conversations": self.conversations, "conversations_done": self.conversations_done,
+            "turns": self.turns, "turns_done": self.turns_done,
+        }  # fmt: skip
+
+
 def conversations_of(prompts: Iterable[Prompt], turns: str) -> dict[str, Conversation]:
     """The prompts regenerated turn by turn (none with `--turns last`), by id.
 
@@ -60,7 +94,7 @@ def conversations_of(prompts: Iterable[Prompt], turns: str) -> dict[str, Convers
     prompts = list(prompts)
     found = {}
     for prompt in prompts:
-        if prompt.messages is None:
+        if prompt.messages is None or _uses_tools(prompt.messages):
             continue
         plan = plan_conversation(prompt.messages)
         if plan.turns and (plan.turns > 1 or len(plan.segments[0]) != len(prompt.messages)):
@@ -69,9 +103,24 @@ def conversations_of(prompts: Iterable[Prompt], turns: str) -> dict[str, Convers
     return found
 
 
+def _uses_tools(messages: list[Any]) -> bool:
+    """A conversation with tool calls or results: its turns answer tools, kept as written."""
+    return any(
+        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in messages
+    )
+
+
 def _refuse_clashing_ids(prompts: list[Prompt], found: dict[str, Conversation]) -> None:
     ids = {prompt.id: prompt.line_no for prompt in prompts}
     for conversation in found.values():
+        longest = conversation.record_id(conversation.plan.turns - 1)
+        if len(longest) > MAX_ID_CHARS:
+            raise PromptsError(
+                f"prompt {conversation.prompt.id!r} (line {conversation.prompt.line_no}) has "
+                f"{conversation.plan.turns} turns; its last turn's id {longest[:40]!r}... would "
+                f"be {len(longest):,} characters, over the {MAX_ID_CHARS:,} a record may have: "
+                "give it a shorter id"
+            )
         for turn in range(conversation.plan.turns):
             clash = ids.get(conversation.record_id(turn))
             if clash is not None:
@@ -135,7 +184,7 @@ def _answers(path: Path, wanted: set[str]) -> dict[str, list[int]]:
     with open_regular(path) as handle:
         for item in LineBlocks(handle, 0, os.fstat(handle.fileno()).st_size):
             for _, line in item.lines() if isinstance(item, LineBlock) else ():
-                response = parse_response_line(line) if b"#turn" in line else None
+                response = parse_response_line(line) if _MARK in line else None
                 if response is not None and response.id in wanted and response.id not in found:
                     found[response.id] = response.ids()
     return found

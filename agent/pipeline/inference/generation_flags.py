@@ -24,6 +24,12 @@ REASONING_MODES = ("keep", "disable", "drop")
 THINKING_SWITCH = "enable_thinking"
 MAX_TEMPLATE_KWARGS_BYTES = 4096
 MAX_SEED = 2**63 - 1
+RESERVED_ARGUMENTS = frozenset({
+    "conversation", "messages", "chat_template", "add_generation_prompt", "continue_final_message",
+    "tokenize", "padding", "truncation", "max_length", "return_tensors", "return_dict",
+    "return_assistant_tokens_mask", "tokenizer_kwargs",
+})  # fmt: skip
+"""apply_chat_template's own parameters: given again as template arguments they clash."""
 
 
 def add_generation_flags(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +60,11 @@ def template_kwargs_json(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(f"not JSON ({exc})") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object, got {type(value).__name__}")
+    taken = sorted(RESERVED_ARGUMENTS & set(value))
+    if taken:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(taken)}: the runner sets these when it renders, not the template"
+        )
     return value
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from agent.pipeline.inference.budget import BudgetGate
-from agent.pipeline.inference.conversations import Conversation
 from agent.pipeline.inference.options import RunnerOptions
 from agent.pipeline.inference.records import ResumeState
 from agent.pipeline.inference.response_line import DatasetTally
@@ -39,16 +38,6 @@ def sampling_fields(options: RunnerOptions) -> dict[str, Any]:
         "turns": options.turns,
         "reasoning": options.reasoning,
         "template_kwargs": options.template_kwargs,
-    }
-
-
-def conversation_fields(conversations: dict[str, Conversation]) -> dict[str, Any]:
-    """How far the conversations regenerated turn by turn got (none: zeros)."""
-    return {
-        "conversations": len(conversations),
-        "conversations_done": sum(c.done for c in conversations.values()),
-        "turns": sum(c.plan.turns for c in conversations.values()),
-        "turns_done": sum(c.turns_done for c in conversations.values()),
     }
 
 

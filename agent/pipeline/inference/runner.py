@@ -27,7 +27,7 @@ from agent.pipeline.inference.backends.base import Generation, PromptRequest
 from agent.pipeline.inference.backends.keys import key_source, read_key
 from agent.pipeline.inference.budget import BudgetGate
 from agent.pipeline.inference.client import RejectedError, Server, TransientError
-from agent.pipeline.inference.conversations import Conversation
+from agent.pipeline.inference.conversations import Conversation, ConversationCounts
 from agent.pipeline.inference.error_marks import error_mark
 from agent.pipeline.inference.in_flight import InFlight
 from agent.pipeline.inference.options import EXIT_FAILURE, RunnerOptions
@@ -43,7 +43,6 @@ from agent.pipeline.inference.response_line import DatasetTally
 from agent.pipeline.inference.retry_pacing import RetryPacing
 from agent.pipeline.inference.run_ending import ending_words, how_it_ended
 from agent.pipeline.inference.run_report import (
-    conversation_fields,
     dataset_tally,
     options_fields,
     progress_fields,
@@ -102,6 +101,7 @@ class Runner:
         """Cost and re-encodings of the records earlier runs left, for per-dataset totals."""
         self.tokenizer_stamp: str | None = None
         self.conversations: dict[str, Conversation] = {}
+        self.conversation_counts = ConversationCounts()
         self.broken: list[tuple[Prompt, str]] = []
         self.gate = BudgetGate(
             options.token_budget, float(options.max_new_tokens), options.on_budget == "cancel"
@@ -152,6 +152,7 @@ class Runner:
                 await self._wind_down(client)
             finally:
                 self.judge.close()
+                self.turns.close()
                 pool.close()
                 reporter.cancel()
                 self.writer.close()
@@ -168,6 +169,7 @@ class Runner:
         self.earlier, self.todo = prepared.earlier, prepared.todo
         self.tokenizer_stamp = prepared.tokenizer_stamp
         self.conversations, self.broken = prepared.conversations or {}, prepared.broken or []
+        self.conversation_counts = ConversationCounts.of(self.conversations)
         self.turns = TurnRequests(self.encoder, self.options)
         self.gate.resume(self.resume.lengths)
 
@@ -254,7 +256,7 @@ class Runner:
         """Answer the prompt, or the next turn of its conversation (then queued for the next)."""
         conversation = self.conversations.get(prompt.id)
         try:
-            asked = self.turns.request(prompt, conversation)
+            asked = await self.turns.request_for(prompt, conversation)
         except (
             Exception
         ) as exc:  # a tokenizer can raise anything; the prompt fails, the run goes on
@@ -265,11 +267,16 @@ class Runner:
             return
         output = await self._answer(prompt, asked.prompt, asked.input_ids, asked.fields, client,
                                     pool)  # fmt: skip
-        if output is not None and conversation is not None:
-            conversation.answered(output)
-            if not conversation.done:
-                self.todo.appendleft(prompt)  # its next turn goes before any new prompt
-                self.changed.set()
+        if conversation is None:
+            return
+        if output is None:
+            conversation.answers = []  # failed or stopped: not continued in this run
+            return
+        conversation.answered(output)
+        self.conversation_counts.answered(conversation.done)
+        if not conversation.done:
+            self.todo.appendleft(prompt)  # its next turn goes before any new prompt
+            self.changed.set()
 
     async def _answer(
         self, prompt: Prompt, asked: Prompt, input_ids: list[int], fields: dict[str, Any],
@@ -520,7 +527,7 @@ class Runner:
                 STAMP: self.tokenizer_stamp,
                 "write_error": self.storage_error.as_record() if self.storage_error else None,
                 **options_fields(self.options),
-                **conversation_fields(self.conversations),
+                **self.conversation_counts.fields(),
                 **progress_fields(self.gate, self.resume, now),
                 **dataset_tally(self.earlier, self.stats),
             },

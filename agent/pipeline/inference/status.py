@@ -104,8 +104,15 @@ def progress_line(name: str, record: dict[str, Any]) -> str:
     tokens = record["tokens"]
     share = f" ({100 * tokens / budget:.1f}%)" if budget else ""
     of_budget = f"/{budget:,}" if budget else ""
+    answered = f"{record['responses']:,}/{record['prompts']:,} responses"
+    if record.get("conversations"):
+        answered = (
+            f"{record['responses']:,} answers to {record['prompts']:,} prompts "
+            f"({record['conversations_done']:,}/{record['conversations']:,} conversations, "
+            f"{record['turns_done']:,}/{record['turns']:,} turns)"
+        )
     return (
-        f"[{name}] {record['state']}: {record['responses']:,}/{record['prompts']:,} responses, "
+        f"[{name}] {record['state']}: {answered}, "
         f"{tokens:,}{of_budget} tokens{share}, {record['tokens_per_s']:,.0f} tok/s, "
         f"in flight {record['in_flight']}, retries {record['retries']}, "
         f"errors {record['errors']}, truncated {record['truncated']}"

@@ -7,6 +7,8 @@ which conversation and turn it is, and where the earlier answers sit in its prom
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +45,7 @@ class TurnRequests:
             self.provenance["template_kwargs"] = options.template_kwargs
         if options.reasoning is not None:
             self.provenance["reasoning"] = options.reasoning
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="turns")
         tokenizer = encoder.tokenizer
         disabled = options.reasoning == "disable" and tokenizer is not None
         self.opener = think_opener(tokenizer) if disabled else None
@@ -65,6 +68,20 @@ class TurnRequests:
             "turn_spans": [list(span) if span else None for span in built.spans],
         }
         return Asked(asked, built.input_ids, fields)
+
+    async def request_for(self, prompt: Prompt, conversation: Conversation | None) -> Asked:
+        """`request`; a conversation's turn off the event loop (it renders the whole history).
+
+        One thread for all: a tokenizer is not to be used by two threads at once.
+        """
+        if conversation is None:
+            return self.request(prompt, None)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.worker, self.request, prompt, conversation)
+
+    def close(self) -> None:
+        """Let the worker thread go."""
+        self.worker.shutdown(wait=False)
 
     def refusal(self, output_ids: list[int]) -> str | None:
         """Why an answer is not kept under the run's reasoning mode, or None."""

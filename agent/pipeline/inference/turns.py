@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-TURN_MARK = "#turn"
-"""A turn's record id is the conversation's id, this mark and the turn's number from 1."""
-THINK_CLOSE = "</think>"
+from agent.datasets.turn_fields import turn_id as turn_id
+from agent.pipeline.tokenizer.special import special_ids
+from agent.pipeline.tokenizer.think import tokenizer_think_pair
+
 ANSWER_MARK = "\x00answer {}\x00"
 """Stands for an earlier answer in a second rendering, to find where the template writes it."""
 
@@ -64,11 +65,6 @@ def plan_conversation(messages: Sequence[Any]) -> ConversationPlan:
     return ConversationPlan(tuple(segments))
 
 
-def turn_id(conversation_id: str, turn: int) -> str:
-    """The record id of turn `turn` (from 1) of a conversation."""
-    return f"{conversation_id}{TURN_MARK}{turn}"
-
-
 def turn_messages(plan: ConversationPlan, answers: Sequence[str], turn: int) -> list[Any]:
     """The history turn `turn` (from 0) is generated after, earlier answers given as text."""
     history: list[Any] = []
@@ -85,11 +81,38 @@ def answer_text(tokenizer: Any, ids: Sequence[int]) -> str:
                                 clean_up_tokenization_spaces=False))  # fmt: skip
 
 
-def history_text(text: str, drop_reasoning: bool) -> str:
-    """What an earlier answer is in later history: without its reasoning when asked to drop it."""
-    if drop_reasoning and THINK_CLOSE in text:
-        return text.rsplit(THINK_CLOSE, 1)[1].lstrip()
+def visible_ids(tokenizer: Any, ids: Sequence[int]) -> Sequence[int]:
+    """An answer less the special token it stopped on: the template writes its own end of turn."""
+    if ids and ids[-1] in special_ids(tokenizer):
+        return ids[:-1]
+    return ids
+
+
+def history_text(tokenizer: Any, text: str, drop_reasoning: bool) -> str:
+    """What an earlier answer is in later history: without its reasoning when asked to drop it.
+
+    A block closed by the think-end marker goes with the marker; one the answer opened and a
+    length cut left open goes with everything after its opener.
+    """
+    markers = tokenizer_think_pair(tokenizer) if drop_reasoning else None
+    if markers is None:
+        return text
+    opener, closer = markers[0], markers[1]
+    if closer in text:
+        return text.rsplit(closer, 1)[1].lstrip()
+    if opener in text:
+        return text.split(opener, 1)[0].rstrip()
     return text
+
+
+def history_answers(
+    tokenizer: Any, answers: Sequence[Sequence[int]], drop_reasoning: bool
+) -> list[str]:
+    """Each earlier answer as later turns' history holds it, in text (what a chat API is sent)."""
+    return [
+        history_text(tokenizer, answer_text(tokenizer, visible_ids(tokenizer, ids)), drop_reasoning)
+        for ids in answers
+    ]
 
 
 def turn_prompt(
@@ -98,30 +121,107 @@ def turn_prompt(
 ) -> TurnPrompt:  # fmt: skip
     """The ids turn `turn` (from 0) is sent: the template's text, earlier answers as exact ids.
 
-    An earlier answer is written as the template writes its text, end of turn included when the
-    model wrote it. Where the template wrote the answer's text unchanged, the answer's exact ids
-    take its place; else (the template rewrote it) the rendering's own text is encoded.
+    The template renders the history with each earlier answer's text (less the special token it
+    stopped on, which the template writes itself); the whole text is tokenized as the template's
+    own tokenization does, and where an answer's text stands unchanged on token boundaries its
+    exact ids replace those tokens (its stop token too, when the template wrote the same one).
+    An answer the template rewrote, or whose text tokens straddle, stays as the template's text.
     """
-    texts = [answer_text(tokenizer, answers[k]) for k in range(turn)]
-    visible = [without_end(tokenizer, text) for text in texts]
-    shown = [history_text(text, drop_reasoning) for text in visible]
+    shown = history_answers(tokenizer, answers[:turn], drop_reasoning)
     rendered = _render(tokenizer, turn_messages(plan, shown, turn), template_kwargs)
     starts = _answer_starts(tokenizer, plan, shown, turn, template_kwargs, rendered)
+    places = [
+        _place(tokenizer, rendered, start, answers[k], shown[k], drop_reasoning)
+        for k, start in enumerate(starts)
+    ]
+    return _spliced(tokenizer, rendered, places)
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where an earlier answer's text stands in the rendering, and the ids that take its place."""
+
+    start: int
+    end: int
+    ids: Sequence[int]
+    stop: int | None = None
+    """The special token the answer stopped on, when its text is placed without it: the
+    template's own end of turn that follows is taken for it where it is the same token."""
+
+
+def _place(
+    tokenizer: Any, rendered: str, start: int | None, ids: Sequence[int], shown: str, drop: bool
+) -> _Place | None:
+    if start is None:
+        return None
+    visible = visible_ids(tokenizer, ids)
+    if drop and shown != answer_text(tokenizer, visible):
+        return None  # its reasoning was dropped: the history holds other text than it generated
+    stop = ids[-1] if len(visible) < len(ids) else None
+    for exact in (ids, visible):
+        text = answer_text(tokenizer, exact)
+        if rendered.startswith(text, start):
+            return _Place(start, start + len(text), exact, stop if exact is visible else None)
+    return None
+
+
+def _spliced(tokenizer: Any, rendered: str, places: list[_Place | None]) -> TurnPrompt:
+    """The rendering's ids with each placed answer's exact ids where its text's tokens were."""
+    try:
+        encoded = tokenizer(rendered, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = [tuple(pair) for pair in encoded["offset_mapping"]]
+    except (NotImplementedError, KeyError, TypeError, ValueError):  # a tokenizer without offsets
+        return _spliced_piecewise(tokenizer, rendered, places)
+    text_ids = list(encoded["input_ids"])
+    ids: list[int] = []
+    spans: list[tuple[int, int] | None] = []
+    taken = 0
+    for place in places:
+        bounds = _token_bounds(offsets, place, taken) if place is not None else None
+        if place is None or bounds is None:
+            spans.append(None)
+            continue
+        first, last = bounds
+        ids.extend(text_ids[taken:first])
+        stop = [place.stop] if place.stop is not None else []
+        ends_on_stop = bool(stop) and text_ids[last : last + 1] == stop
+        exact = [*place.ids, *(stop if ends_on_stop else [])]
+        spans.append((len(ids), len(ids) + len(exact)))
+        ids.extend(exact)
+        taken = last + ends_on_stop
+    ids.extend(text_ids[taken:])
+    return TurnPrompt(ids, spans)
+
+
+def _token_bounds(
+    offsets: list[tuple[int, ...]], place: _Place, taken: int
+) -> tuple[int, int] | None:
+    """The tokens that cover exactly [start, end) of the text, or None if a token straddles."""
+    first = next((i for i in range(taken, len(offsets)) if offsets[i][1] > place.start), None)
+    if first is None or offsets[first][0] != place.start:
+        return None
+    last = next((i for i in range(first, len(offsets)) if offsets[i][0] >= place.end), len(offsets))
+    if last == first or offsets[last - 1][1] != place.end:
+        return None
+    return first, last
+
+
+def _spliced_piecewise(tokenizer: Any, rendered: str, places: list[_Place | None]) -> TurnPrompt:
+    """The same for a tokenizer that gives no offsets: the text between answers encoded apart."""
     ids: list[int] = []
     spans: list[tuple[int, int] | None] = []
     cursor = 0
-    for index, start in enumerate(starts):
-        unchanged = shown[index] == visible[index]
-        if start is None or start < cursor or not unchanged:
+    for place in places:
+        if place is None or place.start < cursor:
             spans.append(None)
             continue
-        if not rendered.startswith(texts[index], start):
-            spans.append(None)
-            continue
-        ids.extend(_encode(tokenizer, rendered[cursor:start]))
-        spans.append((len(ids), len(ids) + len(answers[index])))
-        ids.extend(answers[index])
-        cursor = start + len(texts[index])
+        ids.extend(_encode(tokenizer, rendered[cursor : place.start]))
+        stop_text = answer_text(tokenizer, [place.stop]) if place.stop is not None else ""
+        ends_on_stop = bool(stop_text) and rendered.startswith(stop_text, place.end)
+        exact = [*place.ids, *([place.stop] if ends_on_stop and place.stop is not None else [])]
+        spans.append((len(ids), len(ids) + len(exact)))
+        ids.extend(exact)
+        cursor = place.end + (len(stop_text) if ends_on_stop else 0)
     ids.extend(_encode(tokenizer, rendered[cursor:]))
     return TurnPrompt(ids, spans)
 
@@ -174,24 +274,6 @@ def _render(tokenizer: Any, messages: list[Any], template_kwargs: dict[str, Any]
     return str(tokenizer.apply_chat_template(
         messages, add_generation_prompt=True, tokenize=False, **template_kwargs
     ))  # fmt: skip
-
-
-def history_answers(
-    tokenizer: Any, answers: Sequence[Sequence[int]], drop_reasoning: bool
-) -> list[str]:
-    """Each earlier answer as later turns' history holds it, in text (what a chat API is sent)."""
-    return [
-        history_text(without_end(tokenizer, answer_text(tokenizer, ids)), drop_reasoning)
-        for ids in answers
-    ]
-
-
-def without_end(tokenizer: Any, text: str) -> str:
-    """The answer's text less a closing end-of-turn token the template writes itself."""
-    end = getattr(tokenizer, "eos_token", None)
-    if isinstance(end, str) and end and text.endswith(end):
-        return text[: -len(end)]
-    return text
 
 
 def _encode(tokenizer: Any, text: str) -> list[int]:

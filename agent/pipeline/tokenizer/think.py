@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from typing import Any
 
 THINK_PAIRS = (("<think>", "</think>"), ("◁think▷", "◁/think▷"), ("<thinking>", "</thinking>"))
@@ -19,7 +21,23 @@ def think_pair(vocab: dict[str, int]) -> tuple[str, str, int, int] | None:
     return None
 
 
+_KNOWN: weakref.WeakKeyDictionary[Any, tuple[str, str, int, int] | None] = (
+    weakref.WeakKeyDictionary()
+)
+"""Each loaded tokenizer's markers, read once: its vocabulary may hold 200k entries."""
+
+
+def tokenizer_think_pair(tokenizer: Any) -> tuple[str, str, int, int] | None:
+    """The markers of a loaded tokenizer (`think_pair` of its vocabulary)."""
+    with contextlib.suppress(KeyError, TypeError):
+        return _KNOWN[tokenizer]
+    pair = think_pair(tokenizer.get_vocab())
+    with contextlib.suppress(TypeError):  # an object that cannot be weakly referenced
+        _KNOWN[tokenizer] = pair
+    return pair
+
+
 def think_opener(tokenizer: Any) -> int | None:
     """The id of the tokenizer's think-start marker, if it has one."""
-    pair = think_pair(tokenizer.get_vocab())
+    pair = tokenizer_think_pair(tokenizer)
     return pair[2] if pair is not None else None
