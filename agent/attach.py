@@ -90,7 +90,7 @@ def stop_daemon(paths: StatePaths, timeout_s: float = STOP_TIMEOUT_S) -> bool:
 
     The pid comes from `daemon.json`, and a signal goes only to a process that still holds
     the daemon lock (a recycled pid never does). One that still holds it after `timeout_s` is
-    SIGKILLed: a daemon stuck on a peer must not keep every later attach out (#28). Returns
+    SIGKILLed: a daemon stuck on a peer must not keep every later attach out. Returns
     False when no daemon was running.
     """
     info = read_json(paths.daemon_info)

@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from agent.bundle import running_bundle_sha256
-from agent.core import AgentCore
 from agent.host.autostart import CODE_LINK, point_code_link
 from agent.protocol import AGENT_VERSION, MAX_LINE_BYTES, PROTOCOL_VERSION, Event, encode
+from agent.serving.agent_methods import AgentMethods
 from agent.serving.session import Session
 from agent.state import SOCKET_NAME, StatePaths, write_json_atomic
 from agent.state.private_files import open_private
 from agent.state.watch import FolderIdentity, identity_of, leave_when_gone
 from agent.tasks import CLOSE_TIMEOUT_S
+from agent.wiring import AgentParts
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,8 @@ class SessionHub:
 
 async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
     hub = SessionHub()
-    core = AgentCore(paths, hub.broadcast)
+    core = AgentParts(paths, hub.broadcast)
+    agent = AgentMethods(core)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -132,7 +134,7 @@ async def _serve(paths: StatePaths, started_in: FolderIdentity | None) -> None:
     # The timeline a first console reads opens with the start, unless the history is held up.
     await asyncio.to_thread(core.history.written, HISTORY_START_WAIT_S)
     server = await asyncio.start_unix_server(
-        lambda r, w: _serve_client(core, hub, r, w), SOCKET_NAME, limit=MAX_LINE_BYTES
+        lambda r, w: _serve_client(agent, hub, r, w), SOCKET_NAME, limit=MAX_LINE_BYTES
     )
     os.chmod(SOCKET_NAME, 0o600)
     write_json_atomic(paths.daemon_info, daemon_identity())
@@ -174,7 +176,7 @@ def _point_boot_entry(paths: StatePaths) -> None:
         log.warning("cannot point %s at this agent's code: %s", paths.root / CODE_LINK, exc)
 
 
-async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -> None:
+async def _shut_down(hub: SessionHub, core: AgentParts, server: asyncio.Server) -> None:
     """Close in order: the sessions, the core's tasks, then the socket.
 
     Sessions go first so no console is answered from a half-closed core.
@@ -194,9 +196,12 @@ async def _shut_down(hub: SessionHub, core: AgentCore, server: asyncio.Server) -
 
 
 async def _serve_client(
-    core: AgentCore, hub: SessionHub, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    agent: AgentMethods,
+    hub: SessionHub,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
 ) -> None:
-    session = Session(core, reader, writer, abort=writer.transport.abort)
+    session = Session(agent, reader, writer, abort=writer.transport.abort)
     try:
         if hub.admit(session):
             await session.run()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.host.regular_files import check_regular, open_regular
-from agent.protocol import LogChunk
+from agent.protocol import MAX_EXIT_REASON_CHARS, LogChunk
 
 MAX_LINE_CHARS = 8192
 MAX_READ_BYTES = 512 * 1024
@@ -113,3 +113,38 @@ def printable_line(line: str) -> str:
     (C0, C1, bidi, zero-width) dropped.
     """
     return "".join(c for c in _ESCAPES.sub("", line) if c.isprintable()).strip()
+
+
+PROGRAM_LABELS = ("runner: ", "vocab: ", "export: ", "evaluate: ", "shim: ")
+"""How the pipeline's programs (and the shim) begin their last line: dropped, the job names them."""
+_LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+")
+"""The time Python's logging puts before a line by default: the reason is what follows."""
+
+
+def reason_text(line: str) -> str:
+    """One line made safe and short: no escapes, control characters, log stamp or program label."""
+    text = printable_line(line)
+    text = _LOG_STAMP.sub("", text)
+    label = next((label for label in PROGRAM_LABELS if text.startswith(label)), "")
+    return cut(text[len(label) :].strip())
+
+
+def bounded_reason(value: object) -> str | None:
+    """A recorded reason as it may be sent: printable, one line, cut; None if it is not text."""
+    if not isinstance(value, str):
+        return None
+    text = "".join(c if c.isprintable() else " " for c in value[: MAX_EXIT_REASON_CHARS * 4])
+    return cut(" ".join(text.split())) or None
+
+
+def cut(text: str) -> str:
+    """`text` no longer than MAX_EXIT_REASON_CHARS, cut in the middle with "…".
+
+    A reason says what went wrong first and what to do last ("… (in eagle-console.toml:
+    trust_remote_code = true)"): a cut at the end lost the advice, so both ends stay.
+    """
+    if len(text) <= MAX_EXIT_REASON_CHARS:
+        return text
+    head = MAX_EXIT_REASON_CHARS * 2 // 5
+    tail = MAX_EXIT_REASON_CHARS - head - 1
+    return text[:head].rstrip() + "…" + text[-tail:].lstrip()

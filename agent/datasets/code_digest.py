@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.bundle import bundle_files
-from agent.protocol import bundle_digest
+from agent.protocol import bundle_digest, bundle_files
+from agent.protocol.identity import bundle_paths
 
 _cache: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
 
@@ -19,9 +19,7 @@ def code_digest(path: str) -> str | None:
     folder = Path(path)
     try:
         stamp = tuple(
-            (str(p), p.stat().st_mtime_ns, p.stat().st_size)
-            for p in sorted(folder.rglob("*.py"))
-            if "__pycache__" not in p.parts
+            (str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in bundle_paths(folder)
         )
     except OSError:
         return None

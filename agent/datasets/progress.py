@@ -64,7 +64,7 @@ def stop_condition(counts: Counts, budget: int | None, run: RunView | None) -> S
 
 
 MIN_RESPONSES_TO_PROJECT = 10
-"""No projection from fewer responses: one long answer among three moved it by hours (#30)."""
+"""No projection from fewer responses: one long answer among three moved it by hours."""
 
 
 def projected_tokens(counts: Counts, condition: StopCondition, in_flight: int = 0) -> int | None:
@@ -338,7 +338,7 @@ def _rate_settled(progress: DatasetProgress) -> bool:
     """The history covers a minute of generation: a time said sooner is the first seconds'.
 
     The alert's first words become a toast that stays: "~26 min more" from a run's first seconds
-    sat beside a table that said 7m 40s a few seconds later (#42).
+    sat beside a table that said 7m 40s a few seconds later.
     """
     windows = progress.tokens_per_s_by_window
     return bool(windows) and windows[0] is not None

@@ -82,7 +82,7 @@ class RateHistory:
         """Tokens/s over each of the snapshot's RATE_WINDOWS_S (the ETA's three and the hour).
 
         None for a window the history does not cover (most of it) while tokens come: five
-        minutes of points gave a "60 min" rate that was the five minutes' (#42). A still
+        minutes of points gave a "60 min" rate that was the five minutes'. A still
         dataset's 0 holds over any window, and keeps its result still (the scan reuses it).
         """
         return tuple(

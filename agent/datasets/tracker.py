@@ -1,6 +1,6 @@
 """Dataset progress read from the files on disk, followed incrementally by byte offset.
 
-Works on the files any script writes (DESIGN §3): a response line needs only `id` and
+Works on the files any script writes: a response line needs only `id` and
 `output_ids` (or `completion_tokens`). This module holds the root-level tracker: which folders are
 datasets, when one is read again, and the alerts over all of them; one folder's counters live in
 `dataset_follower`, `line_follower` and `response_counter`. It reads files and never writes them.

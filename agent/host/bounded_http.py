@@ -1,4 +1,4 @@
-"""Reading a peer's HTTP body with a bound, and its JSON strictly (#28).
+"""Reading a peer's HTTP body with a bound, and its JSON strictly.
 
 `response.json()` and `response.text()` read a whole body: an endless answer from a webhook took
 the agent to 5-6 GB, an endless /metrics to 4 GB. Here a body is read a chunk at a time and

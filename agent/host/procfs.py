@@ -2,45 +2,19 @@
 
 A pid alone is never trusted: pids are recycled. A process is named by (pid, start time in clock
 ticks since boot), and every signal is preceded by a check that the pid still has that start
-time. This module only reads; it never signals.
+time. This module only reads; it never signals (one process's entries: agent/protocol/procfs.py).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
-PROC = Path("/proc")
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessInfo:
-    """One process as /proc shows it."""
-
-    pid: int
-    ppid: int
-    pgid: int
-    state: str
-    start_ticks: int
-    """Start time in clock ticks since boot: with the pid, a name no other process gets."""
-
-    @property
-    def alive(self) -> bool:
-        """Running or sleeping, not a zombie waiting to be reaped."""
-        return self.state not in ("Z", "X")
-
-
-def process_info(pid: int) -> ProcessInfo | None:
-    """What /proc says of `pid`, or None if it does not exist."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    # The command name may hold spaces and parentheses: the fields start after the last ")".
-    fields = stat.rsplit(")", 1)[1].split()
-    return ProcessInfo(pid, int(fields[1]), int(fields[2]), fields[0], int(fields[19]))
+from agent.protocol.procfs import PROC as PROC
+from agent.protocol.procfs import ProcessInfo as ProcessInfo
+from agent.protocol.procfs import all_pids as all_pids
+from agent.protocol.procfs import command_line as command_line
+from agent.protocol.procfs import process_info as process_info
 
 
 def start_ticks(pid: int) -> int | None:
@@ -53,11 +27,6 @@ def is_same_process(pid: int, expected_start_ticks: int) -> bool:
     """True if `pid` is alive and is still the process that started at `expected_start_ticks`."""
     info = process_info(pid)
     return info is not None and info.alive and info.start_ticks == expected_start_ticks
-
-
-def all_pids() -> list[int]:
-    """Every pid visible in /proc."""
-    return [int(name) for name in os.listdir(PROC) if name.isdigit()]
 
 
 def group_members(pgid: int) -> list[ProcessInfo]:
@@ -119,15 +88,6 @@ def resident_bytes(pid: int) -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def command_line(pid: int) -> list[str]:
-    """The argv of `pid` (empty for kernel threads or when unreadable)."""
-    try:
-        raw = (PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return []
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
 @functools.cache
 def boot_id() -> str:
     """This boot's random id: a pid and start time recorded under another boot name nothing now.
@@ -147,7 +107,7 @@ def same_boot(recorded: object) -> bool:
     A record without a boot id is taken as ours, and so is every record where this boot's id
     cannot be read (some container runtimes give an empty file): the pid and its start ticks
     still tell a process apart. A boot id that reads empty once took every healthy job for lost,
-    and the leftover sweep ended them (#37).
+    and the leftover sweep ended them.
     """
     current = boot_id()
     return not isinstance(recorded, str) or not recorded or not current or recorded == current

@@ -39,7 +39,7 @@ def _from_file(path: Path) -> str:
     """The one line of a key file: a regular file of at most MAX_KEY_FILE_BYTES.
 
     A FIFO blocked the server probe, and every runner handed the file, for good; /dev/zero or a
-    300 MB file took the agent to 642 MB (#37). Neither is read: each is a reason.
+    300 MB file took the agent to 642 MB. Neither is read: each is a reason.
     """
     try:
         with open_regular(path) as handle:

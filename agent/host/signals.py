@@ -2,7 +2,7 @@
 
 `os.kill(0, s)` and `os.killpg(0, s)` signal the caller's own process group, and a pid of -1 every
 process the caller may signal: a pid read from a half-written record as 0 took the daemon's own
-group down (#28), and a test's `killpg(job.pgid or 0)` once ended a whole CI run. Every signal
+group down, and a test's `killpg(job.pgid or 0)` once ended a whole CI run. Every signal
 the project sends goes through here (ruff's TID251 bans os.kill and os.killpg elsewhere).
 """
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 
 from agent.jobs.spec import SpecError, render
-from agent.probes.training_config import flag_value
+from agent.probes.training.command import flag_value
 from agent.protocol import JobSpec, PipelineConfig
 
 EXPORT_MODULE = "agent.pipeline.export"

@@ -1,7 +1,7 @@
 """Why a job failed, in its own words: the last line it wrote, made safe to carry and to show.
 
 The runner's reason for exiting 2 ("the server refused the key in ...") was its last line, and
-stayed in its log while the dashboard said only "exited with code 2" (#30). The shim reads it
+stayed in its log while the dashboard said only "exited with code 2". The shim reads it
 as the job's main process ends with a code other than 0 and records it in exit.json beside the
 code. What leaves here is one line of printable text, no longer than MAX_EXIT_REASON_CHARS:
 never a terminal escape, whoever wrote the log (and whoever wrote exit.json: `bounded_reason`
@@ -11,22 +11,16 @@ checks it again where it is read).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from agent.host.regular_files import open_regular
 from agent.jobs.torchrun_reason import ROOT_CAUSE, torchrun_reason
-from agent.logs import TAIL_BYTES, NamedLog, printable_line, read_chunk
-from agent.protocol import MAX_EXIT_REASON_CHARS
+from agent.logs import TAIL_BYTES, NamedLog, read_chunk, reason_text
 
 TAIL_LINES = 8
 """The last lines looked at for one that says something (blank and bare-punctuation ones do not)."""
 LAUNCHER_TAIL_BYTES = 4 * TAIL_BYTES
 """Enough for torchrun's failure summary and the traceback it prints above it."""
-PROGRAM_LABELS = ("runner: ", "vocab: ", "export: ", "evaluate: ", "shim: ")
-"""How the pipeline's programs (and the shim) begin their last line: dropped, the job names them."""
-_LOG_STAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?\s+")
-"""The time Python's logging puts before a line by default: the reason is what follows."""
 
 
 def exit_reason(log: Path) -> str | None:
@@ -50,7 +44,7 @@ def exit_reason(log: Path) -> str | None:
 def _unaligned_tail(log: Path) -> str:
     """The end of a last line longer than TAIL_BYTES, "…" before it.
 
-    A tail aligned to a line start holds nothing then, and such a job's reason was empty (#37).
+    A tail aligned to a line start holds nothing then, and such a job's reason was empty.
     """
     with open_regular(log) as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -58,32 +52,3 @@ def _unaligned_tail(log: Path) -> str:
         text = handle.read(TAIL_BYTES).decode(errors="replace")
     last = text.rstrip("\n").rsplit("\n", 1)[-1]
     return ("…" if size > TAIL_BYTES else "") + last
-
-
-def reason_text(line: str) -> str:
-    """One line made safe and short: no escapes, control characters, log stamp or program label."""
-    text = printable_line(line)
-    text = _LOG_STAMP.sub("", text)
-    label = next((label for label in PROGRAM_LABELS if text.startswith(label)), "")
-    return cut(text[len(label) :].strip())
-
-
-def bounded_reason(value: object) -> str | None:
-    """A recorded reason as it may be sent: printable, one line, cut; None if it is not text."""
-    if not isinstance(value, str):
-        return None
-    text = "".join(c if c.isprintable() else " " for c in value[: MAX_EXIT_REASON_CHARS * 4])
-    return cut(" ".join(text.split())) or None
-
-
-def cut(text: str) -> str:
-    """`text` no longer than MAX_EXIT_REASON_CHARS, cut in the middle with "…".
-
-    A reason says what went wrong first and what to do last ("… (in eagle-console.toml:
-    trust_remote_code = true)"): a cut at the end lost the advice (#30), so both ends stay.
-    """
-    if len(text) <= MAX_EXIT_REASON_CHARS:
-        return text
-    head = MAX_EXIT_REASON_CHARS * 2 // 5
-    tail = MAX_EXIT_REASON_CHARS - head - 1
-    return text[:head].rstrip() + "…" + text[-tail:].lstrip()

@@ -21,7 +21,7 @@ def find_external(patterns: dict[str, str], own_pgids: set[int]) -> tuple[JobInf
 
     A match whose parent matches too (a server's workers) is left out, unless that parent is a
     shell running it (`bash -c "python -m sglang.launch_server …"`): then the shell is left out
-    and the process that serves is the job, its pid the one signalled (#42: the shell's was).
+    and the process that serves is the job, its pid the one signalled (the shell's was).
     """
     if not patterns:
         return ()

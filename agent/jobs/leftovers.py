@@ -1,4 +1,4 @@
-"""What a lost job left running is ended: every process that still carries its mark (#28).
+"""What a lost job left running is ended: every process that still carries its mark.
 
 The shim ends what a job leaves behind when the job's main process ends. A job whose shim is gone
 (the job killed it, or the OOM killer took it) ends with nobody to do that: it reads `lost`, and a

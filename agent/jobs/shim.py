@@ -23,8 +23,9 @@ from typing import Any
 
 from agent.host.procfs import boot_id, descendants, group_members, start_ticks
 from agent.host.signals import kill_process
-from agent.jobs.exit_reason import exit_reason, reason_text
+from agent.jobs.exit_reason import exit_reason
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, JOB_FILE, MARK_ENV, JobFiles
+from agent.logs import reason_text
 
 PR_SET_CHILD_SUBREAPER = 36
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,

@@ -146,7 +146,7 @@ async def stop_group(
     """Run the plan; returns (outcome, steps).
 
     Every look at /proc (a walk of every process, twice) runs in a worker thread: eight stops
-    polling on the event loop kept it busy enough that pings went unanswered (#26).
+    polling on the event loop kept it busy enough that pings went unanswered.
     """
     steps: list[StopStep] = []
     for signum, wait_s in plan.steps():

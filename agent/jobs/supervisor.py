@@ -27,7 +27,6 @@ from agent.host.procfs import boot_id, is_same_process, process_info, same_boot,
 from agent.host.sglang_auth import KEY_FILE_ENV
 from agent.host.signals import kill_group
 from agent.jobs.evaluation_exclude import with_evaluation_excluded
-from agent.jobs.exit_reason import bounded_reason
 from agent.jobs.nodes import node_record, node_values, read_node
 from agent.jobs.registry import (
     CHILD_FILE,
@@ -41,6 +40,7 @@ from agent.jobs.registry import (
 )
 from agent.jobs.spec import GpuBusyError, SpecError, check_dataset_name, render
 from agent.jobs.stopper import GroupIdentity, StopPlan, StopTarget, parse_signal, stop_group
+from agent.logs import bounded_reason
 from agent.pipeline.tokenizer import TRUST_FLAG
 from agent.protocol import (
     LIVE_JOB_STATES,
@@ -256,7 +256,7 @@ class Supervisor:
         return StopResult(info, outcome, tuple(steps))
 
     def _write_asked(self, files: JobFiles) -> None:
-        """Write the stop down before its first signal (#26).
+        """Write the stop down before its first signal.
 
         An agent killed mid-stop then leaves a record that the job ended because it was asked
         to, so no restart policy undoes the stop.

@@ -290,7 +290,7 @@ def _loaded(value: object) -> dict[str, Any]:
     """The saved record when it reads as one; off otherwise (a hostile file starts nothing).
 
     Every field is checked, inside the stages and attempts too: one wrong-typed field once made
-    both resume and start fail until the file was deleted by hand (#37). Off, `start` works.
+    both resume and start fail until the file was deleted by hand. Off, `start` works.
     """
     if not isinstance(value, dict) or value.get("state") not in ("running", "paused", "done"):
         return {"state": "off"}

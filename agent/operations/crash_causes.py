@@ -1,4 +1,4 @@
-"""Why a job crashed, read from the end of its log: whether running it again can help (#38).
+"""Why a job crashed, read from the end of its log: whether running it again can help.
 
 A training or hidden-states job that dies of CUDA out-of-memory dies the same way when started
 again with the same argv; the restart policy once did that up to its cap, each try loading the

@@ -1,4 +1,4 @@
-"""The hidden-states stop-loss: the job stopped cleanly before its disk is full, not after (#38).
+"""The hidden-states stop-loss: the job stopped cleanly before its disk is full, not after.
 
 A capture that fills its disk dies mid-file, on a box whose other jobs (and the agent's state)
 share that disk. While a hidden-states job of the agent's runs, each snapshot's plan measures

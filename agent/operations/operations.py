@@ -240,7 +240,7 @@ class Operations:
         """The operation a retried key already began, though its answer was never kept.
 
         The agent killed between an operation's record and the kept answer to its request left
-        the retry free to begin a second one (2 of 2 trials, #37): the key is in the record.
+        the retry free to begin a second one (2 of 2 trials): the key is in the record.
         """
         key = request.idempotency_key
         for record in list(self._records.values()) if key else ():
@@ -291,7 +291,7 @@ class Operations:
         """The steps of a record; raises when its params are not of this agent's shape.
 
         Raised outside the run, a record of an older shape left its task dead and the record
-        "running" forever, refusing every redeploy of its job (operation_busy, #37).
+        "running" forever, refusing every redeploy of its job (operation_busy).
         """
         if record.kind == "redeploy":
             return Redeploy(record, self.box, self.journal, self._roots)

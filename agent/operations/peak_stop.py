@@ -1,10 +1,10 @@
-"""`stop_after_peak_evals`: a training run ended once its acceptance has peaked (#38).
+"""`stop_after_peak_evals`: a training run ended once its acceptance has peaked.
 
 Acceptance can peak around epoch 4.6 of 10 and fall from there while the loss still drops
 (deepseek-ai/DeepSpec #84): the GPU-hours after the peak buy a worse drafter. A train job whose
 config sets `stop_after_peak_evals = N` is stopped with its own stop signal once N evaluations in
-a row fell below its best (training_log's count), once; the trainer's checkpoints stay, the best
-among them named in the training panel, and the autopilot takes training as done
+a row fell below its best (probes/training/log.py's count), once; the trainer's checkpoints stay,
+the best among them named in the training panel, and the autopilot takes training as done
 (stages.py) and serves that checkpoint where the drafter server's argv says `{best_checkpoint}`.
 """
 

@@ -35,12 +35,11 @@ from agent.operations.box import Box
 from agent.operations.crash_causes import SAME_FAILURE, is_deterministic, read_cause
 from agent.pipeline.exit_codes import EXIT_LOCKED, EXIT_SIGNAL, EXIT_USAGE, EXIT_WRITE_FAILED
 from agent.probes.values import figure
-from agent.protocol import Alert, ErrorCode, JobInfo, JobSpec, Snapshot
+from agent.protocol import FAILED_JOB_STATES, Alert, ErrorCode, JobInfo, JobSpec, Snapshot
 from agent.tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
-ENDED_BADLY = ("failed", "killed", "lost")
 FINAL = ("no", "gave_up", "restarted")
 MAX_DELAY_S = 300.0
 RETRY_S = 30.0
@@ -85,7 +84,8 @@ class Restarts:
         await self._drop_overruled(snapshot)
         runs = {job.id: job for job in snapshot.jobs}
         for job in latest_per_line(snapshot.jobs):
-            if job.state not in ENDED_BADLY or job.id in self._final or job.id in self._pending:
+            decided = job.id in self._final or job.id in self._pending
+            if job.state not in FAILED_JOB_STATES or decided:
                 continue
             if self.handled_elsewhere(job.id):
                 continue

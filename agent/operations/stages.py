@@ -17,6 +17,7 @@ from agent.operations.peak_stop import peak_passed
 from agent.plans.drafter_checks import failed_text
 from agent.plans.hidden_states import no_room_text
 from agent.protocol import (
+    FAILED_JOB_STATES,
     LIVE_JOB_STATES,
     ExportSummary,
     JobInfo,
@@ -359,7 +360,7 @@ def _unconfigured(ctx: Context, kind: str) -> Decision:
     """No job of `kind` in the config: skipped, unless one still runs (an apply removed it).
 
     `apply` removing the train job while it ran made the autopilot skip training, serve the
-    drafter, evaluate it and report a verdict while training still ran (#37).
+    drafter, evaluate it and report a verdict while training still ran.
     """
     live = [j for j in ctx.snapshot.jobs if j.kind == kind and j.state in LIVE_JOB_STATES]
     if live:
@@ -386,7 +387,7 @@ def _latest(jobs: tuple[JobInfo, ...], names: set[str], since: float) -> JobInfo
 
 def _restart_pending(job: JobInfo, ctx: Context) -> bool:
     """True while the job's restart policy will (or may yet decide to) start it again."""
-    if job.state not in ("failed", "killed", "lost"):
+    if job.state not in FAILED_JOB_STATES:
         return False
     if job.restart_note is not None:
         return job.restart_note.startswith(PENDING_RESTART)
@@ -395,7 +396,7 @@ def _restart_pending(job: JobInfo, ctx: Context) -> bool:
 
 
 def _ended_badly(job: JobInfo, ctx: Context) -> bool:
-    return job.state in ("failed", "killed", "lost") and (job.started_at or 0) >= ctx.fresh_after
+    return job.state in FAILED_JOB_STATES and (job.started_at or 0) >= ctx.fresh_after
 
 
 def _stopped_at_peak(job: JobInfo, ctx: Context) -> str | None:

@@ -1,7 +1,7 @@
 """The pipeline jobs' exit codes: a contract with the agent's restart policy, kept in one place.
 
-The restart policy reads them to tell a failure a retry may mend from an end a retry cannot
-(DESIGN §10); the runner and the other jobs exit with them. Only the standard library here.
+The restart policy reads them to tell a failure a retry may mend from an end a retry cannot;
+the runner and the other jobs exit with them. Only the standard library here.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ stopped, every record written whole is kept, and a rerun resumes exactly."""
 def exit_with(main: Callable[[], int], program: str) -> NoReturn:
     """Run a job's `main` as its process: Ctrl+C or SIGINT ends it with one line, not a traceback.
 
-    An interrupted export printed a KeyboardInterrupt traceback (#37); what a job had written is
+    An interrupted export printed a KeyboardInterrupt traceback; what a job had written is
     left as it was, incomplete, and it exits EXIT_SIGNAL (a stop someone asked for: no restart).
     """
     try:

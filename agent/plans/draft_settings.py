@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from agent.plans.drafter_inputs import VLLM_CONFIG_FLAGS, server_kind
-from agent.probes.training_config import flag_value
+from agent.probes.training.command import flag_value
 from agent.protocol import DraftSetting
 
 SGLANG_FLAGS = {

@@ -5,7 +5,7 @@ agent's interpreter and bundle, once per checkpoint and inputs (a new export of 
 vocab, another best checkpoint run it again); its JSON report is read as a peer's answer. The
 verdict is in every snapshot (`drafter_check`), a failure is an error alert, the autopilot's serve
 stage waits for a passed one, and a start of the drafter server by hand is refused unless forced
-(agent/jobs/control.py). `check_now` runs it at once on any folder (`check-drafter HOST PATH`).
+(agent/operations/job_control.py). `check_now` runs it at once on any folder (`check-drafter HOST PATH`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from agent.bundle import AGENT_PACKAGE
 from agent.host.bounded_process import run_bounded
 from agent.plans.drafter_inputs import DrafterInputs, drafter_inputs, drafter_server
-from agent.probes.training_checkpoints import best_checkpoint_now
+from agent.probes.training.checkpoints import best_checkpoint_now
 from agent.protocol import Alert, DrafterCheck, DrafterField, PipelineConfig, Snapshot
 from agent.tasks import TaskOwner
 

@@ -2,7 +2,7 @@
 
 - the checkpoint: the drafter server's `--speculative-draft-model-path` (SGLang) or its
   `--speculative-config` model / `--spec-model` (vLLM); `{best_checkpoint}` there is the training
-  watch's best (agent/probes/training_checkpoints.py);
+  watch's best (agent/probes/training/checkpoints.py);
 - the server: SGLang or vLLM, by its command; the target: its `--model-path`, `serve MODEL` or
   `--model`, else the hidden-states job's target, else the tokenizer; its context length;
 - the vocab job's `--out`; the export's longest record and max_length;
@@ -26,10 +26,10 @@ from typing import Any
 from agent.jobs.spec import FROM_THE_SNAPSHOT
 from agent.pipeline.drafter_check.registries import default_layers
 from agent.pipeline.drafter_check.sources import read_target
-from agent.probes.training_checkpoints import best_checkpoint_now
-from agent.probes.training_config import flag_value, trainer_command
-from agent.probes.training_config_files import UnreadableConfigError, read_mapping
-from agent.probes.training_specforge_config import with_overrides
+from agent.probes.training.checkpoints import best_checkpoint_now
+from agent.probes.training.command import flag_value, trainer_command
+from agent.probes.training.config_files import UnreadableConfigError, read_mapping
+from agent.probes.training.specforge_config import with_overrides
 from agent.probes.values import is_small_number
 from agent.protocol import JobSpec, PipelineConfig, Snapshot
 

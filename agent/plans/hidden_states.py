@@ -30,8 +30,8 @@ from typing import Any
 
 from agent.datasets.disk_space import free_bytes, size_text
 from agent.plans.capture_output import FolderUse, Progress, running_id
-from agent.probes.training_config import flag_value
-from agent.probes.training_config_files import UnreadableConfigError, read_mapping
+from agent.probes.training.command import flag_value
+from agent.probes.training.config_files import UnreadableConfigError, read_mapping
 from agent.protocol import (
     LIVE_JOB_STATES,
     Alert,

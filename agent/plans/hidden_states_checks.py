@@ -15,10 +15,7 @@ import sys
 from typing import Any
 
 from agent.bundle import AGENT_PACKAGE
-from agent.datasets.disk_space import size_text
 from agent.host.bounded_process import run_bounded
-from agent.operations.announce import Announcer
-from agent.plans.hidden_states import captured
 from agent.probes.values import count
 from agent.protocol import Alert, HiddenStatesCheck, HiddenStatesPlan, JobInfo, Snapshot
 from agent.tasks import TaskOwner
@@ -116,33 +113,3 @@ def _why_unchecked(plan: HiddenStatesPlan | None) -> str:
     if not plan.trainer or plan.hidden_size is None:
         return f"the target or the trainer is unknown ({plan.note})"
     return ""
-
-
-class PlanEvents:
-    """The hidden-states plan on the timeline and to the webhook.
-
-    Said once per export it is worked out for, and again whenever whether it fits changes (space
-    freed, a larger export).
-    """
-
-    def __init__(self, announcer: Announcer) -> None:
-        self.announcer = announcer
-        self._said: tuple[str, str, bool | None] | None = None
-
-    async def heard(self, snapshot: Snapshot) -> None:
-        """Say the plan when it is new or its verdict changed (an observer listener)."""
-        plan, export = snapshot.hidden_states_plan, snapshot.export
-        if plan is None or plan.fits is None or captured(plan, snapshot.jobs):
-            return
-        key = (plan.job, export.job_id if export is not None else "", plan.fits)
-        if key == self._said:
-            return
-        self._said = key
-        needed, free = size_text(plan.bytes_needed or 0), size_text(plan.bytes_free or 0)
-        verdict = "fits" if plan.fits else "does NOT fit: the autopilot will not start it"
-        self.announcer.event(
-            "hidden_states_plan", plan.job,
-            f"hidden states of {plan.job}: {needed} ({plan.note}) to {plan.output}, {free} free: "
-            f"{verdict}", "info" if plan.fits else "error",
-            bytes_needed=plan.bytes_needed, bytes_free=plan.bytes_free, fits=plan.fits,
-        )  # fmt: skip

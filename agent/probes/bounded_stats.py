@@ -2,7 +2,7 @@
 
 A /metrics of 6.3 MB (under the probe's 8 MB limit) with 75,000 distinct `dp_rank` labels made
 75,000 parts: every snapshot became a 10.5 MB line that the console dropped, so the whole
-dashboard stopped, not only the server panel (#28). Every probe's reading passes through here.
+dashboard stopped, not only the server panel. Every probe's reading passes through here.
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ def with_unreadable_key(server: ServerStats, key_note: str) -> ServerStats:
     """A configured key file that cannot be read is a key problem even where no key is asked.
 
     Every job is handed that file (EAGLE_API_KEY_FILE) and refuses to start without it, while
-    /health and a keyless server said all was well (#30).
+    /health and a keyless server said all was well.
     """
     if not key_note or server.key_problem is not None:
         return server

@@ -2,7 +2,7 @@
 
 `nvidia-smi` is whatever binary the config names: it runs bounded in time and output
 (agent/host/bounded_process.py), and what it prints is read row by row, a row it cannot read
-(or past MAX_GPUS) left out and said in the panel's note rather than failing the reading (#37).
+(or past MAX_GPUS) left out and said in the panel's note rather than failing the reading.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 
 from agent.host.bounded_process import run_bounded
-from agent.jobs.exit_reason import reason_text
+from agent.logs import reason_text
 from agent.probes.values import figure, is_small_number
 from agent.protocol import GpuSample
 

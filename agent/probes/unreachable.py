@@ -1,4 +1,4 @@
-"""Why a server could not be asked, in a person's words, not aiohttp's (#30).
+"""Why a server could not be asked, in a person's words, not aiohttp's.
 
 `Cannot connect to host 127.0.0.1:30000 ssl:default [Connect call failed ('127.0.0.1', 30000)]`
 says less than "nothing listens on 127.0.0.1:30000": the server is not up (yet), or on another

@@ -1,7 +1,7 @@
 """A peer's value taken only if it is what the field holds: a server's JSON is never trusted.
 
 A NaN (json.loads reads one), an infinity, a bool, a string, a list or a negative number where
-a count belongs is a missing figure, never an exception at every refresh (#28).
+a count belongs is a missing figure, never an exception at every refresh.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def is_small_number(text: str) -> bool:
     """Whether `text` is ASCII digits int() reads as a count.
 
     "²" and "٣" are digits to str.isdigit, and "²" is an error to int(): a file, a peer or a
-    command's output that held one stopped every snapshot (#37).
+    command's output that held one stopped every snapshot.
     """
     return text.isascii() and text.isdigit() and len(text) <= MAX_DIGITS
 

@@ -1,12 +1,13 @@
 """The wire contract between the console and the agent: every message, and how it is encoded.
 
-Newline-delimited JSON, one message per line, UTF-8 (DESIGN §2). Requests go console → agent,
+Newline-delimited JSON, one message per line, UTF-8. Requests go console → agent,
 responses and events agent → console. Every message body is a frozen dataclass whose field names
 carry their units (`tokens_per_s`, `eta_s`, `taken_at` in epoch seconds).
 
 This module is the only part of `agent` the console may import, so it must stay standard-library
 only and free of I/O of its own: it turns lines into values and values into lines, and its one
-receive loop reads from whatever reader each side hands it.
+receive loop reads from whatever reader each side hands it. Two readers both sides share live
+here, reading only when called: the bundle's file walk (identity.py) and /proc's (procfs.py).
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ from agent.protocol.handshake import (
     PingResult,
     WatchParams,
 )
-from agent.protocol.identity import bundle_digest
+from agent.protocol.identity import bundle_digest, bundle_files
 from agent.protocol.jobs import (
+    FAILED_JOB_STATES,
     LIVE_JOB_STATES,
     MAX_EXIT_REASON_CHARS,
     JobEvent,
@@ -158,6 +160,7 @@ from agent.protocol.operations import (
     StepState,
     SweepParams,
 )
+from agent.protocol.procfs import all_pids, command_line, process_info
 from agent.protocol.ranges import MAX_NODES, RANGES, field_range, in_range, range_text, show_number
 from agent.protocol.receiver import receive_messages
 from agent.protocol.server import (
@@ -258,6 +261,7 @@ __all__ = [
     "SNAPSHOT",
     "SNAPSHOT_WATCH",
     "TOKENIZER_CHECK",
+    "FAILED_JOB_STATES",
     "LIVE_JOB_STATES",
     "MAX_EXIT_REASON_CHARS",
     "JobState",
@@ -363,7 +367,11 @@ __all__ = [
     "WatchParams",
     "WireMemo",
     "WireTypeError",
+    "all_pids",
     "bundle_digest",
+    "bundle_files",
+    "command_line",
+    "process_info",
     "decode",
     "encode",
     "encode_result",

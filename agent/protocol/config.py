@@ -19,7 +19,7 @@ RestartPolicy = Literal["no", "on-failure"]
 
 @dataclass(frozen=True, slots=True)
 class DatasetsConfig:
-    """Where a host keeps its datasets and what each may cost (DESIGN §3, §9)."""
+    """Where a host keeps its datasets and what each may cost (docs/file-formats.md, docs/config.md)."""
 
     root: str
     prompts_file: str = "prompts.jsonl"

@@ -1,6 +1,6 @@
 """What applying one pipeline config over another would change, in short lines for people.
 
-The agent runs one config; a console may hold another. Looking never applies it (#30): the
+The agent runs one config; a console may hold another. Looking never applies it: the
 agent answers hello with these lines, and `pipeline.apply` names them when a person applies it
 on purpose. Pure, and secret-free: a webhook URL, a job's argv and its env values are only ever
 said to have changed, never shown.

@@ -13,6 +13,9 @@ JobState = Literal[
 LIVE_JOB_STATES: tuple[JobState, ...] = ("starting", "running", "stopping")
 """The states in which a job's processes may still be running (and hold GPUs, write datasets)."""
 
+FAILED_JOB_STATES: tuple[JobState, ...] = ("failed", "killed", "lost")
+"""The ends nobody asked for: what a restart policy acts on (exited and stopped are not failures)."""
+
 StopOutcome = Literal["stopped", "already_exited", "lost"]
 """How a stop ended: lost means its pid belongs to another process now, so it was never signalled."""
 

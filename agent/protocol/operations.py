@@ -2,7 +2,7 @@
 
 A console asks once (a redeploy, a start on many datasets, the autopilot) and then follows: the
 agent records each step before it takes it, finishes or rolls back after any link loss or its
-own restart, and every console sees the same progress in the snapshot (DESIGN §10).
+own restart, and every console sees the same progress in the snapshot.
 """
 
 from __future__ import annotations

@@ -217,7 +217,7 @@ class TrainingProgress:
 
 @dataclass(frozen=True, slots=True)
 class HiddenStatesPlan:
-    """What the hidden-states job will write, against the room where it writes (#38).
+    """What the hidden-states job will write, against the room where it writes.
 
     `bytes_needed` is the exported records' tokens (each cut at the trainer's max length) times
     the bytes each token's captured layers take; `fits` is None when a figure is unknown, and

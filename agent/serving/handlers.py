@@ -1,6 +1,7 @@
 """The agent's one handler table: every protocol method, and the code that serves it.
 
-Most methods are the daemon's (`AgentCore`); the subscriptions belong to one console's session.
+Most methods are answered from the daemon's parts (`AgentMethods`, and the jobs' and operations'
+own handlers); the subscriptions belong to one console's session.
 Each entry goes through `route`, so mypy checks that a handler takes its method's params and
 returns its method's result; the table itself forgets those types, as any table of mixed
 methods must, and the decoder has already checked the params against the same method.
@@ -10,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from agent.core import AgentCore, Handler
 from agent.host import autostart
 from agent.protocol import (
     AUDIT_READ,
@@ -56,6 +56,10 @@ from agent.protocol import (
     SequenceParams,
     WatchParams,
 )
+from agent.serving.agent_methods import AgentMethods
+
+Handler = Callable[[Request[Any]], Awaitable[object]]
+"""A handler whose params type is not known statically: what a table of mixed methods holds."""
 
 
 class Session(Protocol):
@@ -95,58 +99,58 @@ def route(method: Method[P, R], handler: Callable[[Request[P]], Awaitable[R]]) -
     return Route(method, handler)
 
 
-def routes(core: AgentCore, session: Session) -> tuple[Route, ...]:
+def routes(agent: AgentMethods, session: Session) -> tuple[Route, ...]:
     """Every method the agent serves, with its handler, for one session."""
     return (
-        route(HELLO, core.hello),
-        route(PING, core.ping),
-        route(SNAPSHOT, core.snapshot),
+        route(HELLO, agent.hello),
+        route(PING, agent.ping),
+        route(SNAPSHOT, agent.snapshot),
         route(SNAPSHOT_WATCH, session.watch_snapshots),
-        route(JOBS_LIST, core.jobs.jobs_list),
-        route(JOBS_LAUNCH, with_config(core, session, core.jobs.jobs_launch)),
-        route(JOBS_STOP, core.jobs.jobs_stop),
-        route(LOGS_LIST, core.logs.logs_list),
-        route(LOGS_READ, core.logs.logs_read),
+        route(JOBS_LIST, agent.parts.jobs.jobs_list),
+        route(JOBS_LAUNCH, with_config(agent, session, agent.parts.jobs.jobs_launch)),
+        route(JOBS_STOP, agent.parts.jobs.jobs_stop),
+        route(LOGS_LIST, agent.logs.logs_list),
+        route(LOGS_READ, agent.logs.logs_read),
         route(LOGS_SUBSCRIBE, session.subscribe_log),
         route(LOGS_UNSUBSCRIBE, session.unsubscribe_log),
-        route(FILES_HASH, core.files.files_hash),
-        route(FILES_INSTALL, core.files.files_install),
-        route(FILES_ROLLBACK, core.files.files_rollback),
-        route(AUDIT_READ, core.records.audit_read),
-        route(DATASETS_DETAIL, core.records.datasets_detail),
-        route(TOKENIZER_CHECK, core.tokenizer_check),
-        route(DRAFTER_CHECK, core.drafter_check),
-        route(EVENTS_LIST, core.records.events_list),
-        route(NOTIFY_STATUS, core.notify_status),
+        route(FILES_HASH, agent.files.files_hash),
+        route(FILES_INSTALL, agent.files.files_install),
+        route(FILES_ROLLBACK, agent.files.files_rollback),
+        route(AUDIT_READ, agent.records.audit_read),
+        route(DATASETS_DETAIL, agent.records.datasets_detail),
+        route(TOKENIZER_CHECK, agent.tokenizer_check),
+        route(DRAFTER_CHECK, agent.drafter_check),
+        route(EVENTS_LIST, agent.records.events_list),
+        route(NOTIFY_STATUS, agent.notify_status),
         route(
             OPERATIONS_REDEPLOY,
-            with_config(core, session, asked_by(session, core.operations.redeploy)),
+            with_config(agent, session, asked_by(session, agent.parts.operations.redeploy)),
         ),
         route(
             OPERATIONS_GENERATE,
-            with_config(core, session, asked_by(session, core.operations.generate)),
+            with_config(agent, session, asked_by(session, agent.parts.operations.generate)),
         ),
         route(
             OPERATIONS_SEQUENCE,
             with_config(
-                core, session, asked_by(session, core.operations.sequence), _sequence_starts
+                agent, session, asked_by(session, agent.parts.operations.sequence), _sequence_starts
             ),
         ),
         route(
             OPERATIONS_SWEEP,
-            with_config(core, session, asked_by(session, core.operations.sweep)),
+            with_config(agent, session, asked_by(session, agent.parts.operations.sweep)),
         ),
-        route(OPERATIONS_LIST, core.operations.listing),
-        route(AUTOPILOT_STATUS, core.autopilot_status),
+        route(OPERATIONS_LIST, agent.parts.operations.listing),
+        route(AUTOPILOT_STATUS, agent.autopilot_status),
         route(
             AUTOPILOT_CONTROL,
             with_config(
-                core, session, asked_by(session, core.autopilot.control), _autopilot_starts
+                agent, session, asked_by(session, agent.parts.autopilot.control), _autopilot_starts
             ),
         ),
-        route(AUTOSTART_STATUS, autostart.handle_status(core.paths.root)),
-        route(AUTOSTART_SET, autostart.handle_set(core.paths.root)),
-        route(PIPELINE_APPLY, asked_by(session, core.pipeline_apply)),
+        route(AUTOSTART_STATUS, autostart.handle_status(agent.parts.paths.root)),
+        route(AUTOSTART_SET, autostart.handle_set(agent.parts.paths.root)),
+        route(PIPELINE_APPLY, asked_by(session, agent.pipeline_apply)),
     )
 
 
@@ -162,19 +166,19 @@ def asked_by(
 
 
 def with_config(
-    core: AgentCore,
+    agent: AgentMethods,
     session: Session,
     handler: Callable[[Request[P]], Awaitable[R]],
     starts: Callable[[P], bool] = lambda params: True,
 ) -> Callable[[Request[P]], Awaitable[R]]:
     """`handler`, refused when it `starts` jobs for a console whose config is not the agent's.
 
-    The jobs started would be those of the agent's config, not the ones its user reads (#30).
+    The jobs started would be those of the agent's config, not the ones its user reads.
     """
 
     async def handle(request: Request[P]) -> R:
         if starts(request.params):
-            core.refuse_if_differs(session.pipeline)
+            agent.refuse_if_differs(session.pipeline)
         return await handler(request)
 
     return handle
@@ -188,6 +192,6 @@ def _autopilot_starts(params: AutopilotParams) -> bool:
     return params.action != "pause"
 
 
-def handler_table(core: AgentCore, session: Session) -> dict[AnyMethod, Handler]:
+def handler_table(agent: AgentMethods, session: Session) -> dict[AnyMethod, Handler]:
     """The handler of each method, for one session, keyed by the method constant."""
-    return {each.method: each.handler for each in routes(core, session)}
+    return {each.method: each.handler for each in routes(agent, session)}

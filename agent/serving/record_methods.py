@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agent.datasets.detail import dataset_detail
 from agent.errors import AgentError
+from agent.journal.audit import AuditLog
 from agent.protocol import (
     AuditParams,
     AuditResult,
@@ -21,7 +22,6 @@ from agent.protocol import (
     PipelineConfig,
     Request,
 )
-from agent.serving.audit import AuditLog
 from agent.watch.history import History, HistoryUnavailable
 
 TOKEN_CURVE_SPAN_S = 24 * 3600.0

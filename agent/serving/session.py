@@ -6,7 +6,7 @@ traceback to the daemon log and answered as an internal error.
 
 Requests are answered side by side, each in a task of its own: a stop that waits out a job's
 grace of minutes must not hold back the ping sent after it, or the console takes a busy agent
-for a dead link (#26). At most MAX_REQUESTS_IN_FLIGHT run at once per console; the next line is
+for a dead link. At most MAX_REQUESTS_IN_FLIGHT run at once per console; the next line is
 read only when one of them is done, so a console that floods requests only slows itself.
 """
 
@@ -16,8 +16,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from agent.core import AgentCore, Handler
 from agent.errors import AgentError
+from agent.journal.idempotency import KeyReusedError
 from agent.logs import NamedLog, read_chunk
 from agent.protocol import (
     HELLO,
@@ -46,8 +46,8 @@ from agent.protocol import (
     receive_messages,
     to_wire,
 )
-from agent.serving.handlers import handler_table
-from agent.serving.idempotency import KeyReusedError
+from agent.serving.agent_methods import AgentMethods
+from agent.serving.handlers import Handler, handler_table
 from agent.serving.limits import LimitError, check_request
 from agent.serving.outbox import LOW_WATER_BYTES, Outbox
 from agent.state.health import WRITE_ERRNOS
@@ -71,10 +71,11 @@ class Session:
     """Serves one connected console until its input ends."""
 
     def __init__(
-        self, core: AgentCore, reader: ByteReader, writer: ByteWriter,
+        self, agent: AgentMethods, reader: ByteReader, writer: ByteWriter,
         abort: Callable[[], None] = lambda: None,
     ) -> None:  # fmt: skip
-        self.core = core
+        self.agent = agent
+        self.parts = agent.parts
         self.client = "console (before hello)"
         self.pipeline: PipelineConfig | None = None
         """The config this console sent at hello: it starts nothing while ours differs."""
@@ -86,7 +87,7 @@ class Session:
         self.tasks = TaskOwner("session")
         """Owns this console's follows, snapshot push and writer; closed when the session ends."""
         self._follows: dict[str, asyncio.Task[None]] = {}
-        self.handlers = handler_table(core, self)
+        self.handlers = handler_table(agent, self)
         self._slots = asyncio.Semaphore(MAX_REQUESTS_IN_FLIGHT)
 
     async def run(self) -> None:
@@ -106,7 +107,7 @@ class Session:
     async def subscribe_log(self, request: Request[LogSubscribeParams]) -> Done:
         """Push new lines of a log to this console (logs.subscribe)."""
         params = request.params
-        log = await asyncio.to_thread(self.core.logs.named_log, params.name)
+        log = await asyncio.to_thread(self.agent.logs.named_log, params.name)
         self._stop_task(params.name)
         self._follows[params.name] = self.tasks.spawn(
             self._follow(log, params.offset, params.inode), f"follow {params.name}"
@@ -134,7 +135,7 @@ class Session:
         that stops reading costs one pending snapshot. Its interval may make the observer look
         more often while it watches.
         """
-        with self.core.observer.watching(interval_s, self.outbox.put_snapshot):
+        with self.parts.observer.watching(interval_s, self.outbox.put_snapshot):
             await asyncio.Event().wait()
 
     async def unsubscribe_log(self, request: Request[LogUnsubscribeParams]) -> Done:
@@ -246,7 +247,7 @@ class Session:
         if not METHODS[request.method].mutating:
             return await handler(request)
         try:
-            return await self.core.idempotent.run(request, handler)
+            return await self.parts.idempotent.run(request, handler)
         except KeyReusedError as exc:
             raise AgentError(ErrorCode.KEY_REUSED, str(exc)) from None
 
@@ -255,14 +256,14 @@ class Session:
         if not METHODS[request.method].mutating:
             return
         try:
-            self.core.audit.record(
+            self.parts.audit.record(
                 self.client, request.method, request.params, request.idempotency_key, outcome
             )
         except OSError as exc:
             log.warning("audit line for %s (%s) lost: %s", request.method, outcome, exc)
-            self.core.state_health.failed(exc)
+            self.parts.state_health.failed(exc)
         else:
-            self.core.state_health.wrote(self.core.audit.path)
+            self.parts.state_health.wrote(self.parts.audit.path)
 
     async def _send_error(self, request_id: int | None, code: str, message: str) -> None:
         await self.send(ErrorResponse(request_id, ErrorInfo(code, message)))

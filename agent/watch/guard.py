@@ -21,6 +21,7 @@ from agent.host.procfs import process_info
 from agent.jobs.external import external_target
 from agent.jobs.stopper import StopPlan, StopTarget, parse_signal
 from agent.jobs.supervisor import EXTERNAL_PLAN
+from agent.journal.audit import AuditLog
 from agent.protocol import (
     LIVE_JOB_STATES,
     Alert,
@@ -31,7 +32,6 @@ from agent.protocol import (
     Snapshot,
     StopResult,
 )
-from agent.serving.audit import AuditLog
 from agent.tasks import TaskOwner
 from agent.watch.history import History
 from agent.watch.recorder import Recorder

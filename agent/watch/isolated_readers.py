@@ -23,7 +23,7 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from agent.jobs.exit_reason import bounded_reason
+from agent.logs import bounded_reason
 from agent.protocol import Alert
 
 log = logging.getLogger(__name__)

@@ -258,7 +258,7 @@ class Notifier:
     async def _send(self, body: bytes) -> None:
         reason = "not sent"
         for attempt in range(TRIES):
-            config = self._pipeline().notify  # each try to the hook configured then (#28)
+            config = self._pipeline().notify  # each try to the hook configured then
             if config is None:  # taken out of the config between tries: nobody to tell
                 return
             try:

@@ -161,7 +161,7 @@ class Recorder:
                 ("server_up", "sglang", "the SGLang server answers its health check", "info", {})
             ]
         stopped = _stopped_server(snapshot.jobs)
-        if stopped is not None:  # the autopilot freeing the GPUs, k: not a failure (#42)
+        if stopped is not None:  # the autopilot freeing the GPUs, k: not a failure
             said = f"the SGLang server stopped answering: job {stopped.name} was stopped on request"
             return [("server_down", "sglang", said, "info", {})]
         return [("server_down", "sglang", "the SGLang server stopped answering", "error", {})]

@@ -1,7 +1,7 @@
 """Snapshot assembly: everything the dashboard shows, put together from the agent's observers.
 
 The datasets scan and the /proc walks run in a thread; this module decides what is in a
-snapshot, never what a request may do (that is `agent.core`'s).
+snapshot, never what a request may do (that is `agent.serving`'s).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from agent.plans.hidden_states import hidden_states_plan, plan_alerts
 from agent.probes.cache import REFRESH_S, ProbeCache
 from agent.probes.gpus import GpuReading
 from agent.probes.pipeline_reports import PipelineReports
-from agent.probes.training import TrainingWatch
-from agent.probes.training_alerts import training_alerts
+from agent.probes.training.alerts import training_alerts
+from agent.probes.training.watch import TrainingWatch
 from agent.protocol import (
     Alert,
     DatasetProgress,
@@ -250,7 +250,7 @@ def job_alerts(
 
     `ended_age_s` ages a job's end (the shim's wall stamp) safely across clock steps. A failure
     that a later run of the same job on the same dataset has followed is over: it no longer
-    alerts (status listed a run's old key error after the next run succeeded, #30).
+    alerts (status listed a run's old key error after the next run succeeded).
     """
     age_s = ended_age_s or (lambda job: now - (job.ended_at or now))
     latest = _latest_starts(jobs)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.pipeline.drafter_check.sources import whole
-from agent.probes.training_config_files import UnreadableConfigError, read_mapping
+from agent.probes.training.config_files import UnreadableConfigError, read_mapping
 
 TRAINING_STATE = "training_state.pt"
 INDEX = "model.safetensors.index.json"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.probes.training_config_files import UnreadableConfigError, read_mapping
+from agent.probes.training.config_files import UnreadableConfigError, read_mapping
 
 VOCAB_REPORT = "vocab_report.json"
 

@@ -29,7 +29,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of DESIGN §9, and the evaluation's own options."""
+    """The command line scripts rely on (its names are fixed), and the evaluation's own options."""
     parser = argparse.ArgumentParser(
         prog="python -m agent.pipeline.evaluate",
         description="Tokens/s, latency, accept length and speedup of a drafter, per concurrency.",

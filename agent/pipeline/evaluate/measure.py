@@ -130,7 +130,7 @@ def within_limit(answer: Answer, max_new_tokens: int) -> Answer:
     """An answer longer than the max_new_tokens asked for is an error, never a figure.
 
     A drafter server that ignored the limit (1,024 tokens for 16) once made a 63× speedup and a
-    verdict (#37): its tokens per second are not those of the requests the baseline answered.
+    verdict: its tokens per second are not those of the requests the baseline answered.
     """
     if answer.error is None and answer.completion_tokens > max_new_tokens:
         return replace(answer, error=(

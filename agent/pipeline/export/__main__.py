@@ -21,7 +21,7 @@ FORMATS = ("ids", "conversations")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of DESIGN §9, and the export's own options."""
+    """The command line scripts rely on (its names are fixed), and the export's own options."""
     parser = argparse.ArgumentParser(
         prog="python -m agent.pipeline.export",
         description="SpecForge conversations and pre-tokenized ids from prompts + responses, "

@@ -44,7 +44,7 @@ from agent.pipeline.export.writers import (
 from agent.pipeline.inference.prompts import Prompt, PromptEncoder, PromptsError
 from agent.pipeline.tokenizer import import_failure
 from agent.pipeline.tokenizer.identity import stamp_of
-from agent.pipeline.vocab import LineTally
+from agent.pipeline.vocab.count import LineTally
 
 
 class ExportError(Exception):

@@ -23,7 +23,7 @@ from agent.datasets.response_lines import (
     why_not_response,
 )
 from agent.host.regular_files import open_regular
-from agent.pipeline.vocab import LineTally
+from agent.pipeline.vocab.count import LineTally
 
 
 def read_responses(path: Path, tally: LineTally) -> Iterator[ResponseLine]:

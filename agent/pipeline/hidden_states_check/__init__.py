@@ -1,4 +1,4 @@
-"""The check of the hidden states a capture wrote, before days of training read them (#38).
+"""The check of the hidden states a capture wrote, before days of training read them.
 
 Silently wrong hidden states cost whole runs: wrong at batch size > 1 (speculators #279), cut
 short under speculative decoding with "no exception raised" (sglang #26163). After the capture

@@ -1,4 +1,4 @@
-"""Each answer checked against what a response line may hold before a token of it counts (#28).
+"""Each answer checked against what a response line may hold before a token of it counts.
 
 A negative, boolean or huge token count, ids that are not token ids, a count that disagrees with
 the ids, a reply the HTTP client could not read, or a record that is no response line by the

@@ -120,7 +120,7 @@ class LengthIndex:
 
     Two Fenwick trees over the length value, kept sparse (a node exists once a length under it
     was added), so adding a length and asking are O(log n) in time and memory whatever the
-    lengths are: a response of 2**22 tokens costs 23 nodes, not a table of 2**22 (#28, where
+    lengths are: a response of 2**22 tokens costs 23 nodes, not a table of 2**22 (where
     growing the table froze the runner's loop for 15 s and a negative length never ended).
     """
 

@@ -154,7 +154,7 @@ class SglangClient:
             raise TransientError(f"no answer within {timeout.total:g} s") from None
         except (aiohttp.ContentTypeError, ValueError) as exc:
             raise TransientError(f"answer is not JSON: {exc}") from None
-        except aiohttp.ClientError as exc:  # an HTTP reply aiohttp could not read (#28)
+        except aiohttp.ClientError as exc:  # an HTTP reply aiohttp could not read
             raise TransientError(f"the answer could not be read: {exc}") from None
         if not isinstance(body, dict) or not isinstance(body.get("output_ids"), list):
             raise TransientError(f"answer has no output_ids: {str(body)[:120]}")

@@ -119,7 +119,7 @@ def _positive_float(text: str) -> float:
 
 
 def _finite(text: str) -> float:
-    """A number; float() also takes nan and inf, which no flag here can mean (#28)."""
+    """A number; float() also takes nan and inf, which no flag here can mean."""
     value = float(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
@@ -150,7 +150,7 @@ def _retries(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The runner's flags (DESIGN §9; more are welcome, these names are fixed)."""
+    """The runner's flags: more are welcome, these names are fixed (scripts rely on them)."""
     parser = argparse.ArgumentParser(
         prog="python -m agent.pipeline.inference",
         description=(

@@ -1,7 +1,7 @@
 """Reading `prompts.jsonl` and turning each prompt into the token ids SGLang is sent.
 
-A prompt line is `{"id", "messages": [...]}`, `{"id", "prompt": "text"}` or `{"id", "input_ids"}`
-(DESIGN §3); a missing id means the 0-based line number. Chat messages get the tokenizer's chat
+A prompt line is `{"id", "messages": [...]}`, `{"id", "prompt": "text"}` or `{"id", "input_ids"}`;
+a missing id means the 0-based line number. Chat messages get the tokenizer's chat
 template with the generation prompt, so the output ids are exactly what EAGLE-3 trains on.
 """
 

@@ -1,6 +1,6 @@
 """The response line the runner writes, and the per-dataset totals read back from earlier ones.
 
-Every backend writes the fields DESIGN §3 lists; the OpenAI-compatible ones add what their
+Every backend writes the fields docs/file-formats.md lists; the OpenAI-compatible ones add what their
 servers report (prompt ids, stop_reason, usage) and how the ids were obtained. `runner.json` reports cost and the re-encoding mismatch share for the whole dataset, not just
 this run, so a resumed run first adds up the records already there (`usage.cost`,
 `"tokens": "reencoded"` and the two lengths). It runs after resume has cut off any torn tail;
@@ -9,7 +9,7 @@ OpenAI-compatible backends write these fields, so the native backend never pays 
 
 A record is written only as `encoded_line` makes it: strict JSON (a NaN is no JSON, and no
 reader of ours takes it), checked against the one definition of a response line the agent, resume
-and vocab read with (`agent.datasets.response_lines`), within the line limit they enforce (#28).
+and vocab read with (`agent.datasets.response_lines`), within the line limit they enforce.
 """
 
 from __future__ import annotations

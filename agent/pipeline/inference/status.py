@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.bundle import bundle_files, running_bundle_sha256
+from agent.bundle import running_bundle_sha256
 from agent.pipeline.inference.storage import rewrite_in_place
-from agent.protocol import bundle_digest
+from agent.protocol import bundle_digest, bundle_files
 from agent.state import write_json_atomic
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ Ids mean nothing without the vocabulary that made them: a dataset whose later an
 run with another tokenizer (another model's folder, a changed --tokenizer) reads as valid ids,
 decodes to some text, and its round trip passes, since the export decodes and encodes with one
 tokenizer. The runner stamps every response line with its tokenizer's digest (STAMP); the export
-leaves out every answer stamped with another, and says how many (#37). The digest covers every
+leaves out every answer stamped with another, and says how many. The digest covers every
 token and its id, added tokens included, so two folders of one model agree and any change of an
 id does not.
 """

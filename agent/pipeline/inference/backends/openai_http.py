@@ -114,7 +114,7 @@ class OpenAIClient:
             raise TransientError(f"the answer broke off: {exc}") from None
         except asyncio.TimeoutError:
             raise TransientError(f"no answer within {timeout.total:g} s") from None
-        except aiohttp.ClientError as exc:  # an HTTP reply aiohttp could not read (#28)
+        except aiohttp.ClientError as exc:  # an HTTP reply aiohttp could not read
             raise TransientError(f"the answer could not be read: {exc}") from None
 
     async def healthy(self, server: Server) -> tuple[bool, str]:
@@ -191,7 +191,7 @@ async def _events(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, A
             event = strict_json(data.encode())
         except (ValueError, RecursionError):
             raise TransientError(f"a stream event is not JSON: {data[:120]}") from None
-        if not isinstance(event, dict):  # no OpenAI-compatible server sends one (#28)
+        if not isinstance(event, dict):  # no OpenAI-compatible server sends one
             raise TransientError(f"a stream event is {_json_kind(event)}, not an object")
         yield event
     raise TransientError("the stream ended before [DONE]")

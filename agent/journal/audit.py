@@ -47,7 +47,7 @@ def _argvs_without_secrets(wire: object) -> object:
     """Every `argv` in a request's params with its secret flags' values hidden.
 
     An edited launch's `--api-key=…` was kept verbatim in audit.jsonl, where env values and the
-    webhook's URL were not (#37).
+    webhook's URL were not.
     """
     if not isinstance(wire, dict):
         return wire

@@ -1,12 +1,12 @@
 """`python -m agent.pipeline.vocab`: the draft vocabulary from the target model's own answers.
 
 Counts token frequencies in numpy, from the runner's responses (the output ids of every
-dataset, `vocab_count`) or, by choice, from the export's merged records (their loss-masked ids,
-the export's drops and weights applied, `vocab_export`); keeps the K most frequent ids (ties to
+dataset, `count.py`) or, by choice, from the export's merged records (their loss-masked ids,
+the export's drops and weights applied, `export.py`); keeps the K most frequent ids (ties to
 the lower id; padded with unseen ids in id order when fewer than K were seen). V, t2d's length,
-is the target model's config.json vocab_size (`vocab_target`), which trainers check, not the
+is the target model's config.json vocab_size (`target.py`), which trainers check, not the
 tokenizer's length. The mapping is written as SpecForge, speculators and SGLang load it
-(`vocab_outputs`), each file checked before it is put in place, plus `token_freq.pt` and
+(`outputs.py`), each file checked before it is put in place, plus `token_freq.pt` and
 `vocab_report.json`. CPU only: it may run while the server holds the GPUs. The .pt files are
 written by torch.save in a helper process that imports torch while this one counts
 (`torch_saver`): its import alone takes as long as counting 80M tokens.
@@ -25,18 +25,14 @@ from agent.datasets.root_listing import DatasetsRootError, list_datasets
 from agent.pipeline.exit_codes import exit_with
 from agent.pipeline.tokenizer import add_trust_remote_code_flag
 from agent.pipeline.torch_saver import TorchSaver
-from agent.pipeline.vocab_config import MAX_CONFIG_BYTES
-from agent.pipeline.vocab_count import LineTally as LineTally
-from agent.pipeline.vocab_count import count_dataset, keep_freed_memory
-from agent.pipeline.vocab_count import list_batches as list_batches
-from agent.pipeline.vocab_draft_config import draft_config
-from agent.pipeline.vocab_errors import VocabError as VocabError
-from agent.pipeline.vocab_errors import VocabUsageError
-from agent.pipeline.vocab_export import count_export
-from agent.pipeline.vocab_json import read_json_object
-from agent.pipeline.vocab_outputs import output_names, write_outputs
-from agent.pipeline.vocab_target import TargetVocab, VocabAsked, resolve_target_vocab
-from agent.pipeline.vocab_target import TokenizerRefusedError as TokenizerRefusedError
+from agent.pipeline.vocab.config import MAX_CONFIG_BYTES
+from agent.pipeline.vocab.count import LineTally, count_dataset, keep_freed_memory
+from agent.pipeline.vocab.draft_config import draft_config
+from agent.pipeline.vocab.errors import VocabError, VocabUsageError
+from agent.pipeline.vocab.export import count_export
+from agent.pipeline.vocab.json import read_json_object
+from agent.pipeline.vocab.outputs import output_names, write_outputs
+from agent.pipeline.vocab.target import TargetVocab, VocabAsked, resolve_target_vocab
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 SOURCE_WORDS = {
@@ -56,7 +52,7 @@ class CountingSource:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of DESIGN §9, with the export as a second source to count."""
+    """The command line scripts rely on (its names are fixed), with the export as a second source to count."""
     parser = argparse.ArgumentParser(prog="python -m agent.pipeline.vocab", description=__doc__)
     parser.add_argument("--datasets-root", type=Path, help="count the runner's responses here")
     parser.add_argument(

@@ -1,4 +1,4 @@
-"""Training that lies, said as alerts: a diverged loss, figures stuck at zero, a peak passed (#38).
+"""Training that lies, said as alerts: a diverged loss, figures stuck at zero, a peak passed.
 
 What users of SpecForge and speculators lose runs to: a loss that turned NaN while the run went on
 for hours; "loss and acc keep 0" (SpecForge #392: a broken loss mask or data, nothing learnt);

@@ -6,7 +6,7 @@ record to `train/loss=1.234, train/full_acc_0=0.700, ..., epoch=0, lr=1.00e-04, 
 at 80 columns: the first line carries the time and level columns and the source file on the
 right, the rest are indented continuations. Its epoch bars (tqdm.rich, desc `Epoch N` for both
 training and validation) print once, when they close, and "Training epoch 1/3 started" lines say
-which bar is which. This module only reassembles; what the figures mean is training_log's.
+which bar is which. This module only reassembles; what the figures mean is log.py's.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 SpecForge (`target_vocab_size`: `text_config`, then `padded_vocab_size` or `vocab_size`) and
 speculators (`text_config`, then `vocab_size`) size the verifier's vocabulary from the model's
 config.json, which often pads it past the tokenizer's length (Qwen3-8B: 151,936). The file is
-read as a peer's (`vocab_json`: a regular file, at most MAX_CONFIG_BYTES) and checked before
-any use; every problem is one line that says what to do. `vocab_target` decides V from it.
+read as a peer's (`json.py`: a regular file, at most MAX_CONFIG_BYTES) and checked before
+any use; every problem is one line that says what to do. `target.py` decides V from it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.pipeline.vocab_errors import VocabUsageError
-from agent.pipeline.vocab_json import read_json_object
+from agent.pipeline.vocab.errors import VocabUsageError
+from agent.pipeline.vocab.json import read_json_object
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 """A model's config.json is a few KB (with a quantization block, tens of KB)."""

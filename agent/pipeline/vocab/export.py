@@ -24,9 +24,9 @@ from agent.datasets.response_lines import MAX_LINE_BYTES
 from agent.host.regular_files import open_regular
 from agent.pipeline.export.report import REPORT_JSON
 from agent.pipeline.export.writers import FORM_FILES, IDS_FILE, MERGED_FOLDER
-from agent.pipeline.vocab_count import LineTally
-from agent.pipeline.vocab_errors import VocabError, VocabUsageError
-from agent.pipeline.vocab_json import read_json_object
+from agent.pipeline.vocab.count import LineTally
+from agent.pipeline.vocab.errors import VocabError, VocabUsageError
+from agent.pipeline.vocab.json import read_json_object
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 """An export's report is a few KB per dataset."""

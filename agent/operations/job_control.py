@@ -29,7 +29,7 @@ from agent.jobs.supervisor import Supervisor, launch_params
 from agent.plans.drafter_checks import DrafterChecks, failed_text
 from agent.plans.hidden_states import no_room_text
 from agent.probes.cache import ProbeCache
-from agent.probes.training_checkpoints import best_checkpoint_now
+from agent.probes.training.checkpoints import best_checkpoint_now
 from agent.protocol import (
     LIVE_JOB_STATES,
     ErrorCode,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.pipeline.tokenizer import TokenizerError, load_tokenizer
-from agent.pipeline.vocab_config import MAX_VOCAB_SIZE, ConfigVocab, read_config_vocab
-from agent.pipeline.vocab_errors import VocabUsageError
+from agent.pipeline.vocab.config import MAX_VOCAB_SIZE, ConfigVocab, read_config_vocab
+from agent.pipeline.vocab.errors import VocabUsageError
 
 CONFIG_NAME = "config.json"
 

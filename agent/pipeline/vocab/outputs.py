@@ -1,6 +1,6 @@
 """The vocab job's files: written in a staging folder, checked, then renamed into OUT together.
 
-Every file a trainer or server reads is read back and checked (`vocab_check`, and the torch
+Every file a trainer or server reads is read back and checked (`check.py`, and the torch
 helper for the .pt files) before anything is renamed into place, so OUT never holds a mapping
 a trainer would refuse: a failed check leaves OUT as it was. The report is removed first and
 written last, so a report lies only beside a complete set of files.
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from agent.pipeline.torch_saver import TorchSaver, TorchSaverError
-from agent.pipeline.vocab_check import refusals
-from agent.pipeline.vocab_draft_config import DRAFT_CONFIG
-from agent.pipeline.vocab_errors import VocabError
+from agent.pipeline.vocab.check import refusals
+from agent.pipeline.vocab.draft_config import DRAFT_CONFIG
+from agent.pipeline.vocab.errors import VocabError
 
 STAGING = ".vocab-partial"
 REPORT = "vocab_report.json"

@@ -1,6 +1,6 @@
-"""The checkpoint folder the trainer wrote for the best evaluation, by its own naming (#38).
+"""The checkpoint folder the trainer wrote for the best evaluation, by its own naming.
 
-The best evaluation (by acceptance, training_log) is worth serving only if its weights were
+The best evaluation (by acceptance, log.py) is worth serving only if its weights were
 kept; the last checkpoint can be 5-8 % worse (deepseek-ai/DeepSpec #84). Each trainer names its
 folders its own way, read from its code as installed:
 
@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.probes.training_config import TrainerCommand, flag_value
-from agent.probes.training_config_files import UnreadableConfigError, read_mapping, text_value
-from agent.probes.training_specforge_config import with_overrides
+from agent.probes.training.command import TrainerCommand, flag_value
+from agent.probes.training.config_files import UnreadableConfigError, read_mapping, text_value
+from agent.probes.training.specforge_config import with_overrides
 from agent.protocol import Snapshot
 
 SPECFORGE_RUN_ID = "specforge-run"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.host.regular_files import open_regular
-from agent.pipeline.vocab_errors import VocabUsageError
+from agent.pipeline.vocab.errors import VocabUsageError
 
 
 def read_json_object(path: Path, max_bytes: int, what: str, what_to_do: str) -> dict[str, Any]:

@@ -16,14 +16,14 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agent.protocol import Request
-from agent.serving.idempotency_store import (
+from agent.journal.idempotency_store import (
     CAPACITY,
     AnswerStore,
     StoredAnswer,
     answer_of,
     request_digest,
 )
+from agent.protocol import Request
 from agent.tasks import TaskOwner
 
 

@@ -16,8 +16,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from agent.probes.training_config import ConfiguredRun, TrainerCommand, flag_value
-from agent.probes.training_config_files import (
+from agent.probes.training.command import ConfiguredRun, TrainerCommand, flag_value
+from agent.probes.training.config_files import (
     UnreadableConfigError,
     count_files,
     count_lines,

@@ -4,10 +4,10 @@ Recognised: SpecForge 0.2.0's `step N: {...}` dicts (training/assembly.py `_logg
 prefixed with `name/index` keys behind an external tracker, training/tracking.py; `eval/*` from
 its evaluator); SpecForge's older tqdm bar (`Training Epoch 3: 41%|...| 820/2000 [..<.., loss=..]`)
 and `Eval - Step N [e/E], position i,  Acc: x` lines; speculators 0.9.0's rich-wrapped metric
-records and epoch bars (training_speculators_log.py), and the `{'train': {...}}` dicts of older
+records and epoch bars (speculators_log.py), and the `{'train': {...}}` dicts of older
 versions; and any plain tqdm bar. Training and evaluation figures are kept apart. Acceptance is
 tracked as well as loss: acceptance can fall while loss still drops, so the best eval acceptance
-is what says which checkpoint to keep. The total and the ETA are training_progress's: a log
+is what says which checkpoint to keep. The total and the ETA are progress.py's: a log
 written to a file often gives no total at all.
 """
 
@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.probes.training_figures import Figures, number, share, split_of, take
-from agent.probes.training_speculators_log import EPOCH_BAR, PHASE, RecordJoiner
+from agent.probes.training.figures import Figures, number, share, split_of, take
+from agent.probes.training.speculators_log import EPOCH_BAR, PHASE, RecordJoiner
 from agent.probes.values import is_small_number
 
 _TQDM = re.compile(
@@ -28,7 +28,7 @@ _TQDM = re.compile(
 )
 """A tqdm bar from its percentage on; what it describes is the text before (`_bar_description`).
 Each part is bounded: a lazy description group before it made a search over a 12 KB line of
-letters take 11 s, and one of digits longer (#37)."""
+letters take 11 s, and one of digits longer."""
 _EPOCH = re.compile(r"Epoch\s+(\d+)")
 _EVAL = re.compile(
     r"Eval - Step (?P<step>\d+) \[(?P<epoch>\d+)/(?P<epochs>\d+)\], position (?P<pos>\d+),\s+"
@@ -190,7 +190,7 @@ class TrainingLogParser:
         """A "Training epoch 1/3 started" line (speculators): which bar is next, and the epochs.
 
         "Training epoch 1/3 completed" is the epoch's last step, whatever step its last metrics
-        record was logged at: a validation after step 20 was dated at step 16 (#37).
+        record was logged at: a validation after step 20 was dated at step 16.
         """
         state = self.state
         self._phase = match["phase"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from agent.probes.training_config import ConfiguredRun
-from agent.probes.training_figures import Figures
-from agent.probes.training_log import TrainingState
+from agent.probes.training.command import ConfiguredRun
+from agent.probes.training.figures import Figures
+from agent.probes.training.log import TrainingState
 from agent.protocol.snapshot import TrainingEval, TrainingProgress
 
 PACE_WINDOW_S = 900.0

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.probes.training_config import ConfiguredRun, TrainerCommand, flag_value
-from agent.probes.training_config_files import UnreadableConfigError, read_mapping, whole
+from agent.probes.training.command import ConfiguredRun, TrainerCommand, flag_value
+from agent.probes.training.config_files import UnreadableConfigError, read_mapping, whole
 
 DEFAULT_EPOCHS = 20
 """train/config/schema.py TrainerArgs.epochs."""

@@ -1,7 +1,7 @@
 """Following every training and hidden-states job's log, so the snapshot carries their progress.
 
-Each job's configuration (its command line's trainer and config file, training_config) and where
-its trainer writes checkpoints (training_checkpoints) are read once, when the job is first seen:
+Each job's configuration (its command line's trainer and config file, command.py) and where
+its trainer writes checkpoints (checkpoints.py) are read once, when the job is first seen:
 the trainer read them once too.
 """
 
@@ -13,18 +13,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agent.logs import MAX_READ_BYTES, NamedLog, read_chunk
-from agent.probes.training_checkpoints import CheckpointLayout, checkpoint_layout
-from agent.probes.training_config import (
+from agent.probes.training.checkpoints import CheckpointLayout, checkpoint_layout
+from agent.probes.training.command import (
     ConfiguredRun,
     TrainerCommand,
     job_base,
     trainer_command,
 )
-from agent.probes.training_log import TrainingLogParser
-from agent.probes.training_progress import StepPace, progress_of
-from agent.probes.training_specforge_config import specforge_run
-from agent.probes.training_speculators_config import speculators_run
-from agent.protocol import JobInfo, TrainingProgress
+from agent.probes.training.log import TrainingLogParser
+from agent.probes.training.progress import StepPace, progress_of
+from agent.probes.training.specforge_config import specforge_run
+from agent.probes.training.speculators_config import speculators_run
+from agent.protocol import LIVE_JOB_STATES, JobInfo, TrainingProgress
 
 TRAINING_KINDS = ("train", "hidden_states")
 
@@ -94,7 +94,7 @@ class TrainingWatch:
         state = follow.parser.state
         if chunk.end_offset - chunk.start_offset < MAX_READ_BYTES // 2:  # caught up, not a backlog
             follow.pace.note(self._clock(), state.step)
-        running = job.state in ("starting", "running", "stopping")
+        running = job.state in LIVE_JOB_STATES
         pace = follow.pace.seconds_per_step
         progress = progress_of(job.id, state, follow.configured, pace, running=running)
         if state.best_eval_step is None:

@@ -31,7 +31,7 @@ from agent.datasets.response_lines import (
 )
 from agent.host.regular_files import open_regular
 from agent.pipeline.id_text import parse_ids
-from agent.pipeline.vocab_errors import VocabError as VocabError
+from agent.pipeline.vocab.errors import VocabError
 
 TEXT_BYTES = 192 * 1024
 """Id text parsed at once (about 30,000 ids): its arrays stay in the CPU's cache."""

@@ -1,0 +1,1 @@
+"""What was asked of the agent, kept: the audit log of mutations and each request's one answer."""
