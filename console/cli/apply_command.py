@@ -1,7 +1,7 @@
 """`eagle-console apply HOST [--yes] [--dry-run] [--json]`: make the box run this config, on purpose.
 
 The agent keeps the config it runs: a console that connects with another one only learns how
-they differ (hello's answer), and looking never changes what the box does (#30). This is the
+they differ (hello's answer), and looking never changes what the box does. This is the
 one way to change it, as `kubectl apply` is: it prints what would change, asks (or takes
 `--yes`; without a terminal and without `--yes` it refuses), and applies. The verbs that start
 jobs refuse while the configs differ (the jobs would be the box's, not the ones the user reads);

@@ -264,7 +264,7 @@ async def _stop(
     if not args.json:
         spec = None if job.external else host.pipeline.jobs.get(job.name)
         out.print(literal(stop_consequences(host.name, snapshot, job.id, spec)))
-    if job.state not in ("starting", "running", "stopping"):
+    if job.state not in LIVE_JOB_STATES:
         said = f"{job.name} ({job.id}) is not running: it {job.state}; nothing to stop"
         say(out, args.json, said, {"job": to_wire(job), "outcome": "not_running"})
         return 0

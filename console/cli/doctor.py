@@ -2,7 +2,7 @@
 
 SSH and the host key (or, for `ssh = "local"`, nothing to connect to), the remote Python and its
 version, aiohttp (for SGLang probes), the agent bundle and daemon, whether the box runs this
-config (#30), the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on the host
+config, the datasets root, SGLang, nvidia-smi, the target's tokenizer (loaded on the host
 with the configured trust setting), the webhook's lost notifications and whether the agent
 starts at boot: one line each, with what to do.
 """
@@ -149,7 +149,7 @@ async def _agent_checks(link: AgentLink, host: str, gpu_jobs: list[str]) -> list
 
 
 def _config_check(link: AgentLink, host: str) -> Check:
-    """Whether the box runs this console's config: the checks below read the box's own (#30).
+    """Whether the box runs this console's config: the checks below read the box's own.
 
     An agent keeps the config it runs until `eagle-console apply`; a file edited since would
     otherwise be checked as if it were in force.
@@ -160,7 +160,7 @@ def _config_check(link: AgentLink, host: str) -> Check:
 
 
 def sglang_line(server: ServerStats | None) -> Check:
-    """The server's health; a key it refuses (or wants and has none of) fails too (#30).
+    """The server's health; a key it refuses (or wants and has none of) fails too.
 
     /health needs no key, so a server that turns the key away is up: the line said `ok` while
     every job that sends the key failed.
@@ -175,7 +175,7 @@ def sglang_line(server: ServerStats | None) -> Check:
 def gpus_line(snapshot: Snapshot, gpu_jobs: list[str]) -> Check:
     """The GPUs seen; none is a failure only where a configured job needs one (`gpu = true`).
 
-    A box that serves through a hosted API, or that only holds the data, needs no GPU (#30).
+    A box that serves through a hosted API, or that only holds the data, needs no GPU.
     """
     if snapshot.gpus:
         return Check("gpus", True, f"{len(snapshot.gpus)} GPU(s)")

@@ -1,7 +1,7 @@
 """doctor's tokenizer line: the configured tokenizer, loaded on the host as the jobs will load it.
 
-The agent loads it in a subprocess with the host's trust setting and a time limit (DESIGN §6
-headless commands); this module turns the answer, and what the config says about it, into the
+The agent loads it in a subprocess with the host's trust setting and a time limit;
+this module turns the answer, and what the config says about it, into the
 one line doctor prints. Pure except for the one request; never imports Textual.
 """
 

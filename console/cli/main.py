@@ -50,7 +50,7 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of DESIGN §9."""
+    """The command line scripts rely on: its names are fixed."""
     parser = OneLineErrors(prog="eagle-console", description=__doc__)
     parser.add_argument("--config", type=Path, help=CONFIG_HELP)
     commands = parser.add_subparsers(dest="command", help="what to do (default: tui)")
@@ -173,7 +173,7 @@ COMMAND_NAMES = (
 
 
 def _log_failure(args: argparse.Namespace, exc: LinkError) -> None:
-    """The failure in the console's log too: a headless failure left nothing there (#42)."""
+    """The failure in the console's log too: a headless failure left nothing there."""
     from console.ui.log_file import attach_log_file, detach_log_file
 
     handler = attach_log_file(console_log_path())

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from agent.protocol import SNAPSHOT, JobInfo, OperationInfo, Snapshot, SnapshotParams
+from agent.protocol import (
+    LIVE_JOB_STATES,
+    SNAPSHOT,
+    JobInfo,
+    OperationInfo,
+    Snapshot,
+    SnapshotParams,
+)
 from console.cli.apply_command import refuse_start_if_config_differs
 from console.cli.output import step_printer
 from console.config import HostConfig
@@ -72,7 +79,7 @@ async def redeploy_with_advice(
         job = find_job(snapshot, job_ref)
     except JobNotFoundError as exc:
         raise RedeployError("find", str(exc)) from None
-    if job.state not in ("running", "starting", "stopping"):
+    if job.state not in LIVE_JOB_STATES:
         out.print(literal(f"{job.name} ({job.id}) is not running: it {job.state}; it starts "
                           "again on the new code"))  # fmt: skip
     start = restart_argv(job, argv, token_budget)

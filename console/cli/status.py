@@ -35,7 +35,7 @@ class HostStatus:
     agent_version: str | None = None
     error: str | None = None
     config_differences: tuple[str, ...] = ()
-    """How this console's config differs from the one the host runs (and keeps: #30)."""
+    """How this console's config differs from the one the host runs (and keeps)."""
 
     @property
     def failed(self) -> bool:
@@ -45,7 +45,7 @@ class HostStatus:
         return any(alert.kind == "datasets_root" for alert in self.snapshot.alerts)
 
     def to_json(self) -> dict[str, Any]:
-        """The object `status --json` prints for this host (DESIGN §9)."""
+        """The object `status --json` prints for this host: a contract scripts rely on."""
         if self.snapshot is None:
             return {"host": self.host, "link": "down", "error": self.error}
         head = {

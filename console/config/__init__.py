@@ -1,4 +1,4 @@
-"""The console's TOML config: hosts, how to reach them, and their pipeline layout (DESIGN §9).
+"""The console's TOML config: hosts, how to reach them, and their pipeline layout (docs/config.md).
 
 Every mistake is reported as the file, the key and what was expected, so a user can fix it
 without reading code. This module never imports Textual: the headless commands use it too.

@@ -10,7 +10,7 @@ TERM_WAIT_S or as soon as the user insists. It scans again until nothing is left
 started while it worked is caught too. Linux only (/proc), like the agent.
 
 A pid is never signalled without checking that it still started when it did (pids are reused).
-This reads /proc itself: the console imports nothing of the agent but its protocol.
+It reads /proc with the agent's own reader, in agent.protocol (the console may import no other).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.protocol import all_pids, command_line, process_info
 from console.demo.workspace import Workspace
 
-PROC = Path("/proc")
 POLL_S = 0.05
 TERM_WAIT_S = 1.0
 """How long a process other than a job has to exit on SIGTERM before SIGKILL."""
@@ -50,17 +50,17 @@ def demo_processes(space: Workspace, job_groups: frozenset[int] = frozenset()) -
              "agent.simulator.tokenizer": space.tokenizer}  # fmt: skip
     found = []
     for pid in _pids():
-        stat = _stat(pid)
-        if stat is None or stat[0] in ("Z", "X") or pid == os.getpid():
+        info = process_info(pid)
+        if info is None or not info.alive or pid == os.getpid():
             continue
-        _, pgid, ticks = stat
-        if pgid in job_groups:
-            found.append(DemoProcess(pid, ticks, pgid, job=True))
+        if info.pgid in job_groups:
+            found.append(DemoProcess(pid, info.start_ticks, info.pgid, job=True))
             continue
-        argv = _argv(pid)
+        argv = command_line(pid)
         module = _module(argv)
         if module in owned and _names(argv, owned[module]):
-            found.append(DemoProcess(pid, ticks, pgid, job=module == "agent" and "shim" in argv))
+            job = module == "agent" and "shim" in argv
+            found.append(DemoProcess(pid, info.start_ticks, info.pgid, job=job))
     return found
 
 
@@ -91,8 +91,8 @@ def end_demo_processes(space: Workspace, hurry: threading.Event) -> list[DemoPro
 
 def _signal(process: DemoProcess, signum: signal.Signals) -> None:
     """Signal the process (its group, when it leads one that is not ours), if it is still it."""
-    stat = _stat(process.pid)
-    if stat is None or stat[2] != process.start_ticks:
+    info = process_info(process.pid)
+    if info is None or info.start_ticks != process.start_ticks:
         return
     leads = process.pgid == process.pid and process.pgid != os.getpgrp()
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -104,26 +104,9 @@ def _signal(process: DemoProcess, signum: signal.Signals) -> None:
 
 def _pids() -> list[int]:
     try:
-        return [int(name) for name in os.listdir(PROC) if name.isdigit()]
-    except FileNotFoundError:
+        return all_pids()
+    except FileNotFoundError:  # no /proc: not Linux
         return []
-
-
-def _stat(pid: int) -> tuple[str, int, int] | None:
-    """(state, process group, start time in ticks) of `pid`, or None if it is gone."""
-    try:
-        fields = (PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], int(fields[2]), int(fields[19])
-
-
-def _argv(pid: int) -> list[str]:
-    try:
-        raw = (PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return []
-    return [os.fsdecode(part) for part in raw.split(b"\0") if part]
 
 
 def _module(argv: list[str]) -> str | None:

@@ -31,6 +31,7 @@ from console.demo.side_links import SideLinks
 from console.demo.stale_capture import refuse_then_make_room
 from console.demo.workspace import Workspace, build_workspace
 from console.link.agent_link import AgentLink
+from console.link.bundle import demo_bundle
 from console.link.host_connection import Opener
 from console.link.host_link import open_host_link
 
@@ -113,10 +114,10 @@ def _start_and_run(
 
 
 def _opener(host: HostConfig) -> Opener:
-    """As any headless command opens it: over SSH with --ssh, else as a local subprocess."""
+    """As a headless command opens it, but an SSH box also gets the simulator the jobs run."""
 
     async def opener() -> AgentLink:
-        return await open_host_link(host)
+        return await open_host_link(host, demo_bundle())
 
     return opener
 

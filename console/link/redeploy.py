@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from agent.protocol import (
     FILES_HASH,
+    LIVE_JOB_STATES,
     OPERATIONS_LIST,
     OPERATIONS_REDEPLOY,
     FilesHashParams,
@@ -131,7 +132,7 @@ def find_job(snapshot: Snapshot, job_ref: str) -> JobInfo:
     """
     name, _, dataset = job_ref.partition("/")
     own = [job for job in snapshot.jobs if not job.external]
-    live = [job for job in own if job.state in ("running", "starting", "stopping")]
+    live = [job for job in own if job.state in LIVE_JOB_STATES]
     by_id = [job for job in own if job.id == job_ref]
     by_name = [job for job in live if job.name == name and (not dataset or job.dataset == dataset)]
     by_dataset = [job for job in live if job.dataset == job_ref]

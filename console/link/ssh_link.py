@@ -157,7 +157,7 @@ async def ensure_bundle(
 ) -> str:
     """Upload the bundle unless the host has it; returns the folder to put on PYTHONPATH."""
     bundles = posixpath.join(state_dir, "bundles")
-    final = posixpath.join(bundles, bundle.sha256)
+    final = posixpath.join(bundles, bundle.folder)
     async with conn.start_sftp_client() as sftp:
         if await sftp.isdir(final):
             return final
@@ -197,18 +197,19 @@ def attach_command(host: HostConfig, bundle_dir: str, state_dir: str) -> str:
     )  # fmt: skip
 
 
-async def open_ssh_link(host: HostConfig) -> AgentLink:
-    """Connect, bootstrap the agent, and complete hello; every failure is one LinkError line."""
+async def open_ssh_link(host: HostConfig, bundle: AgentBundle | None = None) -> AgentLink:
+    """Connect, bootstrap `bundle` (default: ours), complete hello; each failure one LinkError."""
     conn = await connect(host)
     try:
-        return await _attach(conn, host)
+        return await _attach(conn, host, bundle or local_bundle())
     except BaseException:
         conn.close()
         raise
 
 
-async def _attach(conn: asyncssh.SSHClientConnection, host: HostConfig) -> AgentLink:
-    bundle = local_bundle()
+async def _attach(
+    conn: asyncssh.SSHClientConnection, host: HostConfig, bundle: AgentBundle
+) -> AgentLink:
     try:
         python = await probe_python(conn, host)
         state_dir = remote_state_dir(host, python)

@@ -1,7 +1,7 @@
 """A console's config beside the one its agent runs: said once, in the user's words. No Textual.
 
 The agent keeps the config it runs; a console with another one is shown the differences (from
-hello) and told how to apply its own on purpose (#30). The lines come from the agent
+hello) and told how to apply its own on purpose. The lines come from the agent
 (agent/protocol/config_diff.py): whoever prints them sanitises them, as all host text.
 """
 

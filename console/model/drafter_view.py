@@ -27,7 +27,7 @@ def evaluation_lines(
 
     Where two lines a level would not all fit in `height`, each level takes one line, its
     speedup and accept length first (`compact_line`): at 80×24 the panel showed c=1 and c=8
-    and not c=32, the slow level that decides the verdict (#42).
+    and not c=32, the slow level that decides the verdict.
     """
     lines = [f"drafter: {sanitise(evaluation.verdict)}"]
     for level in evaluation.levels:

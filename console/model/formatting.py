@@ -120,7 +120,7 @@ def ended(progress: DatasetProgress) -> str:
     if progress.writer_active:  # stalled, or waiting for the server: its status says which
         return "—"
     if progress.prompts == 0 and progress.responses == 0:
-        return "no prompts"  # not "done": nothing was ever there to generate (#30)
+        return "no prompts"  # not "done": nothing was ever there to generate
     last = progress.last_response_at
     word = "done" if progress.generation_done else "ended"
     if last is None:
@@ -171,7 +171,7 @@ def dataset_row(
     """The cells of one dataset's row, in a snapshot taken at `taken_at`.
 
     A run waiting for a server that the agent's probe finds up (`server_up`) is "resuming": its
-    runner checks again on its own schedule, and the panel beside it already said "healthy" (#42).
+    runner checks again on its own schedule, and the panel beside it already said "healthy".
     """
     fraction = share(progress.tokens, progress.budget)
     percent = f" {fraction * 100:5.1f}%" if fraction is not None else ""
@@ -195,7 +195,7 @@ def dataset_row(
 def responses_text(progress: DatasetProgress) -> str:
     """`70 / 1,200 · cap 1,000 · 150 turns`: of its prompts, a run's sample cap, the turns.
 
-    It read x/1,000 (a run's --max-samples) during a run and 507/1,200 after it (#42).
+    It read x/1,000 (a run's --max-samples) during a run and 507/1,200 after it.
     """
     cap = progress.target_responses
     capped = f" · cap {cap:,}" if cap is not None and cap < progress.prompts else ""

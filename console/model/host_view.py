@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 
-from agent.protocol import Alert, JobInfo, JobState, Snapshot
+from agent.protocol import LIVE_JOB_STATES, Alert, JobInfo, JobState, Snapshot
 from console.link.host_connection import LinkState
 from console.model.formatting import live_rate, server_rate
 from console.model.link_text import link_text
@@ -123,7 +123,7 @@ def as_asked(jobs: tuple[JobInfo, ...], stops_asked: Set[str]) -> tuple[JobInfo,
 
 
 def _asked_state(state: JobState) -> JobState:
-    if state in ("starting", "running", "stopping"):
+    if state in LIVE_JOB_STATES:
         return "stopping"
     return "stopped" if state in ("failed", "exited", "killed") else state
 

@@ -20,7 +20,7 @@ ALERTS_TOLD_HERE = frozenset({"redeploy_failed", "redeploy_rolled_back"})
 """Alerts that repeat an operation's end: its own toast tells it, the alert strip keeps it."""
 ENDED_WORDS = {("generate", "done"): "runs started"}
 """An end said in other words than its state: a generate operation is done once its runs have
-started, and "generate done" read as the generation finished (#42)."""
+started, and "generate done" read as the generation finished."""
 STEPS_TOLD = ("redeploy", "sequence")
 """Kinds whose steps are told one by one; the others (a start on 40 datasets) only their end."""
 

@@ -61,7 +61,7 @@ def _stop_server_stage(jobs: tuple[JobInfo, ...], server: JobInfo | None) -> Sta
     """Done once the GPUs were freed for a GPU stage, though a server may serve again since.
 
     After training the server comes back (the evaluation's baseline, or the drafter's): the
-    stage read "not started" then, as if the GPUs had never been freed (#30 item 9).
+    stage read "not started" then, as if the GPUs had never been freed.
     """
     if server is None or server.state not in ACTIVE:
         return Stage("stop server", "done", "GPUs free", "s")

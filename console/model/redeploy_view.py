@@ -50,7 +50,7 @@ class RedeployFacts:
         """The files, the budget advice, then the stop and what the dataset keeps.
 
         What the modal decides first: at 80×24 its suggestion was cut mid-sentence and the files
-        below it were out of view, under the stop's signals (#42).
+        below it were out of view, under the stop's signals.
         """
         lines = ["Files that will be deployed (ctrl+d: diff):"]
         lines += [f"  {line}" for line in self.files] or ["  (no file differs)"]

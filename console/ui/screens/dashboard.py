@@ -51,6 +51,7 @@ from console.ui.intents import (
     StopRequested,
 )
 from console.ui.signals import HostShown, signals_of
+from console.ui.themes import in_role
 from console.ui.widgets.alert_strip import AlertStrip
 from console.ui.widgets.datasets_table import DatasetsTable
 from console.ui.widgets.drafter_panel import DrafterPanel
@@ -193,7 +194,7 @@ class DashboardScreen(Screen[None]):
         self.query_one(JobsTable).show((), 0.0)
         self.query_one(ServerPanel).show_nothing(why)
         self.query_one("#gpus", Static).update(literal(why))
-        self.query_one(AlertStrip).update(literal(why, "dim"))
+        self.query_one(AlertStrip).update(in_role(why, "muted"))
         self.query_one(DrafterPanel).show(None, None)
         self._show_page()
 

@@ -13,13 +13,13 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Static
 
 from console.link.deploy import FilePlan
+from console.model.roles import DEPLOY_ROLES
 from console.model.safe_text import literal, sanitise_lines
 from console.ui.commands import DEPLOY_COMMANDS, bindings
 from console.ui.intents import DeployAllRequested, DiffRequested, RollbackRequested
 from console.ui.signals import DeployPlanned, signals_of
+from console.ui.themes import in_role
 from console.ui.widgets.key_footer import KeyFooter
-
-STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
 
 
 class DiffScreen(ModalScreen[None]):
@@ -93,7 +93,7 @@ class DeployScreen(Screen[None]):
         table.clear()
         for plan in self.plans:
             table.add_row(
-                Text(plan.status, style=STATUS_STYLE[plan.status]), literal(plan.remote),
+                in_role(plan.status, DEPLOY_ROLES[plan.status]), literal(plan.remote),
                 literal(str(plan.local or "—")), literal((plan.remote_sha256 or "—")[:12]),
                 (plan.local_sha256 or "—")[:12], key=plan.remote,
             )  # fmt: skip

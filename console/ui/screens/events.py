@@ -17,14 +17,15 @@ from textual.widgets import DataTable, Static
 
 from agent.protocol import EVENTS_LIST, EventsList, EventsParams, TimelineEvent
 from console.link.agent_link import AgentLink, LinkError
+from console.model.roles import EVENT_ROLES
 from console.model.safe_text import literal, literal_lines
 from console.model.timeline import COLUMNS, event_cells
 from console.ui.commands import EVENTS_COMMANDS, bindings
+from console.ui.themes import in_role
 from console.ui.widgets.fitted_table import FittedTable, Row
 from console.ui.widgets.key_footer import KeyFooter
 
 SINCE_S = 24 * 3600.0
-SEVERITY_STYLE = {"error": "red", "warning": "yellow"}
 
 
 class EventsTable(FittedTable):
@@ -97,8 +98,8 @@ class EventsScreen(Screen[None]):
 
 def _row(index: int, event: TimelineEvent) -> Row:
     """The event's cells, host text shown literally; its severity and what happened in colour."""
-    style = SEVERITY_STYLE.get(event.severity, "")
+    role = EVENT_ROLES.get(event.severity, "plain")
     when, severity, kind, subject, message = event_cells(event)
-    cells = (literal(when), literal(severity, style), literal(kind), literal(subject),
-             literal(message, style))  # fmt: skip
+    cells = (literal(when), in_role(severity, role), literal(kind), literal(subject),
+             in_role(message, role))  # fmt: skip
     return Row(str(index), cells)

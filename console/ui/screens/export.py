@@ -14,6 +14,7 @@ from agent.protocol import ExportSummary
 from console.model.drafter_view import EXPORT_COLUMNS, export_line, export_notes, export_row
 from console.model.safe_text import literal, literal_lines
 from console.ui.commands import EXPORT_COMMANDS, bindings
+from console.ui.themes import SKIN
 from console.ui.widgets.key_footer import KeyFooter
 
 
@@ -36,7 +37,7 @@ class ExportScreen(Screen[None]):
         table.add_columns(*EXPORT_COLUMNS)
         for quality in self.export.datasets:
             row = export_row(quality)
-            style = "bold red" if quality.roundtrip_flagged else ""
+            style = SKIN["critical" if quality.roundtrip_flagged else "plain"]
             table.add_row(*(literal(cell) for cell in row[:-1]), Text(row[-1], style=style))
         yield table
         yield Static(literal_lines(export_notes(self.export)), id="export-notes")

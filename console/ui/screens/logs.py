@@ -23,9 +23,11 @@ from textual.widgets import Input, Log, Static
 
 from agent.protocol import LogChunk
 from console.model.packed_line import GAP, packed
+from console.model.roles import Role
 from console.model.safe_text import literal, sanitise
 from console.ui.commands import LOG_COMMANDS, bindings
 from console.ui.signals import LogChunkReceived, signals_of
+from console.ui.themes import SKIN
 from console.ui.widgets.key_footer import KeyFooter
 
 MAX_LINES = 50_000
@@ -35,10 +37,14 @@ CONTEXT = 2
 ERROR = re.compile(r"\b(error|exception|traceback|failed|fatal)\b", re.IGNORECASE)
 WARNING = re.compile(r"\b(warn(ing)?|retry|retrying|unhealthy)\b", re.IGNORECASE)
 STATS = re.compile(r"\] (Prefill|Decode) batch")
+LINE_ROLES: tuple[tuple[Role, re.Pattern[str]], ...] = (
+    ("error", ERROR), ("warning", WARNING), ("info", STATS),
+)  # fmt: skip
+"""A line's role: the first that matches."""
 
 
 class LogHighlighter(Highlighter):
-    """Errors red, warnings yellow, SGLang stats lines cyan, search matches reversed."""
+    """Error, warning and SGLang stats lines in their roles' looks; search matches reversed."""
 
     def __init__(self, search: re.Pattern[str] | None = None) -> None:
         self.search = search
@@ -46,10 +52,8 @@ class LogHighlighter(Highlighter):
     def highlight(self, text: Text) -> None:
         """Style one line in place (only lines in view are ever styled)."""
         line = text.plain
-        style = "red" if ERROR.search(line) else "yellow" if WARNING.search(line) else ""
-        style = style or ("cyan" if STATS.search(line) else "")
-        if style:
-            text.stylize(style)
+        role: Role = next((role for role, found in LINE_ROLES if found.search(line)), "plain")
+        text.stylize(SKIN[role])
         if self.search is not None:
             text.highlight_regex(self.search, style="reverse")
 

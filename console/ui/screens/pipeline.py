@@ -13,19 +13,11 @@ from textual.widgets import DataTable, Static
 from agent.protocol import Snapshot
 from console.model.autopilot_view import autopilot_line, stage_rows
 from console.model.pipeline_view import next_stage, stages
+from console.model.roles import STAGE_ROLES
 from console.model.safe_text import literal
 from console.ui.commands import PIPELINE_COMMANDS, bindings
+from console.ui.themes import in_role
 from console.ui.widgets.key_footer import KeyFooter
-
-STYLE = {
-    "done": "green",
-    "running": "cyan",
-    "failed": "bold red",
-    "not started": "dim",
-    "skipped": "dim green",
-    "pending": "dim",
-    "paused": "bold yellow",
-}
 
 
 class PipelineScreen(Screen[None]):
@@ -54,14 +46,14 @@ class PipelineScreen(Screen[None]):
             steps: DataTable[Text | str] = DataTable(id="autopilot-table", cursor_type="none")
             steps.add_columns("autopilot stage", "state", "tries", "detail")
             for name, state, tries, detail in stage_rows(autopilot):
-                steps.add_row(name, Text(state, style=STYLE.get(state, "")), tries, literal(detail))
+                steps.add_row(name, in_role(state, STAGE_ROLES[state]), tries, literal(detail))
             yield steps
         table: DataTable[Text | str] = DataTable(id="pipeline-table", cursor_type="row")
         table.add_columns("stage", "state", "detail", "key")
         for stage in items:
             table.add_row(
                 stage.name,
-                Text(stage.state, style=STYLE[stage.state]),
+                in_role(stage.state, STAGE_ROLES[stage.state]),
                 literal(stage.detail),
                 stage.key,
                 key=stage.name,

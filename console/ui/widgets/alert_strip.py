@@ -6,10 +6,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from agent.protocol import Alert
+from console.model.roles import ALERT_ROLES
 from console.model.safe_text import sanitise
+from console.ui.themes import in_role
 
 ORDER = {"error": 0, "warning": 1, "info": 2}
-STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 class AlertStrip(Static):
@@ -19,7 +20,7 @@ class AlertStrip(Static):
         """Render `alerts`."""
         text = Text()
         for alert in sorted(alerts, key=lambda a: ORDER.get(a.severity, 3)):
-            text.append(f"{sanitise(alert.severity)}: ", style=STYLE.get(alert.severity, ""))
+            text.append_text(in_role(f"{alert.severity}: ", ALERT_ROLES[alert.severity]))
             text.append(sanitise(alert.message) + "\n")
-        self.update(text if alerts else Text("no alerts", style="dim"))
+        self.update(text if alerts else in_role("no alerts", "muted"))
         self.set_class(bool(alerts), "-alerting")

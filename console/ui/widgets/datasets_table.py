@@ -11,20 +11,13 @@ from textual.widgets import DataTable
 
 from agent.protocol import DatasetProgress
 from console.model.formatting import dataset_row, live_rate
+from console.model.roles import Role, dataset_role
 from console.model.safe_text import literal
 from console.model.truncation_view import cut_text
+from console.ui.themes import in_role
 from console.ui.widgets.fitted_table import FittedTable, Row
 
 COLUMNS = ("dataset", "responses", "budget", "tokens", "rate", "ETA", "range", "overrun", "status")
-STATUS_STYLE = {
-    "over budget": "bold red",
-    "error": "bold red",
-    "stalled": "yellow",
-    "waiting for server": "yellow",
-    "resuming (server back)": "cyan",
-    "running": "green",
-    "complete": "cyan",
-}
 
 
 SORTS: dict[str, Callable[[DatasetProgress, float | None], Any]] = {
@@ -86,17 +79,17 @@ class DatasetsTable(FittedTable):
 
 def _row(progress: DatasetProgress, taken_at: float | None, server_up: bool, warned: bool) -> Row:
     row = dataset_row(progress, taken_at, server_up)
-    overrun_style = "bold yellow" if progress.projected_overrun_tokens else ""
+    overrun: Role = "attention" if progress.projected_overrun_tokens else "plain"
     return Row(progress.name, (
         literal(row.name), row.responses, row.budget_bar, row.tokens, row.rate, row.eta,
-        Text(row.eta_range, style="dim"), Text(row.overrun, style=overrun_style),
-        _status_cell(row.status, cut_text(progress), warned),
+        in_role(row.eta_range, "muted"), in_role(row.overrun, overrun),
+        _status_cell(row.status, dataset_role(progress, server_up), cut_text(progress), warned),
     ))  # fmt: skip
 
 
-def _status_cell(status: str, cut: str, warned: bool) -> Text:
-    """The status, and `· cut 12%` after it when answers were cut: yellow when the agent warns."""
-    cell = literal(status, STATUS_STYLE.get(status, ""))
+def _status_cell(status: str, role: Role, cut: str, warned: bool) -> Text:
+    """The status, and `· cut 12%` after it when answers were cut: loud when the agent warns."""
+    cell = in_role(status, role)
     if cut:
-        cell.append(f" · {cut}", style="bold yellow" if warned else "dim")
+        cell.append_text(in_role(f" · {cut}", "attention" if warned else "muted"))
     return cell

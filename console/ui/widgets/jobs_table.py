@@ -7,18 +7,12 @@ from rich.text import Text
 from agent.protocol import JobInfo
 from console.model.formatting import exit_text, job_uptime
 from console.model.restart_text import restart_badge
+from console.model.roles import JOB_ROLES
 from console.model.safe_text import literal
+from console.ui.themes import in_role
 from console.ui.widgets.fitted_table import FittedTable, Row
 
 COLUMNS = ("job", "kind", "dataset", "pid", "state", "uptime", "exit", "gpu", "origin")
-STATE_STYLE = {
-    "running": "green",
-    "failed": "bold red",
-    "lost": "red",
-    "killed": "yellow",
-    "stopping": "yellow",
-    "stopped": "dim",
-}
 
 
 class JobsTable(FittedTable):
@@ -50,10 +44,10 @@ def _state_text(job: JobInfo, stale: frozenset[str]) -> Text:
     if job.state == "running" and (
         job.id in stale or (job.dataset is not None and job.dataset in stale)
     ):
-        return Text("running · stale code", style="bold yellow")
+        return in_role("running · stale code", "attention")
     badge = restart_badge(job)
-    style = "bold red" if badge == "gave up" else STATE_STYLE.get(job.state, "")
-    return literal(f"{job.state} · {badge}" if badge else job.state, style)
+    role = "critical" if badge == "gave up" else JOB_ROLES[job.state]
+    return in_role(f"{job.state} · {badge}" if badge else job.state, role)
 
 
 def _row(job: JobInfo, now: float, stale: frozenset[str]) -> Row:

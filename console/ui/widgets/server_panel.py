@@ -15,9 +15,9 @@ from textual.widgets import Sparkline, Static
 from agent.protocol import DatasetProgress, JobInfo, ServerStats
 from console.model.api_usage_view import hosted_lines
 from console.model.formatting import HEALTH, server_text, starting_server
+from console.model.roles import HEALTH_ROLES
 from console.model.safe_text import literal, literal_lines
-
-HEALTH_STYLE = {True: "green", False: "red"}
+from console.ui.themes import SKIN
 
 
 class ServerPanel(Vertical):
@@ -58,5 +58,5 @@ def _with_health(server: ServerStats | None) -> Text:
         word = HEALTH[server.healthy]
         at = text.plain.split("\n", 1)[0].find(f": {word}") + 2
         if at >= 2:
-            text.stylize(HEALTH_STYLE[server.healthy], at, at + len(word))
+            text.stylize(SKIN[HEALTH_ROLES[server.healthy]], at, at + len(word))
     return text
