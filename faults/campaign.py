@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import time
 import traceback
 from pathlib import Path
@@ -22,6 +23,9 @@ SCENARIOS = (
 )  # fmt: skip
 """In the order the report lists them."""
 
+FAULT_CLASSES = ("kills", "links", "resources", "races", "hostile")
+"""The packages the scenarios live in, one per class of fault (faults.<class>.<scenario>)."""
+
 
 class Scenario(Protocol):
     """What each scenario module provides."""
@@ -35,7 +39,7 @@ class Scenario(Protocol):
 
 async def run_scenario(name: str, scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     """One scenario; an exception becomes a violation that names it, never a lost report."""
-    module: Scenario = importlib.import_module(f"faults.{name}")
+    module = scenario_module(name)
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
@@ -46,3 +50,12 @@ async def run_scenario(name: str, scale: Scale, workdir: Path, seed: int) -> Sce
         result.notes.append("traceback: " + " | ".join(traceback.format_exc().splitlines()[-6:]))
     result.wall_s = time.monotonic() - started
     return result
+
+
+def scenario_module(name: str) -> Scenario:
+    """The module of scenario `name`, in whichever class of fault holds it."""
+    for fault_class in FAULT_CLASSES:
+        if importlib.util.find_spec(f"faults.{fault_class}.{name}") is not None:
+            module: Scenario = importlib.import_module(f"faults.{fault_class}.{name}")
+            return module
+    raise LookupError(f"no scenario {name} in any of {', '.join(FAULT_CLASSES)}")

@@ -22,7 +22,7 @@ LOCK = REPO / "requirements" / "lock.txt"
 TRAINERS_LOCK = REPO / "requirements" / "trainers-lock.txt"
 UV = Path(sys.prefix) / "bin" / "uv"
 WHEELS = Path(sys.prefix) / "wheels"  # where make install put torch's CPU build
-IMPORTS = "import console.cli.main, console.ui.app, agent.__main__, agent.core, tests.conftest"
+IMPORTS = "import console.cli.main, console.ui.app, agent.__main__, agent.wiring, agent.serving.session, tests.conftest"
 """The console (headless and TUI), the agent, and what pytest loads first."""
 
 

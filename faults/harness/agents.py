@@ -1,28 +1,21 @@
-"""What the stop-escalation, host-key and injection scenarios share.
+"""A real agent for a scenario, and what a scenario reads of it as a process.
 
 A local agent that is always stopped afterwards, its jobs' process groups killed; a private HOME;
-waiting on conditions with a deadline.
-
-Nothing here injects a fault or checks an invariant; it only starts and cleans up real parts the
-way `tests/conftest.py` does for the tests (which scenarios cannot use: they get no fixtures).
+the daemon's pid and the tracebacks in its log; a raw connection past hello; the window between a
+stop's signal and its record. Nothing here injects a fault; it only starts and cleans up real
+parts the way `tests/conftest.py` does for the tests (which scenarios cannot use: they get no
+fixtures), and reads them back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import signal
-import subprocess
-import threading
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from agent.attach import stop_daemon
-from agent.host.procfs import is_same_process
-from agent.host.signals import kill_group
 from agent.protocol import (
     JOBS_LIST,
     JOBS_STOP,
@@ -33,32 +26,13 @@ from agent.protocol import (
     StopParams,
     StopResult,
 )
-from agent.state import StatePaths
+from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink, LinkError
 from console.link.local_link import open_local_link
 from faults.result import ScenarioResult
-
-POLL_S = 0.02
-
-
-async def wait_until(check: Callable[[], bool], timeout_s: float) -> bool:
-    """Poll `check` every POLL_S until it holds (True) or `timeout_s` passes (False)."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(POLL_S)
-    return True
-
-
-async def wait_until_async(check: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
-    """`wait_until` for a check that has to ask the agent."""
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(POLL_S * 2)
-    return True
+from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.raw_wire import RawWire, hello
+from tests.support.waits import wait_until_blocking
 
 
 async def request_stop(
@@ -79,15 +53,6 @@ async def job_states(link: AgentLink) -> dict[str, JobInfo]:
     """Every job the agent lists, by id."""
     listing: JobsList = await link.call(JOBS_LIST, JobsParams())
     return {job.id: job for job in listing.jobs}
-
-
-def kill_leftover_jobs(state_dir: Path) -> None:
-    """SIGKILL the process group of every job still running (checked by start time first)."""
-    for shim_file in state_dir.glob("jobs/*/shim.json"):
-        with contextlib.suppress(ValueError, KeyError, OSError):
-            record = json.loads(shim_file.read_text())
-            if is_same_process(int(record["pid"]), int(record["start_ticks"])):
-                kill_group(int(record["pid"]), signal.SIGKILL)
 
 
 async def shut_down_agent(state_dir: Path) -> None:
@@ -129,31 +94,52 @@ def private_home(home: Path) -> Iterator[Path]:
                 os.environ[name] = value
 
 
-def resident_mb(pid: int | None) -> float:
-    """A process's resident memory in MB (0 when it cannot be read)."""
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+async def greeted_wire(state_dir: Path, result: ScenarioResult) -> RawWire | None:
+    """A new raw connection past hello, or None (a violation) if hello is not answered."""
+    wire = await RawWire.open(state_dir)
+    await wire.send(hello(1))
+    _, answer = await wire.answers_until(1)
+    if isinstance(answer, dict) and "result" in answer:
+        return wire
+    result.violate(f"wire: hello was not answered ({answer!r})")
+    await wire.close()
+    return None
 
 
-def watch_peak_mb(process: subprocess.Popen[bytes], timeout_s: float) -> float:
-    """Wait for `process` to end (killed past `timeout_s`); its peak resident memory in MB.
+def daemon_pid(state_dir: Path) -> int | None:
+    """The running daemon's pid from daemon.json."""
+    info = read_json(StatePaths(state_dir).daemon_info)
+    return int(info["pid"]) if isinstance(info, dict) and "pid" in info else None
 
-    VmHWM is read from /proc as it runs: the peak, so a late read loses nothing.
+
+def log_tracebacks(state_dir: Path) -> list[str]:
+    """The last line of each traceback in the daemon's log."""
+    log = StatePaths(state_dir).daemon_log
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    found, inside = [], False
+    for line in lines:
+        if line.startswith("Traceback"):
+            inside = True
+        elif inside and line and not line.startswith((" ", "During", "The above")):
+            found.append(line)
+            inside = False
+    return found
+
+
+def catch_stop_recording(
+    job: JobInfo, state: Path, timeout_s: float, freeze: Callable[[], None]
+) -> str:
+    """Freeze the agent once the job's shim recorded its end, before the stop is recorded.
+
+    That is the window between the job dying of the stop's SIGTERM and the agent writing the
+    stop's end over the `stop.json` that said it was asked. Blocking (run it in a thread).
+    Returns "in the window" when the agent was frozen inside it, "after the stop was recorded" when it came too late (frozen all the
+    same), or "" when the job never ended within `timeout_s` (nothing frozen).
     """
-    peak = 0.0
-    status_file = Path(f"/proc/{process.pid}/status")
-    deadline = time.monotonic() + timeout_s
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            line = next(x for x in status_file.read_text().splitlines() if x.startswith("VmHWM"))
-            peak = max(peak, int(line.split()[1]) / 1024)
-        except (OSError, StopIteration, ValueError):
-            pass
-        threading.Event().wait(0.02)
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-    return peak
+    ended = state / "jobs" / job.id / "exit.json"
+    if not wait_until_blocking(ended.exists, timeout_s, poll_s=0.001):
+        return ""
+    freeze()
+    record = read_json(ended.with_name("stop.json"))  # "asked" from the first signal on
+    recorded = isinstance(record, dict) and record.get("outcome") != "asked"
+    return "after the stop was recorded" if recorded else "in the window"

@@ -21,26 +21,23 @@ from pathlib import Path
 from agent.host.procfs import is_same_process, start_ticks
 from agent.host.signals import kill_process
 from agent.protocol import (
-    EVENTS_LIST,
     LIVE_JOB_STATES,
-    SNAPSHOT,
     DatasetsConfig,
-    EventsList,
-    EventsParams,
     JobInfo,
     JobSpec,
     PipelineConfig,
-    Snapshot,
-    SnapshotParams,
     generation_done,
 )
 from console.link.agent_link import AgentLink
-from faults._runner_kill_files import ResponsesFollower, read_final, write_prompts
+from faults.harness.responses import ResponsesFollower, read_final, write_prompts
 from faults.result import ScenarioResult
+from tests.support.operations import jobs_now, observer_scans
 from tests.support.runner_files import status
+from tests.support.waits import wait_until
 
 RUNNER = "inference"
 SERVER = "sglang"
+SETTLE_TIMEOUT_S = 60.0
 LOOK_S = 0.03
 """How often the responses files are looked at while faults land."""
 GONE_TIMEOUT_S = 10.0
@@ -248,9 +245,8 @@ async def sigkill(job: JobInfo, watches: list[DatasetWatch]) -> Kill:
     at, wall = time.monotonic(), time.time()
     with contextlib.suppress(ProcessLookupError):
         kill_process(pid, signal.SIGKILL)
-    deadline = time.monotonic() + GONE_TIMEOUT_S
-    while ticks is not None and is_same_process(pid, ticks) and time.monotonic() < deadline:
-        await asyncio.sleep(LOOK_S / 3)
+    if ticks is not None:
+        await wait_until(lambda: not is_same_process(pid, ticks), GONE_TIMEOUT_S, LOOK_S / 3)
     for watch in watches:
         watch.look()
     return Kill(job, at, time.monotonic(), wall)
@@ -287,13 +283,21 @@ def live(jobs: list[JobInfo]) -> list[JobInfo]:
     return [job for job in jobs if job.state in LIVE_JOB_STATES]
 
 
-async def events_of(link: AgentLink, kind: str) -> list[str]:
-    """The messages of the agent's timeline events of one kind."""
-    found: EventsList = await link.call(EVENTS_LIST, EventsParams())
-    return [event.message for event in found.events if event.kind == kind]
+async def quiet_line(link: AgentLink, job: str, dataset: str | None) -> list[JobInfo]:
+    """The line once no job starts or stops and no restart waits, the same three scans later."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while True:
+        line = line_of(await jobs_now(link), job, dataset)
+        late = time.monotonic() > deadline
+        if _quiet(line) or late:
+            await observer_scans(link, 3)
+            again = line_of(await jobs_now(link), job, dataset)
+            if late or [(j.id, j.state) for j in again] == [(j.id, j.state) for j in line]:
+                return again
+        await asyncio.sleep(0.1)
 
 
-async def alerts_of(link: AgentLink, kind: str) -> list[str]:
-    """The subjects of the current snapshot's alerts of one kind."""
-    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-    return [alert.subject for alert in snapshot.alerts if alert.kind == kind]
+def _quiet(line: list[JobInfo]) -> bool:
+    busy = [job for job in line if job.state in ("starting", "stopping")]
+    pending = [job for job in line if (job.restart_note or "").startswith(("restarting", "wait"))]
+    return not busy and not pending

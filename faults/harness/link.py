@@ -1,4 +1,4 @@
-"""Shared parts of the link scenarios (link_drops, blackhole): the real console link, set up.
+"""The real console link to a box, set up for the link scenarios (drops, black holes, loads, cuts).
 
 A loopback SSH server in its own process, the console's self-healing `HostConnection` pointed at it
 over `open_ssh_link`, a job that writes numbered lines, and the check that the log bytes that
@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -43,6 +43,7 @@ from console.link.ssh_link import open_ssh_link
 from faults.result import ScenarioResult
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.simulator_process import agent_env
+from tests.support.waits import wait_until
 
 P = TypeVar("P")
 R = TypeVar("R")
@@ -62,18 +63,6 @@ TICKER_SCRIPT = (
     "    time.sleep(0.01)\n"
 )
 TICK = re.compile(r"tick (\d{8})\n")
-
-
-async def wait_for(
-    predicate: Callable[[], object], timeout_s: float, poll_s: float = POLL_S
-) -> bool:
-    """Poll `predicate` until it holds (True) or `timeout_s` passes (False)."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(poll_s)
-    return True
 
 
 # ---------------------------------------------------------------- the SSH server, its own process
@@ -116,7 +105,7 @@ async def loopback_server(folder: Path) -> AsyncIterator[ServerProcess]:
 
 
 async def _port_written(path: Path, process: subprocess.Popen[bytes]) -> int:
-    if not await wait_for(lambda: path.exists() or process.poll() is not None, SERVER_READY_S):
+    if not await wait_until(lambda: path.exists() or process.poll() is not None, SERVER_READY_S):
         raise RuntimeError(f"the loopback SSH server wrote no port within {SERVER_READY_S} s")
     if process.poll() is not None:
         raise RuntimeError(f"the loopback SSH server exited with {process.returncode}")
@@ -128,7 +117,7 @@ async def _end_group(process: subprocess.Popen[bytes]) -> None:
     for signum in (signal.SIGCONT, signal.SIGTERM):
         with contextlib.suppress(ProcessLookupError):
             kill_group(process.pid, signum)
-    await wait_for(lambda: process.poll() is not None, 5.0)
+    await wait_until(lambda: process.poll() is not None, 5.0)
     with contextlib.suppress(ProcessLookupError):
         kill_group(process.pid, signal.SIGKILL)
     await asyncio.to_thread(process.wait)
@@ -345,7 +334,7 @@ async def caught_up(watch: LinkWatch, ticker: Ticker, timeout_s: float = 15) -> 
         chunks = watch.received(ticker.log_name)
         return bool(chunks) and chunks[-1].end_offset >= ticker.log_path.stat().st_size
 
-    return await wait_for(received_all, timeout_s)
+    return await wait_until(received_all, timeout_s)
 
 
 def check_log(result: ScenarioResult, watch: LinkWatch, ticker: Ticker) -> None:

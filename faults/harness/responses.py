@@ -1,4 +1,4 @@
-"""What the runner_kill scenario reads back from a dataset folder between kills.
+"""A dataset's responses file read back between faults: what was appended, torn, or lost.
 
 It follows `raw_responses.jsonl` by byte offset (the file only grows, apart from a torn tail that
 resume cuts off), so each observation reads only what the last run appended, however large the

@@ -7,20 +7,11 @@ and the daemon must live on. A connection cut mid-line must not hurt the next on
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from agent.host.signals import is_running
-from agent.protocol import MAX_LINE_BYTES, PROTOCOL_VERSION
-from agent.state import StatePaths, read_json
-from faults.result import ScenarioResult
-from tests.support.simulator_process import agent_env
+from agent.protocol import MAX_LINE_BYTES
 
-ANSWER_TIMEOUT_S = 30.0
 DROPPED = "dropped"
 """The expected answer to a line the framer skips (a blank one): none at all."""
 
@@ -81,70 +72,6 @@ BAD_LINES: tuple[tuple[str, bytes, str], ...] = (
 )
 
 
-class RawWire:
-    """`python -m agent attach` as a subprocess, spoken to in raw bytes."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stdin is not None
-        assert process.stdout is not None
-        self.process, self.stdin, self.stdout = process, process.stdin, process.stdout
-
-    @classmethod
-    async def open(cls, state_dir: Path) -> RawWire:
-        """Start attach (and the daemon, if none runs) for `state_dir`."""
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent", "attach", "--state-dir", str(state_dir),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=agent_env(), limit=2**20,
-        )  # fmt: skip
-        return cls(process)
-
-    async def send(self, raw: bytes) -> None:
-        """Write bytes as they are."""
-        self.stdin.write(raw)
-        await self.stdin.drain()
-
-    async def answers_until(
-        self, request_id: int, also: int | None = None
-    ) -> tuple[list[dict[str, Any]], Any]:
-        """The other answers, and the one to `request_id` (None if the link died).
-
-        The agent answers requests concurrently, so an answer to an earlier request (`also`) may
-        come after `request_id`'s: with `also`, reading goes on until both are in.
-        """
-        before: list[dict[str, Any]] = []
-        found: Any = None
-        while found is None or (also is not None and not _answered(before, also)):
-            try:
-                line = await asyncio.wait_for(self.stdout.readline(), ANSWER_TIMEOUT_S)
-            except (TimeoutError, ValueError):
-                return before, None
-            if not line.endswith(b"\n"):
-                return before, None
-            answer = json.loads(line)
-            if "event" in answer:
-                continue
-            if answer.get("id") == request_id:
-                found = answer
-            else:
-                before.append(answer)
-        return before, found
-
-    async def close(self) -> None:
-        """End input and wait for attach to exit (killing it if it hangs)."""
-        with contextlib.suppress(ConnectionError):
-            self.stdin.close()
-        try:
-            await asyncio.wait_for(self.process.wait(), ANSWER_TIMEOUT_S)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
-
-
-def _answered(answers: list[dict[str, Any]], request_id: int) -> bool:
-    return any(answer.get("id") == request_id for answer in answers)
-
-
 def answered_by_id(line: bytes, expected: str) -> int | None:
     """The id the answer to a bad line carries (None: the line is no request it could name)."""
     if expected in (DROPPED, "malformed", "oversized"):
@@ -155,29 +82,6 @@ def answered_by_id(line: bytes, expected: str) -> int | None:
         return None
     request_id = message.get("id") if isinstance(message, dict) else None
     return request_id if type(request_id) is int else None
-
-
-def hello(request_id: int) -> bytes:
-    """A valid hello line."""
-    return _request(request_id, "hello", {"protocol_version": PROTOCOL_VERSION,
-                                          "client_version": "faults"}) + b"\n"  # fmt: skip
-
-
-def ping(request_id: int) -> bytes:
-    """A valid ping line."""
-    return _request(request_id, "ping", {}) + b"\n"
-
-
-async def greeted_wire(state_dir: Path, result: ScenarioResult) -> RawWire | None:
-    """A new raw connection past hello, or None (a violation) if hello is not answered."""
-    wire = await RawWire.open(state_dir)
-    await wire.send(hello(1))
-    _, answer = await wire.answers_until(1)
-    if isinstance(answer, dict) and "result" in answer:
-        return wire
-    result.violate(f"wire: hello was not answered ({answer!r})")
-    await wire.close()
-    return None
 
 
 def clear_error(answers: list[dict[str, Any]], expected: str) -> str | None:
@@ -191,28 +95,3 @@ def clear_error(answers: list[dict[str, Any]], expected: str) -> str | None:
     if not isinstance(message, str) or not message.strip() or "Traceback" in message:
         return f"unclear error message {message!r}"
     return None if code == expected else f"error code {code!r}, want {expected!r}: {message}"
-
-
-def daemon_pid(state_dir: Path) -> int | None:
-    """The running daemon's pid from daemon.json."""
-    info = read_json(StatePaths(state_dir).daemon_info)
-    return int(info["pid"]) if isinstance(info, dict) else None
-
-
-def alive(pid: int | None) -> bool:
-    """Whether `pid` still runs."""
-    return pid is not None and is_running(pid)
-
-
-def log_tracebacks(state_dir: Path) -> list[str]:
-    """The last line of each traceback in the daemon's log."""
-    log = StatePaths(state_dir).daemon_log
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    found, inside = [], False
-    for line in lines:
-        if line.startswith("Traceback"):
-            inside = True
-        elif inside and line and not line.startswith((" ", "During", "The above")):
-            found.append(line)
-            inside = False
-    return found

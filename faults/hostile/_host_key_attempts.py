@@ -20,9 +20,9 @@ from agent.protocol import PING, PingParams
 from console.config import HostConfig
 from console.link.agent_link import LinkError
 from console.link.ssh_link import connect_options, open_ssh_link
-from faults._host_key_servers import WitnessedServer, environment
-from faults._hostile_common import wait_until
+from faults.hostile._host_key_servers import WitnessedServer, environment
 from faults.result import ScenarioResult
+from tests.support.waits import wait_until
 
 CLI_TIMEOUT_S = 60.0
 WITNESS_WAIT_S = 5.0

@@ -36,8 +36,8 @@ from agent.protocol import (
 from agent.watch.history import FILE_NAME
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.local_link import open_local_link
-from faults._bad_input_wire import daemon_pid, log_tracebacks
-from faults._hostile_common import resident_mb, shut_down_agent
+from faults.harness.agents import daemon_pid, log_tracebacks, shut_down_agent
+from faults.harness.memory import resident_mb
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
 from tests.support.sqlite_lock import locked_by_another_process

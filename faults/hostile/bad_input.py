@@ -20,25 +20,24 @@ from pathlib import Path
 
 from agent.attach import stop_daemon
 from agent.state import StatePaths
-from faults._bad_input_config import BROKEN, CLI_QUICK, check_cli, check_loading, write_broken
-from faults._bad_input_jsonl import (
+from faults.harness.agents import daemon_pid, greeted_wire, log_tracebacks
+from faults.hostile._bad_input_config import (
+    BROKEN,
+    CLI_QUICK,
+    check_cli,
+    check_loading,
+    write_broken,
+)
+from faults.hostile._bad_input_jsonl import (
     CORRUPT_LINES,
     TruncationSweep,
     check_corrupt_line,
     sample_records,
 )
-from faults._bad_input_wire import (
-    BAD_LINES,
-    RawWire,
-    alive,
-    answered_by_id,
-    clear_error,
-    daemon_pid,
-    greeted_wire,
-    log_tracebacks,
-    ping,
-)
+from faults.hostile._bad_input_wire import BAD_LINES, answered_by_id, clear_error
 from faults.result import Scale, ScenarioResult
+from tests.support.process_checks import alive
+from tests.support.raw_wire import RawWire, ping
 
 TITLE = "Bad input: config, JSONL, wire"
 

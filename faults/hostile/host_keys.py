@@ -29,15 +29,20 @@ import asyncssh
 
 from console.config import HostConfig, SshTarget
 from console.link.loopback_ssh import write_known_hosts
-from faults._host_key_attempts import Attempt, attempt_cli, attempt_link, check_agent_witness
-from faults._host_key_servers import (
+from faults.harness.agents import private_home, shut_down_agent
+from faults.hostile._host_key_attempts import (
+    Attempt,
+    attempt_cli,
+    attempt_link,
+    check_agent_witness,
+)
+from faults.hostile._host_key_servers import (
     WitnessedServer,
     environment,
     running_ssh_agent,
     witnessed_asyncssh,
     witnessed_sshd,
 )
-from faults._hostile_common import private_home, shut_down_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.datasets import write_prompts
 from tests.support.ssh_servers import sshd_binary

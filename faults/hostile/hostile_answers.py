@@ -21,11 +21,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from agent.datasets.response_lines import parse_response_line
-from faults._hostile_common import watch_peak_mb
+from faults.harness.memory import watch_peak_mb
 from faults.result import Scale, ScenarioResult
 from tests.support.hostile_answer_server import (
     CHAT,
@@ -37,6 +36,7 @@ from tests.support.hostile_answer_server import (
 )
 from tests.support.runner_files import runner_command, status
 from tests.support.simulator_process import agent_env
+from tests.support.waits import wait_until_blocking
 
 TITLE = "Hostile answers: every kind of broken model-server answer against the real runner"
 RUN_TIMEOUT_S = 240.0
@@ -120,7 +120,9 @@ def _stop_part(result: ScenarioResult, folder: Path, url: str, copies: int) -> N
     peak: list[float] = []
     watcher = threading.Thread(target=lambda: peak.append(watch_peak_mb(runner, RUN_TIMEOUT_S)))
     watcher.start()
-    busy = _wait_for(lambda: int(status(folder).get("retries", 0)) >= 4 * len(BUSY_KINDS), 60.0)
+    busy = wait_until_blocking(
+        lambda: int(status(folder).get("retries", 0)) >= 4 * len(BUSY_KINDS), 60.0
+    )
     asked = time.monotonic()
     runner.send_signal(signal.SIGINT)
     try:
@@ -189,12 +191,3 @@ def _marked(folder: Path) -> set[str]:
     path = folder / "errors.jsonl"
     lines = path.read_text().splitlines() if path.exists() else []
     return {str(json.loads(line)["id"]) for line in lines}
-
-
-def _wait_for(check: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        threading.Event().wait(0.05)
-    return False

@@ -38,11 +38,12 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
-from faults._bad_input_wire import alive, daemon_pid, log_tracebacks
-from faults._hostile_common import resident_mb, shut_down_agent
-from faults._hostile_files_root import LIVE, SWAPPED, HostileRoot, expected_lines
+from faults.harness.agents import daemon_pid, log_tracebacks, shut_down_agent
+from faults.harness.memory import resident_mb
+from faults.hostile._hostile_files_root import LIVE, SWAPPED, HostileRoot, expected_lines
 from faults.result import Scale, ScenarioResult
 from tests.support.hostile_files import HOSTILE_LINES, no_dac_prefix
+from tests.support.process_checks import alive
 from tests.support.simulator_process import agent_env
 
 TITLE = "Hostile files: FIFOs, devices, sockets, loops, locked folders, corrupt and huge lines"

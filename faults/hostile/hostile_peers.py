@@ -12,12 +12,12 @@ same peers seen through a running daemon and its link are hostile_servers.
 
 from __future__ import annotations
 
-import resource
 import time
 from pathlib import Path
 
 from agent.probes.sglang_http import TIMEOUT_S, probe_sglang
 from agent.watch import notify
+from faults.harness.memory import own_peak_mb
 from faults.result import Scale, ScenarioResult
 from tests.support.hostile_hooks import alert, hook, notifier_for, settled
 from tests.support.hostile_metrics import METRICS, server
@@ -31,10 +31,10 @@ HOOK_DEADLINE_S = 3.0
 async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     """The two peers, one after the other."""
     result = ScenarioResult("hostile_peers", TITLE, seed)
-    before_mb = _peak_mb()
+    before_mb = own_peak_mb()
     await _webhook_part(result)
     await _probe_part(result, scale.pick(full=20, quick=3))
-    grown = _peak_mb() - before_mb
+    grown = own_peak_mb() - before_mb
     result.notes.append(f"webhook and probe parts: this process's peak memory grew {grown:.0f} MB")
     if grown > AGENT_GROWTH_LIMIT_MB:
         result.violate(f"peak memory grew {grown:.0f} MB reading hostile answers")
@@ -99,7 +99,3 @@ async def _probe_part(result: ScenarioResult, rounds: int) -> None:
             f"probe ({metrics}): {rounds} reading(s), slowest {max(took):.2f} s "
             f"(timeout {TIMEOUT_S:g} s)"
         )
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

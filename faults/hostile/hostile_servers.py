@@ -34,15 +34,16 @@ from agent.protocol import (
     Snapshot,
     SnapshotParams,
 )
-from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink, LinkError
 from console.link.local_link import open_local_link
-from faults._hostile_common import shut_down_agent, wait_until, wait_until_async
-from faults._hostile_server_peers import Peers, hostile_peers
+from faults.harness.agents import daemon_pid, shut_down_agent
+from faults.harness.memory import resident_mb
+from faults.hostile._hostile_server_peers import Peers, hostile_peers
 from faults.result import Scale, ScenarioResult
 from tests.support.ports import free_port
 from tests.support.simulator_process import agent_env
 from tests.support.tls_hooks import tls_drip_hook
+from tests.support.waits import wait_until
 
 TITLE = "Hostile servers: NaN and wrong types, endless bodies, redirects, drips, a stop mid-POST"
 WAIT_S = 40.0
@@ -108,7 +109,7 @@ async def _probe_once(result: ScenarioResult, state: Path, peers: Peers, metrics
     result.attempted += 1
     since, seen = time.time(), list[ServerStats]()
     async with _linked(state, PipelineConfig(sglang_url=peers.model_url)) as link:
-        shown = await wait_until_async(lambda: _shown(link, since, metrics, seen), WAIT_S)
+        shown = await wait_until(lambda: _shown(link, since, metrics, seen), WAIT_S)
     result.acknowledged += int(shown)
     if shown:
         result.notes.append(f"probe ({metrics} /metrics): {_panel(seen[-1])}")
@@ -150,14 +151,14 @@ async def _hook_part(result: ScenarioResult, state: Path, peers: Peers, kind: st
         before = await _notify_status(link)
         await link.apply_pipeline(pipeline)
         started = time.monotonic()
-        settled = await wait_until_async(
+        settled = await wait_until(
             lambda: _delivered(peers, dead) if kind == "good" else _settled(link, before), WAIT_S
         )
         # the hook has the body before the agent has read its answer and counted it sent: under
         # a loaded machine that gap read as "sent 0" (seen in a full parallel run)
-        settled = settled and await wait_until_async(lambda: _settled(link, before), WAIT_S)
+        settled = settled and await wait_until(lambda: _settled(link, before), WAIT_S)
         after = await _notify_status(link)
-        await wait_until_async(lambda: _quiet(link), WAIT_S)  # its tries end before the next hook
+        await wait_until(lambda: _quiet(link), WAIT_S)  # its tries end before the next hook
     took = time.monotonic() - started
     sent, lost = after.sent - before.sent, after.dead_letters - before.dead_letters
     ok = settled and not peers.posts["followed"] and _as_expected(kind, sent, lost)
@@ -217,7 +218,7 @@ async def _stop_part(
         in_flight = await wait_until(
             lambda: bool(accepted if kind == "tls" else peers.posts["drip"]), WAIT_S
         )
-        peaks.append(_peak_mb(StatePaths(state)))
+        peaks.append(resident_mb(daemon_pid(state), "VmHWM"))
         took, code = await asyncio.to_thread(_stop, state)
     result.faults += 1
     result.recovery_s.append(took)
@@ -239,17 +240,6 @@ def _stop(state: Path) -> tuple[float, int]:
         env=agent_env(), capture_output=True, timeout=60.0, check=False,
     )  # fmt: skip
     return time.monotonic() - started, done.returncode
-
-
-def _peak_mb(paths: StatePaths) -> float:
-    """The daemon's peak resident memory (VmHWM) in MB; 0 when it cannot be read."""
-    info = read_json(paths.daemon_info)
-    pid = info.get("pid") if isinstance(info, dict) else None
-    with contextlib.suppress(OSError, ValueError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 async def _attach_again(result: ScenarioResult, state: Path) -> None:

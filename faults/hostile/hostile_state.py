@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agent.watch.history import FILE_NAME
 from agent.watch.history_file import JOURNAL_LIMIT_BYTES
-from faults._hostile_state_history import (
+from faults.hostile._hostile_state_history import (
     TOKENS_PER_S,
     Seen,
     dataset_root,

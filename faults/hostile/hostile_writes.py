@@ -31,9 +31,9 @@ from agent.protocol import (
 from console.config import ConfigError, load_config
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.local_link import open_local_link
-from faults._bad_input_wire import daemon_pid
-from faults._hostile_common import resident_mb, shut_down_agent
-from faults._hostile_writes_race import (
+from faults.harness.agents import daemon_pid, shut_down_agent
+from faults.harness.memory import resident_mb
+from faults.hostile._hostile_writes_race import (
     REPAIRS_PER_TRIAL,
     RaceFigures,
     dead_writer_trial,

@@ -38,8 +38,8 @@ from agent.protocol import (
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.ssh_link import open_ssh_link
-from faults._hostile_common import job_states, private_home, shut_down_agent, wait_until
-from faults._injection_cases import (
+from faults.harness.agents import job_states, private_home, shut_down_agent
+from faults.hostile._injection_cases import (
     CANARY,
     DATASET_NAMES_SAFE,
     MADE_FOLDERS,
@@ -47,9 +47,10 @@ from faults._injection_cases import (
     draw_case,
     with_canary,
 )
-from faults._injection_traversal import Layout, check_traversal
+from faults.hostile._injection_traversal import Layout, check_traversal
 from faults.result import Scale, ScenarioResult
 from tests.support.ssh_servers import asyncssh_server
+from tests.support.waits import wait_until
 
 TITLE = "Injection and traversal: hostile argv, env and dataset names; paths out of the roots"
 

@@ -14,7 +14,6 @@ detection_s is how long each hostile reading took.
 from __future__ import annotations
 
 import os
-import resource
 import stat
 import subprocess
 import sys
@@ -28,7 +27,9 @@ from agent.host.signals import is_running
 from agent.jobs.supervisor import _state as job_state
 from agent.probes import gpus
 from agent.probes.gpus import read_gpus
+from faults.harness.memory import own_peak_mb
 from faults.result import Scale, ScenarioResult
+from tests.support.waits import wait_until_blocking
 
 TITLE = "Hostile nvidia-smi and key files, and a boot id that reads empty"
 
@@ -49,7 +50,7 @@ STAND_INS = {
 async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     """The three parts, the stand-ins `trials` times each."""
     result = ScenarioResult("peer_binaries", TITLE, seed)
-    before = _peak_mb()
+    before = own_peak_mb()
     saved = gpus.TIMEOUT_S
     gpus.TIMEOUT_S = PROBE_DEADLINE_S
     try:
@@ -58,7 +59,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
                 await _stand_in(workdir / f"{name}-{trial}", name, body, result)
     finally:
         gpus.TIMEOUT_S = saved
-    grown = _peak_mb() - before
+    grown = own_peak_mb() - before
     result.notes.append(f"nvidia-smi stand-ins: this process's peak memory grew {grown:.0f} MB")
     if grown > GROWTH_LIMIT_MB:
         result.violate(f"peak memory grew {grown:.0f} MB reading the stand-ins")
@@ -98,9 +99,7 @@ async def _stand_in(folder: Path, name: str, body: str, result: ScenarioResult) 
 def _pids_of(folder: Path) -> list[int]:
     """The stand-in's pid, and its children's (found by their parent in /proc)."""
     pid = int((folder / "pid").read_text())
-    deadline = time.monotonic() + 5
-    while is_running(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until_blocking(lambda: not is_running(pid), 5, 0.02)
     children = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True)
     mine = [int(p) for p in children.stdout.split() if _parent(int(p)) in (pid, 1)]
     return [pid, *[p for p in mine if _started_by(p, folder)]]
@@ -167,7 +166,3 @@ def _empty_boot_id(workdir: Path, result: ScenarioResult, count: int) -> None:
             child.wait()
     result.notes.append(f"boot id read empty: {count} live processes, none taken for lost")
     del workdir
-
-
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -29,8 +27,9 @@ from agent.pipeline.evaluate.measure import Request, send
 from faults.result import Scale, ScenarioResult
 from tests.support.export_data import answered_by_two_tokenizers
 from tests.support.loopback_app import answering_generate
+from tests.support.pipeline_runs import export
 from tests.support.runner_files import response_tokens, run_runner, write_id_prompts
-from tests.support.simulator_process import agent_env, running_simulator
+from tests.support.simulator_process import running_simulator
 
 TITLE = "The pipeline's jobs: another tokenizer's answers, cancel at the budget, hostile counts"
 
@@ -68,12 +67,8 @@ def _other_tokenizer(folder: Path, result: ScenarioResult, name: str) -> None:
     result.faults += LATE
     result.attempted += PROMPTS
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.pipeline.export", "--datasets-root", str(folder / "datasets"),
-         "--tokenizer", str(folder / "ours"), "--out", str(folder / "out"),
-         "--held-out-share", "0"],  # every prompt's answer counted: none kept for the evaluation
-        env=agent_env(), capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    # every prompt's answer counted: none kept for the evaluation
+    done = export(folder / "datasets", folder / "ours", folder / "out", "--held-out-share", "0")
     result.detection_s.append(time.monotonic() - started)
     lines = (folder / "out" / "B1" / "ids" / "ids.jsonl").read_text().splitlines()
     left_out = json.loads((folder / "out" / "B1" / "quality.json").read_text())["other_tokenizer"]

@@ -17,7 +17,7 @@ import json
 import urllib.request
 from pathlib import Path
 
-from faults._remote_code_folders import (
+from faults.hostile._remote_code_folders import (
     FOLDERS,
     REFUSAL_BOUND_S,
     STDIN_KINDS,

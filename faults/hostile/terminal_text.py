@@ -26,8 +26,8 @@ from pathlib import Path
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.config import load_config
 from console.link.ssh_link import open_ssh_link
-from faults._hostile_common import private_home, shut_down_agent
-from faults._terminal_text_box import Counts, HostileBox, count
+from faults.harness.agents import private_home, shut_down_agent
+from faults.hostile._terminal_text_box import Counts, HostileBox, count
 from faults.result import Scale, ScenarioResult
 from tests.support.simulator_process import running_simulator
 from tests.support.ssh_servers import asyncssh_server

@@ -34,7 +34,7 @@ from agent.protocol import (
     SnapshotParams,
 )
 from console.link.local_link import open_local_link
-from faults._hostile_common import local_agent
+from faults.harness.agents import local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from agent.host.procfs import process_info, start_ticks
 from agent.jobs.registry import CHILD_FILE, EXIT_FILE, SHIM_FILE, JobFiles
-from agent.protocol import JobInfo, StopResult
+from agent.protocol import LIVE_JOB_STATES, JobInfo, StopResult
 from console.link.agent_link import AgentLink
-from faults._hostile_common import request_stop, wait_until
+from faults.harness.agents import request_stop
 from faults.result import ScenarioResult
+from tests.support.waits import wait_until
 
 READY_TIMEOUT_S = 15.0
 SETTLE_S = 0.2
@@ -112,7 +113,7 @@ def _check_canary(
     # stop it had. Either way it must not look alive.
     if stopped is not None and stopped.outcome not in ("lost", "stopped"):
         result.violate(f"{name}: outcome {stopped.outcome}, neither lost nor the earlier stop")
-    if stopped is not None and stopped.job.state in ("starting", "running", "stopping"):
+    if stopped is not None and stopped.job.state in LIVE_JOB_STATES:
         result.violate(f"{name}: shown {stopped.job.state} though its pid is another process")
     if stopped is not None and stopped.steps:
         result.violate(f"{name}: the stop sent {[s.action for s in stopped.steps]} to the canary")

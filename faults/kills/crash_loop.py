@@ -37,10 +37,10 @@ from agent.protocol import (
 )
 from agent.state import read_json
 from console.link.agent_link import AgentLink
-from faults._box_runs import alerts_of, events_of, line_of
-from faults._hostile_common import local_agent
+from faults.harness.agents import local_agent
+from faults.harness.box_runs import line_of
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import jobs_now, jobs_where, observer_scans
+from tests.support.operations import alerts_of, events_of, jobs_now, jobs_where, observer_scans
 
 TITLE = "A crash loop: jobs that die at once stop after their cap, one alert, no busy loop"
 

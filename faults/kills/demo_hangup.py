@@ -32,9 +32,9 @@ from tests.support.demo_terminal import (
     job_shims,
     kill_leftovers,
     start_demo,
-    wait_until,
 )
 from tests.support.terminal import MarkerNotSeenError, PtyTerminal
+from tests.support.waits import wait_until_blocking
 
 TITLE = "Demo hang-up: the terminal closed at start-up, while running, during teardown"
 
@@ -100,7 +100,7 @@ def one_trial(trial: Trial, workspace: Path, result: ScenarioResult, left: Count
         code = terminal.wait_exit(EXIT_WITHIN_S)
         exited_s = time.monotonic() - hung_up_at
         leftovers = demo_processes(workspace)
-        gone = wait_until(lambda: not demo_processes(workspace), EXIT_WITHIN_S)
+        gone = wait_until_blocking(lambda: not demo_processes(workspace), EXIT_WITHIN_S)
         left[trial.label] += len(leftovers)
         _judge(trial, terminal, code, leftovers, result)
         result.detection_s.append(exited_s)
@@ -120,7 +120,7 @@ def _reach(
             terminal.wait_for(BUILDING, START_TIMEOUT_S)
         elif phase == "jobs starting":
             terminal.wait_for(STARTING, START_TIMEOUT_S)
-            if not wait_until(lambda: job_shims(workspace), START_TIMEOUT_S):
+            if not wait_until_blocking(lambda: job_shims(workspace), START_TIMEOUT_S):
                 raise MarkerNotSeenError("no job of the demo's ever started")
         elif phase == "running":
             terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)

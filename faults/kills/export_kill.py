@@ -27,6 +27,7 @@ from tests.support.export_data import (
     write_jsonl,
 )
 from tests.support.simulator_process import agent_env
+from tests.support.waits import wait_until_blocking
 
 TITLE = "Export SIGKILLed mid-write, then rerun"
 ANSWERS = 3000
@@ -112,12 +113,12 @@ def _kill_mid_write(
 ) -> None:
     process = subprocess.Popen(_command(root, workdir, out), env=agent_env(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not list(out.glob("*/*/*.partial")) and process.poll() is None:
-        if time.monotonic() > deadline:
-            result.violate(f"trial {trial}: the export wrote nothing within {START_TIMEOUT_S:g} s")
-            break
-        time.sleep(POLL_S)
+
+    def writing() -> bool:
+        return bool(list(out.glob("*/*/*.partial"))) or process.poll() is not None
+
+    if not wait_until_blocking(writing, START_TIMEOUT_S, POLL_S):
+        result.violate(f"trial {trial}: the export wrote nothing within {START_TIMEOUT_S:g} s")
     time.sleep(rng.uniform(0.0, 1.5))
     process.kill()
     process.wait()

@@ -37,11 +37,12 @@ from agent.protocol import (
     SnapshotParams,
 )
 from console.link.agent_link import AgentLink, AgentRequestError
-from faults._hostile_common import job_states, local_agent, request_stop, wait_until_async
-from faults._runner_kill_files import read_final, write_prompts
+from faults.harness.agents import job_states, local_agent, request_stop
+from faults.harness.responses import read_final, write_prompts
 from faults.result import Scale, ScenarioResult
 from tests.support.runner_files import run_runner, start_runner, status
 from tests.support.simulator_process import running_simulator
+from tests.support.waits import wait_until
 
 TITLE = "A writer frozen with SIGSTOP, by hand or as the agent's job"
 
@@ -98,7 +99,7 @@ async def _start_job(link: AgentLink, result: ScenarioResult) -> JobInfo | None:
         job = (await job_states(link))[job.id]
         return job.state == "running" and job.pid is not None
 
-    if not await wait_until_async(running, 30):
+    if not await wait_until(running, 30):
         result.violate(f"the agent's runner never ran: {job}")
         return None
     return job
@@ -109,7 +110,7 @@ async def _freezes(
     result: ScenarioResult,
 ) -> None:  # fmt: skip
     assert job.pid is not None
-    await wait_until_async(lambda: _said_running(root / "B1", hand_pid), 30)
+    await wait_until(lambda: _said_running(root / "B1", hand_pid), 30)
     writers = (("B1", hand_pid, "by hand"), ("B2", job.pid, "agent job"))
     for trial in range(count):
         name, pid, who = writers[trial % 2]
@@ -167,7 +168,7 @@ async def _see(link: AgentLink, name: str, check: object) -> bool:
     async def seen() -> bool:
         return bool(check(await _progress(link, name)))  # type: ignore[operator]
 
-    return await wait_until_async(seen, SEE_TIMEOUT_S)
+    return await wait_until(seen, SEE_TIMEOUT_S)
 
 
 async def _progress(link: AgentLink, name: str) -> DatasetProgress:

@@ -43,7 +43,7 @@ from agent.protocol import (
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
-from faults._hostile_common import local_agent
+from faults.harness.agents import local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.operations import jobs_now, operation_ended
 

@@ -26,6 +26,7 @@ from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
     JOBS_STOP,
+    LIVE_JOB_STATES,
     PING,
     JobSpec,
     LaunchParams,
@@ -33,7 +34,7 @@ from agent.protocol import (
     PipelineConfig,
     StopParams,
 )
-from faults._hostile_common import local_agent
+from faults.harness.agents import local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.operations import jobs_where, text_appears
 
@@ -106,9 +107,7 @@ async def _tree_trial(
             started = time.monotonic()
             await link.call(JOBS_STOP, StopParams(job.id), idempotency_key="k", timeout_s=60)
             stops_s.append(time.monotonic() - started)
-        await jobs_where(
-            link, lambda jobs: jobs[0].state not in ("starting", "running", "stopping")
-        )
+        await jobs_where(link, lambda jobs: jobs[0].state not in LIVE_JOB_STATES)
         if _alive(worker):
             left.append(name)
             result.lost += 1

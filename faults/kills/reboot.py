@@ -33,7 +33,8 @@ from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams, PipelineConfig
 from agent.state import read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
-from faults._box_runs import (
+from faults.harness.agents import shut_down_agent
+from faults.harness.box_runs import (
     LOOK_S,
     RUNNER,
     SERVER,
@@ -45,18 +46,17 @@ from faults._box_runs import (
     check_restarts,
     count_final,
     error_lines,
-    events_of,
     line_of,
     live,
     runner_spec,
     server_spec,
     watch_until,
 )
-from faults._hostile_common import shut_down_agent
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import jobs_now
+from tests.support.operations import events_of, jobs_now
 from tests.support.ports import free_port
 from tests.support.runner_files import status
+from tests.support.waits import wait_until
 
 TITLE = "A reboot: every process of the box killed, the agent started with no console"
 
@@ -156,9 +156,9 @@ class _Drill:
                     kill_process(pid, signum)
         self.result.faults += 1
         self.killed += len(processes)
-        deadline = time.monotonic() + STEP_TIMEOUT_S
-        while any(is_same_process(*p) for p in processes) and time.monotonic() < deadline:
-            await asyncio.sleep(LOOK_S)
+        await wait_until(
+            lambda: not any(is_same_process(*p) for p in processes), STEP_TIMEOUT_S, LOOK_S
+        )
         if survivors := [pid for pid, ticks in processes if is_same_process(pid, ticks)]:
             self.result.violate(f"power cut {number + 1}: processes {survivors} survived SIGKILL")
         for watch in self.watches:

@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from faults._runner_kill_files import ResponsesFollower, read_final, size_buckets, write_prompts
+from faults.harness.responses import ResponsesFollower, read_final, size_buckets, write_prompts
 from faults.result import Scale, ScenarioResult
 from tests.support.runner_files import start_runner, status
 from tests.support.simulator_process import running_simulator

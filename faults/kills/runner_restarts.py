@@ -25,7 +25,8 @@ from pathlib import Path
 
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.link.agent_link import AgentLink
-from faults._box_runs import (
+from faults.harness.agents import local_agent
+from faults.harness.box_runs import (
     RUNNER,
     DatasetWatch,
     Kill,
@@ -35,16 +36,14 @@ from faults._box_runs import (
     check_restarts,
     count_final,
     error_lines,
-    events_of,
     line_of,
     live,
     runner_spec,
     sigkill,
     watch_until,
 )
-from faults._hostile_common import local_agent
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import jobs_now
+from tests.support.operations import events_of, jobs_now
 from tests.support.runner_files import status
 from tests.support.simulator_process import running_simulator
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.link.agent_link import AgentLink
-from faults._box_runs import (
+from faults.harness.agents import local_agent
+from faults.harness.box_runs import (
     RUNNER,
     SERVER,
     DatasetWatch,
@@ -33,7 +34,6 @@ from faults._box_runs import (
     check_restarts,
     count_final,
     error_lines,
-    events_of,
     line_of,
     live,
     runner_spec,
@@ -41,9 +41,8 @@ from faults._box_runs import (
     sigkill,
     watch_until,
 )
-from faults._hostile_common import local_agent
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import jobs_now
+from tests.support.operations import events_of, jobs_now
 from tests.support.ports import free_port
 from tests.support.runner_files import status
 

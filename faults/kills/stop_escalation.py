@@ -37,15 +37,10 @@ from agent.protocol import (
     StopSignal,
 )
 from console.link.agent_link import AgentLink
-from faults._hostile_common import (
-    job_states,
-    local_agent,
-    request_stop,
-    wait_until,
-    wait_until_async,
-)
-from faults._stop_canary import stop_with_canary
+from faults.harness.agents import job_states, local_agent, request_stop
+from faults.kills._stop_canary import stop_with_canary
 from faults.result import Scale, ScenarioResult
+from tests.support.waits import wait_until
 
 TITLE = "Stop escalation: a job that ignores SIGTERM and forks workers"
 
@@ -250,12 +245,11 @@ def _announced(ready: Path) -> tuple[Processes, Processes]:
 
 async def _group_empty_at(pgid: int, timeout_s: float) -> float | None:
     """The wall-clock moment no live process is left in `pgid`, watched from outside."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not await asyncio.to_thread(group_members, pgid):
-            return time.time()
-        await asyncio.sleep(0.02)
-    return None
+
+    async def empty() -> bool:
+        return not await asyncio.to_thread(group_members, pgid)
+
+    return time.time() if await wait_until(empty, timeout_s) else None
 
 
 def _check_timing(
@@ -347,7 +341,7 @@ async def stop_finished_job_with_recycled_pid(
     async def ended() -> bool:
         return (await job_states(link))[job.id].state == "exited"
 
-    if not await wait_until_async(ended, READY_TIMEOUT_S):
+    if not await wait_until(ended, READY_TIMEOUT_S):
         result.violate(f"finished job {index}: never exited")
         return
     await _canary_stop(link, job, workdir, result, tally, f"finished job {index}", finished=True)

@@ -37,11 +37,10 @@ from agent.protocol import (
 )
 from console.link.agent_link import LinkError
 from console.link.local_link import open_local_link
-from faults._box_runs import events_of, live
-from faults._hostile_common import shut_down_agent
-from faults._redeploy_box import catch_stop_recording, daemon_pid, quiet_line
+from faults.harness.agents import catch_stop_recording, daemon_pid, shut_down_agent
+from faults.harness.box_runs import live, quiet_line
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import operation_ended, text_appears
+from tests.support.operations import events_of, operation_ended, text_appears
 from tests.support.runner_files import write_id_prompts
 
 TITLE = "The agent killed between a stop's SIGTERM and its record"

@@ -20,7 +20,7 @@ from pathlib import Path
 from agent.protocol import PING, PingParams
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
-from faults._link_harness import LinkWatch, loopback_server
+from faults.harness.link import LinkWatch, loopback_server
 from tests.support.ssh_servers import openssh_server
 
 PING_EVERY_S = 0.2

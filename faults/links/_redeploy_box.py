@@ -11,7 +11,6 @@ Nothing here injects a fault.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import hashlib
 import json
@@ -22,12 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.protocol import JobInfo
 from agent.state import read_json
 from console.config import HostConfig, load_config
-from console.link.agent_link import AgentLink
-from faults._box_runs import line_of
-from tests.support.operations import jobs_now, observer_scans
 from tests.support.runner_files import write_id_prompts
 
 JOB, DATASET = "worker", "D1"
@@ -36,7 +31,6 @@ RESTART_DELAY_S = 0.2
 PHASES = ("begin", "stop", "install", "start", "watch", "rollback", "restore", "end")
 """The phases of a redeploy record, in the order they run ("begin" runs the stop)."""
 POLL_S = 0.002
-SETTLE_TIMEOUT_S = 60.0
 WORKER = """# {version}
 import signal, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -163,28 +157,6 @@ def catch_phase(
     return None
 
 
-def catch_stop_recording(
-    job: JobInfo, state: Path, timeout_s: float, freeze: Callable[[], None]
-) -> str:
-    """Freeze the agent once the job's shim recorded its end, before the stop is recorded.
-
-    That is the window between the job dying of the stop's SIGTERM and the agent writing the
-    stop's end over the `stop.json` that said it was asked. Blocking (run it in a thread). Returns "in the window" when the agent was
-    frozen inside it, "after the stop was recorded" when it came too late (frozen all the
-    same), or "" when the job never ended within `timeout_s` (nothing frozen).
-    """
-    folder = state / "jobs" / job.id
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if (folder / "exit.json").exists():
-            freeze()
-            record = read_json(folder / "stop.json")  # "asked" from the first signal on
-            recorded = isinstance(record, dict) and record.get("outcome") != "asked"
-            return "after the stop was recorded" if recorded else "in the window"
-        time.sleep(POLL_S / 2)
-    return ""
-
-
 def _reached(record: object, aim: str) -> bool:
     """The record is at `aim` or past it; a stop counts once its signal was sent."""
     found = _phase(record)
@@ -216,29 +188,3 @@ def caught_now(folder: Path, known: set[str]) -> Caught | None:
 def known_operations(folder: Path) -> set[str]:
     """The ids of the records there now."""
     return {path.stem for path in folder.glob("*.json")} if folder.is_dir() else set()
-
-
-def daemon_pid(state: Path) -> int | None:
-    """The running daemon's pid, from its daemon.json."""
-    info = read_json(state / "daemon.json")
-    return int(info["pid"]) if isinstance(info, dict) and "pid" in info else None
-
-
-async def quiet_line(link: AgentLink, job: str, dataset: str | None) -> list[JobInfo]:
-    """The line once no job starts or stops and no restart waits, the same three scans later."""
-    deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while True:
-        line = line_of(await jobs_now(link), job, dataset)
-        late = time.monotonic() > deadline
-        if _quiet(line) or late:
-            await observer_scans(link, 3)
-            again = line_of(await jobs_now(link), job, dataset)
-            if late or [(j.id, j.state) for j in again] == [(j.id, j.state) for j in line]:
-                return again
-        await asyncio.sleep(0.1)
-
-
-def _quiet(line: list[JobInfo]) -> bool:
-    busy = [job for job in line if job.state in ("starting", "stopping")]
-    pending = [job for job in line if (job.restart_note or "").startswith(("restarting", "wait"))]
-    return not busy and not pending

@@ -31,7 +31,7 @@ from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopPa
 from console.link import ssh_link
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
-from faults._link_harness import (
+from faults.harness.link import (
     FIRST_CONNECT_S,
     TICKER,
     LinkWatch,
@@ -47,9 +47,9 @@ from faults._link_harness import (
     request_when_up,
     running_session,
     running_ticker,
-    wait_for,
 )
 from faults.result import Scale, ScenarioResult
+from tests.support.waits import wait_until
 
 TITLE = "Link black-holed (SSH server SIGSTOPped), then restored"
 QUICK_KEEPALIVE = {"KEEPALIVE_INTERVAL_S": 1, "KEEPALIVE_COUNT_MAX": 2}
@@ -119,7 +119,7 @@ class _Blackholes:
 
     async def play(self, rng: random.Random, trials: int) -> None:
         """Start the job, then black-hole the link `trials` times."""
-        if not await wait_for(lambda: is_up(self.session), FIRST_CONNECT_S):
+        if not await wait_until(lambda: is_up(self.session), FIRST_CONNECT_S):
             self.result.violate(f"the link never came up in {FIRST_CONNECT_S:g} s")
             return
         ticker = await self._start_ticker()
@@ -162,7 +162,7 @@ class _Blackholes:
     async def _healthy(self, label: str) -> bool:
         """Up, a ping answered, log bytes flowing: a fair start for the next trial."""
         since = time.monotonic()
-        if not await wait_for(lambda: self._flowing(since), RECOVER_WITHIN_S):
+        if not await wait_until(lambda: self._flowing(since), RECOVER_WITHIN_S):
             self.result.violate(f"{label}: the link was not healthy before the black hole")
             return False
         return True
@@ -173,7 +173,7 @@ class _Blackholes:
 
     async def _detect(self, label: str, stopped: float, bound_s: float) -> bool:
         noticed = lambda: self.watch.left_up_after(stopped) is not None  # noqa: E731
-        if not await wait_for(noticed, bound_s + SLACK_S + 10):
+        if not await wait_until(noticed, bound_s + SLACK_S + 10):
             waited = bound_s + SLACK_S + 10
             self.result.violate(f"{label}: the dead link was not noticed in {waited:g} s")
             return False
@@ -187,7 +187,7 @@ class _Blackholes:
         return True
 
     async def _recover(self, label: str, stopped: float, resumed: float) -> bool:
-        if not await wait_for(lambda: self._back(stopped) is not None, RECOVER_WITHIN_S):
+        if not await wait_until(lambda: self._back(stopped) is not None, RECOVER_WITHIN_S):
             self.result.violate(f"{label}: not back {RECOVER_WITHIN_S:g} s after SIGCONT")
             return False
         self.result.recovery_s.append((self._back(stopped) or resumed) - resumed)

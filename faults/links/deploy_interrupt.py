@@ -35,7 +35,7 @@ from console.link.deploy import deploy, plan_deploy
 from console.link.file_channel import LocalChannel
 from console.link.local_link import open_local_link
 from console.link.ssh_link import open_ssh_link
-from faults._deploy_interrupt_files import (
+from faults.links._deploy_interrupt_files import (
     LARGE,
     FinishingChannel,
     Version,
@@ -50,6 +50,7 @@ from faults._deploy_interrupt_files import (
 )
 from faults.result import Scale, ScenarioResult
 from tests.support.ssh_servers import SshEndpoint, asyncssh_server
+from tests.support.waits import wait_until
 
 TITLE = "Deploys interrupted at random points"
 
@@ -205,13 +206,13 @@ class _Deployer:
             self._kill_daemon()
 
     async def _large_upload_complete(self, task: asyncio.Task[list[InstallResult]]) -> None:
-        deadline = time.monotonic() + AIM_TIMEOUT_S
-        while not task.done() and time.monotonic() < deadline:
-            large = self.remote / LARGE
+        large = self.remote / LARGE
+
+        def uploaded() -> bool:
             staged = large.parent.glob(f".{large.name}.eagle-upload-*")
-            if any(_size(path) >= self.large_bytes for path in staged):
-                return
-            await asyncio.sleep(POLL_S / 4)
+            return task.done() or any(_size(path) >= self.large_bytes for path in staged)
+
+        await wait_until(uploaded, AIM_TIMEOUT_S, POLL_S / 4)
 
     def _kill_daemon(self) -> None:
         info = read_json(StatePaths(self.state_dir).daemon_info)

@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 from agent.host.signals import kill_process
-from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
+from agent.protocol import JOBS_LAUNCH, LIVE_JOB_STATES, JobInfo, LaunchParams
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
-from faults._link_harness import (
+from faults.harness.link import (
     FIRST_CONNECT_S,
     TICKER,
     LinkWatch,
@@ -46,11 +46,11 @@ from faults._link_harness import (
     request_when_up,
     running_session,
     running_ticker,
-    wait_for,
 )
-from faults._link_relay import CuttableRelay
+from faults.harness.relay import CuttableRelay
 from faults.result import Scale, ScenarioResult
 from tests.support.simulator_process import agent_env
+from tests.support.waits import wait_until
 
 TITLE = "SSH drops (TCP resets) and agent restarts during a running job"
 DETECT_WITHIN_S = 20.0
@@ -106,13 +106,13 @@ class _Drill:
 
     async def play(self, rng: random.Random, schedule: list[str]) -> None:
         """Launch through a cut, run the schedule, end the job while the link is down, count."""
-        if not await wait_for(lambda: is_up(self.session), FIRST_CONNECT_S):
+        if not await wait_until(lambda: is_up(self.session), FIRST_CONNECT_S):
             self.result.violate(f"the link never came up in {FIRST_CONNECT_S:g} s")
             return
         ticker = await self._launch_through_a_cut()
         with contextlib.suppress(LinkError):  # a drop now is fine: the reconnect subscribes
             await self.session.follow_log(ticker.log_name, 0)
-        if not await wait_for(lambda: self.watch.received(ticker.log_name), 30):
+        if not await wait_until(lambda: self.watch.received(ticker.log_name), 30):
             self.result.violate("no log bytes arrived after subscribing to the job's log")
         relaunch_after = set(rng.sample(range(len(schedule)), k=max(1, len(schedule) // 4)))
         for index, kind in enumerate(schedule):
@@ -133,7 +133,7 @@ class _Drill:
         )
         self.launches += 1
         created = lambda: any(self.state_dir.glob("jobs/*/job.json")) or first.done()  # noqa: E731
-        await wait_for(created, 15, poll_s=0.001)  # cut in the window before the answer
+        await wait_until(created, 15, poll_s=0.001)  # cut in the window before the answer
         at = time.monotonic()
         self._cut("launch drop")
         answered: JobInfo | None = None
@@ -161,7 +161,7 @@ class _Drill:
 
     async def _fault(self, label: str, kind: str, rng: random.Random, ticker: Ticker) -> bool:
         """Inject one fault and time it; False when the link did not come back."""
-        await wait_for(lambda: is_up(self.session), RECOVER_WITHIN_S)
+        await wait_until(lambda: is_up(self.session), RECOVER_WITHIN_S)
         await asyncio.sleep(rng.uniform(0.2, 1.2))
         daemon_before = self._daemon_pid()
         at = time.monotonic()
@@ -203,11 +203,11 @@ class _Drill:
 
         Once the job has ended no bytes come: a ping answered on the new link is recovery then.
         """
-        if not await wait_for(lambda: self.watch.left_up_after(at) is not None, DETECT_WITHIN_S):
+        if not await wait_until(lambda: self.watch.left_up_after(at) is not None, DETECT_WITHIN_S):
             self.result.violate(f"{label}: the console did not notice in {DETECT_WITHIN_S:g} s")
             return False
         self.result.detection_s.append((self.watch.left_up_after(at) or at) - at)
-        if not await wait_for(lambda: self._back(at, log_flows) is not None, RECOVER_WITHIN_S):
+        if not await wait_until(lambda: self._back(at, log_flows) is not None, RECOVER_WITHIN_S):
             self.result.violate(f"{label}: not back {RECOVER_WITHIN_S:g} s after it")
             return False
         self.result.recovery_s.append((self._back(at, log_flows) or at) - at)
@@ -237,7 +237,7 @@ class _Drill:
 
     async def _end_while_down(self, rng: random.Random, ticker: Ticker) -> bool:
         """Cut the link, SIGTERM the job while it is down; the reattach must report its end."""
-        await wait_for(lambda: is_up(self.session), RECOVER_WITHIN_S)
+        await wait_until(lambda: is_up(self.session), RECOVER_WITHIN_S)
         await asyncio.sleep(rng.uniform(0.2, 1.2))
         self._check_alive("final drop", ticker)
         at = time.monotonic()
@@ -256,7 +256,7 @@ class _Drill:
         deadline = time.monotonic() + ENDED_WITHIN_S
         while time.monotonic() < deadline:
             job = next((j for j in await own_jobs(self.session) if j.id == ticker.job_id), None)
-            if job is not None and job.state not in ("running", "starting", "stopping"):
+            if job is not None and job.state not in LIVE_JOB_STATES:
                 return job
             await asyncio.sleep(0.1)
         return None

@@ -29,8 +29,16 @@ from console.config import HostConfig, SshTarget
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
 from console.link.redeploy import follow_operation, start_redeploy
-from faults._box_runs import RUNNER, Policy, RunShape, box_pipeline, line_of, live, runner_spec
-from faults._link_harness import (
+from faults.harness.box_runs import (
+    RUNNER,
+    Policy,
+    RunShape,
+    box_pipeline,
+    line_of,
+    live,
+    runner_spec,
+)
+from faults.harness.link import (
     FIRST_CONNECT_S,
     LinkWatch,
     agent_cleanup,
@@ -39,14 +47,14 @@ from faults._link_harness import (
     report_session_error,
     request_when_up,
     running_session,
-    wait_for,
 )
-from faults._loaded_link import Door, Pings, door, drops_after, spinning, why_not_up
-from faults._runner_kill_files import write_prompts
+from faults.harness.responses import write_prompts
+from faults.links._loaded_link import Door, Pings, door, drops_after, spinning, why_not_up
 from faults.result import Scale, ScenarioResult
 from tests.support.runner_files import status
 from tests.support.simulator_process import running_simulator
 from tests.support.ssh_servers import sshd_binary
+from tests.support.waits import wait_until
 
 TITLE = "k and R over sshd, 64 requests in flight, the machine loaded: the link stays up"
 
@@ -116,7 +124,7 @@ class _Half:
         """Connect, load the machine, then k and R `rounds` times on the one link."""
         host, watch = self.host(way_in), LinkWatch()
         async with running_session(host, watch) as session:
-            if not await wait_for(lambda: is_up(session), FIRST_CONNECT_S):
+            if not await wait_until(lambda: is_up(session), FIRST_CONNECT_S):
                 self.result.violate(f"{way_in.kind}: the link never came up: {why_not_up(watch)}")
                 return
             up_at = time.monotonic()
@@ -138,7 +146,7 @@ class _Half:
         def full() -> bool:
             return int(status(folder).get("in_flight", 0)) >= SHAPE.concurrency
 
-        if not await wait_for(full, IN_FLIGHT_TIMEOUT_S):
+        if not await wait_until(full, IN_FLIGHT_TIMEOUT_S):
             self.result.violate(f"{name}: the runner never had {SHAPE.concurrency} in flight")
             return None
         running = live(line_of(await own_jobs(session), RUNNER, DATASET))

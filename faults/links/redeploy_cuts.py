@@ -34,27 +34,25 @@ from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.redeploy import follow_operation, start_redeploy
 from console.link.ssh_link import open_ssh_link
-from faults._box_runs import events_of, line_of, live
-from faults._link_harness import agent_cleanup, loopback_server, pin_known_hosts
-from faults._link_relay import CuttableRelay
-from faults._redeploy_box import (
+from faults.harness.agents import catch_stop_recording, daemon_pid
+from faults.harness.box_runs import line_of, live, quiet_line
+from faults.harness.link import agent_cleanup, loopback_server, pin_known_hosts
+from faults.harness.relay import CuttableRelay
+from faults.links._redeploy_box import (
     DATASET,
     JOB,
     Box,
     Caught,
     Version,
     catch_phase,
-    catch_stop_recording,
     caught_now,
-    daemon_pid,
     known_operations,
     on_disk,
-    quiet_line,
     write_config,
     write_version,
 )
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import jobs_now
+from tests.support.operations import events_of, jobs_now
 from tests.support.simulator_process import agent_env
 
 TITLE = "Link cut, console killed, agent killed at every step of a redeploy"

@@ -14,39 +14,28 @@ missing from or repeated in what A received.
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 import statistics
-import sys
 import time
 from pathlib import Path
-from typing import Any, TypeVar
 
-from agent.protocol import (
-    JOBS_LAUNCH,
-    JOBS_STOP,
-    PING,
-    PROTOCOL_VERSION,
-    JobInfo,
-    JobSpec,
-    LaunchParams,
-    Method,
-    PingParams,
-    PipelineConfig,
-    StopParams,
-)
 from agent.serving.session import LAG_CUTOFF_S
 from console.link.agent_link import AgentLink, LinkError
 from console.link.local_link import open_local_link
-from faults._bad_input_wire import daemon_pid
-from faults._hostile_common import resident_mb, shut_down_agent
+from faults.harness.agents import daemon_pid, shut_down_agent
+from faults.harness.memory import resident_mb
 from faults.result import Scale, ScenarioResult
-
-P = TypeVar("P")
-R = TypeVar("R")
+from tests.support.stalled_console import (
+    LogReadBack,
+    big_log,
+    busy_pipeline,
+    keep_busy,
+    read_again,
+    read_until_lagged,
+    resume,
+    stalled_console,
+)
 
 TITLE = "Slow client: a console that stops reading its socket"
-LOG_LINES = 200_000
 ANSWER_LIMIT_S = 5.0
 """A request of B slower than this fails the scenario (a blocked agent never answers)."""
 RSS_GROWTH_LIMIT_MB = 64.0
@@ -56,14 +45,10 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     """Measure B alone, then B while A is stalled, then A's catch-up and resume."""
     result = ScenarioResult("slow_client", TITLE, seed)
     log = workdir / "sglang.log"
-    data = b"".join(b"line %06d %s\n" % (i, b"x" * 100) for i in range(LOG_LINES))
-    log.write_bytes(data)
-    sleeper = JobSpec((sys.executable, "-c", "import time; time.sleep(300)"), grace_s=1)
+    data = big_log(log)
     state_dir = workdir / "state"
     try:
-        console_b = await open_local_link(
-            state_dir, PipelineConfig(sglang_log=str(log), jobs={"sleeper": sleeper})
-        )
+        console_b = await open_local_link(state_dir, busy_pipeline(log))
         try:
             baseline = await _requests(console_b, 3.0, result)
             rss_before = resident_mb(daemon_pid(state_dir))
@@ -87,35 +72,14 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
 async def _requests(link: AgentLink, seconds: float, result: ScenarioResult) -> list[float]:
     """B's launch, ping and stop, over and over for `seconds`; each one's time."""
     took: list[float] = []
-    started = time.monotonic()
-    while time.monotonic() - started < seconds:
-        began = time.monotonic()
-        try:
-            job: JobInfo = await _timed(
-                link, JOBS_LAUNCH, LaunchParams("sleeper"), f"l{began}", result, took
-            )
-            await _timed(link, PING, PingParams(), None, result, took)
-            await _timed(link, JOBS_STOP, StopParams(job.id), f"s{began}", result, took)
-        except (asyncio.TimeoutError, LinkError) as exc:
-            result.violate(f"B's request failed or took over {ANSWER_LIMIT_S} s: {exc!r}")
-            return took
+    try:
+        await keep_busy(link, seconds, ANSWER_LIMIT_S, took)
+    except (asyncio.TimeoutError, LinkError) as exc:
+        result.attempted += 1
+        result.violate(f"B's request failed or took over {ANSWER_LIMIT_S} s: {exc!r}")
+    result.attempted += len(took)
+    result.acknowledged += len(took)
     return took
-
-
-async def _timed(
-    link: AgentLink,
-    method: Method[P, R],
-    params: P,
-    key: str | None,
-    result: ScenarioResult,
-    took: list[float],
-) -> R:
-    result.attempted += 1
-    began = time.monotonic()
-    answer = await asyncio.wait_for(link.call(method, params, idempotency_key=key), ANSWER_LIMIT_S)
-    took.append(time.monotonic() - began)
-    result.acknowledged += 1
-    return answer
 
 
 async def _stall(
@@ -125,16 +89,11 @@ async def _stall(
     baseline: list[float],
     result: ScenarioResult,
 ) -> None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(str(state_dir / "agent.sock"))
-    hello = {"protocol_version": PROTOCOL_VERSION, "client_version": "stalled"}
-    sock.sendall(_line(1, "hello", hello) + _line(2, "snapshot.watch", {"interval_s": 0.1})
-                 + _line(3, "logs.subscribe", {"name": "sglang", "offset": 0}))  # fmt: skip
+    sock = stalled_console(state_dir)
     stalled_at = time.monotonic()
     during = await _requests(console_b, LAG_CUTOFF_S + 2, result)
     _compare(baseline, during, result)
-    sock.setblocking(False)
-    reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**24)
+    reader, writer = await read_again(sock)
     try:
         await _catch_up(reader, writer, data, stalled_at, result)
     finally:
@@ -161,53 +120,29 @@ async def _catch_up(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes, stalled_at: float,
     result: ScenarioResult,
 ) -> None:  # fmt: skip
-    text, lagged = await _read_until_lagged(reader, result)
+    log = LogReadBack()
+    lagged = await read_until_lagged(reader, log)
     if lagged is None:
+        _count_gaps(log, result)
         result.violate("A never got a log_lagged notice")
         return
     result.recovery_s.append(time.monotonic() - stalled_at)
-    if lagged["resume_offset"] != len(text):
-        result.violate(f"log_lagged names byte {lagged['resume_offset']}, A has {len(text)}")
-    writer.write(_line(9, "logs.subscribe", {"name": "sglang", "offset": lagged["resume_offset"],
-                                            "inode": lagged["inode"]}))  # fmt: skip
-    deadline = time.monotonic() + 60
-    while len(text) < len(data) and time.monotonic() < deadline:
-        message = json.loads(await asyncio.wait_for(reader.readline(), 30))
-        if message.get("event") == "log":
-            text = _append(text, message["data"], result)
-    if text != data:
-        result.lost += max(0, len(data) - len(text))
+    if lagged["resume_offset"] != len(log.text):
+        result.violate(f"log_lagged names byte {lagged['resume_offset']}, A has {len(log.text)}")
+    await resume(reader, writer, lagged, log, len(data))
+    _count_gaps(log, result)
+    if log.text != data:
+        result.lost += max(0, len(data) - len(log.text))
         result.violate(
-            f"A's log after resuming: {len(text):,} bytes, want the file's {len(data):,}"
+            f"A's log after resuming: {len(log.text):,} bytes, want the file's {len(data):,}"
         )
 
 
-async def _read_until_lagged(
-    reader: asyncio.StreamReader, result: ScenarioResult
-) -> tuple[bytes, dict[str, Any] | None]:
-    text = b""
-    while True:
-        try:
-            line = await asyncio.wait_for(reader.readline(), LAG_CUTOFF_S * 3)
-        except asyncio.TimeoutError:
-            return text, None
-        message = json.loads(line)
-        if message.get("event") == "log":
-            text = _append(text, message["data"], result)
-        elif message.get("event") == "log_lagged":
-            return text, message["data"]
-
-
-def _append(text: bytes, chunk: dict[str, Any], result: ScenarioResult) -> bytes:
-    if chunk["start_offset"] != len(text):
-        gap = chunk["start_offset"] - len(text)
-        if gap > 0:
-            result.lost += gap
+def _count_gaps(log: LogReadBack, result: ScenarioResult) -> None:
+    """Each gap in what A read: bytes lost, or repeated when a chunk started early."""
+    for started, had in log.gaps:
+        if started > had:
+            result.lost += started - had
         else:
-            result.duplicated += -gap
-        result.violate(f"a log chunk starts at {chunk['start_offset']}, A had {len(text)} bytes")
-    return text + str(chunk["text"]).encode()
-
-
-def _line(request_id: int, method: str, params: dict[str, Any]) -> bytes:
-    return json.dumps({"id": request_id, "method": method, "params": params}).encode() + b"\n"
+            result.duplicated += had - started
+        result.violate(f"a log chunk starts at {started}, A had {had} bytes")

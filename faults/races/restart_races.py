@@ -21,12 +21,9 @@ from pathlib import Path
 
 from agent.operations.restarts import POLICY_NOW_NO
 from agent.protocol import (
-    EVENTS_LIST,
     JOBS_LAUNCH,
     JOBS_STOP,
     DatasetsConfig,
-    EventsList,
-    EventsParams,
     JobInfo,
     JobSpec,
     LaunchParams,
@@ -35,10 +32,10 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
-from faults._hostile_common import local_agent
+from faults.harness.agents import local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.datasets import write_prompts
-from tests.support.operations import jobs_now, jobs_where, observer_scans
+from tests.support.operations import events_of, jobs_now, jobs_where, observer_scans
 
 TITLE = "A stop, a start by hand or an apply while a restart waits: the person wins"
 
@@ -98,7 +95,7 @@ async def _race(
     jobs = await _past_the_back_off(link, waiting)
     wanted = {waiting.id, mine.id} if mine is not None else {waiting.id}
     extra = [j for j in jobs if j.id not in wanted]
-    restarted = await _events(link, "job_restarted")
+    restarted = await events_of(link, "job_restarted")
     if extra or restarted:
         result.duplicated += len(extra)
         result.violate(f"{name}: the policy started {len(extra)} run(s) against the person's word")
@@ -135,8 +132,3 @@ async def _past_the_back_off(link: AgentLink, waiting: JobInfo) -> tuple[JobInfo
         await observer_scans(link, 1)
     await observer_scans(link, 3)
     return await jobs_now(link)
-
-
-async def _events(link: AgentLink, kind: str) -> list[str]:
-    found: EventsList = await link.call(EVENTS_LIST, EventsParams())
-    return [event.message for event in found.events if event.kind == kind]

@@ -35,11 +35,12 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
-from faults._hostile_common import job_states, local_agent, request_stop, wait_until_async
-from faults._runner_kill_files import read_final, write_prompts
+from faults.harness.agents import job_states, local_agent, request_stop
+from faults.harness.responses import read_final, write_prompts
 from faults.result import Scale, ScenarioResult
 from tests.support.runner_files import run_runner, start_runner, status
 from tests.support.simulator_process import running_simulator
+from tests.support.waits import wait_until, wait_until_blocking
 
 TITLE = "Two writers on one dataset: by hand, and two consoles launching at once"
 
@@ -76,9 +77,8 @@ def _by_hand(
     ids = write_prompts(folder / "prompts.jsonl", PROMPTS_PER_ATTEMPT * attempts)
     first = start_runner(folder, url, "--concurrency", "2")
     try:
-        deadline = time.monotonic() + 30
-        while status(folder).get("pid") != first.pid and time.monotonic() < deadline:
-            time.sleep(0.02)  # the first runner holds the lock once it has said so
+        # the first runner holds the lock once it has said so
+        wait_until_blocking(lambda: status(folder).get("pid") == first.pid, 30, 0.02)
         for attempt in range(attempts):
             time.sleep(rng.uniform(0.05, 0.4))
             if first.poll() is not None:
@@ -212,7 +212,7 @@ async def _stop_when_running(
     async def running() -> bool:
         return (await job_states(link))[job.id].state == "running"
 
-    if not await wait_until_async(running, 30):
+    if not await wait_until(running, 30):
         result.violate(f"{name}: the started job never ran")
     await asyncio.sleep(0.3)  # let it write a little
     await request_stop(link, job.id, f"stop-{job.id}", result, name)
@@ -223,7 +223,7 @@ async def _launch_against_a_hand_started_runner(
 ) -> None:
     by_hand = start_runner(folder, url, "--concurrency", "4")
     try:
-        await wait_until_async(lambda: _is_running(folder, by_hand.pid), 30)
+        await wait_until(lambda: _is_running(folder, by_hand.pid), 30)
         result.faults += 1
         try:
             job = await _launch(link, "against-hand")

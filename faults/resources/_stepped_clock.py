@@ -1,4 +1,4 @@
-"""`python -m faults._stepped_clock OFFSET_FILE -m MODULE ARGS...`: run MODULE with a steppable wall clock.
+"""`python -m faults.resources._stepped_clock OFFSET_FILE -m MODULE ARGS...`: run MODULE with a steppable wall clock.
 
 `time.time()` (and `time.time_ns()`) return the real time plus the number of seconds written in
 OFFSET_FILE, read again at most every READ_EVERY_S; the monotonic clock is left alone. Several
@@ -42,7 +42,9 @@ class SteppedWallClock:
 def main() -> None:
     """Patch the clock, then run the module as `python -m` would."""
     offset_file, dash_m, module, *args = sys.argv[1:]
-    assert dash_m == "-m", "usage: python -m faults._stepped_clock OFFSET_FILE -m MODULE ARGS..."
+    assert dash_m == "-m", (
+        "usage: python -m faults.resources._stepped_clock OFFSET_FILE -m MODULE ARGS..."
+    )
     clock = SteppedWallClock(Path(offset_file))
     time.time, time.time_ns = clock.time, clock.time_ns
     sys.argv = [module, *args]

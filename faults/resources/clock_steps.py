@@ -1,7 +1,7 @@
 """The host's wall clock steps back and forward under a live run: the agent's figures hold.
 
 A real daemon and a real runner (against the SGLang simulator) run with a wall clock that the
-scenario steps (`faults._stepped_clock`: time.time() plus an offset from a file, the monotonic
+scenario steps (`faults.resources._stepped_clock`: time.time() plus an offset from a file, the monotonic
 clock untouched), the way NTP or a VM resume steps a host: both see the same steps, the kernel's
 file mtimes do not. After a warm-up every snapshot must show the dataset running with a writer,
 a rate within a factor of three of the rate the checker measures itself, and an ETA; the
@@ -20,14 +20,23 @@ import sys
 import time
 from pathlib import Path
 
-from agent.protocol import SNAPSHOT_WATCH, DatasetsConfig, PipelineConfig, Snapshot, WatchParams
+from agent.protocol import (
+    SNAPSHOT_WATCH,
+    DatasetProgress,
+    DatasetsConfig,
+    PipelineConfig,
+    Snapshot,
+    WatchParams,
+)
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
-from faults._hostile_common import shut_down_agent, wait_until
+from faults.harness.agents import shut_down_agent
 from faults.result import Scale, ScenarioResult
+from tests.support.clocks import live_run_problem
 from tests.support.runner_files import write_id_prompts
 from tests.support.simulator_process import agent_env, running_simulator
+from tests.support.waits import wait_until
 
 TITLE = "Clock steps: the wall clock jumps back and forward under a live run"
 WARM_UP_S = 8.0
@@ -76,7 +85,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
 def _start(offset: Path, log: Path, module: str, *args: str) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "faults._stepped_clock", str(offset), "-m", module, *args],
+            [sys.executable, "-m", "faults.resources._stepped_clock", str(offset), "-m", module, *args],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=agent_env(),
             start_new_session=True,
         )  # fmt: skip
@@ -134,16 +143,9 @@ def _true_rate(seen: list[tuple[float, int]]) -> float:
     return (tokens - before) / (now - then) if now > then else 0.0
 
 
-def _problem(progress: object, true_rate: float, folder: Path) -> str | None:
-    rate = getattr(progress, "tokens_per_s", None)
-    if getattr(progress, "status", None) != "running" or not getattr(
-        progress, "writer_active", False
-    ):
-        return f"status {getattr(progress, 'status', None)}, writer_active {getattr(progress, 'writer_active', None)}"
-    if rate is None or not true_rate / FACTOR <= rate <= true_rate * FACTOR:
-        return f"rate {rate} tokens/s, the checker measures {true_rate:.0f}"
-    if getattr(progress, "eta_s", None) is None:
-        return "no ETA"
+def _problem(progress: DatasetProgress, true_rate: float, folder: Path) -> str | None:
+    if (problem := live_run_problem(progress, true_rate, FACTOR)) is not None:
+        return problem
     runner_rate = _runner_rate(folder)
     if runner_rate is None or runner_rate > true_rate * 10:
         return f"runner.json says {runner_rate} tokens/s, the checker measures {true_rate:.0f}"

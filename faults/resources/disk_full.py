@@ -26,11 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.datasets.tracker import DatasetTracker
-from agent.pipeline.inference.options import EXIT_WRITE_FAILED
 from agent.protocol import DatasetsConfig
-from faults._runner_kill_files import ResponsesFollower, read_final, write_prompts
+from faults.harness.responses import ResponsesFollower, read_final, write_prompts
 from faults.result import Scale, ScenarioResult
-from tests.support.runner_files import runner_command, status
+from tests.support.runner_files import (
+    dataset_alerts,
+    runner_command,
+    status,
+    write_stop_problems,
+)
 from tests.support.simulator_process import agent_env, running_simulator
 from tests.support.small_fs import SmallFs, tmpfs_or_none
 
@@ -137,7 +141,7 @@ def _one_run(
     started, warned_at, resumed = time.monotonic(), None, size_before == 0
     with _runner(folder, url, log, room.limit()) as runner:
         while runner.poll() is None:
-            if warned_at is None and _alert(tracker, "low_disk", folder.name):
+            if warned_at is None and dataset_alerts(tracker, "low_disk", folder.name):
                 warned_at = time.monotonic()
             if not resumed and responses.stat().st_size > size_before:
                 result.recovery_s.append(time.monotonic() - started)
@@ -165,13 +169,6 @@ def _runner(
         runner.wait()
 
 
-def _alert(tracker: DatasetTracker, kind: str, name: str) -> bool:
-    now = time.time()
-    return any(
-        a.kind == kind and name in a.subject for a in tracker.alerts(tracker.progress(now), now)
-    )
-
-
 def _check_stop(
     folder: Path, code: int, stopped_at: float, lead: float | None, errno_name: str, final: bool,
     run: str, seen: Cycles, result: ScenarioResult,
@@ -181,17 +178,14 @@ def _check_stop(
             result.notes.append(f"{run}: finished the dataset before the disk filled")
         return
     result.faults += 1
-    record = status(folder)
-    error = record.get("write_error") or {}
-    if code != EXIT_WRITE_FAILED or record.get("stop_reason") != "write_failed":
-        result.violate(f"{run}: exit {code}, stop_reason {record.get('stop_reason')}")
-    if error.get("errno") != errno_name:
-        result.violate(f"{run}: runner.json's write_error is {error}")
+    for problem in write_stop_problems(folder, code, errno_name):
+        result.violate(f"{run}: {problem}")
+    error = status(folder).get("write_error") or {}
     seen.errnos[str(error.get("errno"))] = seen.errnos.get(str(error.get("errno")), 0) + 1
     if "cut a partial line of" in str(error.get("detail")):
         seen.cut_bytes += 1
     tracker = DatasetTracker(DatasetsConfig(str(folder.parent)))
-    if _alert(tracker, "disk_full", folder.name):
+    if dataset_alerts(tracker, "disk_full", folder.name):
         result.detection_s.append(time.monotonic() - stopped_at)
     else:
         result.violate(f"{run}: the agent raised no disk_full alert")

@@ -25,9 +25,11 @@ from agent.protocol import FILES_INSTALL, InstallParams, InstallResult, Pipeline
 from agent.state import StatePaths
 from console.link.agent_link import AgentRequestError, LinkError
 from console.link.local_link import open_local_link
-from faults._bad_input_wire import RawWire, alive, daemon_pid, greeted_wire, log_tracebacks, ping
-from faults._hostile_common import resident_mb, shut_down_agent
+from faults.harness.agents import daemon_pid, greeted_wire, log_tracebacks, shut_down_agent
+from faults.harness.memory import resident_mb
 from faults.result import Scale, ScenarioResult
+from tests.support.process_checks import alive
+from tests.support.raw_wire import refusal_problem, request_line
 
 TITLE = "Request limits: sizes, counts, intervals, keys; keys across a restart; a huge audit log"
 AUDIT_BYTES = 64 * 1024 * 1024
@@ -53,8 +55,7 @@ def out_of_range(rng: random.Random, number: int) -> tuple[bytes, str]:
 def long_key(rng: random.Random, number: int) -> tuple[bytes, str]:
     """A mutating request whose idempotency key is over 128 characters."""
     key = "k" * rng.choice([129, 1000, 100_000])
-    line = {"id": number, "method": "jobs.stop", "params": {"job_id": "x"}, "idempotency_key": key}
-    return json.dumps(line).encode() + b"\n", "idempotency_key"
+    return request_line(number, "jobs.stop", {"job_id": "x"}, key), "idempotency_key"
 
 
 async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
@@ -83,28 +84,16 @@ async def _bounds(state_dir: Path, rng: random.Random, count: int, result: Scena
             line, field = long_key(rng, number) if number % 7 == 0 else out_of_range(rng, number)
             result.faults += 1
             result.attempted += 1
-            refused += await _refused(wire, line, number, field, result)
+            problem = await refusal_problem(wire, line, number, field)
+            if problem is not None:
+                result.violate(f"{line[:120]!r}: {problem}"[:400])
+            refused += problem is None
     finally:
         await wire.close()
     result.acknowledged += refused
     result.notes.append(
         f"bounds: {refused} of {count} out-of-range requests refused naming their field"
     )
-
-
-async def _refused(
-    wire: RawWire, line: bytes, number: int, field: str, result: ScenarioResult
-) -> bool:
-    await wire.send(line + ping(number + 100_000))
-    answers, pong = await wire.answers_until(number + 100_000)
-    if pong is None or "result" not in pong:
-        result.violate(f"request {number}: the ping after it got {pong!r}")
-        return False
-    error = answers[0].get("error", {}) if len(answers) == 1 else {}
-    if error.get("code") != "invalid_params" or field not in str(error.get("message")):
-        result.violate(f"{line[:120]!r}: want invalid_params naming {field}, got {answers!r}"[:400])
-        return False
-    return True
 
 
 async def _keys_across_restart(

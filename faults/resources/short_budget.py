@@ -25,7 +25,7 @@ from pathlib import Path
 
 from agent.datasets.tracker import DatasetTracker
 from agent.protocol import DatasetProgress, DatasetsConfig
-from faults._runner_kill_files import read_final, write_prompts
+from faults.harness.responses import read_final, write_prompts
 from faults.result import Scale, ScenarioResult
 from tests.support.runner_files import run_runner, status
 from tests.support.simulator_process import running_simulator

@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from agent.host.procfs import all_pids, command_line, process_info
 from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
@@ -32,7 +31,6 @@ from agent.protocol import (
     JOBS_STOP,
     PING,
     SNAPSHOT,
-    ErrorCode,
     JobInfo,
     JobsParams,
     JobSpec,
@@ -45,8 +43,9 @@ from agent.protocol import (
     StopParams,
 )
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
-from faults._hostile_common import job_states, local_agent
+from faults.harness.agents import job_states, local_agent
 from faults.result import Scale, ScenarioResult
+from tests.support.full_state import PAGE, job_processes, storage_refusal_problem
 from tests.support.small_fs import SmallFs, tmpfs_or_none
 
 P = TypeVar("P")
@@ -54,7 +53,6 @@ R = TypeVar("R")
 
 TITLE = "Agent's state folder full while consoles keep asking"
 
-PAGE = 4096
 ANSWER_TIMEOUT_S = 30.0
 MARKER_JOB = "import sys, time; time.sleep(300)"
 
@@ -102,7 +100,7 @@ async def _trial(
         await _answered(link, PING, PingParams(), None, result)
         snapshot = await _answered(link, SNAPSHOT, SnapshotParams(), None, result)
         await _answered(link, JOBS_LIST, JobsParams(), None, result)
-        _check_launch(launched, snapshot, str(state), f"trial {trial} ({pages} pages free)", result)
+        _check_launch(launched, snapshot, state, f"trial {trial} ({pages} pages free)", result)
         outcome = _outcome(launched)
         if isinstance(launched, JobInfo):
             stopped = await _answered(
@@ -163,14 +161,12 @@ async def _answered(
 
 
 def _check_launch(
-    launched: object, snapshot: object, state: str, trial: str, result: ScenarioResult
+    launched: object, snapshot: object, state: Path, trial: str, result: ScenarioResult
 ) -> None:
     if isinstance(launched, JobInfo):
         return  # it fit: the job is the agent's, checked below like any other
-    if not isinstance(launched, AgentRequestError) or launched.code != ErrorCode.STORAGE:
-        result.violate(f"{trial}: the launch was answered {launched!r}, not a storage error")
-    elif state not in launched.detail:
-        result.violate(f"{trial}: the storage error names no path in the state folder: {launched}")
+    if (problem := storage_refusal_problem(launched, state)) is not None:
+        result.violate(f"{trial}: {problem}")
     kinds = {a.kind for a in snapshot.alerts} if isinstance(snapshot, Snapshot) else set()
     if "state_full" not in kinds:
         result.violate(f"{trial}: the launch failed but the snapshot has no state_full alert")
@@ -184,11 +180,7 @@ async def _no_unmanaged(link: AgentLink, marker: str, trial: str, result: Scenar
 
 
 def _no_job_alive(marker: str, managed: set[int], trial: str, result: ScenarioResult) -> None:
-    alive = {
-        pid for pid in all_pids()
-        if (info := process_info(pid)) is not None and info.alive
-        and marker in command_line(pid) and "-c" in command_line(pid)
-    }  # fmt: skip
+    alive = job_processes(marker)
     if alive - managed:
         result.violate(f"{trial}: job process(es) {sorted(alive - managed)} run unmanaged")
         for pid in alive - managed:

@@ -8,22 +8,19 @@ runner as the agent's job.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from agent.jobs.exit_reason import cut
 from agent.jobs.spec import SpecError, render
+from agent.logs import cut
 from agent.probes.cache import ProbeCache
 from agent.protocol import (
     EVENTS_LIST,
     JOBS_LAUNCH,
     SNAPSHOT,
     DatasetsConfig,
-    EventsList,
     EventsParams,
     JobInfo,
     JobSpec,
@@ -37,9 +34,10 @@ from console.cli.doctor import sglang_line
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from console.model.formatting import exit_text, server_text
-from tests.support.operations import POLL_S, jobs_where
+from tests.support.operations import jobs_where
 from tests.support.runner_files import response_ids, write_id_prompts
 from tests.support.simulator_process import SimulatorProcess, running_simulator
+from tests.support.waits import read_until
 
 FAST = ("--speed", "100", "--mean-tokens", "40", "--sd-tokens", "10")
 RUNNER = ("{python}", "-m", "agent.pipeline.inference", "--server", "{sglang_url}",
@@ -204,11 +202,8 @@ def test_api_key_file_is_a_placeholder_that_says_where_to_set_it() -> None:
 
 async def _event(link: AgentLink, kind: str, timeout_s: float = 30.0) -> str:
     """The message of the first `kind` event, once the agent's recorder has written it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found: EventsList = await link.call(EVENTS_LIST, EventsParams())
-        messages = [e.message for e in found.events if e.kind == kind]
-        if messages:
-            return messages[0]
-        assert time.monotonic() < deadline, f"no {kind} event: {found.events}"
-        await asyncio.sleep(POLL_S)
+    found = await read_until(
+        lambda: link.call(EVENTS_LIST, EventsParams()),
+        lambda listed: any(e.kind == kind for e in listed.events), f"a {kind} event", timeout_s,
+    )  # fmt: skip
+    return next(e.message for e in found.events if e.kind == kind)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from agent.journal.audit import MAX_PARAMS_BYTES, AuditLog
 from agent.protocol import AUDIT_READ, JOBS_LAUNCH, AuditParams, AuditResult, LaunchParams
-from agent.serving.audit import MAX_PARAMS_BYTES, AuditLog
 from console.link.agent_link import AgentRequestError
 from console.link.local_link import open_local_link
 

@@ -6,7 +6,7 @@ import json
 import tracemalloc
 from pathlib import Path
 
-from agent.serving.audit import AuditLog, tail_lines
+from agent.journal.audit import AuditLog, tail_lines
 
 
 def entry(number: int) -> bytes:

@@ -37,7 +37,7 @@ def test_an_interrupted_job_says_so_in_one_line_and_exits_as_a_stop(
     "main",
     [
         "agent/pipeline/export/__main__.py",
-        "agent/pipeline/vocab.py",
+        "agent/pipeline/vocab/__main__.py",
         "agent/pipeline/evaluate/__main__.py",
     ],
 )

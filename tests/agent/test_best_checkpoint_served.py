@@ -7,9 +7,7 @@ run_id say where the checkpoints go; the drafter server job takes `{best_checkpo
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,6 @@ import pytest
 from agent.protocol import (
     EVENTS_LIST,
     JOBS_LAUNCH,
-    SNAPSHOT,
     EventsList,
     EventsParams,
     JobInfo,
@@ -25,11 +22,16 @@ from agent.protocol import (
     LaunchParams,
     PipelineConfig,
     Snapshot,
-    SnapshotParams,
 )
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
-from tests.support.operations import jobs_now, jobs_where, observer_scans, text_appears
+from tests.support.operations import (
+    jobs_now,
+    jobs_where,
+    observer_scans,
+    snapshot_where,
+    text_appears,
+)
 
 PY = sys.executable
 LOG = (
@@ -53,13 +55,7 @@ def pipeline(tmp_path: Path) -> PipelineConfig:
 async def trained(link: AgentLink) -> Snapshot:
     job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="t")
     await text_appears(Path(job.log_path or ""), "step 8")
-    deadline = time.monotonic() + 30
-    while True:
-        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-        if any(run.best_eval_step == 4 for run in snapshot.training):
-            return snapshot
-        assert time.monotonic() < deadline, snapshot.training
-        await asyncio.sleep(0.05)
+    return await snapshot_where(link, lambda s: any(r.best_eval_step == 4 for r in s.training), 30)
 
 
 @pytest.mark.slow

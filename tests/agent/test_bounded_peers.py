@@ -22,6 +22,7 @@ from agent.host.sglang_auth import ApiKeyError, read_api_key
 from agent.host.signals import is_running
 from agent.probes import gpus
 from agent.probes.gpus import read_gpus
+from tests.support.waits import until, wait_until_blocking
 
 GOOD_ROW = "0, GPU-aaaa, NVIDIA H100 80GB HBM3, 97, 70000, 81559, 61, 612.5"
 
@@ -39,10 +40,7 @@ def stand_in(tmp_path: Path, body: str) -> str:
 
 def gone(tmp_path: Path) -> bool:
     pid = int((tmp_path / "pid").read_text())
-    deadline = time.monotonic() + 10
-    while is_running(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not is_running(pid)
+    return wait_until_blocking(lambda: not is_running(pid), 10, 0.02)
 
 
 async def test_an_nvidia_smi_that_hangs_is_a_note_and_is_not_left_running(
@@ -145,7 +143,4 @@ async def test_a_child_left_in_the_background_dies_with_the_command(tmp_path: Pa
     answer = await run_bounded(("sh", "-c", script), 5.0, 1024)
     assert (answer.returncode, answer.out) == (0, b"done\n")
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 10
-    while is_running(child) and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    assert not is_running(child), "its background child was left running"
+    await until(lambda: not is_running(child), "its background child ended", 10)

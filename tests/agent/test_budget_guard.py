@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.jobs.stopper import StopPlan, StopTarget
+from agent.journal.audit import AuditLog
 from agent.protocol import (
     JOBS_LAUNCH,
     SNAPSHOT,
@@ -27,7 +28,6 @@ from agent.protocol import (
     SnapshotParams,
     StopResult,
 )
-from agent.serving.audit import AuditLog
 from agent.tasks import TaskOwner
 from agent.watch.guard import BudgetGuard, WriterToStop, stall_alerts, writer_to_stop
 from agent.watch.history import FILE_NAME, History
@@ -35,6 +35,7 @@ from agent.watch.recorder import Recorder
 from console.link.local_link import open_local_link
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
+from tests.support.waits import until
 
 BUDGET = 3000
 MEAN_TOKENS = 100
@@ -168,10 +169,7 @@ async def test_the_guard_stops_each_writer_once_and_only_where_configured(tmp_pa
         await guard.heard(under)
         await guard.heard(at)
         await guard.heard(at)
-        deadline = time.monotonic() + 10
-        while not stopped or tasks.active:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
+        await until(lambda: stopped and not tasks.active, "the stop done", 10)
         await guard.heard(at)
         await tasks.close()
     finally:

@@ -32,7 +32,7 @@ from agent.protocol import (
 from agent.state.health import StateHealth
 from agent.watch.guard import stall_alerts
 from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
-from tests.support.clocks import SteppedClock
+from tests.support.clocks import SteppedClock, live_run_problem
 from tests.support.datasets import response_line, write_prompts
 
 TOKENS_PER_RESPONSE = 100
@@ -76,10 +76,7 @@ def test_rates_and_etas_hold_across_steps_back_and_forward(tmp_path: Path) -> No
         progress = scan(tracker)
         if second < 5:
             continue
-        assert progress.tokens_per_s is not None, second
-        assert abs(progress.tokens_per_s - TOKENS_PER_RESPONSE) < 1, (second, progress.tokens_per_s)
-        assert progress.eta_s is not None, second
-        assert (progress.status, progress.writer_active) == ("running", True), second
+        assert live_run_problem(progress, TOKENS_PER_RESPONSE, 1.01) is None, second
         age = progress.last_response_age_s(clock.wall())
         assert age is not None
         assert age <= 1.0, second

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,18 +21,13 @@ from agent.protocol import (
     PipelineConfig,
 )
 from agent.state import read_json
-from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
+from tests.support.operations import wait_for_job
 from tests.support.process_checks import alive, gone_within
 from tests.support.simulator_process import agent_env
 
 LEAVE_WITHIN_S = 60.0
 SLEEPER = JobSpec((sys.executable, "-c", "import time; time.sleep(300)"), grace_s=1)
-
-
-async def job_now(link: AgentLink, job_id: str) -> JobInfo:
-    listed: JobsList = await link.call(JOBS_LIST, JobsParams())
-    return next(job for job in listed.jobs if job.id == job_id)
 
 
 async def started_daemon(state_dir: Path, config: PipelineConfig) -> int:
@@ -51,10 +44,7 @@ async def test_agent_stop_ends_the_daemon_and_leaves_its_jobs_running(state_dir:
         launched: JobInfo = await link.call(
             JOBS_LAUNCH, LaunchParams("sleeper"), idempotency_key="s1"
         )
-        deadline = time.monotonic() + 20
-        while (job := await job_now(link, launched.id)).pid is None or job.state != "running":
-            assert time.monotonic() < deadline, job
-            await asyncio.sleep(0.1)
+        job = await wait_for_job(link, launched.id, {"running"})
     finally:
         await link.close()
     daemon = int(read_json(state_dir / "daemon.json")["pid"])

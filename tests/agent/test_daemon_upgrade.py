@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from agent.bundle import running_bundle_sha256
-from agent.protocol import PROTOCOL_VERSION
+from agent.protocol import PROTOCOL_VERSION, process_info
 from agent.state import read_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,8 +55,5 @@ async def test_attach_replaces_a_daemon_of_other_code(tmp_path: Path, state_dir:
 
 def is_running(pid: int) -> bool:
     """True while `pid` exists and has not exited (a zombie awaiting its reaper has exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    info = process_info(pid)
+    return info is not None and info.alive

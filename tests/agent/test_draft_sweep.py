@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,20 +11,17 @@ import pytest
 from agent.attach import stop_daemon
 from agent.plans.draft_settings import setting_argv, setting_name
 from agent.protocol import (
-    OPERATIONS_LIST,
     OPERATIONS_SWEEP,
     DraftSetting,
     JobSpec,
-    OperationInfo,
-    OperationsParams,
     PipelineConfig,
     SweepParams,
 )
 from agent.state import StatePaths
-from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.agent_link import AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.export_data import write_jsonl
-from tests.support.operations import jobs_now, jobs_where
+from tests.support.operations import jobs_now, jobs_where, operation_ended
 from tests.support.ports import free_port
 
 SGLANG = ("python", "-m", "sglang.launch_server", "--speculative-num-steps", "3",
@@ -78,16 +73,6 @@ def pipeline(tmp_path: Path, port: int) -> PipelineConfig:
     })  # fmt: skip
 
 
-async def ended(link: AgentLink, operation_id: str, timeout_s: float = 240) -> OperationInfo:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        listing = await link.call(OPERATIONS_LIST, OperationsParams(operation_id))
-        if listing.operations[0].ended:
-            return listing.operations[0]
-        assert time.monotonic() < deadline, listing.operations[0]
-        await asyncio.sleep(0.5)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 async def test_each_setting_is_served_evaluated_stopped_and_the_best_named(
@@ -99,7 +84,7 @@ async def test_each_setting_is_served_evaluated_stopped_and_the_best_named(
         started = await link.call(
             OPERATIONS_SWEEP, SweepParams("drafter", "evaluate", settings), idempotency_key="s1"
         )
-        info = await ended(link, started.id)
+        info = await operation_ended(link, started.id, 240)
         jobs = await jobs_now(link)
     finally:
         await link.close()
@@ -163,7 +148,7 @@ async def test_an_agent_stopped_mid_sweep_resumes_it_with_the_same_jobs(
     stop_daemon(StatePaths(state_dir))
     link = await open_local_link(state_dir, config)
     try:
-        info = await ended(link, started.id)
+        info = await operation_ended(link, started.id, 240)
         jobs = await jobs_now(link)
     finally:
         await link.close()

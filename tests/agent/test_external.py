@@ -21,7 +21,8 @@ from agent.protocol import (
     StopResult,
 )
 from console.link.local_link import open_local_link
-from tests.agent.test_jobs import wait_for_job
+from tests.support.operations import wait_for_job
+from tests.support.waits import wait_until_blocking
 
 MARKER = f"eagle-external-canary-{secrets.token_hex(4)}"
 """Unique to this run: the pattern matches every process on the machine, another run's too."""
@@ -62,7 +63,6 @@ async def test_an_external_process_is_listed_and_stopped(state_dir: Path) -> Non
 def test_a_server_started_through_a_shell_is_the_server_not_the_shell() -> None:
     """`bash -c "python … sglang …"`: the pattern matched the shell too, and the job showed and
     signalled the shell's pid (#42). The shell's child that serves is the job."""
-    import time
 
     from agent.host.procfs import descendants
     from agent.host.signals import kill_group
@@ -72,10 +72,7 @@ def test_a_server_started_through_a_shell_is_the_server_not_the_shell() -> None:
     script = f"{sys.executable} -c 'import time  # {marker}\ntime.sleep(300)'; true"
     shell = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True)
     try:
-        deadline = time.monotonic() + 10
-        while not descendants(shell.pid):
-            assert time.monotonic() < deadline, "the shell never started its child"
-            time.sleep(0.05)
+        assert wait_until_blocking(lambda: descendants(shell.pid), 10), "the shell started no child"
         [child] = descendants(shell.pid)
         [found] = find_external({"server": marker}, set())
         assert found.pid == child.pid != shell.pid

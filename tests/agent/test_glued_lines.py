@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agent.datasets.glued_lines import read_line
 from agent.datasets.tracker import DatasetTracker
-from agent.pipeline.vocab import LineTally, list_batches
+from agent.pipeline.vocab.count import LineTally, list_batches
 from agent.protocol import DatasetsConfig
 from tests.support.datasets import write_prompts
 

@@ -6,11 +6,12 @@ import asyncio
 from collections import Counter
 from pathlib import Path
 
-from agent.core import AgentCore
 from agent.protocol import METHODS, Event
+from agent.serving.agent_methods import AgentMethods
 from agent.serving.handlers import Route, routes
 from agent.serving.session import Session
 from agent.state import StatePaths
+from agent.wiring import AgentParts
 
 
 class NullWriter:
@@ -27,8 +28,8 @@ async def ignore(event: Event) -> None:
 
 def session_routes(tmp_path: Path) -> tuple[Route, ...]:
     (tmp_path / "jobs").mkdir()
-    core = AgentCore(StatePaths(tmp_path), ignore)
-    return routes(core, Session(core, asyncio.StreamReader(), NullWriter()))
+    agent = AgentMethods(AgentParts(StatePaths(tmp_path), ignore))
+    return routes(agent, Session(agent, asyncio.StreamReader(), NullWriter()))
 
 
 async def test_every_method_has_exactly_one_handler_and_every_handler_one_method(

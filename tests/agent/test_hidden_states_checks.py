@@ -7,10 +7,8 @@ SpecForge's layout (torch.save'd dicts, as its offline reader takes them); the a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,16 +18,15 @@ from agent.operations.stages import Context, Fail, Wait, hidden_states_checked
 from agent.plans.hidden_states_checks import verdict_of
 from agent.protocol import (
     JOBS_LAUNCH,
-    SNAPSHOT,
     HiddenStatesCheck,
     JobInfo,
     JobSpec,
     LaunchParams,
     PipelineConfig,
     Snapshot,
-    SnapshotParams,
 )
 from console.link.local_link import open_local_link
+from tests.support.operations import snapshot_where
 
 PY = sys.executable
 CAPTURE = """
@@ -62,14 +59,9 @@ async def checked(tmp_path: Path, state_dir: Path, *extra: str) -> Snapshot:
     link = await open_local_link(state_dir, pipeline(tmp_path, *extra))
     try:
         await link.call(JOBS_LAUNCH, LaunchParams("hs"), idempotency_key="hs")
-        deadline = time.monotonic() + 120
-        while True:
-            snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-            verdict = snapshot.hidden_states_check
-            if verdict is not None and verdict.ok is not None:
-                return snapshot
-            assert time.monotonic() < deadline, verdict
-            await asyncio.sleep(0.2)
+        return await snapshot_where(
+            link, lambda s: getattr(s.hidden_states_check, "ok", None) is not None, 120
+        )
     finally:
         await link.close()
 
@@ -129,7 +121,7 @@ def test_a_report_that_is_no_report_is_no_verdict(out: bytes) -> None:
 
 
 async def test_the_plan_is_said_once_per_export_and_again_when_its_verdict_changes() -> None:
-    from agent.plans.hidden_states_checks import PlanEvents
+    from agent.operations.plan_events import PlanEvents
     from agent.protocol import ExportSummary, HiddenStatesPlan
 
     said: list[tuple[str, str]] = []

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,15 +16,7 @@ from agent.state import StatePaths, read_json
 from agent.watch.history import FILE_NAME, History, Point, Retention, connect, prune, used_bytes
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
-
-DEADLINE_S = 30.0
-
-
-async def until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check():
-        assert time.monotonic() < deadline, f"never: {what}"
-        await asyncio.sleep(0.05)
+from tests.support.waits import until
 
 
 def rows(db_path: Path, query: str) -> list[tuple[object, ...]]:

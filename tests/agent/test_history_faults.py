@@ -7,7 +7,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,13 +32,7 @@ from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
 from tests.support.hostile_files import no_dac_prefix
 from tests.support.sqlite_lock import locked_by_another_process
-
-
-async def until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 10.0
-    while not check():
-        assert time.monotonic() < deadline, f"never: {what}"
-        await asyncio.sleep(0.05)
+from tests.support.waits import until
 
 
 def snapshot(tokens: int) -> Snapshot:

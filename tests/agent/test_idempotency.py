@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from agent.protocol import (
 from agent.state import StatePaths
 from console.link.agent_link import AgentRequestError
 from console.link.local_link import open_local_link
+from tests.support.waits import until
 
 STUBBORN = (
     "import pathlib, signal, sys, time\n"
@@ -68,10 +68,7 @@ async def test_a_stop_retried_while_it_runs_waits_for_the_same_stop(
     link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
     try:
         job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="l")
-        deadline = time.monotonic() + 20
-        while not ready.exists():  # SIGTERM is ignored from here on
-            assert time.monotonic() < deadline, "the job never started"
-            await asyncio.sleep(0.02)
+        await until(ready.exists, "the job started", 20)  # SIGTERM is ignored from here on
         stops = [link.call(JOBS_STOP, StopParams(job.id), idempotency_key="s") for _ in range(3)]
         results: list[StopResult] = await asyncio.gather(*stops)
     finally:
@@ -90,10 +87,7 @@ async def test_a_retried_launch_returns_the_job_as_it_is_now(
         first: JobInfo = await link.call(
             JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="once"
         )
-        deadline = time.monotonic() + 20
-        while not ready.exists():
-            assert time.monotonic() < deadline, "the job never started"
-            await asyncio.sleep(0.02)
+        await until(ready.exists, "the job started", 20)
         again: JobInfo = await link.call(
             JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="once"
         )
@@ -140,7 +134,7 @@ async def test_keys_and_their_answers_survive_a_daemon_restart(
 
 
 def test_a_store_forgets_the_oldest_keys_and_compacts_its_file(tmp_path: Path) -> None:
-    from agent.serving.idempotency_store import AnswerStore, StoredAnswer
+    from agent.journal.idempotency_store import AnswerStore, StoredAnswer
 
     path = tmp_path / "idempotency.jsonl"
     store = AnswerStore(path, capacity=3)

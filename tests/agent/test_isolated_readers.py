@@ -12,8 +12,8 @@ import pytest
 
 from agent.logs import last_lines
 from agent.probes.pipeline_reports import PipelineReports
-from agent.probes.training import TrainingWatch
-from agent.probes.training_log import TrainingLogParser
+from agent.probes.training.log import TrainingLogParser
+from agent.probes.training.watch import TrainingWatch
 from agent.protocol import JobInfo, Snapshot
 from agent.watch.isolated_readers import IsolatedReaders
 from agent.watch.observer import Observer

@@ -26,8 +26,9 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
-from tests.agent.test_jobs import ARGV_ECHO, wait_for_job
 from tests.support.datasets import write_prompts
+from tests.support.job_programs import ARGV_ECHO
+from tests.support.operations import wait_for_job
 
 RUNNER_ARGV = ("{python}", "-m", "agent.pipeline.inference", "--tokenizer", "{tokenizer}",
                "{trust_remote_code}", "--dataset-dir", "{dataset_dir}")  # fmt: skip

@@ -42,12 +42,11 @@ from agent.state import read_json
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
+from tests.support.job_programs import ARGV_ECHO
+from tests.support.operations import wait_for_job
+from tests.support.waits import until, wait_until
 
 PY = sys.executable
-ARGV_ECHO = (
-    "import json, os, sys; json.dump({'argv': sys.argv[1:], 'env': os.environ.get('PROBE')},"
-    " open(sys.argv[1], 'w'))"
-)
 ESCAPING = (
     "import os, signal, sys, time\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -115,19 +114,6 @@ async def launch(
     return info
 
 
-async def wait_for_job(
-    link: AgentLink, job_id: str, states: set[str], timeout_s: float = 20
-) -> JobInfo:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        listing: JobsList = await link.call(JOBS_LIST, JobsParams())
-        [job] = [j for j in listing.jobs if j.id == job_id]
-        if job.state in states:
-            return job
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"job {job_id} never reached {states}: {job}")
-
-
 async def test_launch_runs_under_a_shim_in_its_own_session(
     link: AgentLink, state_dir: Path
 ) -> None:
@@ -138,10 +124,7 @@ async def test_launch_runs_under_a_shim_in_its_own_session(
     assert os.getsid(running.pid) == running.pgid, "the job runs in the shim's new session"
     assert os.getpgid(running.pid) == running.pgid
     log = Path(str(running.log_path))
-    deadline = time.monotonic() + 10
-    while b"up" not in log.read_bytes() and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert b"up" in log.read_bytes()
+    await until(lambda: b"up" in log.read_bytes(), "the job's first line", 10)
     assert Path(f"/proc/{running.pid}/fd/0").resolve() == Path("/dev/null")
     event = await asyncio.wait_for(link.events.get(), 5)
     assert event.event == "job"
@@ -166,9 +149,8 @@ async def test_escalation_reaches_sigkill_on_time_and_leaves_no_orphan(link: Age
     info = await launch(link, "stubborn", "k2")
     running = await wait_for_job(link, info.id, {"running"})
     assert running.pgid is not None
-    deadline = time.monotonic() + 10
-    while len(group_members(running.pgid)) < 4 and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    pgid = running.pgid
+    await wait_until(lambda: len(group_members(pgid)) >= 4, 10)
     started = time.monotonic()
 
     result: StopResult = await link.call(JOBS_STOP, StopParams(info.id), idempotency_key="s2")
@@ -191,10 +173,7 @@ async def test_a_worker_that_left_the_group_and_was_orphaned_is_stopped_too(
 ) -> None:
     info = await launch(link, job, f"k-{job}")
     pid_file = tmp_path / "escaped.pid"
-    deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text():
-        assert time.monotonic() < deadline, "the escaping worker never started"
-        await asyncio.sleep(0.05)
+    await until(lambda: pid_file.exists() and pid_file.read_text(), "the escaping worker", 10)
     escaped = int(pid_file.read_text())
     assert process_info(escaped) is not None
 

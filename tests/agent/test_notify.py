@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +18,7 @@ from agent.watch import notify
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
 from tests.support.hostile_hooks import notifier_for, sending_to
+from tests.support.waits import until
 
 DEADLINE_S = 30.0
 SECRET = "topic-s3cr3t"
@@ -61,10 +61,11 @@ async def test_an_over_budget_dataset_is_posted_to_the_webhook_with_nobody_watch
         link = await open_local_link(state_dir, config)
         await link.close()
         (root / "B1_chat" / "raw_responses.jsonl").write_text(response_line("p0", 500))
-        deadline = time.monotonic() + DEADLINE_S
-        while not any(body["kind"] == "over_budget" for body in received):
-            assert time.monotonic() < deadline, received
-            await asyncio.sleep(0.1)
+        await until(
+            lambda: any(body["kind"] == "over_budget" for body in received),
+            "an over_budget POST",
+            DEADLINE_S,
+        )
     [body] = [body for body in received if body["kind"] == "over_budget"]
     assert (body["dataset"], body["severity"]) == ("B1_chat", "error")
     assert body["message"] in body["text"]
@@ -90,10 +91,7 @@ async def test_a_hanging_webhook_never_makes_a_listener_wait() -> None:
         for number in range(5):  # each returns while the first POST still hangs
             await asyncio.wait_for(notifier.heard(snapshot_with(f"kind{number}")), DEADLINE_S)
         assert not release.is_set()
-        deadline = time.monotonic() + DEADLINE_S
-        while not posted:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
+        await until(lambda: posted, "a POST", DEADLINE_S)
         assert len(posted) == 1, "one POST at a time, the rest queued"
     finally:
         release.set()
@@ -113,10 +111,7 @@ async def test_a_failing_webhook_counts_dead_letters_and_says_so_without_its_sec
     async with sending_to(f"https://hooks.example/{SECRET}", refuse) as notifier:
         await notifier.heard(snapshot_with("over_budget"))
         await notifier.heard(snapshot_with("over_budget"))  # still raised: not sent again
-        deadline = time.monotonic() + DEADLINE_S
-        while not notifier.dead_letters:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.01)
+        await until(lambda: notifier.dead_letters, "a dead letter", DEADLINE_S)
     assert len(tries) == notify.TRIES
     [alert] = notifier.alerts(2.0)
     assert alert.kind == "notify_failing"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from agent.protocol import SNAPSHOT_WATCH, Event, PipelineConfig, Snapshot, WatchParams
@@ -17,8 +16,7 @@ from agent.watch.observer import (
 )
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
-
-DEADLINE_S = 20.0
+from tests.support.waits import until
 
 
 class CountingScans:
@@ -30,13 +28,6 @@ class CountingScans:
     async def take(self) -> Snapshot:
         self.taken += 1
         return Snapshot(time.time(), "host", None, (), (), ())
-
-
-async def until(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not check():
-        assert time.monotonic() < deadline, f"never: {what}"
-        await asyncio.sleep(0.01)
 
 
 async def test_every_watcher_gets_each_scan_and_watchers_cost_no_scans_of_their_own() -> None:

@@ -11,7 +11,6 @@ import contextlib
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
 from tests.support.operations import jobs_where
+from tests.support.waits import read_until, wait_until_blocking
 
 PY = sys.executable
 HOLD_OPEN = (
@@ -90,10 +90,10 @@ def background(*argv: str) -> Iterator[subprocess.Popen[str]]:
 def stop_process(pid: int) -> None:
     """SIGSTOP `pid` and wait until /proc shows it stopped (the signal lands asynchronously)."""
     kill_process(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 10
-    while (info := process_info(pid)) is None or info.state != "T":
-        assert time.monotonic() < deadline, f"pid {pid} never stopped"
-        time.sleep(0.005)
+    stopped = wait_until_blocking(
+        lambda: getattr(process_info(pid), "state", None) == "T", 10, 0.005
+    )
+    assert stopped, f"pid {pid} never stopped"
 
 
 async def dataset_snapshot(link: AgentLink) -> Snapshot:
@@ -110,11 +110,7 @@ async def progress_where(
 ) -> DatasetProgress:
     """The dataset's progress once `predicate` holds (a few snapshots; each took seconds on a
     machine running six test workers on two cores, so the bound is generous)."""
-    deadline = time.monotonic() + 30
-    while not predicate(progress := await progress_of(link, name)):
-        assert time.monotonic() < deadline, f"never: {progress}"
-        await asyncio.sleep(0.1)
-    return progress
+    return await read_until(lambda: progress_of(link, name), predicate, name, 30, 0.1)
 
 
 async def launch(link: AgentLink, dataset: str, key: str) -> JobInfo:

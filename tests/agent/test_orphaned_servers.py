@@ -20,6 +20,7 @@ from agent.host.procfs import process_info
 from agent.jobs.orphans import find_orphans, orphan_alerts
 from agent.protocol import JOBS_STOP, PipelineConfig, StopParams
 from console.link.local_link import open_local_link
+from tests.support.waits import wait_until_blocking
 
 ENGINE = (
     "import subprocess, sys, time\n"
@@ -41,9 +42,7 @@ def orphan() -> Iterator[tuple[int, int]]:
     launcher = subprocess.run([sys.executable, "-c", LAUNCHER, ENGINE], capture_output=True,
                               text=True, timeout=30, check=True, start_new_session=True)  # fmt: skip
     engine = int(launcher.stdout.split()[0])
-    deadline = time.monotonic() + 20
-    while len(_children(engine)) < 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until_blocking(lambda: _children(engine), 20)
     [worker] = _children(engine)
     yield engine, worker
     subprocess.run(["kill", "-9", str(engine), str(worker)], check=False, capture_output=True)

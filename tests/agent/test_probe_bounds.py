@@ -6,13 +6,11 @@ each snapshot became a 10.5 MB line the console dropped, and the whole dashboard
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from agent.probes.bounded_stats import MAX_PART_NAME_CHARS, MAX_PARTS
 from agent.probes.cache import ProbeCache
 from agent.protocol import Event, PipelineConfig, ServerStats, Snapshot, encode
 from tests.support.hostile_metrics import server
+from tests.support.waits import until
 
 RANKS = 5000
 MANY_RANKS = (
@@ -25,11 +23,9 @@ MANY_RANKS = (
 
 
 async def reading(cache: ProbeCache) -> ServerStats:
-    deadline = time.monotonic() + 30
-    while (found := cache.server) is None:
-        assert time.monotonic() < deadline, "no reading within 30 s"
-        await asyncio.sleep(0.05)
-    return found
+    await until(lambda: cache.server, "a reading", 30)
+    assert cache.server is not None
+    return cache.server
 
 
 async def test_a_server_with_thousands_of_ranks_shows_the_first_and_says_how_many_more() -> None:

@@ -29,7 +29,9 @@ from agent.state.health import StateHealth
 from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
 from console.link.local_link import open_local_link
 from tests.support.loopback_app import serving
+from tests.support.operations import snapshot_where
 from tests.support.simulator_process import running_simulator
+from tests.support.waits import until
 
 SAMPLES = {
     "[2026-11-29 10:00:00 TP0] Decode batch, #running-req: 12, #token: 34567, token usage: 0.21, "
@@ -127,11 +129,7 @@ async def test_a_dead_server_is_a_reading_and_an_alert(tmp_path: Path, state_dir
     assert "ssl:default" not in stats.detail, "aiohttp's own words are not the reason"
     link = await open_local_link(state_dir, PipelineConfig(sglang_url="http://127.0.0.1:1"))
     try:
-        deadline = time.monotonic() + 20
-        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-        while snapshot.server is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-            snapshot = await link.call(SNAPSHOT, SnapshotParams())
+        snapshot = await snapshot_where(link, lambda s: s.server is not None, 20)
     finally:
         await link.close()
     assert snapshot.server is not None
@@ -182,16 +180,13 @@ def test_a_down_server_keeps_the_time_it_was_first_found_down() -> None:
 async def test_readings_taken_for_another_server_config_are_dropped_at_once() -> None:
     cache = ProbeCache()
     cache.refresh_if_stale(PipelineConfig())  # the daemon's first scan, before any hello
-    deadline = time.monotonic() + 20
-    while cache.server is None:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.01)
+    await until(lambda: cache.server, "a server reading", 20)
+    assert cache.server is not None
     assert cache.server.url is None
     cache.refresh_if_stale(PipelineConfig(sglang_url="http://127.0.0.1:1"))
     assert reading(cache) is None, "a reading of no server is not a reading of this one"
-    while (server := reading(cache)) is None:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.01)
+    await until(lambda: reading(cache) is not None, "a reading of it", 20)
+    assert (server := reading(cache)) is not None
     assert (server.url, server.healthy) == ("http://127.0.0.1:1", False)
 
 
@@ -205,10 +200,7 @@ async def test_a_server_down_is_named_by_the_configured_api() -> None:
     cache.refresh_if_stale(
         PipelineConfig(sglang_url="http://127.0.0.1:1", sglang_api="openai-chat")
     )
-    deadline = time.monotonic() + 20
-    while reading(cache) is None:
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.01)
+    await until(lambda: reading(cache) is not None, "a reading", 20)
     [alert] = cache.alerts(time.time())
     assert alert.message.startswith(
         "the OpenAI-compatible server at http://127.0.0.1:1: unreachable"

@@ -3,11 +3,6 @@ with `invalid_params` naming the field, and answers the next request as usual.""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,30 +10,8 @@ import pytest
 
 from agent.protocol import JobSpec, LogReadParams, PipelineConfig, Request
 from agent.serving.limits import LimitError, check_request
-from tests.agent.test_session import REPO, RawAgent, hello
+from tests.support.raw_wire import RawWire, hello, refusal_problem, request_line
 
-
-@pytest.fixture
-async def raw_agent(state_dir: Path) -> AsyncIterator[RawAgent]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent", "attach", "--state-dir", str(state_dir),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=str(REPO)), limit=2**22,
-    )  # fmt: skip
-    yield RawAgent(process)
-    assert process.stdin is not None
-    process.stdin.close()
-    await asyncio.wait_for(process.wait(), 20)
-
-
-def line(request_id: int, method: str, params: dict[str, Any], key: str | None = None) -> bytes:
-    message: dict[str, Any] = {"id": request_id, "method": method, "params": params}
-    if key is not None:
-        message["idempotency_key"] = key
-    return json.dumps(message).encode() + b"\n"
-
-
-PIPELINE = {"datasets": {"root": "/nowhere"}}
 OUT_OF_RANGE: list[tuple[str, dict[str, Any], str | None, str]] = [
     ("logs.read", {"name": "agent", "max_bytes": 0}, None, "params.max_bytes must be between 1 and 1,048,576, got 0"),
     ("logs.read", {"name": "agent", "max_bytes": -1}, None, "params.max_bytes must be between 1"),
@@ -72,24 +45,19 @@ OUT_OF_RANGE: list[tuple[str, dict[str, Any], str | None, str]] = [
 ]  # fmt: skip
 
 
-async def test_every_out_of_range_request_is_refused_naming_its_field(raw_agent: RawAgent) -> None:
+async def test_every_out_of_range_request_is_refused_naming_its_field(raw_agent: RawWire) -> None:
     await raw_agent.send(hello())
     assert "result" in await raw_agent.answer()
     for number, (method, params, key, said) in enumerate(OUT_OF_RANGE, start=10):
-        await raw_agent.send(line(number, method, params, key))
-        answer = await raw_agent.answer()
-        assert answer["id"] == number
-        assert answer["error"]["code"] == "invalid_params", (method, answer)
-        assert said in answer["error"]["message"], (method, answer["error"]["message"])
-    await raw_agent.send(line(99, "ping", {}))
-    assert "agent_time" in (await raw_agent.answer())["result"]
+        line = request_line(number, method, params, key)
+        assert await refusal_problem(raw_agent, line, number, said) is None, method
 
 
-async def test_a_read_of_the_largest_size_is_served(raw_agent: RawAgent, state_dir: Path) -> None:
+async def test_a_read_of_the_largest_size_is_served(raw_agent: RawWire, state_dir: Path) -> None:
     await raw_agent.send(hello())
     await raw_agent.answer()
     (state_dir / "agent.log").write_bytes(b"x" * 100 + b"\n" + b"y" * 2**21 + b"\n")
-    await raw_agent.send(line(5, "logs.read", {"name": "agent", "max_bytes": 2**20}))
+    await raw_agent.send(request_line(5, "logs.read", {"name": "agent", "max_bytes": 2**20}))
     chunk = (await raw_agent.answer())["result"]
     assert (chunk["start_offset"], chunk["end_offset"]) == (0, 101)
 

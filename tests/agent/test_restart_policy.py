@@ -21,13 +21,10 @@ from agent.host.signals import kill_group, kill_process
 from agent.jobs.supervisor import _state as job_state
 from agent.operations.restarts import MAX_DELAY_S, POLICY_NOW_NO, scheduled_wait_s
 from agent.protocol import (
-    EVENTS_LIST,
     JOBS_LAUNCH,
     JOBS_STOP,
     SNAPSHOT,
     DatasetsConfig,
-    EventsList,
-    EventsParams,
     JobInfo,
     JobSpec,
     LaunchParams,
@@ -40,7 +37,7 @@ from agent.state import read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
-from tests.support.operations import jobs_now, jobs_where, observer_scans, text_appears
+from tests.support.operations import events_of, jobs_now, jobs_where, observer_scans, text_appears
 
 PY = sys.executable
 FAST = {"restart": "on-failure", "restart_delay_s": 0.1, "restart_window_s": 600.0}
@@ -114,11 +111,6 @@ async def launch(link: AgentLink, name: str) -> JobInfo:
     return job
 
 
-async def events(link: AgentLink, kind: str) -> list[str]:
-    found: EventsList = await link.call(EVENTS_LIST, EventsParams())
-    return [e.message for e in found.events if e.kind == kind]
-
-
 async def test_a_crash_loop_is_restarted_up_to_its_cap_then_given_up_with_one_alert(
     link: AgentLink,
 ) -> None:
@@ -136,11 +128,11 @@ async def test_a_crash_loop_is_restarted_up_to_its_cap_then_given_up_with_one_al
     assert line[2].restart_of == line[1].id
     assert all(j.state == "failed" and j.exit_code == 1 for j in line)
     assert "2 restarts within 10 min" in (line[2].restart_note or "")
-    restarted = await events(link, "job_restarted")
+    restarted = await events_of(link, "job_restarted")
     assert len(restarted) == 2
     assert all("exited with code 1" in m for m in restarted)
     assert all("ran, exiting 1" in m for m in restarted), "the event carries its last output"
-    assert len(await events(link, "restart_gave_up")) == 1
+    assert len(await events_of(link, "restart_gave_up")) == 1
     snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     assert [a.subject for a in snapshot.alerts if a.kind == "crash_loop"] == [line[2].id]
     del jobs
@@ -193,7 +185,7 @@ async def test_exit_5_waits_for_disk_space_before_it_restarts(
         link, lambda js: bool(js and (js[0].restart_note or "").startswith("waiting for"))
     )
     assert "exit 5: a write failed" in (waiting.restart_note or "")
-    assert len(await events(link, "restart_waits")) == 1
+    assert len(await events_of(link, "restart_waits")) == 1
 
     roomy = pipeline(tmp_path)
     assert roomy.datasets is not None
@@ -303,7 +295,7 @@ async def test_a_start_by_hand_while_a_restart_waits_is_the_only_new_run(link: A
     mine = await link.call(JOBS_LAUNCH, LaunchParams("backoff"), idempotency_key="by-hand")
     jobs = await past_the_back_off(link, waiting, f"not restarted: {mine.id} was started since")
     assert sorted(j.id for j in jobs) == sorted([waiting.id, mine.id]), "never two runs at once"
-    assert len(await events(link, "job_restarted")) == 0
+    assert len(await events_of(link, "job_restarted")) == 0
 
 
 async def test_apply_setting_restart_no_while_a_restart_waits_is_obeyed(
@@ -358,7 +350,7 @@ async def test_a_gpu_out_of_memory_is_not_restarted_and_one_alert_names_the_knob
     [alert] = [a for a in snapshot.alerts if a.kind == "same_failure"]
     assert (alert.subject, alert.severity) == (job.id, "error")
     assert "lower the batch size" in alert.message
-    [said] = await events(link, "restart_not_useful")
+    [said] = await events_of(link, "restart_not_useful")
     assert "CUDA out of memory" in said
 
 

@@ -4,66 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from agent.protocol import MAX_LINE_BYTES, PROTOCOL_VERSION
-
-REPO = Path(__file__).resolve().parents[2]
-ANSWER_TIMEOUT_S = 20
-
-
-class RawAgent:
-    """`python -m agent attach` as a subprocess, spoken to in raw bytes."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        assert process.stdin is not None
-        assert process.stdout is not None
-        self.stdin = process.stdin
-        self.stdout = process.stdout
-
-    async def send(self, raw: bytes) -> None:
-        self.stdin.write(raw)
-        await self.stdin.drain()
-
-    async def answer(self) -> dict[str, Any]:
-        line = await asyncio.wait_for(self.stdout.readline(), ANSWER_TIMEOUT_S)
-        assert line.endswith(b"\n"), f"agent closed the link: {line!r}"
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+from tests.support.raw_wire import ANSWER_TIMEOUT_S, RawWire, hello
+from tests.support.simulator_process import agent_env
 
 
-@pytest.fixture
-async def raw_agent(state_dir: Path) -> AsyncIterator[RawAgent]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent", "attach", "--state-dir", str(state_dir),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        limit=2**20,
-    )  # fmt: skip
-    yield RawAgent(process)
-    process.stdin.close()  # type: ignore[union-attr]
-    await asyncio.wait_for(process.wait(), ANSWER_TIMEOUT_S)
-
-
-def hello(version: int = PROTOCOL_VERSION, request_id: int = 1) -> bytes:
-    params = {"protocol_version": version, "client_version": "test"}
-    return json.dumps({"id": request_id, "method": "hello", "params": params}).encode() + b"\n"
-
-
-async def test_requests_before_hello_are_refused(raw_agent: RawAgent) -> None:
+async def test_requests_before_hello_are_refused(raw_agent: RawWire) -> None:
     await raw_agent.send(b'{"id": 1, "method": "snapshot", "params": {}}\n')
     assert (await raw_agent.answer())["error"]["code"] == "hello_required"
 
 
-async def test_unknown_protocol_version_names_both_versions(raw_agent: RawAgent) -> None:
+async def test_unknown_protocol_version_names_both_versions(raw_agent: RawWire) -> None:
     await raw_agent.send(hello(version=99))
     error = (await raw_agent.answer())["error"]
     assert error["code"] == "unsupported_version"
@@ -73,7 +27,7 @@ async def test_unknown_protocol_version_names_both_versions(raw_agent: RawAgent)
     assert (await raw_agent.answer())["result"]["protocol_version"] == PROTOCOL_VERSION
 
 
-async def test_every_bad_line_is_answered_and_the_link_stays_usable(raw_agent: RawAgent) -> None:
+async def test_every_bad_line_is_answered_and_the_link_stays_usable(raw_agent: RawWire) -> None:
     await raw_agent.send(hello())
     assert "result" in await raw_agent.answer()
     bad_lines = [
@@ -96,14 +50,14 @@ async def test_every_bad_line_is_answered_and_the_link_stays_usable(raw_agent: R
     assert answer["result"]["agent_time"] > 0
 
 
-async def test_two_consoles_share_one_daemon(state_dir: Path, raw_agent: RawAgent) -> None:
+async def test_two_consoles_share_one_daemon(state_dir: Path, raw_agent: RawWire) -> None:
     await raw_agent.send(hello())
     first = (await raw_agent.answer())["result"]
     second = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "agent", "attach", "--state-dir", str(state_dir),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        env=agent_env(),
     )  # fmt: skip
     out, _ = await asyncio.wait_for(second.communicate(hello()), ANSWER_TIMEOUT_S)
     assert json.loads(out)["result"]["pid"] == first["pid"]

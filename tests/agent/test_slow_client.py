@@ -13,43 +13,27 @@ import asyncio
 import fcntl
 import json
 import socket
-import sys
 import termios
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent.protocol import (
-    JOBS_LAUNCH,
-    JOBS_STOP,
-    PING,
-    PROTOCOL_VERSION,
-    JobInfo,
-    JobSpec,
-    LaunchParams,
-    PingParams,
-    PipelineConfig,
-    StopParams,
-)
 from agent.serving.outbox import Outbox
 from agent.serving.session import LAG_CUTOFF_S
 from console.link.local_link import open_local_link
+from tests.support.stalled_console import (
+    LogReadBack,
+    big_log,
+    busy_pipeline,
+    keep_busy,
+    read_again,
+    read_until_lagged,
+    resume,
+    stalled_console,
+)
 
-LOG_LINES = 200_000
 NORMAL_S = 5.0
 """Far above a ping's or a launch's time on a loaded machine; a stalled agent never answers."""
-
-
-def big_log(path: Path) -> bytes:
-    data = b"".join(b"line %06d %s\n" % (i, b"x" * 100) for i in range(LOG_LINES))
-    path.write_bytes(data)
-    return data
-
-
-def request(request_id: int, method: str, params: dict[str, Any]) -> bytes:
-    return json.dumps({"id": request_id, "method": method, "params": params}).encode() + b"\n"
 
 
 def unread_bytes(sock: socket.socket) -> int:
@@ -66,47 +50,20 @@ async def until_stalled(sock: socket.socket) -> None:
         await asyncio.sleep(0.1)
 
 
-async def read_until_lagged(reader: asyncio.StreamReader) -> tuple[bytes, dict[str, Any]]:
-    """A's log text in order, up to the lag notice, which is returned too."""
-    text = b""
-    while True:
-        line = await asyncio.wait_for(reader.readline(), LAG_CUTOFF_S * 3)
-        message = json.loads(line)
-        if message.get("event") == "log":
-            assert message["data"]["start_offset"] == len(text), "a gap or a repeat"
-            text += message["data"]["text"].encode()
-        elif message.get("event") == "log_lagged":
-            return text, message["data"]
-
-
 @pytest.mark.slow
 async def test_a_console_that_stops_reading_delays_no_one_and_resumes_without_a_gap(
     tmp_path: Path, state_dir: Path
 ) -> None:
     data = big_log(tmp_path / "sglang.log")
-    sleeper = JobSpec((sys.executable, "-c", "import time; time.sleep(300)"), grace_s=1)
-    pipeline = PipelineConfig(sglang_log=str(tmp_path / "sglang.log"), jobs={"sleeper": sleeper})
-    console_b = await open_local_link(state_dir, pipeline)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # read by no one for now
-    sock.connect(str(state_dir / "agent.sock"))
+    console_b = await open_local_link(state_dir, busy_pipeline(tmp_path / "sglang.log"))
+    sock = stalled_console(state_dir)  # read by no one for now
     writer: asyncio.StreamWriter | None = None
     try:
-        hello = {"protocol_version": PROTOCOL_VERSION, "client_version": "stalled"}
-        sock.sendall(request(1, "hello", hello) + request(2, "snapshot.watch", {"interval_s": 0.1})
-                     + request(3, "logs.subscribe", {"name": "sglang", "offset": 0}))  # fmt: skip
         await until_stalled(sock)
-        started, slowest = time.monotonic(), 0.0
-        while time.monotonic() - started < LAG_CUTOFF_S + 2:  # across the cut-off too
-            began = time.monotonic()
-            job: JobInfo = await asyncio.wait_for(console_b.call(
-                JOBS_LAUNCH, LaunchParams("sleeper"), idempotency_key=f"l{began}"), NORMAL_S)  # fmt: skip
-            await asyncio.wait_for(console_b.call(PING, PingParams()), NORMAL_S)
-            await asyncio.wait_for(console_b.call(
-                JOBS_STOP, StopParams(job.id), idempotency_key=f"s{began}"), NORMAL_S)  # fmt: skip
-            slowest = max(slowest, time.monotonic() - began)
-        assert slowest < NORMAL_S
-        sock.setblocking(False)
-        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=2**24)
+        took: list[float] = []
+        await keep_busy(console_b, LAG_CUTOFF_S + 2, NORMAL_S, took)  # across the cut-off too
+        assert max(sum(took[i : i + 3]) for i in range(0, len(took), 3)) < NORMAL_S
+        reader, writer = await read_again(sock)
         answers = 0
         while answers < 3:  # A's hello, watch and subscribe answers, before any log chunk
             message = json.loads(await reader.readline())
@@ -114,18 +71,16 @@ async def test_a_console_that_stops_reading_delays_no_one_and_resumes_without_a_
                 answers += 1
             else:  # the watch's first pushes may come before the subscribe's answer
                 assert message.get("event") == "snapshot", message
-        text, lagged = await read_until_lagged(reader)
+        log = LogReadBack()
+        lagged = await read_until_lagged(reader, log)
+        assert lagged is not None
+        assert log.gaps == [], "a gap or a repeat"
         assert lagged["name"] == "sglang"
-        assert lagged["resume_offset"] == len(text) < len(data)
-        assert f"subscribe again from byte {len(text)}" in lagged["reason"]
-        writer.write(request(4, "logs.subscribe", {"name": "sglang", "offset": len(text),
-                                                   "inode": lagged["inode"]}))  # fmt: skip
-        while len(text) < len(data):
-            message = json.loads(await asyncio.wait_for(reader.readline(), 30))
-            if message.get("event") == "log":
-                assert message["data"]["start_offset"] == len(text)
-                text += message["data"]["text"].encode()
-        assert text == data
+        assert lagged["resume_offset"] == len(log.text) < len(data)
+        assert f"subscribe again from byte {len(log.text)}" in lagged["reason"]
+        await resume(reader, writer, lagged, log, len(data))
+        assert log.gaps == []
+        assert log.text == data
     finally:
         if writer is not None:
             writer.close()

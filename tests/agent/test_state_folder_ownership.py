@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent.attach import stop_daemon
-from agent.serving.audit import AuditLog
-from agent.serving.idempotency_store import AnswerStore, answer_of
+from agent.journal.audit import AuditLog
+from agent.journal.idempotency_store import AnswerStore, answer_of
 from agent.state import StateDirError, StatePaths, prepare_state_dir
 from agent.state.private_files import UnsafeStateFileError, open_private
 from tests.support.simulator_process import agent_env

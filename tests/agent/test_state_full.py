@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from agent.attach import stop_daemon
-from agent.host.procfs import all_pids, command_line, process_info
 from agent.jobs.shim import EXIT_UNRECORDED
 from agent.protocol import (
     JOBS_LAUNCH,
@@ -39,10 +38,10 @@ from agent.protocol import (
 from agent.state import StatePaths
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
+from tests.support.full_state import PAGE, job_processes, storage_refusal_problem
 from tests.support.simulator_process import agent_env
 from tests.support.small_fs import SmallFs, small_tmpfs
 
-PAGE = 4096
 PID_FILE_JOB = (
     "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(300)"
 )
@@ -104,8 +103,7 @@ async def test_a_full_state_folder_refuses_a_launch_naming_the_path_and_stays_up
     with pytest.raises(AgentRequestError) as refused:
         await launch(link, "k1")
 
-    assert refused.value.code == ErrorCode.STORAGE
-    assert str(state_dir) in refused.value.detail
+    assert storage_refusal_problem(refused.value, state_dir) is None
     assert "nothing was started" in refused.value.detail
     assert not (tmp_path / "job.pid").exists()
     listing: JobsList = await link.call(JOBS_LIST, JobsParams())
@@ -155,13 +153,8 @@ def test_a_job_whose_pid_cannot_be_recorded_is_stopped_at_once(tmp_path: Path) -
 
 def assert_no_job_alive(pid_file: Path) -> None:
     """No live process runs the job (its command line names `pid_file`, unique to the test)."""
-    marker = str(pid_file)
-    running = [
-        pid for pid in all_pids()
-        if (info := process_info(pid)) is not None and info.alive
-        and marker in " ".join(command_line(pid))
-    ]  # fmt: skip
-    assert running == [], f"the job still runs as pid(s) {running}"
+    running = job_processes(str(pid_file))
+    assert running == set(), f"the job still runs as pid(s) {running}"
 
 
 def test_a_failure_is_cleared_only_by_a_write_under_the_same_entry(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.probes.tokenizer import ships_code
+from agent.plans.tokenizer_check import ships_code
 from agent.protocol import PipelineConfig, TokenizerCheck
 from console.cli.doctor_tokenizer import _loaded
 

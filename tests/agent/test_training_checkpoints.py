@@ -11,8 +11,8 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from agent.probes.training_checkpoints import CheckpointLayout, checkpoint_layout
-from agent.probes.training_config import trainer_command
+from agent.probes.training.checkpoints import CheckpointLayout, checkpoint_layout
+from agent.probes.training.command import trainer_command
 
 
 def layout(argv: tuple[str, ...], base: Path) -> CheckpointLayout | str:
@@ -66,7 +66,7 @@ def test_what_cannot_be_known_is_said(tmp_path: Path) -> None:
 
 def test_a_trainer_the_agent_does_not_know_gets_no_checkpoint_line() -> None:
     """The demo's stand-in trainer (and any script of one's own): nothing to say, not 'unknown'."""
-    from agent.probes.training import layout_of
+    from agent.probes.training.watch import layout_of
     from agent.protocol import JobInfo
 
     own = JobInfo("t", "train", "train", "running", ("python", "-m", "agent.simulator.train"))

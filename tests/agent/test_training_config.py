@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from agent.probes.training import configured_run
-from agent.probes.training_config import ConfiguredRun, job_base, trainer_command
-from agent.probes.training_config_files import MAX_CONFIG_BYTES, plain_yaml, read_mapping
-from agent.probes.training_specforge_config import specforge_run
+from agent.probes.training.command import ConfiguredRun, job_base, trainer_command
+from agent.probes.training.config_files import MAX_CONFIG_BYTES, plain_yaml, read_mapping
+from agent.probes.training.specforge_config import specforge_run
+from agent.probes.training.watch import configured_run
 from agent.protocol import JobInfo
 
 SPECFORGE = ("/venv/bin/specforge", "train", "--config", "run.yaml")

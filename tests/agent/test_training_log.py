@@ -6,25 +6,22 @@ test_training_trainers.py; the samples here are written from the older formats.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 
 import pytest
 
-from agent.probes.training_config import ConfiguredRun
-from agent.probes.training_log import TrainingLogParser, TrainingState
-from agent.probes.training_progress import progress_of
+from agent.probes.training.command import ConfiguredRun
+from agent.probes.training.log import TrainingLogParser, TrainingState
+from agent.probes.training.progress import progress_of
 from agent.protocol import (
     JOBS_LAUNCH,
-    SNAPSHOT,
     JobSpec,
     LaunchParams,
     PipelineConfig,
     Snapshot,
-    SnapshotParams,
 )
 from console.link.local_link import open_local_link
+from tests.support.operations import snapshot_where
 
 SPECFORGE_OLD = (
     "Starting training from epoch:0 step:0\n"
@@ -158,14 +155,13 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
     link = await open_local_link(state_dir, PipelineConfig(jobs={"train": trainer}))
     try:
         job = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="train-1")
-        deadline = time.monotonic() + 30
-        while True:
-            snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-            progress = next((t for t in snapshot.training if t.job_id == job.id), None)
-            if progress is not None and progress.step == 60 and progress.best_eval_step is not None:
-                break
-            assert time.monotonic() < deadline, progress
-            await asyncio.sleep(0.1)
+
+        def done(snapshot: Snapshot) -> bool:
+            ours = [t for t in snapshot.training if t.job_id == job.id]
+            return any(t.step == 60 and t.best_eval_step is not None for t in ours)
+
+        snapshot = await snapshot_where(link, done, 30)
+        [progress] = [t for t in snapshot.training if t.job_id == job.id]
     finally:
         await link.close()
     # Overall, like the step: once "step 60/30", the step overall and the total per epoch.

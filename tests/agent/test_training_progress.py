@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from agent.probes.training_config import ConfiguredRun
-from agent.probes.training_log import TrainingLogParser, TrainingState
-from agent.probes.training_progress import FROM_THE_LOG, NO_TOTAL, StepPace, progress_of
+from agent.probes.training.command import ConfiguredRun
+from agent.probes.training.log import TrainingLogParser, TrainingState
+from agent.probes.training.progress import FROM_THE_LOG, NO_TOTAL, StepPace, progress_of
 from agent.protocol import (
     METHODS,
     Response,

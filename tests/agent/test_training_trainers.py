@@ -25,13 +25,13 @@ from typing import Any
 import pytest
 import torch
 
-from agent.probes.training import TrainingWatch
-from agent.probes.training_alerts import training_alerts
-from agent.probes.training_config import TrainerCommand, trainer_command
-from agent.probes.training_log import TrainingLogParser, TrainingState
-from agent.probes.training_progress import progress_of
-from agent.probes.training_specforge_config import specforge_run
-from agent.probes.training_speculators_config import UNTIL_FIRST_EPOCH, speculators_run
+from agent.probes.training.alerts import training_alerts
+from agent.probes.training.command import TrainerCommand, trainer_command
+from agent.probes.training.log import TrainingLogParser, TrainingState
+from agent.probes.training.progress import progress_of
+from agent.probes.training.specforge_config import specforge_run
+from agent.probes.training.speculators_config import UNTIL_FIRST_EPOCH, speculators_run
+from agent.probes.training.watch import TrainingWatch
 from agent.protocol import JobInfo, TrainingProgress
 from tests.support.clocks import SteppedClock
 

@@ -19,6 +19,7 @@ from agent.watch import notify
 from console.link.agent_link import LinkError
 from console.link.local_link import open_local_link
 from tests.support.hostile_hooks import DEADLINE_S, alert, hook, notifier_for, sending_to, settled
+from tests.support.waits import until
 
 
 async def test_an_endless_answer_is_not_read_past_its_status() -> None:
@@ -49,10 +50,7 @@ async def test_the_agent_stops_at_once_while_a_post_hangs() -> None:
     with hook("drip") as (url, posts):
         notifier, tasks = notifier_for(url)
         await alert(notifier, "one")
-        deadline = time.monotonic() + DEADLINE_S
-        while not posts:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+        await until(lambda: posts, "a POST", DEADLINE_S)
         started = time.monotonic()
         await tasks.close()
         await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), 5.0)

@@ -18,6 +18,7 @@ from aiohttp import web
 from agent.watch import notify
 from tests.support.hostile_hooks import DEADLINE_S, alert, notifier_for, settled
 from tests.support.tls_hooks import self_signed_cert, tls_drip_hook
+from tests.support.waits import until
 
 
 async def test_an_https_hook_with_a_trusted_certificate_gets_the_alert(
@@ -53,10 +54,7 @@ async def test_the_agent_stops_at_once_while_a_post_is_in_its_tls_handshake() ->
     with tls_drip_hook() as (url, accepted):
         notifier, tasks = notifier_for(url)
         await alert(notifier, "one")
-        deadline = time.monotonic() + DEADLINE_S
-        while not accepted:
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+        await until(lambda: accepted, "a connection", DEADLINE_S)
         started = time.monotonic()
         await tasks.close()
         await asyncio.wait_for(asyncio.get_running_loop().shutdown_default_executor(), 10.0)

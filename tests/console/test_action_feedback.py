@@ -29,9 +29,10 @@ from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.deploy import DeployScreen
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
+from tests.support.fixed_app import SIZE
+from tests.support.sample_snapshot import NOW, SNAPSHOT
+from tests.support.screen import wait_for
+from tests.support.scripted_agent import ScriptedAgent
 
 RUNNER = JobSpec(("python", "-m", "runner", "{dataset_dir}"), kind="inference", per_dataset=True)
 PENDING = DatasetProgress("B4_code", 30, 0, 0, 10_000, status="pending")

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import signal
 import sys
-import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellDoesNotExist
 
 from agent.host.signals import kill_process
 from agent.protocol import (
@@ -34,57 +31,10 @@ from console.ui.screens.dataset import DatasetScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
-from console.ui.widgets.host_header import HostHeader
 from tests.support.datasets import response_line, write_sample_root
+from tests.support.local_app import SIZE, make_app
+from tests.support.screen import cell, header, wait_for
 from tests.support.ssh_servers import asyncssh_server
-
-SIZE = (170, 50)
-
-
-async def wait_for(
-    pilot: Pilot[None], predicate: Callable[[], bool], timeout_s: float = 30.0
-) -> None:
-    """Until `predicate` holds and the screen on display has composed its widgets (a pushed
-    screen is `app.screen` before they are mounted)."""
-    deadline = time.monotonic() + timeout_s
-    while not (predicate() and pilot.app.screen.is_mounted):
-        assert time.monotonic() < deadline, f"the screen never showed it; {describe(pilot.app)}"
-        await pilot.pause(0.05)
-
-
-def describe(app: object) -> str:
-    """What the app showed when a wait gave up, for the failure message."""
-    if not isinstance(app, ConsoleApp):
-        return ""
-    view = app.views[app.current]
-    snapshot = view.snapshot
-    jobs = [(j.name, j.state) for j in snapshot.jobs] if snapshot else []
-    alerts = [a.kind for a in snapshot.alerts] if snapshot else []
-    return f"screen {type(app.screen).__name__}, link {view.state.status} ({view.state.detail}), jobs {jobs}, alerts {alerts}"
-
-
-def cell(app: ConsoleApp, table_id: str, row: str, column: str) -> str:
-    tables = app.screen.query(f"#{table_id}")
-    if not tables:
-        return ""
-    table: DataTable[object] = tables.first(DataTable)
-    try:
-        return str(table.get_cell(row, column))
-    except CellDoesNotExist:
-        return ""
-
-
-def header(app: ConsoleApp) -> str:
-    found = app.screen.query(HostHeader)
-    return str(found.first().render()) if found else ""
-
-
-def make_app(state_dir: Path, config: PipelineConfig) -> ConsoleApp:
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, config)
-
-    return ConsoleApp({"gpu": opener})
-
 
 MakeApp = Callable[[Path, PipelineConfig], ConsoleApp]
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,6 +35,7 @@ from console.link import host_connection
 from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection, LinkState
 from console.link.local_link import open_local_link
+from tests.support.waits import until
 
 DEAF = (
     "import signal, time\n"
@@ -45,13 +44,6 @@ DEAF = (
     "time.sleep(600)\n"
 )
 """A job that ignores its stop signal: a stop waits out the whole grace before SIGTERM."""
-
-
-async def wait_until(predicate: Callable[[], object], timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    assert predicate(), "condition not met in time"
 
 
 async def sent_sigint(link: AgentLink, job_id: str) -> None:
@@ -77,7 +69,7 @@ async def test_a_ping_is_answered_while_a_stop_waits_out_its_grace(state_dir: Pa
     try:
         job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("deaf"), idempotency_key="deaf-1")
         log = Path(job.log_path or "")
-        await wait_until(lambda: log.is_file() and "ready" in log.read_text())
+        await until(lambda: log.is_file() and "ready" in log.read_text())
         stop = asyncio.ensure_future(
             link.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop-1", timeout_s=900)
         )
@@ -111,13 +103,13 @@ async def test_a_frozen_agent_keeps_its_link_and_says_it_is_silent(
     runner = asyncio.create_task(connection.run())
     daemon = 0
     try:
-        await wait_until(lambda: connection.state.latency_ms is not None)
+        await until(lambda: connection.state.latency_ms is not None)
         daemon = int(read_json(state_dir / "daemon.json")["pid"])
         kill_process(daemon, signal.SIGSTOP)
-        await wait_until(lambda: "silent" in connection.state.detail)
+        await until(lambda: "silent" in connection.state.detail)
         assert connection.state.status == "up"
         kill_process(daemon, signal.SIGCONT)
-        await wait_until(lambda: connection.state.latency_ms is not None)
+        await until(lambda: connection.state.latency_ms is not None)
     finally:
         if daemon:
             kill_process(daemon, signal.SIGCONT)

@@ -8,7 +8,6 @@ only once confirmed.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -27,19 +26,18 @@ from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
-from tests.console.test_app import SIZE, wait_for
 from tests.support.capture_jobs import capture_pipeline
+from tests.support.local_app import SIZE
+from tests.support.operations import jobs_where
+from tests.support.screen import wait_for
 
 
 async def exported(link: AgentLink) -> None:
     """Run the export job (its report is already there) and wait for its end."""
     await link.call(JOBS_LAUNCH, LaunchParams("export"), idempotency_key="export-1")
-    deadline = time.monotonic() + 30
-    while True:
-        listing = await link.call(JOBS_LIST, JobsParams())
-        if any(j.name == "export" and j.state == "exited" for j in listing.jobs):
-            return
-        assert time.monotonic() < deadline, f"the export never ended: {listing.jobs}"
+    await jobs_where(
+        link, lambda jobs: any(j.name == "export" and j.state == "exited" for j in jobs), 30
+    )
 
 
 async def test_the_agent_refuses_a_capture_that_will_not_fit_unless_forced(
@@ -92,11 +90,9 @@ async def test_t_shows_the_refusal_and_starts_the_capture_only_once_confirmed(
         listed = (await link.call(JOBS_LIST, JobsParams())).jobs
         assert not any(j.name == "hs" for j in listed), "nothing started before the confirm"
         await pilot.click("#confirm")
-        deadline = time.monotonic() + 30
-        while not any(j.name == "hs" and j.state == "running" for j in
-                      (await link.call(JOBS_LIST, JobsParams())).jobs):  # fmt: skip
-            assert time.monotonic() < deadline, "the confirmed capture never started"
-            await pilot.pause(0.1)
+        await jobs_where(
+            link, lambda jobs: any(j.name == "hs" and j.state == "running" for j in jobs), 30
+        )
         for job in (await link.call(JOBS_LIST, JobsParams())).jobs:
             if job.name == "hs":
                 await link.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop-hs",

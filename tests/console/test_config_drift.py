@@ -8,7 +8,6 @@ is up, and in one toast naming the differences and the command that applies them
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 from agent.protocol import DatasetsConfig, Event, PipelineConfig, Snapshot
@@ -20,10 +19,11 @@ from console.model.config_drift import drift_text
 from console.model.link_text import link_text
 from console.ui.app import ConsoleApp
 from console.ui.messages import LinkChanged
-from tests.console.test_app import header
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SIZE, never
 from tests.support.datasets import write_prompts
+from tests.support.fixed_app import SIZE, never
+from tests.support.sample_snapshot import NOW
+from tests.support.screen import header, wait_for
+from tests.support.waits import until
 
 CHANGE = "datasets.root: /data/a → /data/b"
 
@@ -57,10 +57,9 @@ async def test_a_dashboard_with_another_config_is_told_and_the_box_keeps_its_own
     connection = HostConnection("gpu", opener, states.append, heard)
     runner = asyncio.create_task(connection.run())
     try:
-        deadline = time.monotonic() + 30
-        while not (snapshots and any(s.latency_ms for s in states)):
-            assert time.monotonic() < deadline, "never up with a snapshot and a ping"
-            await asyncio.sleep(0.05)
+        await until(
+            lambda: snapshots and any(s.latency_ms for s in states), "up, snapshot and ping"
+        )
     finally:
         runner.cancel()
         await connection.close()

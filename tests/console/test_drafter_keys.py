@@ -19,7 +19,6 @@ from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.export import ExportScreen
 from console.ui.widgets.drafter_panel import DrafterPanel
-from tests.console.test_app import SIZE, wait_for
 from tests.support.export_data import (
     KEEPS_TURNS,
     build_think_tokenizer,
@@ -27,7 +26,9 @@ from tests.support.export_data import (
     response,
     write_jsonl,
 )
+from tests.support.local_app import SIZE
 from tests.support.ports import free_port
+from tests.support.screen import wait_for
 
 SIM = ("{python}", "-m", "agent.simulator", "--speed", "4", "--mean-tokens", "400",
        "--sd-tokens", "1", "--vocab-size", "1000")  # fmt: skip

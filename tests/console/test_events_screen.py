@@ -10,8 +10,9 @@ from textual.widgets import DataTable
 from agent.protocol import DatasetsConfig, PipelineConfig
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.events import EventsScreen
-from tests.console.test_app import SIZE, make_app, wait_for
 from tests.support.datasets import response_line, write_sample_root
+from tests.support.local_app import SIZE, make_app
+from tests.support.screen import wait_for
 
 DEADLINE_S = 30.0
 

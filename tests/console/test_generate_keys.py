@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from agent.protocol import JOBS_STOP, DatasetsConfig, JobInfo, JobSpec, PipelineConfig, StopParams
+from agent.protocol import JOBS_STOP, DatasetsConfig, PipelineConfig, StopParams
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
-from tests.console.test_app import SIZE, wait_for
 from tests.support.datasets import write_prompts
-
-RUNNER = JobSpec(
-    (sys.executable, "-c", "import sys, time; time.sleep(120)", "{dataset}"),
-    kind="inference", per_dataset=True, grace_s=5,
-)  # fmt: skip
-
-
-def live_jobs(app: ConsoleApp) -> list[JobInfo]:
-    snapshot = app.views["gpu"].snapshot
-    return [j for j in snapshot.jobs if j.state == "running"] if snapshot else []
+from tests.support.local_app import RUNNER, SIZE, live_jobs
+from tests.support.screen import wait_for
 
 
 async def stop_all(app: ConsoleApp) -> None:

@@ -11,9 +11,9 @@ from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
-from tests.console.test_app import SIZE, wait_for
-from tests.console.test_generate_keys import RUNNER, live_jobs
 from tests.support.datasets import write_prompts
+from tests.support.local_app import RUNNER, SIZE, live_jobs
+from tests.support.screen import wait_for
 
 HOLD_OPEN = (
     "import sys, time; f = open(sys.argv[1], 'a'); print('open', flush=True); time.sleep(300)"

@@ -23,7 +23,8 @@ from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
-from tests.console.test_app import SIZE, cell, wait_for
+from tests.support.local_app import SIZE
+from tests.support.screen import cell, wait_for
 
 NAP = (sys.executable, "-c", "import time; time.sleep(120)")
 JOBS = {

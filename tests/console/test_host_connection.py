@@ -20,13 +20,7 @@ from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection, LinkState
 from console.link.local_link import open_local_link
 from console.link.ssh_link import open_ssh_link
-
-
-async def wait_until(predicate: object, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate() and time.monotonic() < deadline:  # type: ignore[operator]
-        await asyncio.sleep(0.02)
-    assert predicate(), "condition not met in time"  # type: ignore[operator]
+from tests.support.waits import until
 
 
 @pytest.mark.slow
@@ -50,18 +44,18 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
     connection = HostConnection("gpu", opener, states.append, on_event)
     runner = asyncio.create_task(connection.run())
     try:
-        await wait_until(lambda: connection.state.status == "up" and snapshots)
+        await until(lambda: connection.state.status == "up" and snapshots)
         await connection.follow_log("sglang", 0)
-        await wait_until(lambda: "".join(c.text for c in chunks) == "first\n")
+        await until(lambda: "".join(c.text for c in chunks) == "first\n")
         kill_process(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
-        await wait_until(lambda: connection.state.status == "down")
+        await until(lambda: connection.state.status == "down")
         with log.open("a") as handle:
             handle.write("while down\n")
-        await wait_until(lambda: connection.state.status == "up")
+        await until(lambda: connection.state.status == "up")
         count = len(snapshots)
         with log.open("a") as handle:
             handle.write("after\n")
-        await wait_until(
+        await until(
             lambda: len(snapshots) > count and "".join(c.text for c in chunks).endswith("after\n")
         )
     finally:
@@ -87,7 +81,7 @@ async def test_an_unreachable_host_backs_off_and_keeps_trying() -> None:
     states: list[LinkState] = []
     connection = HostConnection("gpu", opener, states.append, lambda host, event: None)
     runner = asyncio.create_task(connection.run())
-    await wait_until(lambda: len(attempts) >= 3, timeout_s=10)
+    await until(lambda: len(attempts) >= 3, timeout_s=10)
     runner.cancel()
     downs = [s for s in states if s.status == "down"]
     assert downs[0].detail.endswith("Connection refused")
@@ -102,7 +96,7 @@ async def test_a_server_that_dies_mid_link_is_noticed_and_the_session_ends_clean
         [sys.executable, "-m", "console.link.loopback_ssh", str(folder)], start_new_session=True
     )
     try:
-        await wait_until(lambda: (folder / "port").exists())
+        await until(lambda: (folder / "port").exists())
         (tmp_path / "ssh_config").write_text("")
         host = HostConfig(
             "gpu", SshTarget("127.0.0.1", getpass.getuser(), int((folder / "port").read_text())),
@@ -114,9 +108,9 @@ async def test_a_server_that_dies_mid_link_is_noticed_and_the_session_ends_clean
             "gpu", lambda: open_ssh_link(host), states.append, lambda *_: None
         )
         runner = asyncio.create_task(connection.run())
-        await wait_until(lambda: connection.state.status == "up")
+        await until(lambda: connection.state.status == "up")
         server.kill()  # the SSH connection dies with asyncssh's ConnectionLost, not an OSError
-        await wait_until(lambda: connection.state.status != "up", timeout_s=3)  # before any ping
+        await until(lambda: connection.state.status != "up", timeout_s=3)  # before any ping
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
         assert runner.cancelled(), "the connection must end by its cancel, not by an error"

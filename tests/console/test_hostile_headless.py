@@ -22,9 +22,14 @@ from console.cli.main import main, print_checks
 from console.cli.report import markdown_report
 from console.cli.status import HostStatus, print_json, print_tables
 from console.link.deploy import FilePlan
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_hostile_text import hostile_snapshot
-from tests.support.hostile_text import ESCAPES, SHOWN_MARKUP, hostile, unsafe_characters
+from tests.support.hostile_text import (
+    ESCAPES,
+    SHOWN_MARKUP,
+    hostile,
+    hostile_snapshot,
+    unsafe_characters,
+)
+from tests.support.scripted_agent import ScriptedAgent
 
 PLANTED = ("\x1b]0;PWNED", "\x1b[2J", "\x1b[6n", "\x9b31m", "\x1bP+q", "\x00", "\x08", "\u202e",
            "\udcff")  # fmt: skip

@@ -11,8 +11,6 @@ typed. The app must never crash.
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,7 +37,6 @@ from agent.protocol import (
     ResponseSummary,
     Snapshot,
     StopResult,
-    TrainingProgress,
 )
 from console.config import DeployMapping, HostConfig, SshTarget
 from console.link.agent_link import AgentLink
@@ -54,28 +51,20 @@ from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
 from console.ui.screens.redeploy import RedeployScreen
 from console.ui.screens.trust import TrustScreen
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_snapshots import NOW, SNAPSHOT, never
-from tests.support.hostile_text import SHOWN_MARKUP, hostile, plant, unsafe_characters
+from tests.support.fixed_app import never
+from tests.support.hostile_text import (
+    SHOWN_MARKUP,
+    hostile,
+    hostile_snapshot,
+    plant,
+    unsafe_characters,
+)
+from tests.support.sample_snapshot import NOW
+from tests.support.screen import wait_for
+from tests.support.scripted_agent import ScriptedAgent
 
 SIZE = (200, 60)
 HOST = "gpu"
-
-
-def hostile_snapshot() -> Snapshot:
-    """The sample snapshot with a training job, server log fields and a sick server, all planted."""
-    server = SNAPSHOT.server
-    assert server is not None
-    sample = dataclasses.replace(
-        SNAPSHOT,
-        server=dataclasses.replace(server, healthy=False, detail="refused", log_stats={"a": "b"}),
-        training=(
-            TrainingProgress(
-                "sglang-1", 10, 100, 1, 0.5, None, None, 2.1, 2.3, 8, 60.0, (0.9, 0.5), (1.5, 2.1)
-            ),
-        ),  # fmt: skip
-    )
-    return plant(sample, "snap")
 
 
 def hostile_detail(name: str) -> DatasetDetail:
@@ -168,18 +157,6 @@ async def check_when_shown(pilot: Pilot[None], app: ConsoleApp, *labels: str) ->
 def _shown_as(label: str) -> str:
     """A label's text as the screen shows it ("=text": a cut-short field, as it is)."""
     return label[1:] if label.startswith("=") else f"{label}{SHOWN_MARKUP}"
-
-
-async def wait_for(pilot: Pilot[None], predicate: Callable[[], bool]) -> None:
-    """Until `predicate` holds and the screen on display has composed its widgets.
-
-    A pushed screen is `app.screen` before its widgets are mounted: a query right after a wait
-    for the screen alone would race its compose.
-    """
-    deadline = time.monotonic() + 20
-    while not (predicate() and pilot.app.screen.is_mounted):
-        assert time.monotonic() < deadline, f"never happened; on screen: {type(pilot.app.screen)}"
-        await pilot.pause(0.05)
 
 
 @pytest.mark.slow

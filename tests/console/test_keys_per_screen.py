@@ -25,8 +25,9 @@ from console.ui.screens.export import ExportScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import SIZE, SNAPSHOT, fixed_app, show_fixed
+from tests.support.fixed_app import SIZE, fixed_app, show_fixed
+from tests.support.sample_snapshot import SNAPSHOT
+from tests.support.screen import wait_for
 
 DETAIL = DatasetDetail("B1", 3, (ResponseSummary("r1", 12, "stop", 0.5),), {"stop": 3},
                        (0, 64, 128), (2, 1), ())  # fmt: skip

@@ -13,27 +13,16 @@ from agent.protocol import (
     FileState,
     HelloResult,
     InstallResult,
-    StopResult,
 )
 from console.config import DeployMapping, HostConfig, SshTarget
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.deploy import DeployScreen
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import JOBS, NOW, SIZE, SNAPSHOT, never
-
-JOB = JOBS[0]
-
-
-def scripted(name: str) -> ScriptedAgent:
-    hello = HelloResult(1, "0.1.0", "", 1, name, NOW)
-    return ScriptedAgent(hello, {"jobs.stop": StopResult(JOB, "stopped")}, file_content=b"")
-
-
-def stops(agent: ScriptedAgent) -> list[str]:
-    return [request.method for request in agent.requests if request.method == "jobs.stop"]
+from tests.support.fixed_app import SIZE, never
+from tests.support.sample_snapshot import NOW, SNAPSHOT
+from tests.support.screen import wait_for
+from tests.support.scripted_agent import ScriptedAgent, scripted, stops
 
 
 def called(agent: ScriptedAgent, method: str) -> list[str]:

@@ -6,39 +6,16 @@ dataset rows while the training panel kept two lines.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import DataTable
 
-from agent.protocol import DatasetProgress, Snapshot, TrainingProgress
-from console.ui.messages import SnapshotReceived
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import DATASETS, SNAPSHOT, fixed_app, show_fixed
+from tests.support.fixed_app import SIZES, fixed_app, show_crowded
+from tests.support.sample_snapshot import CROWDED
+from tests.support.screen import wait_for
 
-MORE = tuple(
-    DatasetProgress(f"B{i}_extra", 10_000, 100 * i, 50_000 * i, 5_000_000, tokens_per_s=900.0,
-                    eta_s=3_600.0 * i, status="running", writer_active=True)
-    for i in range(5, 9)
-)  # fmt: skip
-TRAINING = TrainingProgress(
-    "sglang-1", 600, 900, 1, 1.234, None, None, 2.8, 3.0, 500, 1_800.0,
-    (3.0, 2.5, 2.0, 1.6, 1.3, 1.2), (1.5, 2.0, 2.4, 2.6, 2.8, 2.8),
-)  # fmt: skip
-CROWDED: Snapshot = dataclasses.replace(SNAPSHOT, datasets=DATASETS + MORE, training=(TRAINING,))
-SIZES = [(80, 24), (120, 40), (200, 60)]
 MUST_SHOW = {"dataset", "tokens", "ETA", "status"}
-
-
-async def show_crowded(pilot: Pilot[Any]) -> None:
-    """The sample host with eight datasets and a training run."""
-    await show_fixed(pilot)
-    pilot.app.post_message(SnapshotReceived("gpu", CROWDED))
-    await pilot.pause(0.3)
-    pilot.app.clear_notifications()
-    await pilot.pause()
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -14,9 +14,9 @@ from console.link.agent_link import AgentLink, LinkError
 from console.link.host_connection import LinkState
 from console.ui.app import ConsoleApp
 from console.ui.messages import LinkChanged, SnapshotReceived
-from tests.console.test_app import header
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT, never
+from tests.support.fixed_app import SIZE, never
+from tests.support.sample_snapshot import NOW, SNAPSHOT
+from tests.support.screen import header, wait_for
 
 REFUSED = "box2: cannot reach root@10.9.9.9:22: Connect call failed ('10.9.9.9', 22)"
 

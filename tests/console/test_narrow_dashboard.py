@@ -22,10 +22,9 @@ from console.ui.commands import DASHBOARD_COMMANDS, keys_of
 from console.ui.messages import LinkChanged, SnapshotReceived
 from console.ui.widgets.datasets_table import COLUMNS, DatasetsTable
 from console.ui.widgets.key_footer import KeyFooter
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_layout import CROWDED, show_crowded
-from tests.console.test_snapshots import NOW, fixed_app, never, show_fixed
-from tests.console.test_tables_keep_position import ROWS, crowded
+from tests.support.fixed_app import fixed_app, never, show_crowded, show_fixed
+from tests.support.sample_snapshot import CROWDED, NOW, ROWS, with_many_rows
+from tests.support.screen import wait_for
 
 TABLE_CHROME = 2
 """The datasets table's border: the columns get the terminal's width less this."""
@@ -130,7 +129,7 @@ async def test_after_a_re_sort_the_selected_dataset_stays_selected_and_in_view()
     app = fixed_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await show_fixed(pilot)
-        app.post_message(SnapshotReceived("gpu", crowded(NOW)))
+        app.post_message(SnapshotReceived("gpu", with_many_rows(NOW)))
         table = app.screen.query_one(DatasetsTable)
         await wait_for(pilot, lambda: table.row_count == ROWS)
         table.focus()
@@ -138,7 +137,7 @@ async def test_after_a_re_sort_the_selected_dataset_stays_selected_and_in_view()
         await pilot.pause()
         assert table.selected_name == "D02"
         await pilot.press("o")  # by tokens, most first: D02 goes to the end
-        app.post_message(SnapshotReceived("gpu", crowded(NOW + 1)))
+        app.post_message(SnapshotReceived("gpu", with_many_rows(NOW + 1)))
         await wait_for(pilot, lambda: str(table.get_row_at(0)[0]) == "D39")
         await pilot.pause(0.3)
         assert table.selected_name == "D02"

@@ -22,8 +22,9 @@ from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
-from tests.console.test_app import SIZE, cell, wait_for
 from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.local_app import SIZE
+from tests.support.screen import cell, wait_for
 
 PART = (
     "import sys, time\n"

@@ -17,9 +17,9 @@ from agent.protocol import Alert, DatasetProgress, ServerStats, Snapshot, Traini
 from console.link.host_connection import LinkState
 from console.ui.app import ConsoleApp
 from console.ui.messages import LinkChanged, SnapshotReceived
-from tests.console.test_app import cell
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT, fixed_app
+from tests.support.fixed_app import SIZE, fixed_app
+from tests.support.sample_snapshot import NOW, SNAPSHOT
+from tests.support.screen import cell, wait_for
 
 FINISHED = DatasetProgress(
     "B1_sharegpt", 100, 100, 60_000, 60_000, tokens_per_s=600.0, eta_s=0.0, status="complete",

@@ -25,9 +25,10 @@ from agent.protocol import (
 from console.config import HostConfig, SshTarget
 from console.model.operations_view import OperationsSeen
 from console.ui.app import ConsoleApp
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
+from tests.support.fixed_app import SIZE
+from tests.support.sample_snapshot import NOW, SNAPSHOT
+from tests.support.screen import wait_for
+from tests.support.scripted_agent import ScriptedAgent
 
 STOPPED = OperationStep("stop", "done", "SIGINT → SIGTERM", NOW)
 STARTING = OperationInfo("redeploy-1", "redeploy", "inference (B3_math)", "running",

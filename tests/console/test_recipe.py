@@ -98,7 +98,7 @@ def test_what_cannot_work_is_refused_saying_why() -> None:
 def box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A target, an export and a vocab job's outputs, made by our own jobs; trainer checkpoints."""
     from agent.pipeline.export.__main__ import main as export_main
-    from agent.pipeline.vocab import main as vocab_main
+    from agent.pipeline.vocab.__main__ import main as vocab_main
     from tests.support.drafters import build_drafters
     from tests.support.export_data import (
         KEEPS_TURNS,

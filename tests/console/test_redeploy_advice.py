@@ -20,9 +20,10 @@ from console.link.agent_link import LinkError
 from console.model.budget_advice import budget_advice, with_token_budget
 from console.ui.app import ConsoleApp
 from console.ui.screens.redeploy import RedeployScreen
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
+from tests.support.fixed_app import SIZE
+from tests.support.sample_snapshot import NOW, SNAPSHOT
+from tests.support.screen import wait_for
+from tests.support.scripted_agent import ScriptedAgent
 
 OVER = JobInfo("inference-B2-1", "inference", "inference", "running", ("python", "-m", "runner"),
                pid=5151, pgid=5150, dataset="B2_ultrachat", started_at=NOW - 100)  # fmt: skip

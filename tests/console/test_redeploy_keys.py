@@ -23,9 +23,10 @@ from console.ui.app import ConsoleApp
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.deploy import DeployScreen, DiffScreen
 from console.ui.screens.redeploy import RedeployScreen
-from tests.console.test_app import SIZE, cell, wait_for
+from tests.support.local_app import SIZE
 from tests.support.repo import REPO, old_runner_copy
 from tests.support.runner_files import write_id_prompts
+from tests.support.screen import cell, wait_for
 from tests.support.simulator_process import running_simulator
 
 

@@ -20,10 +20,10 @@ from console.model.budget_advice import with_token_budget
 from console.ui.app import ConsoleApp
 from console.ui.screens.pipeline import PipelineScreen
 from console.ui.screens.redeploy import RedeployScreen
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SIZE, SNAPSHOT
-from tests.support.pilot_waits import eventually
+from tests.support.fixed_app import SIZE
+from tests.support.sample_snapshot import NOW, SNAPSHOT
+from tests.support.screen import eventually, wait_for
+from tests.support.scripted_agent import ScriptedAgent
 
 BUDGET = 25_000
 ARGV = (

@@ -42,10 +42,9 @@ from console.ui.screens.dataset import DatasetScreen
 from console.ui.screens.events import EventsScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.widgets.key_footer import KeyFooter
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_layout import CROWDED, show_crowded
-from tests.console.test_snapshots import NOW, SNAPSHOT, fixed_app
-from tests.support.pilot_waits import eventually, holds
+from tests.support.fixed_app import fixed_app, show_crowded
+from tests.support.sample_snapshot import CROWDED, NOW, SNAPSHOT
+from tests.support.screen import eventually, holds, wait_for
 
 SMALL = (80, 24)
 LARGE = (200, 60)

@@ -42,8 +42,8 @@ from console.ui.screens.events import EventsScreen
 from console.ui.screens.pipeline import PipelineScreen
 from console.ui.screens.redeploy import RedeployScreen
 from console.ui.screens.trust import TrustScreen
-from tests.console.test_layout import CROWDED, SIZES, show_crowded
-from tests.console.test_snapshots import NOW, SNAPSHOT, fixed_app, show_fixed
+from tests.support.fixed_app import SIZES, fixed_app, show_crowded, show_fixed
+from tests.support.sample_snapshot import CROWDED, NOW, SNAPSHOT
 
 SIZE = (100, 30)
 THEMES = ["textual-dark", "textual-light"]

@@ -17,9 +17,10 @@ from console.model.consequences import stop_consequences
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.widgets.jobs_table import JobsTable
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_keys_reach_the_right_place import scripted, stops
-from tests.console.test_snapshots import JOBS, NOW, SIZE, SNAPSHOT
+from tests.support.fixed_app import SIZE
+from tests.support.sample_snapshot import JOBS, NOW, SNAPSHOT
+from tests.support.screen import wait_for
+from tests.support.scripted_agent import scripted, stops
 
 RUNNER = JOBS[0]
 ENDED = dataclasses.replace(RUNNER, state="failed", exit_code=3, ended_at=NOW - 120)

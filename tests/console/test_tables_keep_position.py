@@ -6,30 +6,13 @@ scrolled back), so a key acted on a row the user could no longer see.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from textual.widgets import DataTable
 
-from agent.protocol import DatasetProgress, JobInfo, Snapshot
 from console.ui.messages import SnapshotReceived
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import NOW, SNAPSHOT, fixed_app, show_fixed
-
-ROWS = 40
-
-
-def crowded(taken_at: float) -> Snapshot:
-    """SNAPSHOT with ROWS jobs and ROWS datasets, taken at `taken_at`."""
-    jobs = tuple(
-        JobInfo(f"job-{i:02d}", f"job-{i:02d}", "inference", "running", ("python",), pid=1000 + i,
-                started_at=NOW - 60 * i)
-        for i in range(ROWS)
-    )  # fmt: skip
-    datasets = tuple(
-        DatasetProgress(f"D{i:02d}", 100, i, i * 10, 1_000, status="running") for i in range(ROWS)
-    )
-    return dataclasses.replace(SNAPSHOT, taken_at=taken_at, jobs=jobs, datasets=datasets)
+from tests.support.fixed_app import fixed_app, show_fixed
+from tests.support.sample_snapshot import NOW, ROWS, with_many_rows
+from tests.support.screen import wait_for
 
 
 @pytest.mark.parametrize("table_id", ["#jobs", "#datasets"])
@@ -38,7 +21,7 @@ async def test_a_refresh_keeps_the_cursor_and_the_scroll_of_the_table(table_id: 
     app = fixed_app()
     async with app.run_test(size=(150, 42)) as pilot:
         await show_fixed(pilot)
-        app.post_message(SnapshotReceived("gpu", crowded(NOW)))
+        app.post_message(SnapshotReceived("gpu", with_many_rows(NOW)))
         table = app.screen.query_one(table_id, DataTable)
         await wait_for(pilot, lambda: table.row_count == ROWS)
         table.focus()
@@ -53,7 +36,7 @@ async def test_a_refresh_keeps_the_cursor_and_the_scroll_of_the_table(table_id: 
             table.scroll_y,
         )
         for tick in range(1, 4):
-            app.post_message(SnapshotReceived("gpu", crowded(NOW + tick)))
+            app.post_message(SnapshotReceived("gpu", with_many_rows(NOW + tick)))
             await pilot.pause(0.1)
         await pilot.pause(0.3)
         assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key == chosen

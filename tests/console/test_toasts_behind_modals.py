@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 from textual.app import App
 from textual.screen import ModalScreen
 
 from agent.protocol import Alert
 from console.ui.alert_toasts import AlertToasts
+from tests.support.screen import wait_for
 
 
 class Host(App[None]):
@@ -27,10 +26,9 @@ async def test_a_warning_waits_for_the_modal_and_an_error_does_not() -> None:
         assert any("B3 is past" in m for m in shown)
         assert not any("B3 heads past" in m for m in shown), "held while the modal is open"
         await app.pop_screen()
-        deadline = time.monotonic() + 10
-        while not any("B3 heads past" in str(n.message) for n in app._notifications):
-            assert time.monotonic() < deadline, "the held warning was never shown"
-            await pilot.pause(0.1)
+        await wait_for(
+            pilot, lambda: any("B3 heads past" in str(n.message) for n in app._notifications), 10
+        )
 
 
 def test_an_app_with_no_screen_has_no_modal_open() -> None:

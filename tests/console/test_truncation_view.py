@@ -23,7 +23,7 @@ from console.ui.messages import LinkChanged, SnapshotReceived
 from console.ui.screens.dataset import DatasetScreen
 from console.ui.widgets.datasets_table import DatasetsTable
 from tests.support.config_ranges import write_config
-from tests.support.pilot_waits import eventually, holds
+from tests.support.screen import eventually, holds
 
 NOW = 1_795_960_000.0
 

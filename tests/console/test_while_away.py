@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
 from agent.protocol import DatasetsConfig, PipelineConfig, TimelineEvent
@@ -14,8 +13,10 @@ from console.link.last_seen import LastSeen
 from console.link.local_link import open_local_link
 from console.model.away import away_summary
 from console.ui.app import ConsoleApp
-from tests.console.test_app import SIZE, wait_for
 from tests.support.datasets import response_line, write_sample_root
+from tests.support.local_app import SIZE
+from tests.support.screen import wait_for
+from tests.support.waits import until
 
 DEADLINE_S = 30.0
 AWAY = "while you were away"
@@ -52,10 +53,11 @@ async def test_a_reconnect_sums_up_what_happened_and_the_first_connection_says_n
         assert not [t for t in toasts(first) if AWAY in t]
     with (root / "B2_ultrachat" / "raw_responses.jsonl").open("a") as handle:
         handle.write(response_line("p0", 1200))
-    deadline = time.monotonic() + DEADLINE_S
-    while "budget_reached" not in await recorded_kinds(state_dir):  # the agent watches alone
-        assert time.monotonic() < deadline, "the agent never recorded the budget reached"
-        await asyncio.sleep(0.2)
+
+    async def recorded() -> bool:  # the agent watches alone
+        return "budget_reached" in await recorded_kinds(state_dir)
+
+    await until(recorded, "the agent recorded the budget reached", DEADLINE_S)
     second = console_for(state_dir, pipeline, console_dir)
     async with second.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: any(AWAY in t for t in toasts(second)))

@@ -12,9 +12,10 @@ from console.config import console_log_path
 from console.link.agent_link import AgentLink
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
-from tests.console.scripted_agent import ScriptedAgent
-from tests.console.test_hostile_text import wait_for
-from tests.console.test_snapshots import JOBS, NOW, SIZE, SNAPSHOT
+from tests.support.fixed_app import SIZE
+from tests.support.sample_snapshot import JOBS, NOW, SNAPSHOT
+from tests.support.screen import wait_for
+from tests.support.scripted_agent import ScriptedAgent
 
 
 def scripted() -> ScriptedAgent:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_status_over_ssh import run_cli
 from tests.support.capture_jobs import capture_pipeline
+from tests.support.cli_runs import run_cli
 from tests.support.datasets import response_line
 from tests.support.ssh_servers import SshEndpoint
 

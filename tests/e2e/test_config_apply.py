@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from agent.state import StatePaths, read_json
-from tests.e2e.test_status_over_ssh import CliResult, run_cli
+from tests.support.cli_runs import CliResult, run_cli
 from tests.support.datasets import write_prompts
 from tests.support.ssh_servers import SshEndpoint
 

@@ -8,7 +8,7 @@ import asyncssh
 import pytest
 
 from console.link.loopback_ssh import write_client_key
-from tests.e2e.test_status_over_ssh import CliResult, run_cli, write_config
+from tests.support.cli_runs import CliResult, run_cli, write_config
 from tests.support.datasets import write_sample_root
 from tests.support.ssh_servers import SshEndpoint
 

@@ -9,17 +9,15 @@ says so), then the demo deletes a stale capture and resumes it. Long (about five
 from __future__ import annotations
 
 import json
-import secrets
 import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_demo_tmux import Tmux, demo_processes, end_leftovers
+from tests.support.demo_terminal import demo_processes
+from tests.support.tmux import Tmux
 
 VERDICT_TIMEOUT_S = 900.0
 KILLED = ("killed runner", "killed the SGLang stand-in")
@@ -32,23 +30,11 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    server = Tmux(f"eagle-test-{secrets.token_hex(4)}")
-    try:
-        yield server
-    finally:
-        subprocess.run(
-            ["tmux", "-L", server.socket, "kill-server"], capture_output=True, check=False
-        )
-        end_leftovers(tmp_path)
-
-
 @pytest.mark.timeout(1200)
 @pytest.mark.slow
 def test_the_demo_left_alone_reaches_the_verdict_through_a_runner_and_a_server_crash(
     tmp_path: Path,
-    tmux: Tmux,  # noqa: F811
+    tmux: Tmux,
 ) -> None:
     workspace = tmp_path / "demo"
     console = Path(sys.executable).parent / "eagle-console"

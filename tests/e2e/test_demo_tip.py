@@ -6,7 +6,6 @@ headless command failed with "cannot reach localhost:22".
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shlex
@@ -14,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,8 @@ import pytest
 import tomllib
 
 from tests.support.demo_terminal import CONSOLE_UP, START_TIMEOUT_S, kill_leftovers, start_demo
+from tests.support.json_http import health_ok
+from tests.support.waits import wait_until_blocking
 
 TIP = "#   "
 CONFIG = "eagle-console.toml"
@@ -78,14 +78,7 @@ def server_url(config: Path) -> str:
 
 def wait_for_health(url: str, deadline: float) -> None:
     """Until the server answers /health with 200, or `deadline` (monotonic) has passed."""
-    while time.monotonic() < deadline:
-        with (
-            contextlib.suppress(OSError),
-            urllib.request.urlopen(f"{url}/health", timeout=5) as got,
-        ):
-            if got.status == 200:
-                return
-        time.sleep(0.5)
+    wait_until_blocking(lambda: health_ok(url, 5), deadline - time.monotonic(), 0.5)
 
 
 @pytest.mark.timeout(600)

@@ -6,43 +6,21 @@ As in test_demo_tmux.py, tmux runs each console on a private server socket; keys
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import socket
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_demo_tmux import Tmux, demo_processes, end_leftovers
+from tests.support.demo_terminal import demo_processes
+from tests.support.tmux import Tmux, tmux_server
 
 pytestmark = [
     pytest.mark.tmux,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 CONSOLE = Path(sys.executable).parent / "eagle-console"
-
-
-def new_tmux() -> Tmux:
-    """A tmux server on a socket of its own."""
-    return Tmux(f"eagle-test-{secrets.token_hex(4)}")
-
-
-def kill_server(server: Tmux) -> None:
-    """End the tmux server and what runs in it."""
-    subprocess.run(["tmux", "-L", server.socket, "kill-server"], capture_output=True, check=False)
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    server = new_tmux()
-    try:
-        yield server
-    finally:
-        kill_server(server)
-        end_leftovers(tmp_path)  # a failed test must not leave the demo's processes behind
 
 
 def on_dashboard(screen: str) -> bool:
@@ -101,8 +79,8 @@ def test_h_to_a_host_that_is_down_says_so_and_shows_none_of_the_first_hosts_rows
     spare = f'\n\n[hosts.spare]\nssh = "127.0.0.1:{closed_port()}"\n'
     config.write_text((workspace / "eagle-console.toml").read_text() + spare)
 
-    two, exited = new_tmux(), tmp_path / "two-exited"
-    try:
+    exited = tmp_path / "two-exited"
+    with tmux_server() as two:
         two.run("new-session", "-d", "-s", "demo", "-x", "80", "-y", "24",
                 f"{CONSOLE} --config {config}; echo $? > {exited}")  # fmt: skip
         two.wait_for(lambda s: "B1_sharegpt" in s and "spare" in s, "the demo host, spare listed")
@@ -114,6 +92,4 @@ def test_h_to_a_host_that_is_down_says_so_and_shows_none_of_the_first_hosts_rows
         assert "B2_ultrachat" not in screen
         two.keys("q")
         assert two.wait_exit(exited) == "0"
-    finally:
-        kill_server(two)
     tmux.keys("q")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.cli_runs import run_cli
 from tests.support.ssh_servers import SshEndpoint
 
 

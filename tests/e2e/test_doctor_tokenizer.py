@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.cli_runs import run_cli
 from tests.support.datasets import write_sample_root
 from tests.support.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 from tests.support.ssh_servers import SshEndpoint

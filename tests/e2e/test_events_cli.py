@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_status_over_ssh import run_cli, write_config
+from tests.support.cli_runs import run_cli, write_config
 from tests.support.datasets import response_line, write_prompts
 from tests.support.ssh_servers import SshEndpoint
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.cli_runs import run_cli
 from tests.support.datasets import write_sample_root
 from tests.support.simulator_process import running_simulator
 from tests.support.ssh_servers import SshEndpoint

@@ -16,7 +16,7 @@ import pytest
 
 from agent.attach import stop_daemon
 from agent.state import StatePaths
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.cli_runs import run_cli
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.ports import free_port
 

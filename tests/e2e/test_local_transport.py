@@ -17,7 +17,7 @@ from agent.state import StatePaths
 from console.config import load_config
 from console.demo.config_file import write_demo_config
 from console.demo.workspace import DATASETS, Workspace, prepare_scripts, write_datasets
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.cli_runs import run_cli
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.ports import free_port
 from tests.support.repo import REPO

@@ -14,8 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,7 +38,7 @@ from agent.protocol import (
 from console.link.local_link import open_local_link
 from console.model.formatting import server_text
 from tests.support.export_data import write_jsonl
-from tests.support.json_http import post
+from tests.support.json_http import health_ok, post
 from tests.support.operations import jobs_where
 from tests.support.ports import free_port
 from tests.support.real_vllm import (
@@ -54,6 +52,7 @@ from tests.support.real_vllm import (
 )
 from tests.support.runner_files import run_runner
 from tests.support.simulator_process import agent_env
+from tests.support.waits import wait_until_blocking
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 QUESTIONS = ["why is the sum so", "the answer is w3", "why and so w7", "sum of the answer w9"]
@@ -201,15 +200,9 @@ def test_the_evaluation_measures_the_real_drafter_by_its_counters(
 
 
 def wait_healthy(url: str, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"{url} never answered /health")
+    assert wait_until_blocking(lambda: health_ok(url), timeout_s, 0.5), (
+        f"{url} never answered /health"
+    )
 
 
 def engines_of(pgid: int) -> list[int]:

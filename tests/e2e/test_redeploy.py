@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -12,11 +10,12 @@ import pytest
 from agent.protocol import JOBS_LAUNCH, SNAPSHOT, LaunchParams, Snapshot, SnapshotParams
 from console.config import load_config
 from console.link.local_link import open_local_link
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.cli_runs import run_cli
 from tests.support.repo import REPO, old_runner_copy
 from tests.support.runner_files import response_ids, write_id_prompts
 from tests.support.simulator_process import running_simulator
 from tests.support.ssh_servers import SshEndpoint
+from tests.support.waits import read_until
 
 
 def write_config(
@@ -79,12 +78,10 @@ async def test_redeploy_moves_a_stale_runner_to_the_new_code_without_loss(
         )
         await link.close()
 
-        deadline = time.monotonic() + 60
-        snapshot = await dataset_state(state_dir, config)
-        while not (snapshot.datasets[0].stale_code and snapshot.datasets[0].responses > 5):
-            assert time.monotonic() < deadline, snapshot.datasets[0]
-            await asyncio.sleep(0.2)
-            snapshot = await dataset_state(state_dir, config)
+        snapshot = await read_until(
+            lambda: dataset_state(state_dir, config),
+            lambda s: s.datasets[0].stale_code and s.datasets[0].responses > 5, "B1", 60, 0.2,
+        )  # fmt: skip
         assert "stale_code" in {alert.kind for alert in snapshot.alerts}
 
         # every request now takes 5 s more, so the old run is still going when the redeploy
@@ -97,10 +94,10 @@ async def test_redeploy_moves_a_stale_runner_to_the_new_code_without_loss(
 
         after = await dataset_state(state_dir, config)
         assert not after.datasets[0].stale_code
-        while any(job.state == "running" for job in after.jobs):
-            assert time.monotonic() < deadline + 120, after.jobs
-            await asyncio.sleep(0.3)
-            after = await dataset_state(state_dir, config)
+        await read_until(
+            lambda: dataset_state(state_dir, config),
+            lambda s: not any(job.state == "running" for job in s.jobs), "the jobs", 180, 0.3,
+        )  # fmt: skip
 
     assert response_ids(datasets / "B1_sharegpt") == dict.fromkeys(ids, 1)
     deployed = remote_root / "app" / "agent" / "pipeline" / "inference" / "status.py"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_status_over_ssh import run_cli
+from tests.support.cli_runs import run_cli
 from tests.support.export_data import write_jsonl
 from tests.support.ports import free_port
 

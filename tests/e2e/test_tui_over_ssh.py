@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-
-from textual.pilot import Pilot
 
 from console.config import load_config
 from console.link.host_connection import Opener
@@ -18,16 +14,8 @@ from console.ui.app import ConsoleApp
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.trust import TrustScreen
 from tests.support.datasets import write_sample_root
+from tests.support.screen import wait_for
 from tests.support.ssh_servers import SshEndpoint
-
-
-async def wait_for(
-    pilot: Pilot[None], predicate: Callable[[], bool], timeout_s: float = 30.0
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "the screen never showed it"
-        await pilot.pause(0.05)
 
 
 async def test_unknown_key_is_refused_then_pinned_with_a_typed_yes(

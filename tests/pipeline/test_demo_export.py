@@ -13,8 +13,8 @@ import pytest
 
 from agent.simulator.tokenizer import build_tokenizer, end_of_turn_id
 from console.demo.config_file import DEMO_END_OF_TURN_ID
-from tests.pipeline.test_export import export
 from tests.support.export_data import read_jsonl, write_jsonl
+from tests.support.pipeline_runs import export
 from tests.support.runner_files import run_runner
 from tests.support.simulator_process import running_simulator
 

@@ -12,23 +12,23 @@ import errno
 import json
 import resource
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from agent.datasets.tracker import DatasetTracker
-from agent.pipeline.inference.options import EXIT_WRITE_FAILED
 from agent.pipeline.inference.records import AppendLog
 from agent.pipeline.inference.storage import StorageError
 from agent.protocol import DatasetsConfig
 from tests.support.runner_files import (
     RUN_TIMEOUT_S,
+    dataset_alerts,
     response_ids,
     run_runner,
     runner_command,
     status,
     write_id_prompts,
+    write_stop_problems,
 )
 from tests.support.simulator_process import SimulatorProcess, agent_env
 from tests.support.small_fs import small_tmpfs
@@ -89,8 +89,7 @@ def test_a_run_that_hits_a_file_size_limit_stops_with_its_code_then_resumes_exac
         capture_output=True, text=True, timeout=RUN_TIMEOUT_S, preexec_fn=limit_file_size,
     )  # fmt: skip
 
-    assert stopped.returncode == EXIT_WRITE_FAILED, stopped.stderr
-    assert_stopped_cleanly(folder, stopped.stderr, "EFBIG")
+    assert_stopped_cleanly(folder, stopped, "EFBIG")
     assert (folder / "raw_responses.jsonl").stat().st_size <= limit
     resume_exactly(folder, simulator, ids)
 
@@ -105,21 +104,22 @@ def test_a_full_filesystem_stops_the_run_and_a_rerun_after_space_returns_is_exac
 
         stopped = run_runner(folder, simulator.url, "--concurrency", "8")
 
-        assert stopped.returncode == EXIT_WRITE_FAILED, stopped.stderr
-        assert_stopped_cleanly(folder, stopped.stderr, "ENOSPC")
+        assert_stopped_cleanly(folder, stopped, "ENOSPC")
         mount.resize(size_kib=4096)
         resume_exactly(folder, simulator, ids)
 
 
-def assert_stopped_cleanly(folder: Path, stderr: str, errno_name: str) -> None:
+def assert_stopped_cleanly(
+    folder: Path, stopped: subprocess.CompletedProcess[str], errno_name: str
+) -> None:
     """One clear line, no traceback, the reason in runner.json, whole lines only."""
-    assert "Traceback" not in stderr
-    [said] = [line for line in stderr.splitlines() if line.startswith("runner: stopped:")]
+    assert write_stop_problems(folder, stopped.returncode, errno_name) == [], stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    [said] = [line for line in stopped.stderr.splitlines() if line.startswith("runner: stopped:")]
     assert f"({errno_name})" in said
     assert "rerun" in said
     record = status(folder)
-    assert (record["state"], record["stop_reason"]) == ("failed", "write_failed")
-    assert record["write_error"]["errno"] == errno_name
+    assert record["state"] == "failed"
     assert record["write_error"]["disk_full"] is True
     assert record["in_flight"] == 0
     kept = response_ids(folder)  # asserts every line is whole and valid
@@ -127,11 +127,7 @@ def assert_stopped_cleanly(folder: Path, stderr: str, errno_name: str) -> None:
     assert set(kept.values()) == {1}
     assert record["responses"] == len(kept)
     tracker = DatasetTracker(DatasetsConfig(str(folder.parent)))
-    [alert] = [
-        a
-        for a in tracker.alerts(tracker.progress(time.time()), time.time())
-        if a.subject == folder.name and a.kind == "disk_full"
-    ]
+    [alert] = dataset_alerts(tracker, "disk_full", folder.name)
     assert f"({errno_name})" in alert.message
     assert alert.severity == "error"
 

@@ -310,8 +310,8 @@ def test_the_vocab_job_s_draft_config_exports_a_drafter_both_servers_capture_ali
     from specforge.algorithms.model_providers import resolve_eagle_capture_layers
     from specforge.training.model_loading import _TARGET_ARCHITECTURE_FIELDS
 
-    from agent.pipeline.vocab import main as vocab_main
-    from agent.pipeline.vocab_draft_config import TARGET_FIELDS
+    from agent.pipeline.vocab.__main__ import main as vocab_main
+    from agent.pipeline.vocab.draft_config import TARGET_FIELDS
 
     rows = [
         {"id": f"r{i}", "output_ids": [3 * (i % 64)] * 5, "completion_tokens": 5}

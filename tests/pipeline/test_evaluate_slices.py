@@ -8,8 +8,8 @@ import pytest
 
 from agent.pipeline.evaluate.figures import ServerFigures
 from agent.pipeline.evaluate.slices import Slice, SliceResult, losing_words, slice_row
-from tests.pipeline.test_evaluate import eval_json, evaluate
 from tests.support.export_data import write_jsonl
+from tests.support.pipeline_runs import eval_json, evaluate
 from tests.support.simulator_process import running_simulator
 
 FAST = ("--speed", "4", "--mean-tokens", "400", "--sd-tokens", "1", "--seed", "4",

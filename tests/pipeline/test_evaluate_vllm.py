@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent.pipeline.evaluate.vllm_state import NOT_IN_DEV_MODE
-from tests.pipeline.test_evaluate import TARGET, eval_json, evaluate
+from tests.support.pipeline_runs import TARGET, eval_json, evaluate
 from tests.support.simulator_process import running_simulator
 
 VLLM = ("--flavor", "vllm", "--context-length", "4000")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +18,16 @@ from tests.support.export_data import (
     response,
     write_jsonl,
 )
+from tests.support.pipeline_runs import export
 from tests.support.remote_code.folder import (
     KimiLikeTokenizer,
     build_kimi_like_tokenizer,
     kimi_chats,
 )
 from tests.support.runner_files import run_runner
-from tests.support.simulator_process import agent_env, running_simulator
+from tests.support.simulator_process import running_simulator
 
-EXPORT_TIMEOUT_S = 120.0
 CHAT = [{"role": "system", "content": "so answer"}, {"role": "user", "content": "why is the sum"}]
-
-
-def export(root: Path, tokenizer: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "agent.pipeline.export", "--datasets-root", str(root),
-               "--tokenizer", str(tokenizer), "--out", str(out), *args]  # fmt: skip
-    return subprocess.run(
-        command, env=agent_env(), capture_output=True, text=True, timeout=EXPORT_TIMEOUT_S
-    )
 
 
 @pytest.fixture(scope="module")

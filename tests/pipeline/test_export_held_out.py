@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from agent.pipeline.export.held_out import held_out_threshold, rank_key
-from tests.pipeline.test_export import export
 from tests.support.export_data import build_think_tokenizer, read_jsonl, write_jsonl
+from tests.support.pipeline_runs import export
 
 
 def dataset(root: Path, name: str, count: int, order: int = 1) -> None:

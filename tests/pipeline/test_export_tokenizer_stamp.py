@@ -17,7 +17,6 @@ import pytest
 
 from agent.pipeline.tokenizer import load_tokenizer
 from agent.pipeline.tokenizer.identity import STAMP, tokenizer_digest, vocabulary_digest
-from tests.pipeline.test_export import export
 from tests.support.export_data import (
     KEEPS_TURNS,
     WORDS,
@@ -25,6 +24,7 @@ from tests.support.export_data import (
     build_think_tokenizer,
     read_jsonl,
 )
+from tests.support.pipeline_runs import export
 
 PROMPTS = 100
 LATE = 40

@@ -13,7 +13,7 @@ import pytest
 from agent.datasets.file_lines import WINDOW_BYTES
 from agent.datasets.tracker import ResponseCounter
 from agent.pipeline.inference.records import CorruptRecordError, recover
-from agent.pipeline.vocab import LineTally, list_batches
+from agent.pipeline.vocab.count import LineTally, list_batches
 from tests.support.hostile_files import (
     HOSTILE_LINES,
     hostile_file,

@@ -30,6 +30,7 @@ from tests.support.runner_files import (
     write_id_prompts,
 )
 from tests.support.simulator_process import SimulatorProcess, running_simulator
+from tests.support.waits import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -249,9 +250,7 @@ async def test_the_probe_shows_a_router_as_one_with_its_workers(
         await asyncio.gather(*pending, return_exceptions=True)
         for sim in sims:
             sim.process.kill()
-        deadline = time.monotonic() + 30
-        while router.readiness()[0] == 200 and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
+        await wait_until(lambda: router.readiness()[0] != 200, 30, 0.2)
         down = await probe_sglang(router.url)
 
     assert (up.is_router, up.healthy, up.healthy_workers, up.total_workers) == (True, True, 2, 2)

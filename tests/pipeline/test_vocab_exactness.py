@@ -22,10 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agent.datasets.response_lines as response_lines
-import agent.pipeline.vocab_count as vocab_count
+import agent.pipeline.vocab.count as vocab_count
 from agent.datasets.file_lines import LineBlock
 from agent.pipeline.id_text import parse_ids
-from agent.pipeline.vocab_count import LineTally, VocabError, count_dataset
+from agent.pipeline.vocab.count import LineTally, count_dataset
+from agent.pipeline.vocab.errors import VocabError
 from tests.support.response_line_strategies import any_line
 from tests.support.simulator_process import agent_env
 
@@ -122,7 +123,7 @@ def test_the_counting_process_never_imports_torch_and_torch_saves_the_pt_files(
     folder.mkdir(parents=True)
     (folder / "raw_responses.jsonl").write_bytes(runner_line("a", [1, 2, 2]) + b"\n")
     code = (
-        "import sys; from agent.pipeline.vocab import main; "
+        "import sys; from agent.pipeline.vocab.__main__ import main; "
         f"code = main(['--datasets-root', {str(tmp_path / 'datasets')!r}, '--out', "
         f"{str(tmp_path / 'out')!r}, '--target-vocab-size', '8', '--draft-vocab-size', '2']); "
         "print(code, 'torch' in sys.modules)"

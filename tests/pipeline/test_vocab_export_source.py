@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from agent.pipeline.export.__main__ import main as export_main
-from agent.pipeline.vocab import main
-from agent.pipeline.vocab_export import masked_ids, merged_ids_file
+from agent.pipeline.vocab.__main__ import main
+from agent.pipeline.vocab.export import masked_ids, merged_ids_file
 from tests.support.export_data import build_think_tokenizer, ids_of, response, write_jsonl
 
 V, K = 64, 4

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-import agent.pipeline.vocab as vocab_job
-from agent.pipeline.vocab_check import refusals
-from agent.pipeline.vocab_outputs import REPORT, STAGING
+import agent.pipeline.vocab.__main__ as vocab_job
+from agent.pipeline.vocab.check import refusals
+from agent.pipeline.vocab.outputs import REPORT, STAGING
 
 V, K = 32, 4
 FILES = {

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent.pipeline.vocab import main
-from agent.pipeline.vocab_config import MAX_CONFIG_BYTES
-from agent.pipeline.vocab_errors import VocabUsageError
-from agent.pipeline.vocab_target import VocabAsked, resolve_target_vocab
+from agent.pipeline.vocab.__main__ import main
+from agent.pipeline.vocab.config import MAX_CONFIG_BYTES
+from agent.pipeline.vocab.errors import VocabUsageError
+from agent.pipeline.vocab.target import VocabAsked, resolve_target_vocab
 from tests.support.export_data import build_think_tokenizer
 
 TOKENIZER_IDS, PADDED_V, K = 58, 64, 8

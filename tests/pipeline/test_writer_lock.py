@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from tests.support.runner_files import (
     write_id_prompts,
 )
 from tests.support.simulator_process import running_simulator
+from tests.support.waits import wait_until_blocking
 
 
 def folder_state(folder: Path) -> dict[str, tuple[int, int]]:
@@ -89,10 +89,8 @@ def test_the_lock_is_taken_before_resume_touches_a_torn_tail(tmp_path: Path) -> 
 
 
 def wait_until_locked(folder: Path) -> None:
-    deadline = time.monotonic() + 10
-    while lock_holder(folder / LOCK_NAME) is None:
-        assert time.monotonic() < deadline, "flock never took the lock"
-        time.sleep(0.01)
+    locked = wait_until_blocking(lambda: lock_holder(folder / LOCK_NAME) is not None, 10, 0.01)
+    assert locked, "flock never took the lock"
 
 
 def test_a_lock_on_another_filesystem_with_the_same_inode_is_not_this_datasets(

@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from agent.simulator.server import SHUTDOWN_GRACE_S
 from tests.support.simulator_process import SimulatorProcess, running_simulator
+from tests.support.waits import wait_until_blocking
 
 IN_FLIGHT = 8
 SLOW = ("--decode-rate", "40", "--mean-tokens", "4000", "--sd-tokens", "1")
@@ -41,20 +41,18 @@ def running(url: str) -> int:
 
 
 def text_in(path: Path, text: str) -> None:
-    deadline = time.monotonic() + 10
-    while text not in path.read_text():
-        assert time.monotonic() < deadline, f"{path.name} never said {text!r}"
-        time.sleep(0.02)
+    assert wait_until_blocking(lambda: text in path.read_text(), 10), (
+        f"{path.name} never said {text!r}"
+    )
 
 
 def with_requests_in_flight(simulator: SimulatorProcess) -> list[threading.Thread]:
     threads = [threading.Thread(target=generate, args=(simulator.url,)) for _ in range(IN_FLIGHT)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 30
-    while running(simulator.url) < IN_FLIGHT:
-        assert time.monotonic() < deadline, "the requests never ran"
-        time.sleep(0.05)
+    assert wait_until_blocking(lambda: running(simulator.url) >= IN_FLIGHT, 30), (
+        "the requests never ran"
+    )
     return threads
 
 

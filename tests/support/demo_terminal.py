@@ -12,13 +12,12 @@ import contextlib
 import os
 import signal
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from agent.host.procfs import all_pids, command_line, process_info
 from agent.host.signals import kill_process
 from tests.support.terminal import PtyTerminal
+from tests.support.waits import wait_until_blocking
 
 BUILDING = rb"building the workspace"
 STARTING = rb"starting the agent, the server and 8 runs"
@@ -53,18 +52,14 @@ def job_shims(workspace: Path) -> list[str]:
     return [line for line in demo_processes(workspace) if "agent shim" in line]
 
 
-def wait_until(check: Callable[[], object], timeout_s: float) -> bool:
-    """Poll `check()` every 50 ms until it is true or `timeout_s` passes."""
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def kill_leftovers(workspace: Path) -> None:
     """SIGKILL whatever a failed run left (so one failure does not leak into the next test)."""
     for line in demo_processes(workspace):
         with contextlib.suppress(ProcessLookupError):
             kill_process(int(line.split(":")[0]), signal.SIGKILL)
+
+
+def end_leftovers(workspace: Path) -> None:
+    """Give the demo's own teardown (it handles the hang-up) its chance, then SIGKILL the rest."""
+    wait_until_blocking(lambda: not demo_processes(workspace), 30, 0.2)
+    kill_leftovers(workspace)

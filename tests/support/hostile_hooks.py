@@ -4,10 +4,8 @@ driven as the agent drives it. Shared by the webhook tests and the hostile_peers
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 from agent.protocol import Alert, NotifyConfig, PipelineConfig, Snapshot
 from agent.tasks import TaskOwner
 from agent.watch.notify import Notifier, Post
+from tests.support.waits import wait_until
 
 DEADLINE_S = 30.0
 
@@ -79,7 +78,6 @@ async def alert(notifier: Notifier, kind: str) -> None:
 
 
 async def settled(notifier: Notifier, done: int) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while notifier.sent + notifier.dead_letters < done:
-        assert time.monotonic() < deadline, (notifier.sent, notifier.dead_letters)
-        await asyncio.sleep(0.05)
+    """Until `done` alerts were sent or given up on."""
+    ended = await wait_until(lambda: notifier.sent + notifier.dead_letters >= done, DEADLINE_S)
+    assert ended, (notifier.sent, notifier.dead_letters)

@@ -14,6 +14,9 @@ import typing
 import unicodedata
 from typing import Any, Literal, TypeVar
 
+from agent.protocol import Snapshot, TrainingProgress
+from tests.support.sample_snapshot import SNAPSHOT
+
 MARKUP = "[red]M[/][/][link=https://evil.example]L[/link]"
 ESCAPES = "\x1b]0;PWNED\x07\x1b[2J\x1b[6n\x9b31m\x1bP+q\x1b\\\x00\x08\r\u202e\udcff"
 SHOWN_MARKUP = "[red]M[/][/]"
@@ -72,3 +75,19 @@ def unsafe_characters(text: str) -> list[str]:
         for char in text
         if unicodedata.category(char) in ("Cc", "Cs") or ord(char) in BIDI
     ]
+
+
+def hostile_snapshot() -> Snapshot:
+    """The sample snapshot with a training job, server log fields and a sick server, all planted."""
+    server = SNAPSHOT.server
+    assert server is not None
+    sample = dataclasses.replace(
+        SNAPSHOT,
+        server=dataclasses.replace(server, healthy=False, detail="refused", log_stats={"a": "b"}),
+        training=(
+            TrainingProgress(
+                "sglang-1", 10, 100, 1, 0.5, None, None, 2.1, 2.3, 8, 60.0, (0.9, 0.5), (1.5, 2.1)
+            ),
+        ),  # fmt: skip
+    )
+    return plant(sample, "snap")

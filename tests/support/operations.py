@@ -16,12 +16,14 @@ from pathlib import Path
 
 from agent.protocol import (
     AUTOPILOT_STATUS,
+    EVENTS_LIST,
     JOBS_LIST,
     OPERATIONS_LIST,
     SNAPSHOT,
     SNAPSHOT_WATCH,
     AutopilotStatus,
     AutopilotStatusParams,
+    EventsParams,
     JobInfo,
     JobsParams,
     OperationInfo,
@@ -32,6 +34,7 @@ from agent.protocol import (
     WatchParams,
 )
 from console.link.agent_link import AgentLink
+from tests.support.waits import read_until, wait_until
 
 POLL_S = 0.05
 
@@ -62,13 +65,13 @@ async def operation_where(
     timeout_s: float = 60.0,
 ) -> OperationInfo:  # fmt: skip
     """Wait until the operation's record satisfies `predicate`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        info = await operation(link, operation_id)
-        if predicate(info):
-            return info
-        assert time.monotonic() < deadline, f"operation {operation_id} never got there: {info}"
-        await asyncio.sleep(POLL_S)
+    return await read_until(
+        lambda: operation(link, operation_id),
+        predicate,
+        f"operation {operation_id}",
+        timeout_s,
+        POLL_S,
+    )
 
 
 async def jobs_now(link: AgentLink) -> tuple[JobInfo, ...]:
@@ -81,47 +84,52 @@ async def jobs_where(
     link: AgentLink, predicate: Callable[[tuple[JobInfo, ...]], bool], timeout_s: float = 60.0
 ) -> tuple[JobInfo, ...]:
     """Wait until the job list satisfies `predicate`; returns it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        jobs = await jobs_now(link)
-        if predicate(jobs):
-            return jobs
-        assert time.monotonic() < deadline, f"the jobs never got there: {jobs}"
-        await asyncio.sleep(POLL_S)
+    return await read_until(lambda: jobs_now(link), predicate, "the jobs", timeout_s, POLL_S)
+
+
+async def wait_for_job(
+    link: AgentLink, job_id: str, states: set[str], timeout_s: float = 20
+) -> JobInfo:
+    """Wait until the job is in one of `states`; returns it."""
+
+    def state(jobs: tuple[JobInfo, ...]) -> str | None:
+        return next((job.state for job in jobs if job.id == job_id), None)
+
+    jobs = await jobs_where(link, lambda jobs: state(jobs) in states, timeout_s)
+    return next(job for job in jobs if job.id == job_id)
 
 
 async def snapshot_where(
     link: AgentLink, predicate: Callable[[Snapshot], bool], timeout_s: float = 90.0
 ) -> Snapshot:
     """Wait until the agent's snapshot satisfies `predicate`; returns it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-        if predicate(snapshot):
-            return snapshot
-        assert time.monotonic() < deadline, f"the snapshot never got there: {snapshot.server}"
-        await asyncio.sleep(POLL_S * 4)
+    snapshot = await read_until(
+        lambda: link.call(SNAPSHOT, SnapshotParams()),
+        predicate,
+        "the snapshot",
+        timeout_s,
+        POLL_S * 4,
+    )
+    return snapshot
 
 
 async def autopilot_where(
     link: AgentLink, predicate: Callable[[AutopilotStatus], bool], timeout_s: float = 120.0
 ) -> AutopilotStatus:
     """Wait until the autopilot's status satisfies `predicate`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        status = await link.call(AUTOPILOT_STATUS, AutopilotStatusParams())
-        if predicate(status):
-            return status
-        assert time.monotonic() < deadline, f"the autopilot never got there: {status}"
-        await asyncio.sleep(POLL_S * 4)
+    status = await read_until(
+        lambda: link.call(AUTOPILOT_STATUS, AutopilotStatusParams()), predicate, "the autopilot",
+        timeout_s, POLL_S * 4,
+    )  # fmt: skip
+    return status
 
 
 async def text_appears(path: Path, text: str, timeout_s: float = 30.0) -> None:
     """Wait until the file holds `text` (a job's log saying it runs)."""
-    deadline = time.monotonic() + timeout_s
-    while not (path.is_file() and text in path.read_text(errors="replace")):
-        assert time.monotonic() < deadline, f"{path} never said {text!r}"
-        await asyncio.sleep(POLL_S)
+    said = await wait_until(
+        lambda: path.is_file() and text in path.read_text(errors="replace"), timeout_s, POLL_S
+    )
+    assert said, f"{path} never said {text!r}"
 
 
 async def observer_scans(link: AgentLink, count: int, timeout_s: float = 30.0) -> None:
@@ -136,3 +144,15 @@ async def observer_scans(link: AgentLink, count: int, timeout_s: float = 30.0) -
         assert left > 0, f"only {seen} snapshots came in {timeout_s:g} s"
         event = await asyncio.wait_for(link.events.get(), left)
         seen += event.event == "snapshot"
+
+
+async def events_of(link: AgentLink, kind: str) -> list[str]:
+    """The messages of the agent's timeline events of one kind."""
+    found = await link.call(EVENTS_LIST, EventsParams())
+    return [event.message for event in found.events if event.kind == kind]
+
+
+async def alerts_of(link: AgentLink, kind: str) -> list[str]:
+    """The subjects of the current snapshot's alerts of one kind."""
+    snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+    return [alert.subject for alert in snapshot.alerts if alert.kind == kind]

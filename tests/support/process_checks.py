@@ -3,23 +3,16 @@ sent, not when the process is gone, so a test that reads "ended" at once can rea
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from agent.host.procfs import process_info
+from tests.support.waits import wait_until
 
 
-def alive(pid: int) -> bool:
+def alive(pid: int | None) -> bool:
     """True while `pid` exists and has not exited (a zombie awaiting its reaper has exited)."""
-    info = process_info(pid)
+    info = process_info(pid) if pid is not None else None
     return info is not None and info.alive
 
 
 async def gone_within(pid: int, seconds: float) -> bool:
     """True once `pid` has ended, False if it still runs after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
+    return await wait_until(lambda: not alive(pid), seconds)

@@ -18,14 +18,14 @@ import json
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.json_http import health_ok
 from tests.support.repo import REPO
+from tests.support.waits import wait_until_blocking
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 HEALTH_TIMEOUT_S = 240.0
@@ -122,18 +122,13 @@ def running_vllm(root: Path, port: int, drafter: bool = True) -> Iterator[RealVl
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + HEALTH_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"vLLM exited {process.returncode}: {log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"vLLM never answered /health: {log.read_text()[-3000:]}")
+    up = wait_until_blocking(
+        lambda: process.poll() is not None or health_ok(url), HEALTH_TIMEOUT_S, 0.5
+    )
+    if process.poll() is not None:
+        raise AssertionError(f"vLLM exited {process.returncode}: {log.read_text()[-3000:]}")
+    if not up:
+        raise AssertionError(f"vLLM never answered /health: {log.read_text()[-3000:]}")
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> None:

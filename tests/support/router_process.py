@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -23,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.json_http import health_ok
 from tests.support.ports import free_port
+from tests.support.waits import wait_until_blocking
 
 START_TIMEOUT_S = 60.0
 ROUTER_FLAGS = (
@@ -71,30 +72,26 @@ class RouterProcess:
 
     def wait_listening(self) -> None:
         """Until the router answers its (always 200) /health."""
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline and self.process.poll() is None:
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{self.url}/health", timeout=5),
-            ):
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"the router did not start: {self.log_file.read_text()[-2000:]}")
+        up = wait_until_blocking(
+            lambda: self.process.poll() is not None or health_ok(self.url, 5), START_TIMEOUT_S, 0.1
+        )
+        if not up or self.process.poll() is not None:
+            raise RuntimeError(f"the router did not start: {self.log_file.read_text()[-2000:]}")
 
     def wait_ready(self, workers: int, timeout_s: float = START_TIMEOUT_S) -> None:
         """Until /readiness reports `workers` healthy workers."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def ready() -> bool:
             with contextlib.suppress(OSError, ValueError):
                 status, body = self.readiness()
-                if status == 200 and body.get("healthy_workers") == workers:
-                    return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError(
-            f"the router never had {workers} healthy workers: {self.log_file.read_text()[-2000:]}"
-        )
+                return status == 200 and body.get("healthy_workers") == workers
+            return False
+
+        wait_until_blocking(lambda: ready() or self.process.poll() is not None, timeout_s, 0.1)
+        if not ready():
+            raise RuntimeError(
+                f"the router never had {workers} healthy workers: {self.log_file.read_text()[-2000:]}"
+            )
 
 
 @contextlib.contextmanager

@@ -10,6 +10,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agent.datasets.tracker import DatasetTracker
+from agent.pipeline.inference.options import EXIT_WRITE_FAILED
+from agent.protocol import Alert
 from tests.support.simulator_process import agent_env
 
 RUN_TIMEOUT_S = 90.0
@@ -94,3 +97,23 @@ def response_tokens(folder: Path) -> int:
     """Completion tokens in the responses file."""
     path = folder / "raw_responses.jsonl"
     return sum(json.loads(line)["completion_tokens"] for line in path.read_bytes().splitlines())
+
+
+def write_stop_problems(folder: Path, code: int, errno_name: str) -> list[str]:
+    """What is wrong, if anything, with how a run stopped on a write that failed with
+    `errno_name`: exit code 5, and runner.json saying write_failed with that errno."""
+    record = status(folder)
+    error = record.get("write_error") or {}
+    problems = []
+    if code != EXIT_WRITE_FAILED or record.get("stop_reason") != "write_failed":
+        problems.append(f"exit {code}, stop_reason {record.get('stop_reason')}")
+    if error.get("errno") != errno_name:
+        problems.append(f"runner.json's write_error is {error}")
+    return problems
+
+
+def dataset_alerts(tracker: DatasetTracker, kind: str, name: str) -> list[Alert]:
+    """The tracker's alerts of `kind` about dataset `name`, now."""
+    now = time.time()
+    alerts = tracker.alerts(tracker.progress(now), now)
+    return [a for a in alerts if a.kind == kind and name in a.subject.split(", ")]

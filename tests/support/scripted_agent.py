@@ -21,12 +21,14 @@ from agent.protocol import (
     PingResult,
     Request,
     Response,
+    StopResult,
     decode,
     encode,
     to_wire,
 )
 from console.link.agent_link import AgentLink
 from console.link.bundle import local_bundle
+from tests.support.sample_snapshot import JOBS, NOW
 
 ALWAYS = {"snapshot.watch": Done(), "logs.subscribe": Done(), "logs.unsubscribe": Done()}
 
@@ -113,3 +115,14 @@ class ScriptedAgent:
         for wire in self._wires:
             if not wire.reader.at_eof():
                 wire.reader.feed_data(encode(event))
+
+
+def scripted(name: str) -> ScriptedAgent:
+    """An agent named `name` that stops the sample's first job when asked."""
+    hello = HelloResult(1, "0.1.0", "", 1, name, NOW)
+    return ScriptedAgent(hello, {"jobs.stop": StopResult(JOBS[0], "stopped")}, file_content=b"")
+
+
+def stops(agent: ScriptedAgent) -> list[str]:
+    """The stops `agent` was asked for."""
+    return [request.method for request in agent.requests if request.method == "jobs.stop"]

@@ -7,12 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.support.waits import wait_until_blocking
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30.0
@@ -58,11 +59,11 @@ def running_simulator(folder: Path, *args: str) -> Iterator[SimulatorProcess]:
         env=agent_env(), stdout=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not port_file.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"simulator did not start (exit {process.poll()})")
-            time.sleep(0.02)
+        wait_until_blocking(
+            lambda: port_file.exists() or process.poll() is not None, START_TIMEOUT_S
+        )
+        if not port_file.exists():
+            raise RuntimeError(f"simulator did not start (exit {process.poll()})")
         yield SimulatorProcess(process, int(port_file.read_text()), log_file)
     finally:
         process.terminate()

@@ -14,7 +14,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import asyncssh
 
 from console.link.loopback_ssh import listen_loopback, write_client_key, write_known_hosts
 from tests.support.ports import free_port
+from tests.support.waits import wait_until_blocking
 
 READY_TIMEOUT_S = 15.0
 
@@ -144,12 +144,13 @@ def _sshd_config(folder: Path, port: int, host_key: Path, authorized: Path) -> s
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"sshd exited with {process.returncode}: {log.read_text()}")
+
+    def listening() -> bool:
         with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.02)
-    raise RuntimeError(f"sshd did not listen on {port} within {READY_TIMEOUT_S} s")
+            return probe.connect_ex(("127.0.0.1", port)) == 0
+
+    up = wait_until_blocking(lambda: process.poll() is not None or listening(), READY_TIMEOUT_S)
+    if process.poll() is not None:
+        raise RuntimeError(f"sshd exited with {process.returncode}: {log.read_text()}")
+    if not up:
+        raise RuntimeError(f"sshd did not listen on {port} within {READY_TIMEOUT_S} s")
