@@ -1,5 +1,5 @@
 """The README's key table and docs/keys.md name every key the dashboard binds, so they cannot drift
-from console/ui/commands.py (#30 item 10: `e` was in the help and the palette, in neither doc)."""
+from console/ui/commands.py (`e` was in the help and the palette, in neither doc)."""
 
 from __future__ import annotations
 

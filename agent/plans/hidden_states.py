@@ -1,7 +1,7 @@
 """The hidden-states plan: the bytes the job will write, beside the free space where it writes.
 
-Users lose whole runs to disks nobody planned for ("68k samples … requires 740 GB", SafeAILab/EAGLE
-#30; 12+ TB for 300k samples, SpecForge #195). speculators' tutorial gives the formula: tokens ×
+Users lose whole runs to disks nobody planned for ("68k samples … requires 740 GB",
+SafeAILab/EAGLE #30; 12+ TB for 300k samples, SpecForge #195). speculators' tutorial gives the formula: tokens ×
 captured layers × hidden size × dtype bytes. Here every factor is read, never assumed:
 
 - tokens: the export report's `sequence_tokens`, each record's prompt and answer cut at the

@@ -24,7 +24,7 @@ BUDGET = 100_000
 OLD_RUN_BUDGET = 15_000
 """B3_math's own budget: its old run (no --token-budget, about 1,000 tokens/s) crosses it some
 15 s after its first responses, so the overrun that `R` fixes is on screen within half a minute
-of the rows appearing (#30: at 50,000 it took 70-80 s); the run goes on towards its
+of the rows appearing (at 50,000 it took 70-80 s); the run goes on towards its
 --max-samples (about 200,000 tokens) for minutes more, so the moment lasts."""
 DRAFT_VOCAB = 8000
 TARGET_VOCAB = 32000
@@ -101,7 +101,7 @@ def console_command() -> str:
     """How to run this eagle-console from another terminal, as the tips print it.
 
     Its bare name where the shell finds this very one, else its path: after `make demo` the
-    venv is not on PATH, and the bare name was "command not found" (#30 item 6).
+    venv is not on PATH, and the bare name was "command not found".
     """
     here = Path(sys.executable).parent / "eagle-console"
     found = shutil.which("eagle-console")

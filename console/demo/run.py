@@ -129,7 +129,7 @@ async def start_pipeline(opener: Opener, host: HostConfig, nonce: str) -> None:
     """
     link = await opener()
     try:
-        # the demo wrote this config: an agent left in a reused --dir keeps its old one (#30)
+        # the demo wrote this config: an agent left in a reused --dir keeps its old one
         await link.apply_pipeline(host.pipeline)
         await launch_server(link, nonce)
         url = host.pipeline.sglang_url or ""

@@ -160,7 +160,7 @@ def write_gpu_standin(space: Workspace, serving_port: int) -> Path:
     """`bin/nvidia-smi` in the workspace: imaginary GPUs held by the demo's server on its port.
 
     The demo's server and trainer have `gpu = true` as on a real box; the host's `nvidia_smi`
-    names this file, so the GPU panel, the training gate and `doctor` see GPUs (#30 item 6).
+    names this file, so the GPU panel, the training gate and `doctor` see GPUs.
     """
     standin = space.root / "bin" / "nvidia-smi"
     standin.parent.mkdir(parents=True, exist_ok=True)

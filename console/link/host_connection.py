@@ -165,7 +165,7 @@ class HostConnection:
 
         A slow answer never ends the link: the agent may be busy (a stop walking /proc, a
         loaded machine) while the transport is fine, and cutting the link then left runs
-        stopped half-way (#26). A dead transport ends it instead: SSH's keepalive, or the
+        stopped half-way. A dead transport ends it instead: SSH's keepalive, or the
         local agent's pipes closing.
         """
         while True:

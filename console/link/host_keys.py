@@ -44,7 +44,7 @@ def known_hosts_target(options: dict[str, Any]) -> tuple[str, int | None]:
 
     The ssh config's HostKeyAlias, else its HostName, with its Port off 22: what asyncssh looks
     up, as OpenSSH does. `ssh = "gpubox"`, an alias for 127.0.0.1 port 2222, is looked up as
-    `[127.0.0.1]:2222`: a pin written as `gpubox` was never found (#30).
+    `[127.0.0.1]:2222`: a pin written as `gpubox` was never found.
     """
     wanted = {k: v for k, v in options.items() if k in ("host", "port", "config", "username")}
     resolved = asyncssh.SSHClientConnectionOptions(**wanted)

@@ -1,4 +1,4 @@
-"""An agent on a remote host, reached over one asyncssh connection (DESIGN §2, §6).
+"""An agent on a remote host, reached over one asyncssh connection.
 
 Connect with host keys checked (never off), agent forwarding off and keepalive on; check the
 remote Python; upload this console's agent bundle over SFTP when the host lacks it; run the fixed

@@ -5,7 +5,7 @@ the screen. So information (a job finished, a budget reached) waits GATHER_S for
 batch and is told grouped by kind (`console.model.toasts`); what needs the user now does not wait.
 
 While a modal (a confirm, R's modal) is open, warnings wait for it to close: they drew over the
-R modal for the demo's first two minutes (#42). Errors never wait.
+R modal for the demo's first two minutes. Errors never wait.
 """
 
 from __future__ import annotations

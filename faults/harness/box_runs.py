@@ -1,4 +1,4 @@
-"""Shared parts of the scenarios in which the box carries the run by itself (DESIGN §10).
+"""Shared parts of the scenarios in which the box carries the run by itself.
 
 The real runner as the agent's per-dataset job, the simulator beside it or as the agent's own
 server job, each under `restart = "on-failure"`; each dataset's responses file followed by byte

@@ -1,4 +1,4 @@
-"""Hostile answers: every kind of broken or malicious model-server answer against the real runner (#28).
+"""Hostile answers: every kind of broken or malicious model-server answer against the real runner.
 
 (a) One run per API (native /generate, /v1/completions, /v1/chat/completions) over prompts that
 each name the hostile answer they get on every try (tests/support/hostile_answer_server.py):

@@ -1,4 +1,4 @@
-"""Hostile peers, read in process: a webhook and a server's metrics that misbehave (#28).
+"""Hostile peers, read in process: a webhook and a server's metrics that misbehave.
 
 (a) The agent's webhook sender against hooks that answer an endless 200, drip a byte a second,
 or redirect. Checks: the endless answer is delivered without being read; each drip costs one

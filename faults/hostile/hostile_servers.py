@@ -1,4 +1,4 @@
-"""Hostile servers: a model server and webhooks that misbehave, against the real daemon (#28).
+"""Hostile servers: a model server and webhooks that misbehave, against the real daemon.
 
 Each round, the daemon's probe reads a model server whose /server_info has wrong types and a
 NaN and whose /metrics has NaN samples, then never ends; the server panel must show every valid
@@ -86,7 +86,7 @@ async def _linked(
 ) -> AsyncIterator[AgentLink]:
     """A link to the state folder's daemon (started if none runs), `pipeline` applied on purpose.
 
-    With `apply` False the caller applies it when it is ready. Each part runs its own config on the one daemon: a hello only compares it (#30).
+    With `apply` False the caller applies it when it is ready. Each part runs its own config on the one daemon: a hello only compares it.
     """
     link = await open_local_link(state, pipeline)
     try:

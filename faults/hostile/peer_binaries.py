@@ -1,4 +1,4 @@
-"""Binaries and files the config names, and a boot id that reads empty (#37).
+"""Binaries and files the config names, and a boot id that reads empty.
 
 (a) `nvidia_smi` stand-ins that hang, flood stdout, or answer garbage rows then 20,000 rows,
 read as the GPU probe reads them. Checks: each reading ends within the probe's deadline with a

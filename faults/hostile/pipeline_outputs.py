@@ -1,4 +1,4 @@
-"""What the pipeline's own jobs write and believe, under hostile inputs (#37).
+"""What the pipeline's own jobs write and believe, under hostile inputs.
 
 (a) A dataset whose last LATE answers came from a run with another tokenizer (the same words
 under other ids: equal prompt lengths, a clean round trip), exported with the first one's.

@@ -72,7 +72,7 @@ HEADLESS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("status", ("status", "gpu"), 0),
     ("status --json", ("status", "gpu", "--json"), 0),
     ("report", ("report", "gpu"), 0),
-    ("doctor", ("doctor", "gpu"), 0),  # no job needs a GPU: no line fails (#30)
+    ("doctor", ("doctor", "gpu"), 0),  # no job needs a GPU: no line fails
     ("deploy --dry-run", ("deploy", "gpu", "--dry-run"), 0),
 )
 

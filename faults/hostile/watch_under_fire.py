@@ -1,4 +1,4 @@
-"""The budget guard with hostile files beside the run, and nobody watching (#37).
+"""The budget guard with hostile files beside the run, and nobody watching.
 
 A hand-started runner, capped only by its sample count, generates into a dataset whose budget
 has `guard = "stop"`; beside it run a training job and an evaluation job whose files every

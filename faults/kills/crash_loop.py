@@ -4,7 +4,7 @@ Each job fails the moment it starts, a different way: it exits 1, it SIGKILLs it
 cannot import what it needs (exit 1 with a traceback). The restart policy starts each again
 after a short back-off that doubles, and past its cap (`max_restarts` in the window) gives up;
 the import error, raised at the same place twice, is one the same argv repeats: its line ends
-after one restart with a `same_failure` alert instead (#38).
+after one restart with a `same_failure` alert instead.
 
 Checks: each line is launched exactly 1 + its cap times (the import's at most twice), each
 restart naming the run before it and started no sooner than its back-off after that run ended

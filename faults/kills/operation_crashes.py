@@ -1,4 +1,4 @@
-"""Operations across crashes: a retried key, a record of another shape, a flood (#37).
+"""Operations across crashes: a retried key, a record of another shape, a flood.
 
 (a) A sequence that starts the train job is asked with a key; the daemon is stopped and the kept
 answer removed, as if it died between the operation's record and the answer; the same key is

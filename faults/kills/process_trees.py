@@ -1,4 +1,4 @@
-"""Jobs are their whole process tree, and no stop signals a group no job has (#28 class 6).
+"""Jobs are their whole process tree, and no stop signals a group no job has.
 
 Trials, each with a real agent daemon:
 - a job whose main process starts a worker that calls setsid (or a double-forked one, or one that

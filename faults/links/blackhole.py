@@ -5,7 +5,7 @@ open and nothing comes back, no FIN, no RST, as when a route dies. The agent and
 in their own sessions. The console's `HostConnection` (over `open_ssh_link`) must mark the link
 down within the bound its code gives: the SSH keepalive ends a silent connection after
 `KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT_MAX + 1)` without data, plus 2 s. The agent's ping
-never ends a link (a busy agent is not a dead transport, #26): only the keepalive may. After
+never ends a link (a busy agent is not a dead transport): only the keepalive may. After
 SIGCONT the link must come back (a reconnect is fine) and answer a ping, with the job's log
 flowing again.
 

@@ -1,4 +1,4 @@
-"""A person's stop, start and apply racing a restart that waits out its back-off (#37).
+"""A person's stop, start and apply racing a restart that waits out its back-off.
 
 A job fails once and its policy schedules a restart BACKOFF_S later; while it waits, one of three
 things happens, as a person would do it: a stop of the failed run, a start of the job by hand, or

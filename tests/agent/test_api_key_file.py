@@ -1,4 +1,4 @@
-"""A wrong API key is named as one, and the host's key file reaches the jobs (#30 item 2).
+"""A wrong API key is named as one, and the host's key file reaches the jobs.
 
 The server ran with `--api-key right-key` and the host's key file held a wrong one: the probe
 said "HTTP 401: set api_key_file" (it was set; the key was wrong) beside a healthy server, and

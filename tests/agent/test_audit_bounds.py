@@ -1,4 +1,4 @@
-"""Each audit entry is bounded, whatever a peer sends (#28).
+"""Each audit entry is bounded, whatever a peer sends.
 
 Each refused launch with a 7 MB idempotency key was answered "at most 128 are kept", yet the
 audit stored the whole key: 60 requests made audit.jsonl 420 MB and `audit.read limit=1`

@@ -119,7 +119,7 @@ async def test_the_autopilot_runs_every_stage_to_the_verdict_without_a_console(
     assert ("autopilot_stage_done", "evaluate") in events
     assert events[-1] == ("autopilot_done", "autopilot")
 
-    # started again after its verdict: what is done on this data stays done (#42); nothing
+    # started again after its verdict: what is done on this data stays done; nothing
     # stops, nothing trains or evaluates again
     again = await open_local_link(state_dir, None)
     try:
@@ -162,7 +162,7 @@ async def test_a_stage_that_fails_twice_pauses_with_the_reason_and_resumes_on_re
 async def test_a_train_stage_out_of_gpu_memory_pauses_at_once_naming_the_knobs(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    """Tried once more with the same argv, it ran out of memory the same way (#38)."""
+    """Tried once more with the same argv, it ran out of memory the same way."""
     oom = "import sys; print('torch.OutOfMemoryError: CUDA out of memory.'); sys.exit(1)"
     link = await open_local_link(state_dir, pipeline(tmp_path, train=(PY, "-c", oom)))
     try:

@@ -168,7 +168,7 @@ def test_free_gpus_stops_the_server_only_when_something_will_train() -> None:
 
 
 def test_free_gpus_leaves_the_servers_when_training_is_already_done_on_this_data() -> None:
-    """The autopilot started again after its verdict stopped the servers and trained again (#42)."""
+    """The autopilot started again after its verdict stopped the servers and trained again."""
     server, trained = job("sglang", "running", 90.0), job("train", "exited", 40.0)
     assert free_gpus(ctx(jobs=(server, trained), fresh_after=20.0)) == Done(
         "the GPU stages are done on this data: the servers stay", 20.0
@@ -251,7 +251,7 @@ def test_a_job_removed_from_the_config_while_it_runs_pauses_rather_than_skips() 
 
 
 def test_a_train_job_stopped_after_its_peak_is_training_done_not_a_pause() -> None:
-    """`stop_after_peak_evals` stops it on purpose: the autopilot goes on to serve its best (#38)."""
+    """`stop_after_peak_evals` stops it on purpose: the autopilot goes on to serve its best."""
     from dataclasses import replace
 
     from agent.protocol import TrainingProgress

@@ -1,4 +1,4 @@
-"""`{best_checkpoint}`: the drafter server is started on the best evaluation's folder (#38).
+"""`{best_checkpoint}`: the drafter server is started on the best evaluation's folder.
 
 A real daemon; the training job prints SpecForge 0.2.0's `step N: {...}` lines (acceptance best
 at step 4, lower at 8) with its command line naming a SpecForge config whose output_dir and

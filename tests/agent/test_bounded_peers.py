@@ -1,4 +1,4 @@
-"""Binaries and files the config names are peers: bounded in time and size, never trusted (#37).
+"""Binaries and files the config names are peers: bounded in time and size, never trusted.
 
 `nvidia_smi` may hang, flood or answer garbage; `api_key_file` may be a FIFO, a device or huge.
 Each is a reading with a note (or a refusal that says why), and nothing is left running.

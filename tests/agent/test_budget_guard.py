@@ -62,7 +62,7 @@ def wait_for_exit(process: subprocess.Popen[str]) -> int:
 
 def with_hostile_readings(pipeline: PipelineConfig, folder: Path) -> PipelineConfig:
     """A training job whose config says `max_steps: "²"` and an evaluation whose report holds
-    1e400: files other readers of the snapshot read, which once stopped every snapshot (#37)."""
+    1e400: files other readers of the snapshot read, which once stopped every snapshot."""
     (folder / "train.yaml").write_text('training:\n  max_steps: "²"\n')
     (folder / "eval").mkdir()
     (folder / "eval" / "eval.json").write_text(

@@ -1,4 +1,4 @@
-"""A running capture watched against its plan: bytes written, rate, ETA, and a quota (#38).
+"""A running capture watched against its plan: bytes written, rate, ETA, and a quota.
 
 Real files in a real folder; the meter's clock is the test's, so a rate over "ten seconds" is
 measured without sleeping.

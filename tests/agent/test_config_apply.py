@@ -1,4 +1,4 @@
-"""Looking never changes what the box does: a config is taken once, then applied only on purpose (#30).
+"""Looking never changes what the box does: a config is taken once, then applied only on purpose.
 
 With a dashboard open, `eagle-console --config other.toml status kimi` used to replace the
 agent's pipeline through hello: the dashboard went empty with "datasets root … does not exist"

@@ -1,4 +1,4 @@
-"""What applying one config over another changes, in short lines that never show a secret (#30)."""
+"""What applying one config over another changes, in short lines that never show a secret."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a crashed job's log says it died of, and whether the same argv would die the same way (#38).
+"""What a crashed job's log says it died of, and whether the same argv would die the same way.
 
 The messages are torch's own (torch/csrc/cuda/CUDACachingAllocator.cpp's "CUDA out of memory. Tried
 to allocate", raised as torch.OutOfMemoryError since torch 2.5, torch.cuda.OutOfMemoryError before),

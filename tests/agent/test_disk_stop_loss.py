@@ -1,4 +1,4 @@
-"""The hidden-states stop-loss: a running capture stopped before its disk fills, once (#38).
+"""The hidden-states stop-loss: a running capture stopped before its disk fills, once.
 
 The free space comes from the snapshot's plan (the filesystem where the job writes); a box and
 an announcer stand in for the core's, recording what they are asked.

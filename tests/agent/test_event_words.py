@@ -1,4 +1,4 @@
-"""An event says each thing once, with the severity the same thing has everywhere (#30 item 9).
+"""An event says each thing once, with the severity the same thing has everywhere.
 
 Events showed "(asked by eagle-console 0.1.0)" twice (in the message, and again from the field),
 and a budget reached was a warning in the events while its alert in `status` was info.
@@ -84,8 +84,8 @@ async def test_a_cleared_alert_says_what_ended_not_its_old_advice(tmp_path: Path
 async def test_a_server_stopped_on_request_stopping_answering_is_not_an_error(
     tmp_path: Path,
 ) -> None:
-    """The autopilot freeing the GPUs logged "the SGLang server stopped answering" as an error
-    (#42); a server that dies by itself still is one."""
+    """The autopilot freeing the GPUs logged "the SGLang server stopped answering" as an error;
+    a server that dies by itself still is one."""
     from agent.protocol import ServerStats
 
     def serving(healthy: bool, state: JobState) -> Snapshot:

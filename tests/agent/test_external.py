@@ -62,7 +62,7 @@ async def test_an_external_process_is_listed_and_stopped(state_dir: Path) -> Non
 
 def test_a_server_started_through_a_shell_is_the_server_not_the_shell() -> None:
     """`bash -c "python … sglang …"`: the pattern matched the shell too, and the job showed and
-    signalled the shell's pid (#42). The shell's child that serves is the job."""
+    signalled the shell's pid. The shell's child that serves is the job."""
 
     from agent.host.procfs import descendants
     from agent.host.signals import kill_group

@@ -1,4 +1,4 @@
-"""A job its daemon died in the middle of launching: adopted from what its files say (#28).
+"""A job its daemon died in the middle of launching: adopted from what its files say.
 
 A daemon killed 0-30 ms after a launch left job.json and child.json but no shim.json; the next
 daemon listed the job as `starting` for good, and `jobs.stop` computed a group of 0 from the

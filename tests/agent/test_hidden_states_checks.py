@@ -1,4 +1,4 @@
-"""The agent checks a capture that exited 0, and training waits for a check that passed (#38).
+"""The agent checks a capture that exited 0, and training waits for a check that passed.
 
 A real daemon runs a stand-in capture named as SpecForge's script is, which writes samples in
 SpecForge's layout (torch.save'd dicts, as its offline reader takes them); the agent runs the real

@@ -1,4 +1,4 @@
-"""The hidden-states plan: bytes the job will write against the room where it writes (#38).
+"""The hidden-states plan: bytes the job will write against the room where it writes.
 
 The bytes per token are checked against a sample written in each trainer's layout and counted
 by the trainer's own reader (SpecForge's `_inspect_feature_file`, which its offline reader runs

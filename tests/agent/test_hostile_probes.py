@@ -1,4 +1,4 @@
-"""A server whose info and metrics misbehave never makes the probe raise or the agent bloat (#28).
+"""A server whose info and metrics misbehave never makes the probe raise or the agent bloat.
 
 A Prometheus NaN sample is legal ("no value now"); wrong types in /server_info (a string where a
 count belongs, a list where a name belongs, a NaN) made the probe raise at every refresh, so the

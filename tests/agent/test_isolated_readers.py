@@ -1,4 +1,4 @@
-"""Each reader of a snapshot fails or lags alone: its part is empty or stale, with an alert (#37)."""
+"""Each reader of a snapshot fails or lags alone: its part is empty or stale, with an alert."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A job that fails carries its reason: the last line it wrote, safe and short (#30 item 2).
+"""A job that fails carries its reason: the last line it wrote, safe and short.
 
 The dashboard said "job inference (B3_math) exited with code 2" and the runner's clear reason
 stayed in its log. Real daemon, real shims, real jobs that print and exit.

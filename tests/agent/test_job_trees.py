@@ -1,4 +1,4 @@
-"""A job is its whole process tree: what it leaves running when its main process ends is ended (#28).
+"""A job is its whole process tree: what it leaves running when its main process ends is ended.
 
 A worker that stayed in the job's group, or left it with setsid (re-parented to the shim, a child
 subreaper), used to outlive the job: once the end was recorded, no stop could prove it was the

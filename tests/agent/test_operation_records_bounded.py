@@ -1,4 +1,4 @@
-"""Operation records are bounded: on disk while the daemon runs, and in every snapshot (#37).
+"""Operation records are bounded: on disk while the daemon runs, and in every snapshot.
 
 700 operations were all carried in every snapshot (263 KB a line) and kept on disk until the
 next daemon start.

@@ -1,4 +1,4 @@
-"""Every field of a server's answer is taken only if it is what it holds; the rest is still shown (#28).
+"""Every field of a server's answer is taken only if it is what it holds; the rest is still shown.
 
 Servers on loopback whose JSON has the wrong types where the probe reads it: a router's worker
 list that is a number (the probe raised at every refresh), names that are lists or objects (shown

@@ -1,4 +1,4 @@
-"""A server's reading is bounded whatever its metrics say, so every snapshot still fits a line (#28).
+"""A server's reading is bounded whatever its metrics say, so every snapshot still fits a line.
 
 75,000 distinct dp_rank labels in a /metrics under the probe's byte limit made as many parts:
 each snapshot became a 10.5 MB line the console dropped, and the whole dashboard stopped.

@@ -153,7 +153,7 @@ def test_a_server_stopped_on_request_is_information_not_an_error() -> None:
 
 
 def test_a_server_job_still_loading_is_a_warning_until_its_grace_ends() -> None:
-    """At every demo start the server was a red error while its job loaded the model (#30)."""
+    """At every demo start the server was a red error while its job loaded the model."""
     cache = ProbeCache()
     cache.server = ServerStats(url="http://127.0.0.1:1", healthy=False, detail="unreachable: x")
     job = JobInfo("sglang-1", "sglang", "server", "running", (), started_at=1000.0)
@@ -211,7 +211,7 @@ async def test_a_server_down_is_named_by_the_configured_api() -> None:
 async def test_the_demos_nvidia_smi_stand_in_shows_its_gpus_held_by_the_server_on_its_port(
     tmp_path: Path,
 ) -> None:
-    """Its server, and its own workspace's trainers: another demo's trainer holds nothing (#42)."""
+    """Its server, and its own workspace's trainers: another demo's trainer holds nothing."""
     workspace, other = tmp_path / "demo", tmp_path / "other-demo"
     (workspace / "agent-state" / "jobs" / "train-1").mkdir(parents=True)
     other.mkdir()

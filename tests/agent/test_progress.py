@@ -39,7 +39,7 @@ def test_a_sample_capped_run_heading_past_its_budget_shows_the_overrun() -> None
     assert progress.projected_overrun_tokens == 2_500_000
     assert progress.eta_s == pytest.approx(800 / (1000 / 3500), rel=0.02)
     # all that is still to come is past the budget here: 2.5M of the 2.8M left, on the ETA's
-    # timeline (#42: "ETA 3m 14s, overrun +190.8K (3m 54s)")
+    # timeline ("ETA 3m 14s, overrun +190.8K (3m 54s)")
     assert progress.projected_overrun_hours == pytest.approx(
         (progress.eta_s or 0) * 2_500_000 / 2_800_000 / 3600
     )
@@ -170,7 +170,7 @@ def test_a_replaced_file_restarts_the_rate_history() -> None:
 
 
 def test_a_window_the_history_does_not_cover_has_no_rate_yet() -> None:
-    """Five minutes of points gave a "60 min" rate that was the five minutes' (#42)."""
+    """Five minutes of points gave a "60 min" rate that was the five minutes'."""
     history = steady_history(1000.0, 1.0, seconds=300)
     by_window = dict(zip(RATE_WINDOWS_S, history.tokens_per_s_by_window(), strict=True))
     assert by_window[60.0] == pytest.approx(1000.0)
@@ -183,7 +183,7 @@ def test_a_window_the_history_does_not_cover_has_no_rate_yet() -> None:
 
 def test_the_overrun_alert_quotes_a_time_only_once_a_minute_of_rate_is_in() -> None:
     """Its first words become a toast that stays: "~26 min more" from a run's first seconds sat
-    beside a table that said 7m 40s moments later (#42)."""
+    beside a table that said 7m 40s moments later."""
     counts = Counts(prompts=5000, responses=200, tokens=700_000)
     run = view_from_argv(("python", "run_inference.py", "--max-samples", "1000"))
     early = dataset_progress(

@@ -1,5 +1,5 @@
 """A dataset folder with no prompts file says so, not "pending", ETA "done" and "no prompt left"
-(#30 item 7)."""
+."""
 
 from __future__ import annotations
 

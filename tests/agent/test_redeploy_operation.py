@@ -230,7 +230,7 @@ async def test_a_roll_back_that_cannot_put_the_files_back_says_so_and_starts_not
     link: AgentLink, roots: Path, tmp_path: Path
 ) -> None:
     """An apply narrowed deploy_roots while the new code ran: the roll back cannot put the old
-    file back, and the outcome said "the old code runs again" with the new code on disk (#37).
+    file back, and the outcome said "the old code runs again" with the new code on disk.
 
     The new run names the runner module in its argv, so the watch waits for a runner's report
     rather than settling on "running" at once: the new code fails only after the apply, whatever
@@ -268,7 +268,7 @@ async def test_a_record_of_another_shape_ends_failed_and_blocks_nothing(
     link: AgentLink, roots: Path, state_dir: Path, tmp_path: Path
 ) -> None:
     """A redeploy record whose params this agent cannot read, left under way on a live job: it
-    read "running" forever and every redeploy of the job was refused (operation_busy, #37)."""
+    read "running" forever and every redeploy of the job was refused (operation_busy)."""
     job = await running_worker(link)
     kill_process(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
     await link.close()

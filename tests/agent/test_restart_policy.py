@@ -338,7 +338,7 @@ def test_a_boot_id_that_reads_empty_never_makes_a_live_process_someone_else(
 async def test_a_gpu_out_of_memory_is_not_restarted_and_one_alert_names_the_knobs(
     link: AgentLink,
 ) -> None:
-    """The same argv runs out of memory the same way: it was restarted up to its cap (#38)."""
+    """The same argv runs out of memory the same way: it was restarted up to its cap."""
     job = await launch(link, "oom")
     [ended] = await jobs_where(link, lambda js: bool(js and js[0].restart_note))
     await observer_scans(link, 3)

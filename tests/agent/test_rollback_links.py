@@ -1,4 +1,4 @@
-"""A rollback never follows a planted `.eagle-backup` link (#28).
+"""A rollback never follows a planted `.eagle-backup` link.
 
 A symlink planted in place of a file's backup made `files.rollback` answer ok and turned the
 target into a link leading outside the deploy roots. A backup that is not a regular file of its

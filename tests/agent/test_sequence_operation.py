@@ -84,7 +84,7 @@ async def test_a_key_retried_after_the_answer_was_lost_gets_the_operation_it_beg
     state_dir: Path,
 ) -> None:
     """The agent killed between an operation's record and the kept answer: the retry of the
-    same key must not begin the operation a second time (#37)."""
+    same key must not begin the operation a second time."""
     params = SequenceParams("start train once", (SequenceStep("start", job="train"),))
     link = await open_local_link(state_dir, PIPELINE)
     try:

@@ -1,4 +1,4 @@
-"""`python -m agent stop` ends the daemon whatever it waits on, so the next attach can start one (#28).
+"""`python -m agent stop` ends the daemon whatever it waits on, so the next attach can start one.
 
 Before: a daemon held up by a peer (a webhook that dripped a byte every 2 s) did not stop within
 the 15 s the stop waited; the stop gave up, the daemon kept its lock, and every later attach

@@ -1,6 +1,6 @@
 """Whether a tokenizer folder brings code of its own, and what doctor says of trust without it.
 
-doctor said "its own code trusted" for a tokenizer that ships no code (#42): trust_remote_code
+doctor said "its own code trusted" for a tokenizer that ships no code: trust_remote_code
 was on, but nothing of the folder's could run.
 """
 

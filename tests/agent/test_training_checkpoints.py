@@ -1,4 +1,4 @@
-"""The best evaluation's checkpoint folder, named as each trainer names it (#38).
+"""The best evaluation's checkpoint folder, named as each trainer names it.
 
 SpecForge 0.2.0: `{output_dir}/{run_id}-step{N}` (training/checkpoint.py, checkpoint_dir), its
 defaults from config/schema.py; speculators 0.9.0: `{--save-path}/{epoch from 0}`

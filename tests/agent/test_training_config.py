@@ -118,7 +118,7 @@ MAX_STEPS_AS_WRITTEN = [
     "[1, 2]",
     "1e13",
     "10000000000000",
-    '"²"',  # a digit to str.isdigit, an error to int(): it once stopped every snapshot (#37)
+    '"²"',  # a digit to str.isdigit, an error to int(): it once stopped every snapshot
     '"٣"',
 ]
 

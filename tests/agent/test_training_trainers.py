@@ -295,7 +295,7 @@ def test_a_loss_specforge_prints_as_nan_is_a_diverged_run_not_a_lost_record(
     tmp_path: Path,
 ) -> None:
     """SpecForge prints `{'loss': nan, ...}`, which literal_eval refuses: the record was lost,
-    and the panel showed the last finite loss while the run went on diverged (#38)."""
+    and the panel showed the last finite loss while the run went on diverged."""
     text, handed = specforge_fit(tracker=False, strategy=Diverging())
     assert "'loss': nan" in text
     progress = watched(text, tmp_path)

@@ -1,4 +1,4 @@
-"""Why a server could not be asked, in a person's words: refused, unresolvable, silent (#30)."""
+"""Why a server could not be asked, in a person's words: refused, unresolvable, silent."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A webhook that misbehaves never holds the sender, bloats the agent or passes for delivery (#28).
+"""A webhook that misbehaves never holds the sender, bloats the agent or passes for delivery.
 
 Real hooks on loopback: one that answers 200 and then never ends its body, one that drips a byte
 every second, one that redirects. Before: the endless body was read whole (the agent at +5 GB),

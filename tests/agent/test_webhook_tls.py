@@ -1,4 +1,4 @@
-"""An https webhook: delivered over verified TLS, and a POST stuck in its handshake is abortable (#28).
+"""An https webhook: delivered over verified TLS, and a POST stuck in its handshake is abortable.
 
 Before: the handshake ran inside http.client's connect, before the sender held any socket it
 could shut down; a hook that dripped its handshake a byte at a time kept the stopping agent

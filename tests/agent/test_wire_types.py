@@ -112,7 +112,7 @@ def test_a_wrong_value_deep_in_a_snapshot_names_its_place() -> None:
 
 
 def test_a_stop_signal_that_is_no_signal_is_refused_at_hello_naming_the_choices() -> None:
-    """ "SIGNOPE" was accepted, launched, and then jobs.stop answered `internal` (#28)."""
+    """ "SIGNOPE" was accepted, launched, and then jobs.stop answered `internal`."""
     pipeline = {"jobs": {"run": {"argv": ["x"], "stop_signal": "SIGNOPE"}}}
     line = json.dumps({"id": 3, "method": "hello", "params": {
         "protocol_version": PROTOCOL_VERSION, "client_version": "t", "pipeline": pipeline}})  # fmt: skip

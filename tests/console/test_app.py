@@ -245,7 +245,7 @@ async def test_an_unreachable_host_never_blocks_the_others(tmp_path: Path, state
 
 async def test_ctrl_c_quits_as_q_does_even_while_the_host_is_still_unreachable() -> None:
     """Textual's own Ctrl+C only names the quit key in a toast (with its markup shown raw here);
-    users of k9s and lazydocker press it to quit, at any moment (#42)."""
+    users of k9s and lazydocker press it to quit, at any moment."""
 
     async def unreachable() -> AgentLink:
         raise LinkError("no route to host")

@@ -1,4 +1,4 @@
-"""A busy agent is not a dead link: the console keeps it while the transport lives (#26).
+"""A busy agent is not a dead link: the console keeps it while the transport lives.
 
 The link used to be cut by the console when a ping went unanswered for 10 s, and the agent
 answered one request at a time, so a stop waiting out a job's grace held back the ping behind

@@ -36,7 +36,7 @@ def test_the_command_is_found_after_the_config_flag(argv: list[str], command: st
     ],
 )
 def test_the_config_flag_may_come_after_the_command(argv: list[str]) -> None:
-    """`status kimi --config F` printed a 4-line usage (#30 item 6)."""
+    """`status kimi --config F` printed a 4-line usage."""
     args = build_parser().parse_args(_default_to_tui(argv))
     assert str(args.config) == "x.toml"
 

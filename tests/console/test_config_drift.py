@@ -1,4 +1,4 @@
-"""A dashboard whose config differs from the box's says so, and changes nothing on the box (#30).
+"""A dashboard whose config differs from the box's says so, and changes nothing on the box.
 
 With the dashboard open, another console's `status` with another datasets root emptied it. Now
 the dashboard that connects with another config is the one told: in its header while the link

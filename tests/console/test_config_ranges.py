@@ -1,4 +1,4 @@
-"""One range per config value, checked once, when the config is read, named by its key (#28).
+"""One range per config value, checked once, when the config is read, named by its key.
 
 Values the console accepted and the agent refused at hello (a budget of 10**30 or 2**62 + 1,
 stall_after_s 0.5, grace_s of 8 days) made every command on that host fail, naming a wire field

@@ -2,7 +2,7 @@
 
 A closed terminal once left the console, the agent, the simulator and eight runners running: the
 console's loop never ran the exit a signal asked for (its writer thread was blocked on the dead
-terminal), and SIGTERM did nothing more (#42). Real signals, sent to this process.
+terminal), and SIGTERM did nothing more. Real signals, sent to this process.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""doctor's GPU line: no GPU fails only where a configured job needs one (#30 item 6).
+"""doctor's GPU line: no GPU fails only where a configured job needs one.
 
 It failed on every box without nvidia-smi, a box that serves through a hosted API included.
 """

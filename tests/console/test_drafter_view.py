@@ -140,7 +140,7 @@ def test_a_level_too_wide_for_the_panel_takes_two_lines_that_fit_it() -> None:
 
 
 def test_a_diverged_stuck_or_past_its_peak_run_says_so_in_its_block() -> None:
-    """The agent's alerts say it too; the block must not show a finite loss or a calm best (#38)."""
+    """The agent's alerts say it too; the block must not show a finite loss or a calm best."""
     lying = dataclasses.replace(
         EVALUATED, loss_not_finite=True, zero_records=12, evals_since_best=3
     )

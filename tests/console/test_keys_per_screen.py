@@ -141,7 +141,7 @@ async def test_help_lists_every_key_the_footer_of_each_screen_shows(screen: str)
 
 
 async def test_at_80x24_the_help_says_how_many_keys_are_below_the_view() -> None:
-    """It hid its last seven keys, q among them, with no sign that it scrolls (#42)."""
+    """It hid its last seven keys, q among them, with no sign that it scrolls."""
     from textual.widgets import DataTable
 
     app = fixed_app()

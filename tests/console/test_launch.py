@@ -118,7 +118,7 @@ def test_the_tui_and_the_warnings_write_one_rotating_file_through_one_handler(
 def test_ctrl_c_while_the_command_starts_ends_it_with_130_and_no_traceback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """At half a second into `make demo`, Ctrl+C printed a traceback from an import (#42)."""
+    """At half a second into `make demo`, Ctrl+C printed a traceback from an import."""
     import types
 
     from console.cli import launch
@@ -131,7 +131,7 @@ def test_ctrl_c_while_the_command_starts_ends_it_with_130_and_no_traceback(
 
 
 def test_a_headless_failure_is_in_the_console_log_too(tmp_path: Path) -> None:
-    """`events kimi` once failed with nothing in console.log to say more (#42)."""
+    """`events kimi` once failed with nothing in console.log to say more."""
     config = tmp_path / "eagle-console.toml"
     config.write_text('[hosts.kimi]\nssh = "root@127.0.0.1:1"\n')
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=str(REPO))

@@ -79,7 +79,7 @@ async def test_a_host_whose_link_came_back_keeps_its_reason_until_it_is_up() -> 
 
 def test_a_mistyped_host_is_called_unknown_and_named() -> None:
     """A mistyped host said only "unreachable": the name it could not resolve, and that it could
-    not, say what to fix (#42)."""
+    not, say what to fix."""
     from console.model.link_text import failure_reason
 
     typo = LinkState("kimi", "down", "kimi: cannot reach root@gpu-bx:22: Name or service not known")

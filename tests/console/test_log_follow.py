@@ -1,4 +1,4 @@
-"""Following a log means its newest lines are on screen, from the first chunk on (#30 item 3).
+"""Following a log means its newest lines are on screen, from the first chunk on.
 
 The log view said "following · 1,371 lines" and showed lines ten minutes old until End.
 """
@@ -74,7 +74,7 @@ RUNNER = JobInfo("inference-B1", "inference", "inference", "running", ("python",
 
 
 def test_l_on_a_server_job_opens_sglangs_own_log_when_one_is_configured() -> None:
-    """In the demo `l` on the sglang row showed the job's one launch line (#30 item 3)."""
+    """In the demo `l` on the sglang row showed the job's one launch line."""
     jobs = (SERVER, RUNNER)
     assert log_to_open("sglang-1", jobs, has_server=True, sglang_log=True) == "sglang"
     assert log_to_open("sglang-1", jobs, has_server=True, sglang_log=False) == "job:sglang-1"

@@ -35,7 +35,7 @@ ALWAYS = ["dataset", "tokens", "ETA", "status"]
     ("width", "expected"),
     [
         # A finished dataset's overrun has no time to go, so it is narrow enough to stay; the
-        # ETA's range folds first, so the ETA's width no longer costs the overrun (#42).
+        # ETA's range folds first, so the ETA's width no longer costs the overrun.
         (80, ["dataset", "tokens", "rate", "ETA", "overrun", "status"]),
         (100, ["dataset", "budget", "tokens", "rate", "ETA", "overrun", "status"]),
         (120, ["dataset", "responses", "budget", "tokens", "rate", "ETA", "overrun", "status"]),
@@ -164,7 +164,7 @@ async def test_h_to_a_host_without_data_shows_none_of_the_previous_hosts_rows() 
 
 
 def test_at_80_columns_the_overrun_of_a_run_heading_past_its_budget_stays_beside_its_eta() -> None:
-    """The overrun column folded whenever the ETA showed a range, even on that dataset (#42)."""
+    """The overrun column folded whenever the ETA showed a range, even on that dataset."""
     from agent.protocol import DatasetProgress
 
     heading = DatasetProgress(

@@ -86,7 +86,7 @@ def test_a_redeploy_that_left_its_run_stopped_is_an_error_naming_the_job() -> No
 
 
 def test_a_generate_operation_ends_saying_its_runs_started_not_that_generation_is_done() -> None:
-    """`G` toasted "generate done" as the runs had just started (#42)."""
+    """`G` toasted "generate done" as the runs had just started."""
     seen = OperationsSeen()
     started = OperationInfo("generate-1", "generate", "inference on 8 dataset(s)", "running",
                             (), NOW)  # fmt: skip
@@ -105,7 +105,7 @@ def test_a_generate_operation_ends_saying_its_runs_started_not_that_generation_i
 async def test_after_training_the_toast_names_who_serves_the_drafter_next(
     autopilot: AutopilotStatus | None, said: str
 ) -> None:
-    """It said "press B to serve the drafter" while the autopilot was doing just that (#42)."""
+    """It said "press B to serve the drafter" while the autopilot was doing just that."""
     trained = JobInfo("train-1", "train", "train", "exited", (), exit_code=0, started_at=NOW - 60)
     ended = Alert("job_exited", "info", "job train ended (exited, code 0)", "train-1", NOW)
     config = HostConfig("gpu", SshTarget("local"), pipeline=PipelineConfig(

@@ -156,7 +156,7 @@ def test_a_server_started_again_after_training_leaves_the_stop_stage_done() -> N
 
 
 def test_before_it_runs_the_hidden_states_stage_shows_its_plan() -> None:
-    """The bytes it will write against the free space where it writes (#38)."""
+    """The bytes it will write against the free space where it writes."""
     from agent.protocol import HiddenStatesPlan
     from console.model.pipeline_view import plan_text
 

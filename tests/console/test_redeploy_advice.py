@@ -105,7 +105,7 @@ def test_a_token_budget_already_in_the_command_is_replaced() -> None:
 
 
 async def test_headless_redeploy_of_a_dataset_whose_run_ended_says_so_in_one_line() -> None:
-    """#30: after its run ended, `redeploy HOST B2_ultrachat` said "no job" and listed every job."""
+    """After its run ended, `redeploy HOST B2_ultrachat` said "no job" and listed every job."""
     stopped = dataclasses.replace(OVER, id="inference-B2-1", state="stopped", exit_code=3,
                                   ended_at=NOW - 120)  # fmt: skip
     exited = dataclasses.replace(OVER, id="inference-B2-2", state="exited", exit_code=0,

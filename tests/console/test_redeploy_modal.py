@@ -1,7 +1,7 @@
 """The `R` modal: its numbers follow the host while it is open, it advises the budget from the
 first moment, and at 80x24 it shows its title, the pid line, the whole command and its buttons.
 
-#30: pressed before the overrun, `R` said "0 responses" and suggested no --token-budget; left
+Pressed before the overrun, `R` said "0 responses" and suggested no --token-budget; left
 open, it kept "31,545 tokens" while a toast said 51,169; at 80x24 its title and pid line were
 scrolled off and the command field read "…--token-budget 5000".
 """

@@ -1,7 +1,7 @@
 """Every state a table shows has a role, every role a look, and no widget spells a style itself.
 
 A status added to the protocol (a `DatasetStatus`, a `JobState`…) fails here until it has a role
-in console/model/roles.py: a dataset in `error` once had no colour at all (#43).
+in console/model/roles.py: a dataset in `error` once had no colour at all.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A server whose job the agent is starting reads "starting" in its panel, not "down".
 
 The demo's first dashboard said "unreachable: ... is the server up, on that port?" while the demo
-was starting it (#42); the agent's alert already said "starting" (agent/probes/cache.py), with the
+was starting it; the agent's alert already said "starting" (agent/probes/cache.py), with the
 same grace (SERVER_STARTING_GRACE_S).
 """
 
@@ -33,8 +33,8 @@ def test_past_its_grace_or_ended_a_server_that_does_not_answer_is_down() -> None
 
 
 def test_a_run_waiting_for_a_server_that_is_up_again_is_resuming() -> None:
-    """The server panel said "healthy" while the datasets beside it said "waiting for server"
-    (#42): the runner checks again on its own schedule; until then it is resuming."""
+    """The server panel said "healthy" while the datasets beside it said "waiting for server":
+    the runner checks again on its own schedule; until then it is resuming."""
     from agent.protocol import DatasetProgress
     from console.model.formatting import dataset_row
 

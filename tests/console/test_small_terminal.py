@@ -284,7 +284,7 @@ async def test_at_80x24_a_toast_over_a_modal_leaves_its_buttons_uncovered() -> N
 
 
 async def test_at_80x24_the_drafter_page_shows_every_level_the_slow_one_too() -> None:
-    """The panel showed c=1 and c=8, not c=32: the slow level that decides the verdict (#42)."""
+    """The panel showed c=1 and c=8, not c=32: the slow level that decides the verdict."""
     three = dataclasses.replace(EVALUATION, levels=(
         EVALUATION.levels[0], EvalLevel(8, 1501.2, 1199.0, 1.25, 2.8, 0.4, 0.45, 2.9, 0.5),
         EVALUATION.levels[1],

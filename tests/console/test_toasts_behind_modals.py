@@ -1,4 +1,4 @@
-"""Warnings wait while a modal is open; errors never do (#42: toasts drew over R's modal)."""
+"""Warnings wait while a modal is open; errors never do (toasts drew over R's modal)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`status` with another config only looks; `apply` changes the box's config, on purpose (#30).
+"""`status` with another config only looks; `apply` changes the box's config, on purpose.
 
 The real CLI as a user runs it (no terminal), on a local host and over both loopback SSH
 servers: two config files name one agent state folder and two datasets roots.

@@ -1,4 +1,4 @@
-"""The plain demo, left alone, ends with an evaluated drafter: the box carries the run (#26).
+"""The plain demo, left alone, ends with an evaluated drafter: the box carries the run.
 
 Run in tmux as a person would start it, with no key pressed until the verdict is on the screen;
 on the way the demo kills a runner and the SGLang stand-in once each, and both must come back by

@@ -86,7 +86,7 @@ def wait_for_health(url: str, deadline: float) -> None:
 def test_every_command_of_the_demo_tip_works_as_printed(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PATH", path_without_the_venv())  # "command not found" before (#30)
+    monkeypatch.setenv("PATH", path_without_the_venv())  # "command not found" before
     terminal = start_demo(workspace)
     try:
         terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)

@@ -1,4 +1,4 @@
-"""`doctor` fails a key the server refuses, naming its file, where it said `ok` (#30 item 2).
+"""`doctor` fails a key the server refuses, naming its file, where it said `ok`.
 
 The server ran with `--api-key right-key` and `~/.sglang-key` held a wrong one: doctor printed
 `ok sglang … HTTP 401: set api_key_file` (it was set; the key was wrong). The real command, a

@@ -38,7 +38,7 @@ async def test_doctor_checks_every_precondition(
         assert lines[name].startswith("ok"), result.stdout
     assert "3 dataset(s)" in lines["datasets"]
     assert "model org/target" in lines["sglang"]
-    assert lines["gpus"].startswith("ok"), result.stdout  # no job here has gpu = true (#30)
+    assert lines["gpus"].startswith("ok"), result.stdout  # no job here has gpu = true
     assert "GPU(s)" in lines["gpus"] or "no configured job has gpu = true" in lines["gpus"]
     assert lines["webhook"].startswith("ok"), result.stdout
     assert "none configured" in lines["webhook"]

@@ -1,4 +1,4 @@
-"""The guide's scale-out config (docs/getting-started.md §5) runs as it is written (#30 item 11).
+"""The guide's scale-out config (docs/getting-started.md §5) runs as it is written.
 
 The config is read from the guide and loaded by the console's own loader, so a key the loader
 refuses fails here. To run three boxes on one machine, only what has to change does: each box's

@@ -1,4 +1,4 @@
-"""A chat stream is folded event by event as it comes, in linear work (#28).
+"""A chat stream is folded event by event as it comes, in linear work.
 
 A hostile server's 320,000 tiny events (15 MB, under the byte limit) froze the runner: every
 event's token ids were copied onto all before them, and all events were held before the fold.

@@ -32,7 +32,7 @@ def test_accept_length_3_against_no_drafter(tmp_path: Path) -> None:
         # 128 tokens: the prefill's, then 127 in round(127 / 3) = 42 verify steps
         assert level["accept_length"] == round(128 / 42, 3)  # per request, as SpecForge
         # per decode pass, as bench_serving: the 127 decode tokens over the 42 steps the answers
-        # give (the simulator's /server_info said its configured 3.0, #37)
+        # give (the simulator's /server_info said its configured 3.0)
         assert level["accept_length_decode_steps"] == round(127 / 42, 3)
         assert level["spec_accept_rate"] == round((127 - 42) / (42 * 3), 4)
         assert level["spec_correct_drafts_histogram"] == [0, 0, 41 * 4, 1 * 4]

@@ -1,5 +1,5 @@
 """The evaluation takes no figure from an answer it cannot believe: a failed request with its reason,
-never a traceback, never a figure (#28).
+never a traceback, never a figure.
 
 Before: a body or a stream event nested 100,000 deep raised RecursionError out of the level, a
 traceback instead of a failed request; 4,194,304 completion tokens for one output id counted as

@@ -1,5 +1,5 @@
 """No speculative figure from a field the evaluation cannot believe: each wrong field of an answer's
-meta_info or of /server_info is a missing figure with the rest kept, never an exception (#27, #28)."""
+meta_info or of /server_info is a missing figure with the rest kept, never an exception."""
 
 from __future__ import annotations
 

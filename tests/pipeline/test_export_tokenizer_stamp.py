@@ -1,4 +1,4 @@
-"""Answers of another tokenizer never become training data (#37).
+"""Answers of another tokenizer never become training data.
 
 A dataset's first answers came from a run with one tokenizer, its last 40 from a run with
 another: the same words under other ids, so every prompt encodes to the same length, the server

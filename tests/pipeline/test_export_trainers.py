@@ -88,7 +88,7 @@ def test_specforges_parser_trains_on_exactly_the_ids_form(exported: tuple[Path, 
     over = [row for row in exact.values() if len(row["input_ids"]) > 20]
     assert report["cut"]["records"] == len(over) == 2  # multi and long, past --max-length 20
     assert report["cut"]["loss_tokens_cut"] == sum(sum(row["loss_mask"][20:]) for row in over)
-    # what offline hidden states are captured over: each record cut at --max-length (#38)
+    # what offline hidden states are captured over: each record cut at --max-length
     cut = sum(min(len(row["input_ids"]), 20) for row in exact.values())
     assert report["sequence_tokens"] == cut
     summary = json.loads((tmp_path / "o" / "export_report.json").read_text())

@@ -1,5 +1,5 @@
 """Every kind of hostile answer, through each backend of the real runner: refused with its reason in
-errors.jsonl, never written, never a prompt lost silently, and the next run resumes (#28).
+errors.jsonl, never written, never a prompt lost silently, and the next run resumes.
 
 Before: an answer whose extras made the line longer than the reader's 16 MiB limit was written
 (the next run then refused to resume), a reply aiohttp could not read or an answer the runner's

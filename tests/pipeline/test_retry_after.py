@@ -28,5 +28,5 @@ def test_a_huge_wait_is_capped_and_nonsense_is_ignored() -> None:
 
 @pytest.mark.parametrize("header", ["nan", "NaN", "inf", "-inf", "1e999", "1_0", "-3", "0x10", ""])
 def test_what_is_not_delta_seconds_or_a_date_is_ignored(header: str) -> None:
-    """float() takes all of these; a NaN wait froze the runner's status for 15 s (#28)."""
+    """float() takes all of these; a NaN wait froze the runner's status for 15 s."""
     assert retry_after_s(header) is None

@@ -45,7 +45,7 @@ def test_finish_lands_within_one_response_of_the_budget(
     assert max(response_ids(folder).values()) == 1
     last = result.stderr.strip().splitlines()[-1]
     said = f"ended: its token budget is met ({final['tokens']:,} of {budget:,} tokens)"
-    assert said in last, "the runner's last line says why it ended (#30 item 9)"
+    assert said in last, "the runner's last line says why it ended"
 
 
 def test_a_run_out_of_prompts_says_so_last(simulator: SimulatorProcess, tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_cancel_cuts_the_answers_that_finish_with_the_one_that_meets_the_budget(
     tmp_path: Path,
 ) -> None:
     """A batch of equal answers ends together, as on a real vLLM: each one that came back after
-    the budget was met was still written, so cancel overshot as much as finish (#37)."""
+    the budget was met was still written, so cancel overshot as much as finish."""
     from tests.support.simulator_process import running_simulator
 
     folder = tmp_path / "B2"

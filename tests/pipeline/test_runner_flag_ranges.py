@@ -1,4 +1,4 @@
-"""The runner's number flags take only what they can mean: float() also takes nan and inf (#28).
+"""The runner's number flags take only what they can mean: float() also takes nan and inf.
 
 `--temperature nan` was sent to the server as a bare NaN (not JSON); `--drain-timeout nan` and
 `--request-timeout inf` passed the "positive" check; `--max-retries -1` was taken as 0.

@@ -1,4 +1,4 @@
-"""SIGINT stops a runner whose prompts are all waiting to try a hostile server again (#28).
+"""SIGINT stops a runner whose prompts are all waiting to try a hostile server again.
 
 Before: a prompt in its retry backoff slept on (up to 30 s a try) and then asked again during the
 drain, so a runner busy with a server that only gives broken answers took the whole drain

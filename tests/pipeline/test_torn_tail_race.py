@@ -1,4 +1,4 @@
-"""A torn-tail repair moves only a tail nobody is writing (#28).
+"""A torn-tail repair moves only a tail nobody is writing.
 
 A second runner's repair, racing an old script that appends with no lock, moved 24 MB of whole
 records the script had just appended to raw_responses.torn, and 9 acknowledged records were gone.

@@ -1,4 +1,4 @@
-"""The simulator stops on SIGTERM or Ctrl-C with requests in flight, as a server must (#30).
+"""The simulator stops on SIGTERM or Ctrl-C with requests in flight, as a server must.
 
 It used to wait out aiohttp's 60 s for 64 generations in flight and ignore a second Ctrl-C:
 only SIGKILL stopped it, and each test that stopped one waited for it.

@@ -80,7 +80,7 @@ async def test_flush_resets_the_decode_pass_accept_length_that_needs_a_decode_li
     short = (await generate(http, fast.url, 20))["meta_info"]  # 8 verify steps: no Decode line
     assert await avg_accept_length(http, fast.url, "/server_info") is None
     long = (await generate(http, fast.url, 300))["meta_info"]
-    # what the answers say, not the drafter's configured 2.5 (#37: 2.6 configured, 2.57 answered)
+    # what the answers say, not the drafter's configured 2.5 (2.6 configured, 2.57 answered)
     answered = [(m["completion_tokens"] - 1, m["spec_verify_ct"]) for m in (short, long)]
     said = sum(tokens for tokens, _ in answered) / sum(steps for _, steps in answered)
     assert said != 2.5

@@ -1,4 +1,4 @@
-"""A model server on loopback whose every prompt names the hostile answer it gets, on every try (#28).
+"""A model server on loopback whose every prompt names the hostile answer it gets, on every try.
 
 `python -m tests.support.hostile_answer_server PORT` prints "up" once listening. The prompt's id
 (native /generate, from its rid), the last of its input ids (/v1/completions) or its text (chat)

@@ -1,4 +1,4 @@
-"""Webhooks on loopback that misbehave: an endless 200, a drip, a redirect (#28); and the sender
+"""Webhooks on loopback that misbehave: an endless 200, a drip, a redirect; and the sender
 driven as the agent drives it. Shared by the webhook tests and the hostile_peers scenario.
 """
 

@@ -1,5 +1,5 @@
 """An SGLang-like server on loopback whose /server_info has wrong types and NaN, and whose
-/metrics has NaN samples, or never ends (#28). Shared by the probe test and hostile_peers.
+/metrics has NaN samples, or never ends. Shared by the probe test and hostile_peers.
 """
 
 from __future__ import annotations

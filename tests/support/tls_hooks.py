@@ -1,5 +1,5 @@
 """https webhooks on loopback: one whose TLS handshake never ends (a record header, then a byte at
-a time), and a certificate for a good one (#28). Shared by the webhook tests and hostile_servers.
+a time), and a certificate for a good one. Shared by the webhook tests and hostile_servers.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from console.ui.commands import Command, key_label
 class KeysTable(DataTable[str]):
     """The keys, with the rows out of view in its bottom border ("+7 more ↓").
 
-    At 80×24 the help hid its last seven keys, `q` among them, with no sign that it scrolls (#42).
+    At 80×24 the help hid its last seven keys, `q` among them, with no sign that it scrolls.
     """
 
     def on_mount(self) -> None:

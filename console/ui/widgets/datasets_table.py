@@ -38,7 +38,7 @@ class DatasetsTable(FittedTable):
     COLUMNS = COLUMNS
     FOLD_ORDER = ("range", "responses", "budget", "rate", "overrun")
     """Name, tokens of the budget, ETA and status stay at any width; the ETA's range folds first
-    (it took the overrun's room on the one dataset heading past its budget: #42)."""
+    (it took the overrun's room on the one dataset heading past its budget)."""
     sort_by = "dataset"
     """The column the rows are ordered by."""
 

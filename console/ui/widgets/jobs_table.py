@@ -21,7 +21,7 @@ class JobsTable(FittedTable):
     COLUMNS = COLUMNS
     FOLD_ORDER = ("origin", "gpu", "kind", "exit", "uptime", "pid")
     """The job's name, its dataset and its state stay at any width: "inference · killed ·
-    restarted" with no dataset named none of eight runs (#42)."""
+    restarted" with no dataset named none of eight runs."""
     SCROLL_HINT = True
     """More jobs than rows in view (a short terminal) say so in the bottom border."""
 
