@@ -212,10 +212,6 @@ class LinkWatch:
             None,
         )
 
-    def pinged_after(self, since: float) -> float | None:
-        """When a ping was first answered after `since` (each answer reports its latency)."""
-        return next((at for at, s in self.states if at > since and s.latency_ms is not None), None)
-
     def chunk_after(self, since: float) -> float | None:
         """When the first log chunk arrived after `since`."""
         return next((at for at, _ in self.chunks if at > since), None)
