@@ -16,6 +16,7 @@ from agent.pipeline.export.merged import MergedOutputs
 from agent.pipeline.export.quality import AnswerChecker, numbers
 from agent.pipeline.export.responses import (
     finish_reason,
+    first_difference,
     prompt_tokens,
     read_responses,
     template_kwargs,
@@ -249,7 +250,7 @@ class DatasetExport:
             return None
         echoed = response.fields.get("prompt_ids")
         if isinstance(echoed, list) and echoed and echoed != sent:
-            at = _first_difference(echoed, sent)
+            at = first_difference(echoed, sent)
             self.report.prompt_mismatch.add(
                 prompt.id, f"encodes to other ids than the server echoed (first at position {at})"
             )
@@ -361,12 +362,6 @@ class DatasetExport:
         if verdict is not None:
             self.report.screen_out(verdict, prompt_id)
         return verdict is not None
-
-
-def _first_difference(one: list[Any], other: list[int]) -> int:
-    """The first position where two id lists differ (the shorter's length when one is a prefix)."""
-    pairs = zip(one, other, strict=False)
-    return next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(one), len(other)))
 
 
 def _earlier_assistant_turns(messages: list[dict[str, Any]]) -> int:

@@ -73,6 +73,12 @@ def prompt_tokens(fields: dict[str, Any]) -> int | None:
     return value if type(value) is int else None
 
 
+def first_difference(one: list[Any], other: list[int]) -> int:
+    """The first position where two id lists differ (the shorter's length when one is a prefix)."""
+    pairs = zip(one, other, strict=False)
+    return next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(one), len(other)))
+
+
 def template_kwargs(fields: dict[str, Any]) -> dict[str, Any]:
     """The chat template's arguments the runner rendered the record's prompt with ({}: none)."""
     kwargs = fields.get("template_kwargs")

@@ -22,7 +22,7 @@ from typing import Any
 from agent.datasets.response_lines import ResponseLine
 from agent.datasets.turn_fields import TurnPlace
 from agent.pipeline.export.marks import TokenFacts
-from agent.pipeline.export.responses import prompt_tokens, template_kwargs
+from agent.pipeline.export.responses import first_difference, prompt_tokens, template_kwargs
 from agent.pipeline.inference.turns import ConversationPlan, turn_id, turn_prompt
 
 LOSS_TURNS = ("all", "last")
@@ -131,8 +131,7 @@ def _sent_otherwise(line: ResponseLine, built: list[int], index: int) -> str | N
         )
     echoed = line.fields.get("prompt_ids")
     if isinstance(echoed, list) and echoed and echoed != built:
-        at = next((i for i, (a, b) in enumerate(zip(echoed, built, strict=False)) if a != b),
-                  min(len(echoed), len(built)))  # fmt: skip
+        at = first_difference(echoed, built)
         return f"turn {index + 1} renders to other ids than the server echoed (first at {at})"
     return None
 
