@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -64,16 +65,34 @@ async def shut_down_agent(state_dir: Path) -> None:
 
 
 @contextlib.asynccontextmanager
-async def local_agent(state_dir: Path, pipeline: PipelineConfig) -> AsyncIterator[AgentLink]:
-    """A real agent daemon for `state_dir` behind `attach`; stopped, jobs and all, afterwards."""
+async def agent_cleanup(state_dir: Path) -> AsyncIterator[None]:
+    """On the way out of the block, `shut_down_agent(state_dir)`, whatever the block raised."""
     try:
-        link = await open_local_link(state_dir, pipeline)
-        try:
-            yield link
-        finally:
-            await link.close()
+        yield
     finally:
         await shut_down_agent(state_dir)
+
+
+@contextlib.asynccontextmanager
+async def attached(
+    state_dir: Path, pipeline: PipelineConfig | None, python: str = sys.executable
+) -> AsyncIterator[AgentLink]:
+    """A console's link to the agent of `state_dir` (started if none runs), closed after.
+
+    The agent itself is left running: a scenario attaches again and again to the one daemon.
+    """
+    link = await open_local_link(state_dir, pipeline, python)
+    try:
+        yield link
+    finally:
+        await link.close()
+
+
+@contextlib.asynccontextmanager
+async def local_agent(state_dir: Path, pipeline: PipelineConfig) -> AsyncIterator[AgentLink]:
+    """A real agent daemon for `state_dir` behind `attach`; stopped, jobs and all, afterwards."""
+    async with agent_cleanup(state_dir), attached(state_dir, pipeline) as link:
+        yield link
 
 
 @contextlib.contextmanager

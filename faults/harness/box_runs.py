@@ -21,10 +21,12 @@ from pathlib import Path
 from agent.host.procfs import is_same_process, start_ticks
 from agent.host.signals import kill_process
 from agent.protocol import (
+    JOBS_LAUNCH,
     LIVE_JOB_STATES,
     DatasetsConfig,
     JobInfo,
     JobSpec,
+    LaunchParams,
     PipelineConfig,
     generation_done,
 )
@@ -32,6 +34,7 @@ from console.link.agent_link import AgentLink
 from faults.harness.responses import ResponsesFollower, read_final, write_prompts
 from faults.result import ScenarioResult
 from tests.support.operations import jobs_now, observer_scans
+from tests.support.ports import free_port
 from tests.support.runner_files import status
 from tests.support.waits import wait_until
 
@@ -52,6 +55,10 @@ class RunShape:
     concurrency: int
     max_new_tokens: int
 
+    def share(self, number: int, faults: int) -> float:
+        """The tokens a run is past before fault `number` lands: faults spread over the budget."""
+        return self.budget * (number + 1) / (faults + 2)
+
 
 @dataclass(frozen=True, slots=True)
 class Policy:
@@ -60,6 +67,14 @@ class Policy:
     max_restarts: int
     restart_window_s: float
     restart_delay_s: float
+
+    @property
+    def said(self) -> str:
+        """The policy in the words of the scenarios' notes."""
+        return (
+            f"restart on-failure, delay {self.restart_delay_s:g} s doubling, at most "
+            f"{self.max_restarts} in {self.restart_window_s:g} s"
+        )
 
 
 def runner_spec(shape: RunShape, policy: Policy, grace_s: float = 20.0) -> JobSpec:
@@ -98,6 +113,28 @@ def box_pipeline(
         datasets=DatasetsConfig(str(root), budget=budget, low_disk_floor_bytes=0),
         sglang_url=url, sglang_log=str(log) if log else None, jobs=jobs,
     )  # fmt: skip
+
+
+def served_box(
+    workdir: Path,
+    shape: RunShape,
+    datasets: tuple[str, ...],
+    simulator: tuple[str, ...],
+    policy: Policy,
+) -> tuple[list[DatasetWatch], PipelineConfig]:
+    """The datasets followed, and a box whose server and runners are all the agent's jobs."""
+    root, port = workdir / "datasets", free_port()
+    watches = [DatasetWatch.create(root / name, shape.prompts) for name in datasets]
+    server = server_spec(port, workdir / "sglang.log", simulator, policy)
+    jobs = {SERVER: server, RUNNER: runner_spec(shape, policy)}
+    return watches, box_pipeline(root, shape.budget, f"http://127.0.0.1:{port}", jobs)
+
+
+async def launch_box(link: AgentLink, datasets: tuple[str, ...]) -> None:
+    """Launch the server job, then a runner for each dataset."""
+    await link.call(JOBS_LAUNCH, LaunchParams(SERVER), idempotency_key="server")
+    for name in datasets:
+        await link.call(JOBS_LAUNCH, LaunchParams(RUNNER, name), idempotency_key=name)
 
 
 # ---------------------------------------------------------------- the datasets, followed
@@ -158,6 +195,36 @@ async def watch_until(
         if time.monotonic() > deadline:
             return False
         await asyncio.sleep(LOOK_S)
+
+
+async def runs_past(
+    watches: list[DatasetWatch], tokens: float, since: float, timeout_s: float
+) -> bool:
+    """Every run has generated `tokens` and written a record after `since` (False: timed out)."""
+
+    async def ready() -> bool:
+        return all(
+            status(w.folder).get("tokens", 0) >= tokens and w.landed_after(since) is not None
+            for w in watches
+        )
+
+    return await watch_until(watches, ready, timeout_s)
+
+
+async def runs_ended(
+    link: AgentLink, watches: list[DatasetWatch], timeout_s: float, result: ScenarioResult
+) -> bool:
+    """Every dataset's runner line ended by itself, nothing of it live; else a violation."""
+
+    async def ended() -> bool:
+        jobs = await jobs_now(link)
+        lines = [line_of(jobs, RUNNER, watch.name) for watch in watches]
+        return all(line and not live(line) for line in lines)
+
+    if await watch_until(watches, ended, timeout_s):
+        return True
+    result.violate(f"the runs did not end by themselves in {timeout_s:g} s")
+    return False
 
 
 # ---------------------------------------------------------------- the final count

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from agent.attach import stop_daemon
 from agent.host.procfs import is_same_process, start_ticks
 from agent.host.signals import kill_group
 from agent.protocol import (
@@ -34,14 +33,12 @@ from agent.protocol import (
     Method,
     PipelineConfig,
 )
-from agent.state import StatePaths
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.host_connection import HostConnection, LinkState
 from console.link.loopback_ssh import write_known_hosts
 from console.link.ssh_link import open_ssh_link
 from faults.result import ScenarioResult
-from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.simulator_process import agent_env
 from tests.support.waits import wait_until
 
@@ -151,18 +148,6 @@ def host_config(
         ssh_config=str(empty_ssh_config),
         pipeline=PipelineConfig(jobs={TICKER: ticker}),
     )
-
-
-@contextlib.asynccontextmanager
-async def agent_cleanup(state_dir: Path) -> AsyncIterator[None]:
-    """On the way out, stop the daemon of `state_dir` and SIGKILL the jobs it left running."""
-    try:
-        yield
-    finally:
-        if state_dir.exists():
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(stop_daemon, StatePaths(state_dir))
-            kill_leftover_jobs(state_dir)
 
 
 # ---------------------------------------------------------------- the console's link, watched

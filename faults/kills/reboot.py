@@ -29,11 +29,10 @@ from pathlib import Path
 from agent.host.autostart import boot_command
 from agent.host.procfs import group_members, is_same_process, start_ticks
 from agent.host.signals import kill_process
-from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams, PipelineConfig
+from agent.protocol import JobInfo, PipelineConfig
 from agent.state import read_json
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
-from faults.harness.agents import shut_down_agent
+from faults.harness.agents import agent_cleanup, attached
 from faults.harness.box_runs import (
     LOOK_S,
     RUNNER,
@@ -42,20 +41,17 @@ from faults.harness.box_runs import (
     Kill,
     Policy,
     RunShape,
-    box_pipeline,
     check_restarts,
     count_final,
     error_lines,
+    launch_box,
     line_of,
-    live,
-    runner_spec,
-    server_spec,
-    watch_until,
+    runs_ended,
+    runs_past,
+    served_box,
 )
 from faults.result import Scale, ScenarioResult
 from tests.support.operations import events_of, jobs_now
-from tests.support.ports import free_port
-from tests.support.runner_files import status
 from tests.support.waits import wait_until
 
 TITLE = "A reboot: every process of the box killed, the agent started with no console"
@@ -76,18 +72,11 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     """`scale.pick(5, 1)` reboots over two runs of `scale.pick(80_000, 25_000)` tokens."""
     result = ScenarioResult("reboot", TITLE, seed)
     shape = RunShape(scale.pick(3000, 1000), scale.pick(80_000, 25_000), 8, 600)
-    root, port, state = workdir / "datasets", free_port(), workdir / "state"
-    watches = [DatasetWatch.create(root / name, shape.prompts) for name in DATASETS]
-    server = server_spec(
-        port, workdir / "sglang.log", (*SIMULATOR_ARGS, "--seed", str(seed)), POLICY
-    )
-    jobs = {SERVER: server, RUNNER: runner_spec(shape, POLICY)}
-    pipeline = box_pipeline(root, shape.budget, f"http://127.0.0.1:{port}", jobs)
-    drill = _Drill(state, watches, shape, random.Random(seed), result)
-    try:
+    simulator = (*SIMULATOR_ARGS, "--seed", str(seed))
+    watches, pipeline = served_box(workdir, shape, DATASETS, simulator, POLICY)
+    drill = _Drill(workdir / "state", watches, shape, random.Random(seed), result)
+    async with agent_cleanup(drill.state):
         await drill.play(pipeline, scale.pick(5, 1))
-    finally:
-        await shut_down_agent(state)
     for watch in watches:
         count_final(result, watch, shape)
     drill.write_notes()
@@ -109,13 +98,8 @@ class _Drill:
 
     async def play(self, pipeline: PipelineConfig, reboots: int) -> None:
         """Start the box, cut its power `reboots` times, let the runs finish, check the lines."""
-        link = await open_local_link(self.state, pipeline)
-        try:
-            await link.call(JOBS_LAUNCH, LaunchParams(SERVER), idempotency_key="server")
-            for name in DATASETS:
-                await link.call(JOBS_LAUNCH, LaunchParams(RUNNER, name), idempotency_key=name)
-        finally:
-            await link.close()
+        async with attached(self.state, pipeline) as link:
+            await launch_box(link, DATASETS)
         cut_at = 0.0
         for number in range(reboots):
             if not await self._generating(number, reboots, cut_at):
@@ -128,15 +112,8 @@ class _Drill:
 
     async def _generating(self, number: int, reboots: int, since: float) -> bool:
         """Every run past its next share of the budget and generating since `since`."""
-        threshold = self.shape.budget * (number + 1) / (reboots + 2)
-
-        async def ready() -> bool:
-            return all(
-                status(w.folder).get("tokens", 0) >= threshold and w.landed_after(since)
-                for w in self.watches
-            )
-
-        if not await watch_until(self.watches, ready, STEP_TIMEOUT_S + BOOT_TIMEOUT_S):
+        tokens = self.shape.share(number, reboots)
+        if not await runs_past(self.watches, tokens, since, STEP_TIMEOUT_S + BOOT_TIMEOUT_S):
             self.result.violate(f"after reboot {number}: the runs were not generating in time")
             return False
         if since:
@@ -193,22 +170,9 @@ class _Drill:
 
     async def _check_with_a_console(self) -> None:
         """A console comes back (no new config) once the runs went on by themselves."""
-        link = await open_local_link(self.state, None)
-        try:
-            if await self._finished(link):
+        async with attached(self.state, None) as link:
+            if await runs_ended(link, self.watches, FINISH_TIMEOUT_S, self.result):
                 await self._check_lines(link)
-        finally:
-            await link.close()
-
-    async def _finished(self, link: AgentLink) -> bool:
-        async def ended() -> bool:
-            jobs = await jobs_now(link)
-            return all(not live(line_of(jobs, RUNNER, name)) for name in DATASETS)
-
-        if await watch_until(self.watches, ended, FINISH_TIMEOUT_S):
-            return True
-        self.result.violate(f"the runs did not end by themselves in {FINISH_TIMEOUT_S:g} s")
-        return False
 
     async def _check_lines(self, link: AgentLink) -> None:
         """Each line: lost and restarted once per power cut; the runners' last run exited 0."""
@@ -233,9 +197,7 @@ class _Drill:
             "SIGKILLed (the daemon, each job's shim and job); the boot command "
             f"(boot_command: python -m agent start) returned within {boot:.2f} s each time, and "
             "no console attached until the runs generated again",
-            f"restart on-failure, delay {POLICY.restart_delay_s:g} s doubling, at most "
-            f"{POLICY.max_restarts} in {POLICY.restart_window_s:g} s; 2 runs of "
-            f"{self.shape.budget:,} tokens behind the server job",
+            f"{POLICY.said}; 2 runs of {self.shape.budget:,} tokens behind the server job",
             "detection_s: power cut to the agent's restart of each lost job (its started_at); "
             "recovery_s: power cut to a new record, per dataset",
         ]

@@ -39,6 +39,7 @@ from faults.harness.box_runs import (
     line_of,
     live,
     runner_spec,
+    runs_past,
     sigkill,
     watch_until,
 )
@@ -104,14 +105,9 @@ class _Drill:
 
     async def _next_victim(self, number: int, kills: int) -> JobInfo | None:
         """Once the run is past its next share of the budget, generating again: the live runner."""
-        threshold = self.shape.budget * (number + 1) / (kills + 2)
         since = self.kills[-1].gone_at if self.kills else 0.0
-
-        async def ready() -> bool:
-            tokens = status(self.watch.folder).get("tokens", 0)
-            return tokens >= threshold and self.watch.landed_after(since) is not None
-
-        if not await watch_until([self.watch], ready, STEP_TIMEOUT_S):
+        tokens = self.shape.share(number, kills)
+        if not await runs_past([self.watch], tokens, since, STEP_TIMEOUT_S):
             self.result.violate(f"kill {number + 1}: the run was not generating again in time")
             return None
         running = live(line_of(await jobs_now(self.link), RUNNER, DATASET))
@@ -178,10 +174,9 @@ class _Drill:
         self.result.repaired = len(torn.read_bytes().splitlines()) if torn.exists() else 0
         resumed = statistics.median(self.resumed_s) if self.resumed_s else float("nan")
         self.result.notes += [
-            f"restart policy: on-failure, delay {POLICY.restart_delay_s:g} s doubling, at most "
-            f"{POLICY.max_restarts} in {POLICY.restart_window_s:g} s; {len(self.kills)} kills, "
-            f"each a random moment up to {JITTER_S:g} s after the run passed its next share of "
-            f"the budget ({self.shape.budget:,} tokens, {self.shape.concurrency} in flight)",
+            f"{POLICY.said}; {len(self.kills)} kills, each a random moment up to {JITTER_S:g} s "
+            f"after the run passed its next share of the budget ({self.shape.budget:,} tokens, "
+            f"{self.shape.concurrency} in flight)",
             "detection_s: kill to the restart's start (the agent's started_at: the end seen at "
             f"once, then the {POLICY.restart_delay_s:g} s delay doubling within the window); "
             f"recovery_s: kill to the first new record; the new runner's runner.json came "

@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
+from agent.protocol import JobInfo
 from console.link.agent_link import AgentLink
 from faults.harness.agents import local_agent
 from faults.harness.box_runs import (
@@ -30,20 +30,20 @@ from faults.harness.box_runs import (
     Kill,
     Policy,
     RunShape,
-    box_pipeline,
     check_restarts,
     count_final,
     error_lines,
+    launch_box,
     line_of,
     live,
-    runner_spec,
-    server_spec,
+    runs_ended,
+    runs_past,
+    served_box,
     sigkill,
     watch_until,
 )
 from faults.result import Scale, ScenarioResult
 from tests.support.operations import events_of, jobs_now
-from tests.support.ports import free_port
 from tests.support.runner_files import status
 
 TITLE = "The SGLang server job SIGKILLed mid-run: restarted, the runs wait"
@@ -63,13 +63,8 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     """`scale.pick(5, 2)` kills of the server over two runs of `scale.pick(80_000, 25_000)`."""
     result = ScenarioResult("server_restarts", TITLE, seed)
     shape = RunShape(scale.pick(3000, 1000), scale.pick(80_000, 25_000), 8, 600)
-    root, port = workdir / "datasets", free_port()
-    watches = [DatasetWatch.create(root / name, shape.prompts) for name in DATASETS]
-    server = server_spec(
-        port, workdir / "sglang.log", (*SIMULATOR_ARGS, "--seed", str(seed)), POLICY
-    )
-    jobs = {SERVER: server, RUNNER: runner_spec(shape, POLICY)}
-    pipeline = box_pipeline(root, shape.budget, f"http://127.0.0.1:{port}", jobs)
+    simulator = (*SIMULATOR_ARGS, "--seed", str(seed))
+    watches, pipeline = served_box(workdir, shape, DATASETS, simulator, POLICY)
     async with local_agent(workdir / "state", pipeline) as link:
         drill = _Drill(link, watches, shape, random.Random(seed), result)
         await drill.play(scale.pick(5, 2))
@@ -95,9 +90,7 @@ class _Drill:
 
     async def play(self, kills: int) -> None:
         """Start the server and the runs, kill the server `kills` times, let the runs finish."""
-        await self.link.call(JOBS_LAUNCH, LaunchParams(SERVER), idempotency_key="server")
-        for name in DATASETS:
-            await self.link.call(JOBS_LAUNCH, LaunchParams(RUNNER, name), idempotency_key=name)
+        await launch_box(self.link, DATASETS)
         for number in range(kills):
             server = await self._next_victim(number, kills)
             if server is None:
@@ -105,21 +98,14 @@ class _Drill:
             self.kills.append(await sigkill(server, self.watches))
             self.result.faults += 1
             await self._time_recovery(self.kills[-1])
-        if await self._finished():
+        if await runs_ended(self.link, self.watches, FINISH_TIMEOUT_S, self.result):
             await self._check_lines()
 
     async def _next_victim(self, number: int, kills: int) -> JobInfo | None:
         """The running server, once both runs are past their next share and generating."""
-        threshold = self.shape.budget * (number + 1) / (kills + 2)
         since = self.kills[-1].gone_at if self.kills else 0.0
-
-        async def ready() -> bool:
-            return all(
-                status(w.folder).get("tokens", 0) >= threshold and w.landed_after(since)
-                for w in self.watches
-            )
-
-        if not await watch_until(self.watches, ready, STEP_TIMEOUT_S):
+        tokens = self.shape.share(number, kills)
+        if not await runs_past(self.watches, tokens, since, STEP_TIMEOUT_S):
             self.result.violate(f"kill {number + 1}: the runs were not generating in time")
             return None
         running = live(line_of(await jobs_now(self.link), SERVER))
@@ -147,19 +133,6 @@ class _Drill:
                 self.missed[watch.name] = self.missed.get(watch.name, 0) + 1
             else:
                 self.result.recovery_s.append(landed - kill.at)
-
-    async def _finished(self) -> bool:
-        """Both runs ended by themselves."""
-
-        async def ended() -> bool:
-            jobs = await jobs_now(self.link)
-            lines = [line_of(jobs, RUNNER, name) for name in DATASETS]
-            return all(line and not live(line) for line in lines)
-
-        if await watch_until(self.watches, ended, FINISH_TIMEOUT_S):
-            return True
-        self.result.violate(f"the runs did not end by themselves in {FINISH_TIMEOUT_S:g} s")
-        return False
 
     async def _check_lines(self) -> None:
         """Server: one restart per kill, still up. Runners: one run each, exit 0, paused."""
@@ -198,9 +171,8 @@ class _Drill:
         """The policy, the pauses, what the times measure."""
         pauses = ", ".join(f"{name} {count}" for name, count in self.pauses.items())
         self.result.notes += [
-            f"server and runners: restart on-failure, delay {POLICY.restart_delay_s:g} s "
-            f"doubling, at most {POLICY.max_restarts} in {POLICY.restart_window_s:g} s; "
-            f"{len(self.kills)} server kills over 2 runs of {self.shape.budget:,} tokens each",
+            f"server and runners: {POLICY.said}; {len(self.kills)} server kills over 2 runs of "
+            f"{self.shape.budget:,} tokens each",
             f"the runners paused dispatch ({pauses}) and resumed it; none was restarted"
             + (f"; kills after a run had ended: {self.missed}" if self.missed else ""),
             "detection_s: kill to the agent's restart of the server (its started_at); "

@@ -36,8 +36,7 @@ from agent.protocol import (
     StopParams,
 )
 from console.link.agent_link import LinkError
-from console.link.local_link import open_local_link
-from faults.harness.agents import catch_stop_recording, daemon_pid, shut_down_agent
+from faults.harness.agents import agent_cleanup, attached, catch_stop_recording, daemon_pid
 from faults.harness.box_runs import live, quiet_line
 from faults.result import Scale, ScenarioResult
 from tests.support.operations import events_of, operation_ended, text_appears
@@ -77,13 +76,11 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     result = ScenarioResult("stop_recording", TITLE, seed)
     write_id_prompts(workdir / "datasets" / DATASET, 2)
     drill = _Drill(workdir / "state", pipeline(workdir / "datasets"), result)
-    try:
+    async with agent_cleanup(drill.state):
         for index in range(scale.pick(5, 1)):
             await drill.stop_trial(index)
             await drill.redeploy_trial(index)
         await drill.count_attempts()
-    finally:
-        await shut_down_agent(drill.state)
     return result
 
 
@@ -97,43 +94,33 @@ class _Drill:
     async def stop_trial(self, index: int) -> None:
         """`k` on the runner-like job, the agent killed before the stop is recorded."""
         job = await self._running(RUNNER, DATASET, f"k-{index}")
-        link = await open_local_link(self.state, self.config)
-        try:
+        async with attached(self.state, self.config) as link:
             asked = asyncio.ensure_future(
                 link.call(JOBS_STOP, StopParams(job.id), idempotency_key=f"stop-{index}")
             )
             await self._kill_in_the_window(job)
             with contextlib.suppress(LinkError):
                 await asked
-        finally:
-            await link.close()
         line = await self._quiet(RUNNER, DATASET)
         self._check_not_undone(f"k {index + 1}", job, line, live_wanted=0)
 
     async def redeploy_trial(self, index: int) -> None:
         """`R` on the server-like job, the agent killed before its stop is recorded."""
         job = await self._running(SERVER, None, f"r-{index}")
-        link = await open_local_link(self.state, self.config)
-        try:
+        async with attached(self.state, self.config) as link:
             asked = await link.call(
                 OPERATIONS_REDEPLOY, RedeployParams(job.id), idempotency_key=f"redeploy-{index}"
             )
             await self._kill_in_the_window(job)
-        finally:
-            await link.close()
-        link = await open_local_link(self.state, self.config)
-        try:
+        async with attached(self.state, self.config) as link:
             ended = await operation_ended(link, asked.id)
-        finally:
-            await link.close()
         if ended.state != "done":
             self.result.violate(f"R {index + 1}: the redeploy ended {ended.state}: {ended.outcome}")
         line = await self._quiet(SERVER, None)
         self._check_not_undone(f"R {index + 1}", job, line, live_wanted=1)
 
     async def _running(self, name: str, dataset: str | None, key: str) -> JobInfo:
-        link = await open_local_link(self.state, self.config)
-        try:
+        async with attached(self.state, self.config) as link:
             running = live(await quiet_line(link, name, dataset))
             if running:
                 return running[0]
@@ -142,8 +129,6 @@ class _Drill:
             )
             await text_appears(Path(job.log_path or ""), "ready")
             return job
-        finally:
-            await link.close()
 
     async def _kill_in_the_window(self, job: JobInfo) -> None:
         pid = daemon_pid(self.state)
@@ -163,11 +148,8 @@ class _Drill:
             self.result.notes.append(f"a kill missed the window: {window or 'no end seen'}")
 
     async def _quiet(self, name: str, dataset: str | None) -> list[JobInfo]:
-        link = await open_local_link(self.state, self.config)
-        try:
+        async with attached(self.state, self.config) as link:
             return await quiet_line(link, name, dataset)
-        finally:
-            await link.close()
 
     def _check_not_undone(
         self, trial: str, stopped: JobInfo, line: list[JobInfo], live_wanted: int
@@ -192,11 +174,8 @@ class _Drill:
 
     async def count_attempts(self) -> None:
         """Restarts the policy attempted and was refused are attempts to undo a stop too."""
-        link = await open_local_link(self.state, self.config)
-        try:
+        async with attached(self.state, self.config) as link:
             refused = await events_of(link, "restart_refused")
-        finally:
-            await link.close()
         if refused:
             self.result.violate(f"{len(refused)} restart(s) of a stopped job refused: {refused[0]}")
         self.result.notes.append(

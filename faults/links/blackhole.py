@@ -31,13 +31,13 @@ from agent.protocol import JOBS_LAUNCH, JOBS_STOP, JobInfo, LaunchParams, StopPa
 from console.link import ssh_link
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
+from faults.harness.agents import agent_cleanup
 from faults.harness.link import (
     FIRST_CONNECT_S,
     TICKER,
     LinkWatch,
     ServerProcess,
     Ticker,
-    agent_cleanup,
     caught_up,
     check_log,
     host_config,

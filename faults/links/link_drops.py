@@ -29,12 +29,12 @@ from agent.host.signals import kill_process
 from agent.protocol import JOBS_LAUNCH, LIVE_JOB_STATES, JobInfo, LaunchParams
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
+from faults.harness.agents import agent_cleanup
 from faults.harness.link import (
     FIRST_CONNECT_S,
     TICKER,
     LinkWatch,
     Ticker,
-    agent_cleanup,
     caught_up,
     check_log,
     host_config,

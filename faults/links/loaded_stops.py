@@ -29,6 +29,7 @@ from console.config import HostConfig, SshTarget
 from console.link.agent_link import LinkError
 from console.link.host_connection import HostConnection
 from console.link.redeploy import follow_operation, start_redeploy
+from faults.harness.agents import agent_cleanup
 from faults.harness.box_runs import (
     RUNNER,
     Policy,
@@ -41,7 +42,6 @@ from faults.harness.box_runs import (
 from faults.harness.link import (
     FIRST_CONNECT_S,
     LinkWatch,
-    agent_cleanup,
     is_up,
     own_jobs,
     report_session_error,

@@ -34,9 +34,9 @@ from console.config import HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.redeploy import follow_operation, start_redeploy
 from console.link.ssh_link import open_ssh_link
-from faults.harness.agents import catch_stop_recording, daemon_pid
+from faults.harness.agents import agent_cleanup, catch_stop_recording, daemon_pid
 from faults.harness.box_runs import line_of, live, quiet_line
-from faults.harness.link import agent_cleanup, loopback_server, pin_known_hosts
+from faults.harness.link import loopback_server, pin_known_hosts
 from faults.harness.relay import CuttableRelay
 from faults.links._redeploy_box import (
     DATASET,
