@@ -35,8 +35,7 @@ from agent.protocol import (
 )
 from agent.watch.history import FILE_NAME
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
-from console.link.local_link import open_local_link
-from faults.harness.agents import daemon_pid, log_tracebacks, shut_down_agent
+from faults.harness.agents import attached, daemon_pid, local_agent, log_tracebacks, shut_down_agent
 from faults.harness.memory import resident_mb
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
@@ -80,8 +79,7 @@ async def watch(state_dir: Path, root: Path, looks: int, python: str | None = No
     seen = Seen()
     started = time.monotonic()
     config = PipelineConfig(datasets=DatasetsConfig(str(root)))
-    link = await open_local_link(state_dir, config, python=python or sys.executable)
-    try:
+    async with attached(state_dir, config, python or sys.executable) as link:
         for number in range(looks):
             before = time.monotonic()
             taken: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
@@ -95,8 +93,6 @@ async def watch(state_dir: Path, root: Path, looks: int, python: str | None = No
             link.call(DATASETS_DETAIL, DetailParams("B1"))
         )
         seen.rss_mb = resident_mb(daemon_pid(state_dir))
-    finally:
-        await link.close()
     seen.tracebacks = len(log_tracebacks(state_dir))
     before = time.monotonic()
     await shut_down_agent(state_dir)
@@ -165,16 +161,12 @@ async def guard_overrun(workdir: Path, locked: bool) -> tuple[int | None, Seen]:
     seen = Seen()
     with contextlib.ExitStack() as stack:
         sim = stack.enter_context(running_simulator(workdir / "sim", *sim_args))
-        link = await open_local_link(state_dir, config)
-        try:
+        async with local_agent(state_dir, config) as link:
             if locked:
                 stack.enter_context(locked_by_another_process(state_dir / FILE_NAME))
             runner = start_runner(folder, sim.url, "--max-samples", "1500",
                                   "--concurrency", str(CONCURRENCY))  # fmt: skip
             stopped = await _runner_end(runner, link, seen)
-        finally:
-            await link.close()
-            await shut_down_agent(state_dir)
     return (response_tokens(folder) - BUDGET if stopped else None), seen
 
 

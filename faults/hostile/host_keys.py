@@ -29,7 +29,7 @@ import asyncssh
 
 from console.config import HostConfig, SshTarget
 from console.link.loopback_ssh import write_known_hosts
-from faults.harness.agents import private_home, shut_down_agent
+from faults.harness.agents import agent_cleanup, private_home
 from faults.hostile._host_key_attempts import (
     Attempt,
     attempt_cli,
@@ -162,12 +162,12 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     rng = random.Random(seed)
     write_prompts(workdir / "datasets" / "B1_sharegpt", 1)
     with private_home(workdir / "home"):
-        try:
-            async with running_ssh_agent(workdir / "ssh-agent") as socket:
-                matrix.agent_socket = socket
-                await _run_servers(matrix, scale, rng)
-        finally:
-            await shut_down_agent(workdir / "state")
+        async with (
+            agent_cleanup(workdir / "state"),
+            running_ssh_agent(workdir / "ssh-agent") as socket,
+        ):
+            matrix.agent_socket = socket
+            await _run_servers(matrix, scale, rng)
     _write_notes(matrix)
     return result
 

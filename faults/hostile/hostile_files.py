@@ -37,8 +37,7 @@ from agent.protocol import (
     WatchParams,
 )
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
-from faults.harness.agents import daemon_pid, log_tracebacks, shut_down_agent
+from faults.harness.agents import attached, daemon_pid, log_tracebacks, shut_down_agent
 from faults.harness.memory import resident_mb
 from faults.hostile._hostile_files_root import LIVE, SWAPPED, HostileRoot, expected_lines
 from faults.result import Scale, ScenarioResult
@@ -63,11 +62,8 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     state_dir = workdir / "state"
     writer = root.start_live_writer()
     try:
-        link = await open_local_link(state_dir, _pipeline(root.path), python=_python(workdir))
-        try:
+        async with attached(state_dir, _pipeline(root.path), _python(workdir)) as link:
             await _watch(link, root, scale, result)
-        finally:
-            await link.close()
     finally:
         writer.stop()
         _check_daemon(state_dir, result)

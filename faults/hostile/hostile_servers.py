@@ -35,8 +35,7 @@ from agent.protocol import (
     SnapshotParams,
 )
 from console.link.agent_link import AgentLink, LinkError
-from console.link.local_link import open_local_link
-from faults.harness.agents import daemon_pid, shut_down_agent
+from faults.harness.agents import agent_cleanup, attached, daemon_pid
 from faults.harness.memory import resident_mb
 from faults.hostile._hostile_server_peers import Peers, hostile_peers
 from faults.result import Scale, ScenarioResult
@@ -57,13 +56,10 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     result = ScenarioResult("hostile_servers", TITLE, seed)
     state = workdir / "state"
     peaks: list[float] = []
-    try:
-        async with hostile_peers() as peers:
-            for round_ in range(scale.pick(full=3, quick=1)):
-                await _round(result, state, peers, round_, peaks)
-            await _attach_again(result, state)
-    finally:
-        await shut_down_agent(state)
+    async with agent_cleanup(state), hostile_peers() as peers:
+        for round_ in range(scale.pick(full=3, quick=1)):
+            await _round(result, state, peers, round_, peaks)
+        await _attach_again(result, state)
     result.notes.append(
         f"daemon peak memory at most {max(peaks, default=0):.0f} MB "
         f"(limit {DAEMON_PEAK_LIMIT_MB:.0f}); stop times in recovery_s"
@@ -88,13 +84,10 @@ async def _linked(
 
     With `apply` False the caller applies it when it is ready. Each part runs its own config on the one daemon: a hello only compares it.
     """
-    link = await open_local_link(state, pipeline)
-    try:
+    async with attached(state, pipeline) as link:
         if apply:
             await link.apply_pipeline(pipeline)
         yield link
-    finally:
-        await link.close()
 
 
 async def _probe_part(result: ScenarioResult, state: Path, peers: Peers) -> None:

@@ -31,7 +31,7 @@ from agent.protocol import (
 from console.config import ConfigError, load_config
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.local_link import open_local_link
-from faults.harness.agents import daemon_pid, shut_down_agent
+from faults.harness.agents import agent_cleanup, attached, daemon_pid
 from faults.harness.memory import resident_mb
 from faults.hostile._hostile_writes_race import (
     REPAIRS_PER_TRIAL,
@@ -57,16 +57,11 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     state_dir = workdir / "state"
     root = workdir / "deploy"
     root.mkdir(parents=True)
-    try:
-        link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(root),)))
-        try:
+    async with agent_cleanup(state_dir):
+        async with attached(state_dir, PipelineConfig(deploy_roots=(str(root),))) as link:
             await _huge_keys(link, state_dir, scale.pick(60, 10), result)
             await _backup_links(link, root, workdir / "outside", result)
-        finally:
-            await link.close()
         await _config(workdir / "config", state_dir, result)
-    finally:
-        await shut_down_agent(state_dir)
     result.wall_s = time.monotonic() - started
     return result
 

@@ -38,7 +38,7 @@ from agent.protocol import (
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.ssh_link import open_ssh_link
-from faults.harness.agents import job_states, private_home, shut_down_agent
+from faults.harness.agents import agent_cleanup, job_states, private_home
 from faults.hostile._injection_cases import (
     CANARY,
     DATASET_NAMES_SAFE,
@@ -88,18 +88,15 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     _make_datasets(layout, f"pwned-{nonce}")
     tally = Tally()
     with private_home(workdir / "home"):
-        try:
-            async with asyncssh_server(workdir / "ssh") as server:
-                endpoint = server.endpoint
-                host = HostConfig(
-                    "gpu", SshTarget(endpoint.host, endpoint.user, endpoint.port),
-                    python=sys.executable, state_dir=str(layout.state),
-                    known_hosts=str(endpoint.known_hosts), identity=str(endpoint.identity),
-                    pipeline=_pipeline(cases, layout),
-                )  # fmt: skip
-                await _against_agent(host, cases, layout, result, tally)
-        finally:
-            await shut_down_agent(layout.state)
+        async with agent_cleanup(layout.state), asyncssh_server(workdir / "ssh") as server:
+            endpoint = server.endpoint
+            host = HostConfig(
+                "gpu", SshTarget(endpoint.host, endpoint.user, endpoint.port),
+                python=sys.executable, state_dir=str(layout.state),
+                known_hosts=str(endpoint.known_hosts), identity=str(endpoint.identity),
+                pipeline=_pipeline(cases, layout),
+            )  # fmt: skip
+            await _against_agent(host, cases, layout, result, tally)
     _check_canaries(workdir, canary, nonce, result)
     result.notes.append(f"launches: {dict(sorted(tally.verdicts.items()))}")
     return result

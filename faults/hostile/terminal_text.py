@@ -26,7 +26,7 @@ from pathlib import Path
 from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.config import load_config
 from console.link.ssh_link import open_ssh_link
-from faults.harness.agents import private_home, shut_down_agent
+from faults.harness.agents import agent_cleanup, private_home
 from faults.hostile._terminal_text_box import Counts, HostileBox, count
 from faults.result import Scale, ScenarioResult
 from tests.support.simulator_process import running_simulator
@@ -94,7 +94,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     result.faults = box.planted
     surfaces: list[Surface] = []
     with private_home(workdir / "home"):
-        try:
+        async with agent_cleanup(box.state):
             with running_simulator(workdir / "sim", "--model-path", box.model_path) as sim:
                 box.append_server_log(sim.log_file)
                 async with asyncssh_server(workdir / "ssh") as server:
@@ -109,8 +109,6 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
                         surfaces.append(
                             await asyncio.to_thread(run_command, config, name, args, code)
                         )
-        finally:
-            await shut_down_agent(box.state)
     judge(surfaces, box, result)
     return result
 

@@ -33,8 +33,7 @@ from agent.protocol import (
     Snapshot,
     SnapshotParams,
 )
-from console.link.local_link import open_local_link
-from faults.harness.agents import local_agent
+from faults.harness.agents import attached, local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
@@ -137,13 +136,10 @@ def _exit_code(runner: subprocess.Popen[str]) -> int | None:
 
 
 async def _snapshot(folder: Path, pipeline: PipelineConfig) -> tuple[Snapshot, float]:
-    link = await open_local_link(folder / "state", pipeline)
-    try:
+    async with attached(folder / "state", pipeline) as link:
         started = time.monotonic()
         snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         return snapshot, time.monotonic() - started
-    finally:
-        await link.close()
 
 
 def _budget_met_at(dataset: Path) -> float:

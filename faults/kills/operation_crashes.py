@@ -42,8 +42,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
-from faults.harness.agents import local_agent
+from faults.harness.agents import attached, local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.operations import jobs_now, operation_ended
 
@@ -143,13 +142,12 @@ async def _flood(state: Path, result: ScenarioResult) -> None:
         (folder / f"{record.id}.json").write_text(json.dumps(record.to_json()))
     result.faults += 1
     result.attempted += 1
-    link = await open_local_link(state, PIPELINE)
     try:
-        snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-        params = SequenceParams("one more", (SequenceStep("start", job="train"),))
-        await link.call(OPERATIONS_SEQUENCE, params, idempotency_key="more")
+        async with attached(state, PIPELINE) as link:
+            snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
+            params = SequenceParams("one more", (SequenceStep("start", job="train"),))
+            await link.call(OPERATIONS_SEQUENCE, params, idempotency_key="more")
     finally:
-        await link.close()
         stop_daemon(StatePaths(state))
     line = len(json.dumps(to_wire(snapshot)))
     on_disk = len(list(folder.glob("*.json")))

@@ -20,8 +20,7 @@ from pathlib import Path
 
 from agent.serving.session import LAG_CUTOFF_S
 from console.link.agent_link import AgentLink, LinkError
-from console.link.local_link import open_local_link
-from faults.harness.agents import daemon_pid, shut_down_agent
+from faults.harness.agents import daemon_pid, local_agent
 from faults.harness.memory import resident_mb
 from faults.result import Scale, ScenarioResult
 from tests.support.stalled_console import (
@@ -47,19 +46,13 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     log = workdir / "sglang.log"
     data = big_log(log)
     state_dir = workdir / "state"
-    try:
-        console_b = await open_local_link(state_dir, busy_pipeline(log))
-        try:
-            baseline = await _requests(console_b, 3.0, result)
-            rss_before = resident_mb(daemon_pid(state_dir))
-            for _ in range(scale.pick(3, 1)):
-                result.faults += 1
-                await _stall(state_dir, console_b, data, baseline, result)
-            rss_growth = resident_mb(daemon_pid(state_dir)) - rss_before
-        finally:
-            await console_b.close()
-    finally:
-        await shut_down_agent(state_dir)
+    async with local_agent(state_dir, busy_pipeline(log)) as console_b:
+        baseline = await _requests(console_b, 3.0, result)
+        rss_before = resident_mb(daemon_pid(state_dir))
+        for _ in range(scale.pick(3, 1)):
+            result.faults += 1
+            await _stall(state_dir, console_b, data, baseline, result)
+        rss_growth = resident_mb(daemon_pid(state_dir)) - rss_before
     result.notes.append(
         f"B's requests alone: p50 {statistics.median(baseline) * 1000:.0f} ms; daemon memory grew "
         f"{rss_growth:.0f} MB over the stalls (limit {RSS_GROWTH_LIMIT_MB:.0f} MB)"

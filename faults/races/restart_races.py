@@ -31,8 +31,7 @@ from agent.protocol import (
     StopParams,
 )
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
-from faults.harness.agents import local_agent
+from faults.harness.agents import attached, local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.datasets import write_prompts
 from tests.support.operations import events_of, jobs_now, jobs_where, observer_scans
@@ -110,11 +109,8 @@ async def _act(link: AgentLink, race: str, folder: Path, waiting: JobInfo) -> Jo
     if race == "start by hand":
         mine: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("job"), idempotency_key="mine")
         return mine
-    other = await open_local_link(folder / "state", pipeline(folder, restart="no"))
-    try:
+    async with attached(folder / "state", pipeline(folder, restart="no")) as other:
         await other.apply_pipeline(pipeline(folder, restart="no"))
-    finally:
-        await other.close()
     return None
 
 

@@ -30,8 +30,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
-from faults.harness.agents import shut_down_agent
+from faults.harness.agents import attached, shut_down_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.clocks import live_run_problem
 from tests.support.runner_files import write_id_prompts
@@ -67,13 +66,9 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
             ):
                 result.violate("the stepped daemon did not start")
                 return result
-            link = await open_local_link(
-                state_dir, PipelineConfig(DatasetsConfig(str(folder.parent)))
-            )
-            try:
+            pipeline = PipelineConfig(DatasetsConfig(str(folder.parent)))
+            async with attached(state_dir, pipeline) as link:
                 await _play(link, offset, folder, scale, result)
-            finally:
-                await link.close()
         finally:
             runner.send_signal(signal.SIGINT)
             await asyncio.to_thread(runner.wait, 30)

@@ -24,8 +24,13 @@ from agent.attach import stop_daemon
 from agent.protocol import FILES_INSTALL, InstallParams, InstallResult, PipelineConfig
 from agent.state import StatePaths
 from console.link.agent_link import AgentRequestError, LinkError
-from console.link.local_link import open_local_link
-from faults.harness.agents import daemon_pid, greeted_wire, log_tracebacks, shut_down_agent
+from faults.harness.agents import (
+    agent_cleanup,
+    attached,
+    daemon_pid,
+    greeted_wire,
+    log_tracebacks,
+)
 from faults.harness.memory import resident_mb
 from faults.result import Scale, ScenarioResult
 from tests.support.process_checks import alive
@@ -63,14 +68,12 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     result = ScenarioResult("request_limits", TITLE, seed)
     rng = random.Random(seed)
     state_dir = workdir / "state"
-    try:
+    async with agent_cleanup(state_dir):
         await _bounds(state_dir, rng, scale.pick(400, 60), result)
         await _keys_across_restart(workdir, state_dir, scale.pick(20, 4), result)
         await _audit(state_dir, result)
         for line in dict.fromkeys(log_tracebacks(state_dir)):
             result.violate(f"a traceback in agent.log: {line}")
-    finally:
-        await shut_down_agent(state_dir)
     return result
 
 
@@ -103,24 +106,18 @@ async def _keys_across_restart(
     root.mkdir()
     pipeline = PipelineConfig(deploy_roots=(str(root),))
     installs = [_install(root, n) for n in range(count)]
-    link = await open_local_link(state_dir, pipeline)
-    try:
+    async with attached(state_dir, pipeline) as link:
         first = [
             await link.call(FILES_INSTALL, p, idempotency_key=f"key-{n}")
             for n, p in enumerate(installs)
         ]
-    finally:
-        await link.close()
     started = time.monotonic()
     await asyncio.to_thread(stop_daemon, StatePaths(state_dir))
-    link = await open_local_link(state_dir, pipeline)
-    result.faults += 1
-    result.recovery_s.append(time.monotonic() - started)
-    try:
+    async with attached(state_dir, pipeline) as link:
+        result.faults += 1
+        result.recovery_s.append(time.monotonic() - started)
         for number, params in enumerate(installs):
             await _replay(link, number, params, first[number], result)
-    finally:
-        await link.close()
     result.notes.append(
         f"keys: {count} installs, the daemon restarted, each repeated (same answer) and each key "
         "reused for another request (key_reused)"
