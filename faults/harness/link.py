@@ -245,6 +245,14 @@ def is_up(session: HostConnection) -> bool:
     return session.state.status == "up" and session.link is not None
 
 
+async def first_up(session: HostConnection, result: ScenarioResult) -> bool:
+    """The first connect came within FIRST_CONNECT_S; else a violation (the run stops there)."""
+    if await wait_until(lambda: is_up(session), FIRST_CONNECT_S):
+        return True
+    result.violate(f"the link never came up in {FIRST_CONNECT_S:g} s")
+    return False
+
+
 async def request_when_up(
     session: HostConnection,
     method: Method[P, R],
@@ -297,29 +305,34 @@ async def own_jobs(session: HostConnection) -> tuple[JobInfo, ...]:
 
 
 async def running_ticker(session: HostConnection, job_id: str, timeout_s: float = 30) -> Ticker:
-    """Wait until job `job_id` runs its child, and name that process."""
+    """Wait until job `job_id` runs its child, name that process, and follow its log."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         job = next((j for j in await own_jobs(session) if j.id == job_id), None)
         ticks = start_ticks(job.pid) if job is not None and job.pid else None
         if job is not None and job.pid and ticks is not None and job.log_path:
-            return Ticker(job.id, job.pid, ticks, Path(job.log_path))
+            ticker = Ticker(job.id, job.pid, ticks, Path(job.log_path))
+            with contextlib.suppress(LinkError):  # a drop now is fine: the reconnect subscribes
+                await session.follow_log(ticker.log_name, 0)
+            return ticker
         await asyncio.sleep(0.05)
     raise LinkError(f"job {job_id} did not start its process within {timeout_s:g} s")
 
 
-async def caught_up(watch: LinkWatch, ticker: Ticker, timeout_s: float = 15) -> bool:
-    """Wait until the bytes received reach the log file's size (the job has ended by then)."""
+async def check_log(
+    result: ScenarioResult, watch: LinkWatch, ticker: Ticker, timeout_s: float = 15
+) -> None:
+    """Once the ended job's log has all come, count its lines against those received.
+
+    Lost and duplicated lines are counted, and every byte is checked.
+    """
 
     def received_all() -> bool:
         chunks = watch.received(ticker.log_name)
         return bool(chunks) and chunks[-1].end_offset >= ticker.log_path.stat().st_size
 
-    return await wait_until(received_all, timeout_s)
-
-
-def check_log(result: ScenarioResult, watch: LinkWatch, ticker: Ticker) -> None:
-    """Count the job's lines against those received: lost, duplicated; and check every byte."""
+    if not await wait_until(received_all, timeout_s):
+        result.violate("the log received never caught up with the job's log file")
     written = ticker.log_path.read_bytes().decode()
     chunks = watch.received(ticker.log_name)
     text = "".join(chunk.text for chunk in chunks)
