@@ -251,7 +251,7 @@ def count_final(result: ScenarioResult, watch: DatasetWatch, shape: RunShape) ->
     result.duplicated += sum(count - 1 for count in final.ids.values())
     result.corrupt += final.corrupt_lines + len(watch.bad_offsets)
     landing = _landing(path, shape.budget)
-    left = len(set(watch.prompt_ids) - final.ids.keys()) - _failed_marks(watch.folder)
+    left = len(set(watch.prompt_ids) - final.ids.keys()) - error_lines(watch.folder)
     if not generation_done(landing.tokens, shape.budget, left):
         result.violate(
             f"{watch.name}: ended at {landing.tokens:,} tokens of {shape.budget:,} with {left} "
@@ -277,14 +277,10 @@ def _landing(path: Path, budget: int) -> Landing:
     return Landing(sum(lengths), sum(lengths) - budget, max(lengths, default=0))
 
 
-def _failed_marks(folder: Path) -> int:
-    path = folder / "errors.jsonl"
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
 def error_lines(folder: Path) -> int:
     """Lines in the dataset's errors.jsonl (prompts marked failed)."""
-    return _failed_marks(folder)
+    path = folder / "errors.jsonl"
+    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 # ---------------------------------------------------------------- killing a job

@@ -32,7 +32,7 @@ from agent.host.signals import kill_process
 from agent.protocol import JobInfo, PipelineConfig
 from agent.state import read_json
 from console.link.agent_link import AgentLink
-from faults.harness.agents import agent_cleanup, attached
+from faults.harness.agents import agent_cleanup, attached, daemon_pid
 from faults.harness.box_runs import (
     LOOK_S,
     RUNNER,
@@ -204,8 +204,7 @@ class _Drill:
 
 
 def _daemon(state: Path) -> Process | None:
-    info = read_json(state / "daemon.json")
-    pid = int(info["pid"]) if isinstance(info, dict) and "pid" in info else 0
+    pid = daemon_pid(state) or 0
     ticks = start_ticks(pid) if pid else None
     return (pid, ticks) if ticks is not None else None
 
