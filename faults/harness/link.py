@@ -304,7 +304,7 @@ async def own_jobs(session: HostConnection) -> tuple[JobInfo, ...]:
     return tuple(job for job in listed.jobs if not job.external)
 
 
-async def running_ticker(session: HostConnection, job_id: str, timeout_s: float = 30) -> Ticker:
+async def followed_ticker(session: HostConnection, job_id: str, timeout_s: float = 30) -> Ticker:
     """Wait until job `job_id` runs its child, name that process, and follow its log."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

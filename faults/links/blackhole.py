@@ -39,13 +39,13 @@ from faults.harness.link import (
     Ticker,
     check_log,
     first_up,
+    followed_ticker,
     host_config,
     is_up,
     loopback_server,
     report_session_error,
     request_when_up,
     running_session,
-    running_ticker,
 )
 from faults.result import Scale, ScenarioResult
 from tests.support.waits import wait_until
@@ -113,7 +113,7 @@ class _Blackholes:
         info: JobInfo = await request_when_up(
             self.session, JOBS_LAUNCH, LaunchParams(TICKER), key=key
         )
-        return await running_ticker(self.session, info.id)
+        return await followed_ticker(self.session, info.id)
 
     async def _trial(self, label: str, rng: random.Random, ticker: Ticker) -> bool:
         """One black hole; False when the link did not come back (the run stops there)."""

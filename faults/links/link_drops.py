@@ -37,6 +37,7 @@ from faults.harness.link import (
     Ticker,
     check_log,
     first_up,
+    followed_ticker,
     host_config,
     is_up,
     loopback_server,
@@ -45,7 +46,6 @@ from faults.harness.link import (
     report_session_error,
     request_when_up,
     running_session,
-    running_ticker,
 )
 from faults.harness.relay import CuttableRelay
 from faults.result import Scale, ScenarioResult
@@ -144,7 +144,7 @@ class _Drill:
         )
         if answered is not None and answered.id != info.id:
             self.result.violate(f"launch drop: the retry started job {info.id}, not {answered.id}")
-        return await running_ticker(self.session, info.id)
+        return await followed_ticker(self.session, info.id)
 
     async def _launch(self) -> JobInfo:
         self.launches += 1
