@@ -34,7 +34,7 @@ from console.cli.doctor import sglang_line
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from console.model.formatting import exit_text, server_text
-from tests.support.operations import jobs_where
+from tests.support.operations import jobs_where, local_link
 from tests.support.runner_files import response_ids, write_id_prompts
 from tests.support.simulator_process import SimulatorProcess, running_simulator
 from tests.support.waits import read_until
@@ -180,12 +180,9 @@ async def test_the_hosts_key_file_reaches_the_runner_with_no_flag_in_its_argv(
     tmp_path: Path, state_dir: Path, server: SimulatorProcess
 ) -> None:
     right = key_file(tmp_path, "right-key")
-    link = await open_local_link(state_dir, pipeline(tmp_path, server, right))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, server, right)) as link:
         await launch_inference(link)
         [job] = await jobs_where(link, lambda js: js[0].state not in ("starting", "running"))
-    finally:
-        await link.close()
     assert (job.state, job.exit_code, job.exit_reason) == ("exited", 0, None)
     assert sorted(response_ids(tmp_path / "datasets" / "B3_math")) == ["p0", "p1", "p2"]
 

@@ -16,20 +16,17 @@ import pytest
 from agent.journal.audit import MAX_PARAMS_BYTES, AuditLog
 from agent.protocol import AUDIT_READ, JOBS_LAUNCH, AuditParams, AuditResult, LaunchParams
 from console.link.agent_link import AgentRequestError
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 
 HUGE_KEY = "k" * (7 << 20)
 
 
 async def test_refused_requests_with_huge_keys_leave_small_audit_lines(state_dir: Path) -> None:
-    link = await open_local_link(state_dir, None)
-    try:
+    async with local_link(state_dir, None) as link:
         for _ in range(5):
             with pytest.raises(AgentRequestError, match="at most 128 are kept"):
                 await link.call(JOBS_LAUNCH, LaunchParams("x"), idempotency_key=HUGE_KEY)
         read: AuditResult = await link.call(AUDIT_READ, AuditParams(limit=1))
-    finally:
-        await link.close()
     assert (state_dir / "audit.jsonl").stat().st_size < 5 * 2048
     [entry] = read.entries
     assert entry.idempotency_key is not None

@@ -30,9 +30,8 @@ from agent.protocol import (
     PipelineConfig,
 )
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
-from tests.support.operations import autopilot_where, jobs_now
+from tests.support.operations import autopilot_where, jobs_now, local_link
 
 PY = sys.executable
 ANSWER = "import sys; open(sys.argv[1] + '/raw_responses.jsonl', 'a').write({line!r})"
@@ -71,9 +70,8 @@ def pipeline(tmp_path: Path, vocab: tuple[str, ...] = (PY, "-c", "pass"), export
 
 @pytest.fixture
 async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
-    agent = await open_local_link(state_dir, pipeline(tmp_path))
-    yield agent
-    await agent.close()
+    async with local_link(state_dir, pipeline(tmp_path)) as agent:
+        yield agent
 
 
 async def control(link: AgentLink, action: AutopilotAction, key: str) -> AutopilotStatus:
@@ -96,13 +94,10 @@ async def test_the_autopilot_runs_every_stage_to_the_verdict_without_a_console(
     assert started.state == "running"
     await link.close()  # nobody watches from here on
 
-    again = await open_local_link(state_dir, None)
-    try:
+    async with local_link(state_dir, None) as again:
         done = await autopilot_where(again, lambda s: s.state == "done")
         jobs = await jobs_now(again)
         events = await timeline(again)
-    finally:
-        await again.close()
 
     assert done.verdict == "2.10x at concurrency 1: worth serving"
     assert [(s.name, s.state) for s in done.stages] == [
@@ -121,13 +116,10 @@ async def test_the_autopilot_runs_every_stage_to_the_verdict_without_a_console(
 
     # started again after its verdict: what is done on this data stays done; nothing
     # stops, nothing trains or evaluates again
-    again = await open_local_link(state_dir, None)
-    try:
+    async with local_link(state_dir, None) as again:
         await control(again, "start", "a2")
         redone = await autopilot_where(again, lambda s: s.state == "done")
         after = await jobs_now(again)
-    finally:
-        await again.close()
     assert redone.verdict == done.verdict
     assert sorted(j.id for j in after) == sorted(j.id for j in jobs), "no job started"
     assert [j.state for j in after if j.name == "sglang"].count("running") == 1, "still serving"
@@ -138,8 +130,7 @@ async def test_a_stage_that_fails_twice_pauses_with_the_reason_and_resumes_on_re
 ) -> None:
     flag = tmp_path / "vocab-fixed"
     vocab = (PY, "-c", f"import os, sys; sys.exit(0 if os.path.exists({str(flag)!r}) else 1)")
-    link = await open_local_link(state_dir, pipeline(tmp_path, vocab=vocab))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, vocab=vocab)) as link:
         await control(link, "start", "a1")
         paused = await autopilot_where(link, lambda s: s.state == "paused")
         assert paused.stage == "vocab"
@@ -155,8 +146,6 @@ async def test_a_stage_that_fails_twice_pauses_with_the_reason_and_resumes_on_re
         assert done.verdict is not None
         events = [kind for kind, _ in await timeline(link)]
         assert {"autopilot_retry", "autopilot_paused", "autopilot_resumed"} <= set(events)
-    finally:
-        await link.close()
 
 
 async def test_a_train_stage_out_of_gpu_memory_pauses_at_once_naming_the_knobs(
@@ -164,13 +153,10 @@ async def test_a_train_stage_out_of_gpu_memory_pauses_at_once_naming_the_knobs(
 ) -> None:
     """Tried once more with the same argv, it ran out of memory the same way."""
     oom = "import sys; print('torch.OutOfMemoryError: CUDA out of memory.'); sys.exit(1)"
-    link = await open_local_link(state_dir, pipeline(tmp_path, train=(PY, "-c", oom)))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, train=(PY, "-c", oom))) as link:
         await control(link, "start", "a1")
         paused = await autopilot_where(link, lambda s: s.state == "paused")
         jobs = await jobs_now(link)
-    finally:
-        await link.close()
     assert paused.stage == "train"
     reason = paused.paused_reason or ""
     assert "GPU out of memory" in reason
@@ -182,15 +168,12 @@ async def test_an_export_below_its_round_trip_gate_pauses_without_a_retry(
     tmp_path: Path, state_dir: Path
 ) -> None:
     flagged = {**EXPORT, "roundtrip": {"share": 0.5, "flagged": True}}
-    link = await open_local_link(state_dir, pipeline(tmp_path, export=flagged))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, export=flagged)) as link:
         await control(link, "start", "a1")
         paused = await autopilot_where(link, lambda s: s.state == "paused")
         assert paused.stage == "export", paused.paused_reason
         assert "under the 99% asked (X shows the first difference" in (paused.paused_reason or "")
         assert [j.name for j in await jobs_now(link)].count("export") == 1
-    finally:
-        await link.close()
 
 
 async def test_a_pause_starts_nothing_more_and_a_second_start_changes_nothing(
@@ -217,11 +200,8 @@ async def test_a_record_with_a_wrong_typed_field_is_off_and_start_works(
     state_dir.mkdir(mode=0o700, parents=True)
     record = {"state": "paused", "run": "r", "index": 1, "stages": {}, "attempts": {}, **field}
     (state_dir / "autopilot.json").write_text(json.dumps(record))
-    agent = await open_local_link(state_dir, pipeline(tmp_path))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path)) as agent:
         status: AutopilotStatus = await agent.call(AUTOPILOT_STATUS, AutopilotStatusParams())
         assert status.state == "off", "a record that does not read is no run to resume"
         started = await control(agent, "start", "after-a-bad-record")
         assert started.state == "running"
-    finally:
-        await agent.close()

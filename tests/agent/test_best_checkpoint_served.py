@@ -24,10 +24,10 @@ from agent.protocol import (
     Snapshot,
 )
 from console.link.agent_link import AgentLink, AgentRequestError
-from console.link.local_link import open_local_link
 from tests.support.operations import (
     jobs_now,
     jobs_where,
+    local_link,
     observer_scans,
     snapshot_where,
     text_appears,
@@ -64,13 +64,10 @@ async def test_the_drafter_server_is_started_on_the_best_evaluation_s_folder(
 ) -> None:
     (tmp_path / "out" / "r-step4").mkdir(parents=True)
     (tmp_path / "out" / "r-step8").mkdir()  # the last: 5-8 % worse, and what was served before
-    link = await open_local_link(state_dir, pipeline(tmp_path))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path)) as link:
         snapshot = await trained(link)
         server: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("drafter"), idempotency_key="d")
         await text_appears(Path(server.log_path or ""), "serving")
-    finally:
-        await link.close()
     [run] = snapshot.training
     assert run.best_checkpoint == str(tmp_path / "out" / "r-step4")
     assert server.argv[-1] == str(tmp_path / "out" / "r-step4")
@@ -81,13 +78,10 @@ async def test_without_a_folder_for_the_best_the_server_is_refused_saying_why(
     tmp_path: Path, state_dir: Path
 ) -> None:
     (tmp_path / "out" / "r-step8").mkdir(parents=True)
-    link = await open_local_link(state_dir, pipeline(tmp_path))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path)) as link:
         snapshot = await trained(link)
         with pytest.raises(AgentRequestError) as refused:
             await link.call(JOBS_LAUNCH, LaunchParams("drafter"), idempotency_key="d")
-    finally:
-        await link.close()
     [run] = snapshot.training
     assert (
         run.best_checkpoint_note == f"no checkpoint for step 4 under {tmp_path / 'out'} (saved: 8)"
@@ -115,15 +109,12 @@ async def test_stop_after_peak_evals_stops_training_once_with_its_best_named(
     trainer = (PY, "-c", code, "specforge", "train", "--config", str(tmp_path / "run.yaml"))
     spec = JobSpec(trainer, kind="train", cwd=str(tmp_path), stop_after_peak_evals=3,
                    restart="on-failure")  # fmt: skip
-    link = await open_local_link(state_dir, PipelineConfig(jobs={"train": spec}))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs={"train": spec})) as link:
         job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="t")
         [stopped] = await jobs_where(link, lambda js: bool(js and js[0].state == "stopped"))
         await observer_scans(link, 3)
         found: EventsList = await link.call(EVENTS_LIST, EventsParams())
         jobs = await jobs_now(link)
-    finally:
-        await link.close()
     assert stopped.id == job.id
     assert [j.id for j in jobs] == [job.id], "a stop asked for: its restart policy leaves it"
     [said] = [e.message for e in found.events if e.kind == "training_peak_stop"]

@@ -33,6 +33,7 @@ from agent.watch.guard import BudgetGuard, WriterToStop, stall_alerts, writer_to
 from agent.watch.history import FILE_NAME, History
 from agent.watch.recorder import Recorder
 from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
 from tests.support.waits import until
@@ -97,11 +98,8 @@ async def test_a_hand_started_runner_capped_only_by_samples_is_stopped_at_its_bu
         runner = start_runner(folder, sim.url, "--max-samples", "1500",
                               "--concurrency", str(CONCURRENCY))  # fmt: skip
         code = await asyncio.to_thread(wait_for_exit, runner)
-        link = await open_local_link(state_dir, pipeline)
-        try:
+        async with local_link(state_dir, pipeline) as link:
             snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-        finally:
-            await link.close()
     tokens = response_tokens(folder)
     assert code == 3, "stopped by its signal after draining, not by running out of samples"
     assert BUDGET <= tokens < BUDGET + 20 * CONCURRENCY * MEAN_TOKENS, tokens

@@ -36,7 +36,7 @@ from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
-from tests.support.operations import jobs_where
+from tests.support.operations import jobs_where, local_link
 
 SLEEPER = JobSpec((sys.executable, "-c", "import time; time.sleep(60)"), grace_s=5.0)
 
@@ -66,53 +66,42 @@ async def test_a_fresh_agent_takes_the_first_config_and_then_knows_it(
     tmp_path: Path, state_dir: Path
 ) -> None:
     first = config(tmp_path / "a")
-    link = await open_local_link(state_dir, first)
-    try:
+    async with local_link(state_dir, first) as link:
         assert link.hello_result is not None
         assert link.hello_result.pipeline_taken
         assert link.config_differences == ()
         assert await root_shown(link) == str(tmp_path / "a")
-    finally:
-        await link.close()
-    again = await open_local_link(state_dir, first)
-    try:
+    async with local_link(state_dir, first) as again:
         assert again.hello_result is not None
         assert (again.hello_result.pipeline_taken, again.config_differences) == (False, ())
-    finally:
-        await again.close()
     assert kept_root(state_dir) == str(tmp_path / "a")
 
 
 async def test_a_look_with_another_config_leaves_the_run_and_the_dashboard_alone(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    dashboard = await open_local_link(state_dir, config(tmp_path / "a"))
-    try:
+    async with local_link(state_dir, config(tmp_path / "a")) as dashboard:
         run = await launch(dashboard, "run-1")
-        looker = await open_local_link(state_dir, config(tmp_path / "b"))
-        try:
+        async with local_link(state_dir, config(tmp_path / "b")) as looker:
             assert looker.config_differences == (
                 f"datasets.root: {tmp_path / 'a'} → {tmp_path / 'b'}",
             )
             assert looker.hello_result is not None
             assert not looker.hello_result.pipeline_taken
             assert await root_shown(looker) == str(tmp_path / "a")
-        finally:
-            await looker.close()
         assert await root_shown(dashboard) == str(tmp_path / "a")
         [running] = await jobs_where(dashboard, lambda js: js[0].state == "running")
         assert running.id == run.id
-    finally:
-        await dashboard.close()
     assert kept_root(state_dir) == str(tmp_path / "a")
 
 
 async def test_a_console_whose_config_differs_starts_nothing_but_may_stop(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    owner = await open_local_link(state_dir, config(tmp_path / "a"))
-    other = await open_local_link(state_dir, config(tmp_path / "b"))
-    try:
+    async with (
+        local_link(state_dir, config(tmp_path / "a")) as owner,
+        local_link(state_dir, config(tmp_path / "b")) as other,
+    ):
         run = await launch(owner, "run-1")
         with pytest.raises(AgentRequestError, match="datasets.root: .* → ") as refused:
             await launch(other, "run-2")
@@ -121,9 +110,6 @@ async def test_a_console_whose_config_differs_starts_nothing_but_may_stop(
         stopped = await other.call(JOBS_STOP, StopParams(run.id), idempotency_key="stop-1")
         assert stopped.outcome == "stopped"
         assert [job.id for job in await jobs_where(owner, lambda js: True)] == [run.id]
-    finally:
-        await other.close()
-        await owner.close()
 
 
 async def test_apply_changes_the_config_names_what_changed_and_is_kept(
@@ -165,8 +151,5 @@ async def test_apply_changes_the_config_names_what_changed_and_is_kept(
     assert "s3cret" not in json.dumps([e.message for e in found.events])
 
     assert stop_daemon(StatePaths(state_dir))  # a restarted daemon runs what was applied
-    again = await open_local_link(state_dir, None)
-    try:
+    async with local_link(state_dir, None) as again:
         assert await root_shown(again) == str(tmp_path / "b")
-    finally:
-        await again.close()

@@ -22,7 +22,7 @@ from agent.protocol import (
 )
 from agent.state import read_json
 from console.link.local_link import open_local_link
-from tests.support.operations import wait_for_job
+from tests.support.operations import local_link, wait_for_job
 from tests.support.process_checks import alive, gone_within
 from tests.support.simulator_process import agent_env
 
@@ -39,14 +39,11 @@ async def started_daemon(state_dir: Path, config: PipelineConfig) -> int:
 
 async def test_agent_stop_ends_the_daemon_and_leaves_its_jobs_running(state_dir: Path) -> None:
     config = PipelineConfig(jobs={"sleeper": SLEEPER})
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         launched: JobInfo = await link.call(
             JOBS_LAUNCH, LaunchParams("sleeper"), idempotency_key="s1"
         )
         job = await wait_for_job(link, launched.id, {"running"})
-    finally:
-        await link.close()
     daemon = int(read_json(state_dir / "daemon.json")["pid"])
     stopped = subprocess.run(
         [sys.executable, "-m", "agent", "stop", "--state-dir", str(state_dir)],
@@ -56,11 +53,8 @@ async def test_agent_stop_ends_the_daemon_and_leaves_its_jobs_running(state_dir:
     assert await gone_within(daemon, 10)
     assert job.pid is not None
     assert alive(job.pid), "the job outlives the daemon"
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         listed: JobsList = await link.call(JOBS_LIST, JobsParams())
-    finally:
-        await link.close()
     assert [(j.id, j.state) for j in listed.jobs] == [(job.id, "running")]
 
 

@@ -21,7 +21,7 @@ from agent.protocol import (
     Snapshot,
     SnapshotParams,
 )
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 from tests.support.runner_files import write_id_prompts
 from tests.support.simulator_process import running_simulator
 
@@ -46,8 +46,7 @@ async def test_a_sample_capped_run_raises_a_projected_overrun_alert(
                 ),
             },
         )  # fmt: skip
-        link = await open_local_link(state_dir, config)
-        try:
+        async with local_link(state_dir, config) as link:
             job: JobInfo = await link.call(
                 JOBS_LAUNCH, LaunchParams("old-runner", "B3_math"), idempotency_key="run-1"
             )
@@ -59,8 +58,6 @@ async def test_a_sample_capped_run_raises_a_projected_overrun_alert(
                 seen.append(snapshot.datasets[0])
                 alert_kinds = {alert.kind for alert in snapshot.alerts}
                 await asyncio.sleep(0.2)
-        finally:
-            await link.close()
 
     latest = seen[-1]
     assert "projected_overrun" in alert_kinds, seen[-1]

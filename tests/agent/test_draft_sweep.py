@@ -21,7 +21,7 @@ from agent.state import StatePaths
 from console.link.agent_link import AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.export_data import write_jsonl
-from tests.support.operations import jobs_now, jobs_where, operation_ended
+from tests.support.operations import jobs_now, jobs_where, local_link, operation_ended
 from tests.support.ports import free_port
 
 SGLANG = ("python", "-m", "sglang.launch_server", "--speculative-num-steps", "3",
@@ -78,16 +78,13 @@ def pipeline(tmp_path: Path, port: int) -> PipelineConfig:
 async def test_each_setting_is_served_evaluated_stopped_and_the_best_named(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    link = await open_local_link(state_dir, pipeline(tmp_path, free_port()))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, free_port())) as link:
         settings = (DraftSetting(draft_tokens=2), DraftSetting(draft_tokens=6))
         started = await link.call(
             OPERATIONS_SWEEP, SweepParams("drafter", "evaluate", settings), idempotency_key="s1"
         )
         info = await operation_ended(link, started.id, 240)
         jobs = await jobs_now(link)
-    finally:
-        await link.close()
     assert info.state == "done", info
     assert info.outcome.startswith("best at c=1: draft tokens ")
     assert "; c=4: draft tokens " in info.outcome
@@ -102,8 +99,7 @@ async def test_each_setting_is_served_evaluated_stopped_and_the_best_named(
 async def test_a_sweep_the_server_cannot_take_is_refused_before_anything_starts(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    link = await open_local_link(state_dir, pipeline(tmp_path, free_port()))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, free_port())) as link:
         with pytest.raises(AgentRequestError) as caught:
             await link.call(OPERATIONS_SWEEP, SweepParams(
                 "drafter", "evaluate", (DraftSetting(speculative_tokens=3),)
@@ -115,8 +111,6 @@ async def test_a_sweep_the_server_cannot_take_is_refused_before_anything_starts(
             ), idempotency_key="swapped")  # fmt: skip
         assert "no drafter_server job 'evaluate'" in missing.value.detail
         assert await jobs_now(link) == ()
-    finally:
-        await link.close()
 
 
 def test_the_spelling_and_the_occurrence_the_servers_parser_keeps_are_edited() -> None:
@@ -146,12 +140,9 @@ async def test_an_agent_stopped_mid_sweep_resumes_it_with_the_same_jobs(
     await jobs_where(link, lambda jobs: any(j.name == "evaluate" for j in jobs))
     await link.close()
     stop_daemon(StatePaths(state_dir))
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         info = await operation_ended(link, started.id, 240)
         jobs = await jobs_now(link)
-    finally:
-        await link.close()
     assert info.state == "done", info
     assert "failed" not in [step.state for step in info.steps], info.steps
     assert sorted((j.name, j.state) for j in jobs) == [

@@ -25,9 +25,8 @@ from agent.protocol import (
     PipelineConfig,
 )
 from console.link.agent_link import AgentRequestError
-from console.link.local_link import open_local_link
 from tests.support.drafters import build_drafters
-from tests.support.operations import snapshot_where, text_appears
+from tests.support.operations import local_link, snapshot_where, text_appears
 from tests.support.ports import free_port
 
 pytestmark = [
@@ -55,8 +54,7 @@ def pipeline(built: dict[str, Path], checkpoint: str) -> PipelineConfig:
 async def test_a_drafter_that_fails_its_check_is_refused_and_served_only_when_forced(
     built: dict[str, Path], state_dir: Path
 ) -> None:
-    link = await open_local_link(state_dir, pipeline(built, str(built["speculators"])))
-    try:
+    async with local_link(state_dir, pipeline(built, str(built["speculators"]))) as link:
         with pytest.raises(AgentRequestError) as refused:
             await link.call(JOBS_LAUNCH, LaunchParams("drafter"), idempotency_key="d1")
         snapshot = await snapshot_where(
@@ -65,8 +63,6 @@ async def test_a_drafter_that_fails_its_check_is_refused_and_served_only_when_fo
         forced: JobInfo = await link.call(
             JOBS_LAUNCH, LaunchParams("drafter", force=True), idempotency_key="d2"
         )
-    finally:
-        await link.close()
     assert refused.value.code == ErrorCode.DRAFTER_CHECK_FAILED
     assert "architecture: speculators eagle3" in refused.value.detail
     assert "start --force" in refused.value.detail
@@ -81,16 +77,13 @@ async def test_a_drafter_that_fails_its_check_is_refused_and_served_only_when_fo
 async def test_a_good_checkpoint_passes_and_the_simulator_serves_it(
     built: dict[str, Path], state_dir: Path
 ) -> None:
-    link = await open_local_link(state_dir, pipeline(built, str(built["specforge"])))
-    try:
+    async with local_link(state_dir, pipeline(built, str(built["specforge"]))) as link:
         job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("drafter"), idempotency_key="d")
         await text_appears(Path(job.log_path or ""), "The server is fired up", timeout_s=60)
         other: DrafterCheck = await link.call(DRAFTER_CHECK, DrafterCheckParams(str(built["step"])))
         snapshot = await snapshot_where(
             link, lambda s: s.drafter_check is not None and s.drafter_check.ok is not None
         )
-    finally:
-        await link.close()
     assert snapshot.drafter_check is not None
     assert snapshot.drafter_check.ok is True
     assert (snapshot.drafter_check.layout, snapshot.drafter_check.server) == ("specforge", "sglang")

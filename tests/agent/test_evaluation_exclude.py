@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agent.jobs.evaluation_exclude import with_evaluation_excluded
 from agent.protocol import JOBS_LAUNCH, JobInfo, JobSpec, LaunchParams, PipelineConfig
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 
 EXPORT = ("{python}", "-m", "agent.pipeline.export", "--out", "/x")
 EVALUATE = ("{python}", "-m", "agent.pipeline.evaluate", "--prompts", "{state_dir}/held.jsonl")
@@ -48,11 +48,8 @@ async def test_a_launched_export_job_carries_the_exclusion_in_its_argv(
         export=JobSpec(echo, kind="export"),
         evaluate=JobSpec(("e", "--prompts", str(tmp_path / "held.jsonl")), kind="evaluate"),
     )
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         info: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("export"), idempotency_key="x")
-    finally:
-        await link.close()
     assert info.argv == (*echo, "--exclude", str(tmp_path / "held.jsonl"))
 
 

@@ -35,7 +35,7 @@ from agent.protocol import (
     RollbackParams,
 )
 from console.link.agent_link import AgentRequestError
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 from tests.support.simulator_process import agent_env
 
 
@@ -184,8 +184,7 @@ def test_sigkill_during_installs_leaves_the_target_old_or_new(root: Path) -> Non
 async def test_installs_through_the_daemon(root: Path, state_dir: Path, tmp_path: Path) -> None:
     target = root / "scripts" / "run.py"
     target.write_bytes(b"print('old')\n")
-    link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(root),)))
-    try:
+    async with local_link(state_dir, PipelineConfig(deploy_roots=(str(root),))) as link:
         staged, digest = stage(target, b"print('new')\n")
         result: InstallResult = await link.call(
             FILES_INSTALL,
@@ -200,8 +199,6 @@ async def test_installs_through_the_daemon(root: Path, state_dir: Path, tmp_path
         back: InstallResult = await link.call(
             FILES_ROLLBACK, RollbackParams(str(target)), idempotency_key="r1"
         )
-    finally:
-        await link.close()
     assert result.sha256 == digest
     assert [state.sha256 for state in hashes.files] == [digest, None]
     assert back.sha256 == result.previous_sha256

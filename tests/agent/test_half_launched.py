@@ -23,8 +23,7 @@ from agent.host.procfs import boot_id, start_ticks
 from agent.host.signals import UnsafeSignalError, is_running, kill_group, kill_process
 from agent.protocol import JOBS_STOP, PING, JobInfo, PingParams, PipelineConfig, StopParams
 from agent.state import read_json
-from console.link.local_link import open_local_link
-from tests.support.operations import jobs_now
+from tests.support.operations import jobs_now, local_link
 
 JOB = "job-20261204-120000"
 
@@ -56,8 +55,7 @@ async def test_a_job_with_no_shim_record_is_stopped_by_its_own_process_and_the_d
 ) -> None:
     state_dir.mkdir(mode=0o700)
     half_launched(state_dir, sleeper, age_s=1.0)
-    link = await open_local_link(state_dir, PipelineConfig())
-    try:
+    async with local_link(state_dir, PipelineConfig()) as link:
         [job] = await jobs_now(link)
         assert (job.id, job.state) == (JOB, "running")
         daemon = int(read_json(state_dir / "daemon.json")["pid"])
@@ -66,8 +64,6 @@ async def test_a_job_with_no_shim_record_is_stopped_by_its_own_process_and_the_d
         assert sleeper.wait(timeout=30) == -signal.SIGTERM
         await link.call(PING, PingParams())  # the daemon answers: it did not signal itself
         assert is_running(daemon)
-    finally:
-        await link.close()
 
 
 async def test_a_job_with_neither_shim_nor_child_record_is_lost_once_its_launch_is_old(
@@ -75,15 +71,12 @@ async def test_a_job_with_neither_shim_nor_child_record_is_lost_once_its_launch_
 ) -> None:
     state_dir.mkdir(mode=0o700)
     half_launched(state_dir, None, age_s=3600.0)
-    link = await open_local_link(state_dir, PipelineConfig())
-    try:
+    async with local_link(state_dir, PipelineConfig()) as link:
         jobs: tuple[JobInfo, ...] = await jobs_now(link)
         assert [(j.id, j.state) for j in jobs] == [(JOB, "lost")]
         stopped = await link.call(JOBS_STOP, StopParams(JOB), idempotency_key="stop")
         assert stopped.outcome in ("already_exited", "lost")
         await link.call(PING, PingParams())
-    finally:
-        await link.close()
 
 
 @pytest.mark.parametrize("number", [0, 1, -1, -4242])

@@ -25,8 +25,7 @@ from agent.protocol import (
     PipelineConfig,
     Snapshot,
 )
-from console.link.local_link import open_local_link
-from tests.support.operations import snapshot_where
+from tests.support.operations import local_link, snapshot_where
 
 PY = sys.executable
 CAPTURE = """
@@ -56,14 +55,11 @@ def pipeline(tmp_path: Path, *extra: str) -> PipelineConfig:
 
 
 async def checked(tmp_path: Path, state_dir: Path, *extra: str) -> Snapshot:
-    link = await open_local_link(state_dir, pipeline(tmp_path, *extra))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, *extra)) as link:
         await link.call(JOBS_LAUNCH, LaunchParams("hs"), idempotency_key="hs")
         return await snapshot_where(
             link, lambda s: getattr(s.hidden_states_check, "ok", None) is not None, 120
         )
-    finally:
-        await link.close()
 
 
 @pytest.mark.slow

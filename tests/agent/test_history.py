@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from agent.state import StatePaths, read_json
 from agent.watch.history import FILE_NAME, History, Point, Retention, connect, prune, used_bytes
 from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
+from tests.support.operations import local_link
 from tests.support.waits import until
 
 
@@ -76,11 +78,8 @@ async def test_with_no_console_attached_history_keeps_points_and_events_and_seed
     kinds = {kind for (kind,) in rows(db, "SELECT kind FROM events")}
     assert {"agent_started", "budget_reached", "alert_raised"} <= kinds
     stop_daemon(StatePaths(state_dir))
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-    finally:
-        await link.close()
     rate = snapshot.datasets[0].tokens_per_s
     assert rate is not None, "a restarted agent has its rates from the history at once"
     assert rate > 0
@@ -110,15 +109,12 @@ async def test_a_sigkilled_daemon_leaves_a_history_that_opens_with_every_point_i
 
 
 async def test_points_are_read_back_oldest_first(tmp_path: Path) -> None:
-    history = History(tmp_path)
-    try:
+    with closing(History(tmp_path)) as history:
         await history.add_points([Point("B1", 20.0, 200, 2), Point("B1", 10.0, 100, 1)])
         await history.add_points([Point("B2", 15.0, 5, 1)])
         await history.add_event("deploy", "/x/runner.py", "deploy of /x/runner.py", asked_by="me")
         found = await asyncio.to_thread(history.rate_points, "B1", 0.0)
         events = await asyncio.to_thread(history.events, 0.0, 10)
-    finally:
-        history.close()
     assert found == [(10.0, 100, 1), (20.0, 200, 2)]
     assert [(e.kind, e.detail) for e in events] == [("deploy", {"asked_by": "me"})]
 
@@ -126,13 +122,10 @@ async def test_points_are_read_back_oldest_first(tmp_path: Path) -> None:
 async def test_the_token_curve_is_thinned_to_its_limit_and_keeps_the_latest_point(
     tmp_path: Path,
 ) -> None:
-    history = History(tmp_path)
-    try:
+    with closing(History(tmp_path)) as history:
         await history.add_points([Point("B1", float(ts), ts * 10, ts) for ts in range(1, 101)])
         curve = await asyncio.to_thread(history.token_curve, "B1", 0.0, 7)
         short = await asyncio.to_thread(history.token_curve, "B1", 95.0, 7)
-    finally:
-        history.close()
     assert len(curve) <= 7
     assert (curve[0].ts, curve[-1].ts, curve[-1].tokens) == (1.0, 100.0, 1000)
     assert [p.ts for p in curve] == sorted(p.ts for p in curve)

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,9 @@ from agent.protocol import (
 from agent.tasks import TaskOwner
 from agent.watch.history import FILE_NAME, History, HistoryUnavailable, Point, Retention
 from agent.watch.recorder import Recorder
-from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
 from tests.support.hostile_files import no_dac_prefix
+from tests.support.operations import local_link
 from tests.support.sqlite_lock import locked_by_another_process
 from tests.support.waits import until
 
@@ -72,13 +73,10 @@ async def test_a_file_that_is_no_database_is_moved_aside_and_a_fresh_history_sta
 ) -> None:
     garbage = b"this is not SQLite\n" * 1000
     (tmp_path / FILE_NAME).write_bytes(garbage)
-    history = History(tmp_path)
-    try:
+    with closing(History(tmp_path)) as history:
         await history.add_event("deploy", "x", "a deploy")
         assert await asyncio.to_thread(history.written, 10.0)
         events = await asyncio.to_thread(history.events, 0.0, 10)
-    finally:
-        history.close()
     assert [event.kind for event in events] == ["deploy"]
     aside = list(tmp_path.glob(f"{FILE_NAME}.corrupt-*"))
     assert [path.read_bytes() for path in aside if path.name[-4:] not in ("-wal", "-shm")] == [
@@ -107,16 +105,13 @@ async def test_a_truncated_history_is_read_as_unavailable_then_started_afresh(
     filled(path, 50_000)
     with path.open("r+b") as handle:
         handle.truncate(path.stat().st_size // 2)
-    history = History(tmp_path)
-    try:
+    with closing(History(tmp_path)) as history:
         with pytest.raises(HistoryUnavailable, match="damaged"):
             await asyncio.to_thread(history.points, "B6", 0.0)
         assert await asyncio.to_thread(history.rate_points, "B6", 0.0) == []
         await history.add_points([Point("B6", 1.0, 5, 1)])
         assert await asyncio.to_thread(history.written, 10.0)
         found = await asyncio.to_thread(history.rate_points, "B6", 0.0)
-    finally:
-        history.close()
     assert found == [(1.0, 5, 1)]
     assert [a.kind for a in history.alerts(time.time())] == ["history_reset"]
 
@@ -156,8 +151,7 @@ def test_a_read_only_history_is_moved_aside_and_a_fresh_history_started(tmp_path
 async def test_pruning_a_huge_history_keeps_its_write_ahead_log_bounded(tmp_path: Path) -> None:
     path = tmp_path / FILE_NAME
     filled(path, 400_000)
-    history = History(tmp_path, Retention(max_age_s=1e12, max_bytes=1024 * 1024))
-    try:
+    with closing(History(tmp_path, Retention(max_age_s=1e12, max_bytes=1024 * 1024))) as history:
         started = time.monotonic()
         await history.prune_if_due(2_000_000.0)
         queued_s = time.monotonic() - started
@@ -166,8 +160,6 @@ async def test_pruning_a_huge_history_keeps_its_write_ahead_log_bounded(tmp_path
         wal = path.with_name(FILE_NAME + "-wal")
         wal_bytes = wal.stat().st_size if wal.exists() else 0
         found = await asyncio.to_thread(history.rate_points, "B1", 1_999_998.0)
-    finally:
-        history.close()
     assert queued_s < 0.1, "pruning is the writer thread's, not the caller's"
     assert wal_bytes <= 1024 * 1024, "the write-ahead log is cut back after pruning"
     assert found == [(1_999_999.0, 1, 1)]
@@ -182,13 +174,10 @@ async def test_a_daemon_with_a_corrupt_history_answers_detail_and_events_and_rai
     (root / "B1" / "raw_responses.jsonl").write_text(response_line("p0", 10))
     state_dir.mkdir(mode=0o700)
     (state_dir / FILE_NAME).write_bytes(b"\x00garbage, no SQLite here" * 4096)
-    link = await open_local_link(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root))))
-    try:
+    async with local_link(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root)))) as link:
         events: EventsList = await link.call(EVENTS_LIST, EventsParams())
         detail: DatasetDetail = await link.call(DATASETS_DETAIL, DetailParams("B1"))
         taken: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-    finally:
-        await link.close()
     assert "agent_started" in [event.kind for event in events.events]
     assert detail.name == "B1"
     assert [a.kind for a in taken.alerts if a.kind.startswith("history")] == ["history_reset"]
@@ -199,14 +188,11 @@ async def test_a_daemon_with_a_corrupt_history_answers_detail_and_events_and_rai
 async def test_a_write_sqlite_refuses_is_dropped_alone_and_the_writer_goes_on(
     tmp_path: Path,
 ) -> None:
-    history = History(tmp_path)
-    try:
+    with closing(History(tmp_path)) as history:
         await history.add_points([Point("B1", 1.0, 2**70, 1)])
         await history.add_event("deploy", "x", "after the refused write")
         assert await asyncio.to_thread(history.written, 10.0)
         events = await asyncio.to_thread(history.events, 0.0, 10)
         points = await asyncio.to_thread(history.points, "B1", 0.0)
-    finally:
-        history.close()
     assert [event.message for event in events] == ["after the refused write"]
     assert points == []

@@ -22,8 +22,8 @@ from agent.protocol import (
     SnapshotParams,
 )
 from console.link.agent_link import AgentRequestError
-from console.link.local_link import open_local_link
 from tests.support.hostile_files import link_to_device, make_fifo, make_socket
+from tests.support.operations import local_link
 
 ANSWER_S = 15.0
 
@@ -36,8 +36,7 @@ async def test_a_fifo_log_and_a_fifo_deploy_target_are_refused_and_the_agent_ser
     target = make_fifo(root / "run.py")
     sock = make_socket(root / "sock.py")
     pipeline = PipelineConfig(sglang_log=str(log), sglang_url=None, deploy_roots=(str(root),))
-    link = await open_local_link(state_dir, pipeline)
-    try:
+    async with local_link(state_dir, pipeline) as link:
         with pytest.raises(AgentRequestError) as unreadable:
             await asyncio.wait_for(link.call(LOGS_READ, LogReadParams("sglang")), ANSWER_S)
         assert unreadable.value.code == "unreadable"
@@ -53,8 +52,6 @@ async def test_a_fifo_log_and_a_fifo_deploy_target_are_refused_and_the_agent_ser
         for _ in range(3):
             await asyncio.wait_for(link.call(SNAPSHOT, SnapshotParams()), ANSWER_S)
             await asyncio.wait_for(link.call(PING, PingParams()), ANSWER_S)
-    finally:
-        await link.close()
 
 
 def test_the_sglang_stats_probe_never_blocks_on_a_fifo(tmp_path: Path) -> None:

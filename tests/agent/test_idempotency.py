@@ -26,7 +26,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths
 from console.link.agent_link import AgentRequestError
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 from tests.support.waits import until
 
 STUBBORN = (
@@ -37,26 +37,29 @@ STUBBORN = (
 )
 
 
-async def test_a_retried_install_gets_the_first_answer_and_a_reused_key_is_refused(
-    tmp_path: Path, state_dir: Path
-) -> None:
+def staged_install(tmp_path: Path) -> InstallParams:
+    """An install of `new` over `deploy/run.py` (now `old`), its upload staged beside it."""
     root = tmp_path / "deploy"
     root.mkdir()
     target, staged = root / "run.py", root / ".run.py.eagle-upload-a"
     target.write_bytes(b"old\n")
     staged.write_bytes(b"new\n")
-    params = InstallParams(str(target), str(staged), hashlib.sha256(b"new\n").hexdigest(), 0o644)
-    link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(root),)))
-    try:
+    return InstallParams(str(target), str(staged), hashlib.sha256(b"new\n").hexdigest(), 0o644)
+
+
+async def test_a_retried_install_gets_the_first_answer_and_a_reused_key_is_refused(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    params = staged_install(tmp_path)
+    pipeline = PipelineConfig(deploy_roots=(str(tmp_path / "deploy"),))
+    async with local_link(state_dir, pipeline) as link:
         first: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
         again: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
-        other = InstallParams(str(target), str(staged), "0" * 64, 0o644)
+        other = replace(params, sha256="0" * 64)
         with pytest.raises(AgentRequestError, match="was used for another request"):
             await link.call(FILES_INSTALL, other, idempotency_key="k")
-    finally:
-        await link.close()
     assert again == first  # the staged file is gone: doing it again would have failed
-    assert target.read_bytes() == b"new\n"
+    assert Path(params.target).read_bytes() == b"new\n"
 
 
 async def test_a_stop_retried_while_it_runs_waits_for_the_same_stop(
@@ -65,14 +68,11 @@ async def test_a_stop_retried_while_it_runs_waits_for_the_same_stop(
     ready = tmp_path / "ready"
     argv = (sys.executable, "-c", STUBBORN, str(ready))
     jobs = {"stubborn": JobSpec(argv, grace_s=1.0, term_grace_s=1.0)}
-    link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs=jobs)) as link:
         job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="l")
         await until(ready.exists, "the job started", 20)  # SIGTERM is ignored from here on
         stops = [link.call(JOBS_STOP, StopParams(job.id), idempotency_key="s") for _ in range(3)]
         results: list[StopResult] = await asyncio.gather(*stops)
-    finally:
-        await link.close()
     assert results[0] == results[1] == results[2]  # one stop: the very same steps, times and all
     assert [s.action for s in results[0].steps] == ["SIGTERM", "SIGKILL"]
 
@@ -82,8 +82,7 @@ async def test_a_retried_launch_returns_the_job_as_it_is_now(
 ) -> None:
     ready = tmp_path / "ready"
     jobs = {"stubborn": JobSpec((sys.executable, "-c", STUBBORN, str(ready)), grace_s=0.5)}
-    link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs=jobs)) as link:
         first: JobInfo = await link.call(
             JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="once"
         )
@@ -92,8 +91,6 @@ async def test_a_retried_launch_returns_the_job_as_it_is_now(
             JOBS_LAUNCH, LaunchParams("stubborn"), idempotency_key="once"
         )
         await link.call(JOBS_STOP, StopParams(first.id), idempotency_key="end")
-    finally:
-        await link.close()
     assert (again.id, again.state) == (first.id, "running")
     assert again.pid is not None
 
@@ -101,30 +98,19 @@ async def test_a_retried_launch_returns_the_job_as_it_is_now(
 async def test_keys_and_their_answers_survive_a_daemon_restart(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    root = tmp_path / "deploy"
-    root.mkdir()
-    target, staged = root / "run.py", root / ".run.py.eagle-upload-a"
-    target.write_bytes(b"old\n")
-    staged.write_bytes(b"new\n")
-    params = InstallParams(str(target), str(staged), hashlib.sha256(b"new\n").hexdigest(), 0o644)
-    pipeline = PipelineConfig(deploy_roots=(str(root),))
-    link = await open_local_link(state_dir, pipeline)
-    try:
+    params = staged_install(tmp_path)
+    pipeline = PipelineConfig(deploy_roots=(str(tmp_path / "deploy"),))
+    async with local_link(state_dir, pipeline) as link:
         first: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
         with pytest.raises(AgentRequestError) as refused:
             await link.call(JOBS_STOP, StopParams("no-such-job"), idempotency_key="r")
-    finally:
-        await link.close()
     assert stop_daemon(StatePaths(state_dir))
-    link = await open_local_link(state_dir, pipeline)
-    try:
+    async with local_link(state_dir, pipeline) as link:
         again: InstallResult = await link.call(FILES_INSTALL, params, idempotency_key="k")
         with pytest.raises(AgentRequestError) as reused:
             await link.call(FILES_INSTALL, replace(params, mode=0o600), idempotency_key="k")
         with pytest.raises(AgentRequestError) as refused_again:
             await link.call(JOBS_STOP, StopParams("no-such-job"), idempotency_key="r")
-    finally:
-        await link.close()
     assert again == first  # the staged file is gone: installing again would have failed
     assert reused.value.code == "key_reused"
     assert "was used for another request" in reused.value.detail

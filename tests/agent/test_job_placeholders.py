@@ -28,7 +28,7 @@ from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
 from tests.support.job_programs import ARGV_ECHO
-from tests.support.operations import wait_for_job
+from tests.support.operations import local_link, wait_for_job
 
 RUNNER_ARGV = ("{python}", "-m", "agent.pipeline.inference", "--tokenizer", "{tokenizer}",
                "{trust_remote_code}", "--dataset-dir", "{dataset_dir}")  # fmt: skip
@@ -100,13 +100,10 @@ async def trusting(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
 async def test_launched_jobs_get_the_hosts_tokenizer_and_trust_setting(
     tmp_path: Path, state_dir: Path, trust: bool
 ) -> None:
-    link = await open_local_link(state_dir, pipeline(tmp_path, trust=trust))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, trust=trust)) as link:
         params = LaunchParams("echo", "B1")
         info: JobInfo = await link.call(JOBS_LAUNCH, params, idempotency_key=f"t{trust}")
         await wait_for_job(link, info.id, {"exited"})
-    finally:
-        await link.close()
     argv = json.loads((tmp_path / "argv.json").read_text())["argv"][1:]
     assert argv == ["/models/kimi", *(["--trust-remote-code"] * trust), "B1"]
 
@@ -149,10 +146,7 @@ async def test_launched_jobs_get_the_hosts_api_and_model(
         pipeline(tmp_path, trust=False), jobs={"echo": JobSpec(echo)}, sglang_api=api,
         sglang_model=model,
     )  # fmt: skip
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         info: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("echo"), idempotency_key="api")
         await wait_for_job(link, info.id, {"exited"})
-    finally:
-        await link.close()
     assert json.loads((tmp_path / "argv.json").read_text())["argv"][1:] == expected

@@ -30,7 +30,7 @@ from agent.protocol import (
 from agent.state import read_json
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
-from tests.support.operations import jobs_where, text_appears
+from tests.support.operations import jobs_where, local_link, text_appears
 from tests.support.process_checks import alive, gone_within
 
 PY = sys.executable
@@ -63,9 +63,8 @@ def pipeline(tmp_path: Path) -> PipelineConfig:
 
 @pytest.fixture
 async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
-    agent = await open_local_link(state_dir, pipeline(tmp_path))
-    yield agent
-    await agent.close()
+    async with local_link(state_dir, pipeline(tmp_path)) as agent:
+        yield agent
 
 
 @pytest.mark.parametrize("mode", ["setsid", "group"])

@@ -40,10 +40,9 @@ from agent.protocol import (
 )
 from agent.state import read_json
 from console.link.agent_link import AgentLink, AgentRequestError
-from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
 from tests.support.job_programs import ARGV_ECHO
-from tests.support.operations import wait_for_job
+from tests.support.operations import local_link, wait_for_job
 from tests.support.waits import until, wait_until
 
 PY = sys.executable
@@ -97,9 +96,8 @@ def pipeline(tmp_path: Path) -> PipelineConfig:
 
 @pytest.fixture
 async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
-    agent = await open_local_link(state_dir, pipeline(tmp_path))
-    yield agent
-    await agent.close()
+    async with local_link(state_dir, pipeline(tmp_path)) as agent:
+        yield agent
 
 
 async def launch(
@@ -220,11 +218,8 @@ async def test_a_job_outlives_a_killed_daemon_and_its_exit_is_captured(
     assert is_running(running.pid)  # still alive without its daemon
     await link.close()
 
-    again = await open_local_link(state_dir, pipeline(tmp_path))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path)) as again:
         ended = await wait_for_job(again, info.id, {"failed", "exited", "lost"})
-    finally:
-        await again.close()
     assert read_json(state_dir / "daemon.json")["pid"] != daemon_pid
     assert (ended.state, ended.exit_code) == ("failed", 7)
 
@@ -303,16 +298,13 @@ async def test_a_job_whose_script_changed_on_disk_is_flagged_stale(
     script = tmp_path / "run_inference.py"
     script.write_text("import time\ntime.sleep(300)\n")
     config = PipelineConfig(jobs={"script": JobSpec((PY, str(script)))})
-    agent = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as agent:
         info = await launch(agent, "script", "stale-1")
         await wait_for_job(agent, info.id, {"running"})
         before: Snapshot = await agent.call(SNAPSHOT, SnapshotParams())
         script.write_text("import time\ntime.sleep(301)  # fixed\n")
         after: Snapshot = await agent.call(SNAPSHOT, SnapshotParams())
         await agent.call(JOBS_STOP, StopParams(info.id), idempotency_key="stale-stop")
-    finally:
-        await agent.close()
     assert [a.kind for a in before.alerts] == []
     [alert] = after.alerts
     assert (alert.kind, alert.subject) == ("stale_code", info.id)

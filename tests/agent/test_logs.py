@@ -21,6 +21,7 @@ from agent.protocol import (
 )
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 
 
 def test_chunks_continue_exactly_and_wait_for_whole_lines(tmp_path: Path) -> None:
@@ -102,8 +103,7 @@ async def test_a_subscription_resumes_after_a_reconnect_without_gap_or_duplicate
         handle.write("".join(f"later {i}\n" for i in range(500)))
         handle.write("torn tail without newline")
 
-    again = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as again:
         await again.call(
             LOGS_SUBSCRIBE,
             LogSubscribeParams("sglang", received[-1].end_offset, received[-1].inode),
@@ -112,8 +112,6 @@ async def test_a_subscription_resumes_after_a_reconnect_without_gap_or_duplicate
             handle.write(" completed\nlast line\n")
         received += await collect_until(again, path.stat().st_size)
         window: LogChunk = await again.call(LOGS_READ, LogReadParams("sglang", -10))
-    finally:
-        await again.close()
 
     assert "".join(chunk.text for chunk in received) == path.read_text()
     assert all(a.end_offset == b.start_offset for a, b in zip(received, received[1:], strict=False))

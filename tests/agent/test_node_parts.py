@@ -27,8 +27,7 @@ from agent.protocol import (
     Snapshot,
 )
 from console.link.agent_link import AgentRequestError
-from console.link.local_link import open_local_link
-from tests.support.operations import jobs_where
+from tests.support.operations import jobs_where, local_link
 
 ECHO = "import json, sys; json.dump(sys.argv[2:], open(sys.argv[1], 'w'))"
 SPANS = JobSpec(("run", "--nnodes={nnodes}", "--node-rank={node_rank}", "--rdzv-id={rdzv_id}"),
@@ -95,8 +94,7 @@ async def test_the_agent_records_the_part_and_refuses_a_lone_start(
     out = tmp_path / "argv.json"
     argv = (sys.executable, "-c", ECHO, str(out), "{node_rank}", "{nnodes}", "{rdzv_id}")
     jobs = {"train": JobSpec(argv, kind="train", nodes=("a", "b"))}
-    link = await open_local_link(state_dir, PipelineConfig(jobs=jobs))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs=jobs)) as link:
         with pytest.raises(AgentRequestError) as caught:
             await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="alone")
         assert caught.value.code == "invalid_params"
@@ -106,8 +104,6 @@ async def test_the_agent_records_the_part_and_refuses_a_lone_start(
             JOBS_LAUNCH, LaunchParams("train", node=part), idempotency_key="part"
         )
         [ended] = await jobs_where(link, lambda jobs: [j.state for j in jobs] == ["exited"])
-    finally:
-        await link.close()
     assert json.loads(out.read_text()) == ["1", "2", "train-ab12"]
     assert (info.node, ended.node) == (part, part), "kept in job.json, read back in every list"
 

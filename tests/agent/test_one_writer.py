@@ -37,7 +37,7 @@ from agent.protocol import (
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
-from tests.support.operations import jobs_where
+from tests.support.operations import jobs_where, local_link
 from tests.support.waits import read_until, wait_until_blocking
 
 PY = sys.executable
@@ -126,14 +126,11 @@ async def test_two_consoles_launching_on_one_dataset_start_one_writer(
     pipeline = PipelineConfig(
         datasets=DatasetsConfig(str(root), budget=1000), jobs={"inference": WRITER}
     )
-    other = await open_local_link(state_dir, pipeline)
-    try:
+    async with local_link(state_dir, pipeline) as other:
         answers = await asyncio.gather(
             launch(link, "B1", "console-1"), launch(other, "B1", "console-2"),
             return_exceptions=True,
         )  # fmt: skip
-    finally:
-        await other.close()
 
     started = [a for a in answers if isinstance(a, JobInfo)]
     refused = [a for a in answers if isinstance(a, AgentRequestError)]

@@ -19,7 +19,7 @@ import pytest
 from agent.host.procfs import process_info
 from agent.jobs.orphans import find_orphans, orphan_alerts
 from agent.protocol import JOBS_STOP, PipelineConfig, StopParams
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 from tests.support.waits import wait_until_blocking
 
 ENGINE = (
@@ -85,12 +85,9 @@ def test_a_stop_ends_the_engine_and_everything_below_it(
 
     async def stop_it() -> None:
         [job] = [j for j in find_orphans(set(), TITLE) if j.pid == engine]
-        link = await open_local_link(state_dir, PipelineConfig())
-        try:
+        async with local_link(state_dir, PipelineConfig()) as link:
             await link.call(JOBS_STOP, StopParams(job.id), idempotency_key="stop-orphan",
                             timeout_s=60)  # fmt: skip
-        finally:
-            await link.close()
 
     import asyncio
 

@@ -27,9 +27,8 @@ from agent.protocol import (
 )
 from agent.state.health import StateHealth
 from agent.watch.snapshot_assembly import Finish, SnapshotAssembly
-from console.link.local_link import open_local_link
 from tests.support.loopback_app import serving
-from tests.support.operations import snapshot_where
+from tests.support.operations import local_link, snapshot_where
 from tests.support.simulator_process import running_simulator
 from tests.support.waits import until
 
@@ -127,11 +126,8 @@ async def test_a_dead_server_is_a_reading_and_an_alert(tmp_path: Path, state_dir
         "unreachable: nothing listens on 127.0.0.1:1 (connection refused)"
     )
     assert "ssl:default" not in stats.detail, "aiohttp's own words are not the reason"
-    link = await open_local_link(state_dir, PipelineConfig(sglang_url="http://127.0.0.1:1"))
-    try:
+    async with local_link(state_dir, PipelineConfig(sglang_url="http://127.0.0.1:1")) as link:
         snapshot = await snapshot_where(link, lambda s: s.server is not None, 20)
-    finally:
-        await link.close()
     assert snapshot.server is not None
     assert snapshot.server.healthy is False
     assert [alert.kind for alert in snapshot.alerts] == ["server_down"]
@@ -293,11 +289,7 @@ async def test_the_first_snapshot_of_a_fresh_agent_already_carries_its_server(
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", slow)
-    async with serving(app) as url:
-        link = await open_local_link(state_dir, PipelineConfig(sglang_url=url))
-        try:
-            first: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-        finally:
-            await link.close()
+    async with serving(app) as url, local_link(state_dir, PipelineConfig(sglang_url=url)) as link:
+        first: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
     assert first.server is not None, "the first status --json said server: null"
     assert first.server.healthy is False

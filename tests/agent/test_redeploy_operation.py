@@ -38,6 +38,7 @@ from tests.support.datasets import write_prompts
 from tests.support.operations import (
     jobs_now,
     jobs_where,
+    local_link,
     observer_scans,
     operation_ended,
     operation_where,
@@ -106,12 +107,9 @@ async def test_a_redeploy_ends_on_the_new_code_though_its_console_left_at_once(
     started = await redeploy(link, job, stage_upload(roots / "worker.py", worker("v2")))
     await link.close()  # the console that asked is gone before the stop is done
 
-    again = await open_local_link(state_dir, config(tmp_path, roots))
-    try:
+    async with local_link(state_dir, config(tmp_path, roots)) as again:
         done = await operation_ended(again, started.id)
         jobs = {j.id: j for j in await jobs_now(again)}
-    finally:
-        await again.close()
 
     assert done.state == "done", done.outcome
     assert [(s.name, s.state) for s in done.steps] == [
@@ -171,21 +169,15 @@ async def test_a_redeploy_goes_on_after_the_daemon_is_killed_in_its_stop(
 ) -> None:
     deaf = config(tmp_path, roots, grace_s=3.0, term_grace_s=1.0)
     (roots / "worker.py").write_bytes(worker("v1", deaf=True))
-    link = await open_local_link(state_dir, deaf)
-    try:
+    async with local_link(state_dir, deaf) as link:
         job = await running_worker(link)
         started = await redeploy(link, job, stage_upload(roots / "worker.py", worker("v2")))
         await operation_where(link, started.id, lambda i: any(s.name == "stop" for s in i.steps))
         kill_process(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
-    finally:
-        await link.close()
 
-    link = await open_local_link(state_dir, deaf)  # a new daemon, as after a crash
-    try:
+    async with local_link(state_dir, deaf) as link:  # a new daemon, as after a crash
         done = await operation_ended(link, started.id)
         jobs = {j.id: j for j in await jobs_now(link)}
-    finally:
-        await link.close()
     assert done.state == "done", done.outcome
     assert jobs[job.id].state == "stopped"
     assert jobs[done.new_job_id or ""].state == "running"
@@ -281,13 +273,10 @@ async def test_a_record_of_another_shape_ends_failed_and_blocks_nothing(
     (state_dir / "operations" / f"{older['id']}.json").write_text(json.dumps(older))
 
     same = config(tmp_path, roots, restart="on-failure", restart_delay_s=0.1)
-    again = await open_local_link(state_dir, same)
-    try:
+    async with local_link(state_dir, same) as again:
         done = await operation_ended(again, str(older["id"]))
         started = await redeploy(again, job, stage_upload(roots / "worker.py", worker("v2")))
         after = await operation_ended(again, started.id)
-    finally:
-        await again.close()
 
     assert done.state == "failed"
     assert "does not read" in done.outcome

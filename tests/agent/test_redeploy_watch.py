@@ -26,9 +26,8 @@ from agent.protocol import (
     PipelineConfig,
     RedeployParams,
 )
-from console.link.local_link import open_local_link
 from tests.support.datasets import response_line
-from tests.support.operations import jobs_where, operation_ended
+from tests.support.operations import jobs_where, local_link, operation_ended
 from tests.support.runner_files import runner_command, write_id_prompts
 from tests.support.simulator_process import running_simulator
 
@@ -100,8 +99,7 @@ async def test_a_restart_with_its_budget_already_met_ends_the_redeploy_at_once(
             datasets=DatasetsConfig(str(datasets), budget=BUDGET), sglang_url=sim.url,
             jobs={"old-run": sleeper},
         )  # fmt: skip
-        link = await open_local_link(state_dir, pipeline)
-        try:
+        async with local_link(state_dir, pipeline) as link:
             old = await link.call(JOBS_LAUNCH, LaunchParams("old-run", "B3"), idempotency_key="o")
             await jobs_where(link, lambda jobs: any(j.state == "running" for j in jobs))
             argv = tuple(runner_command(folder, sim.url, "--token-budget", str(BUDGET)))
@@ -110,8 +108,6 @@ async def test_a_restart_with_its_budget_already_met_ends_the_redeploy_at_once(
                 OPERATIONS_REDEPLOY, RedeployParams(old.id, argv), idempotency_key="r"
             )
             done = await operation_ended(link, started.id, timeout_s=WATCH_S / 2)
-        finally:
-            await link.close()
     assert time.monotonic() - asked < WATCH_S / 2
     assert done.state == "done", done.outcome
     watch = next(step for step in done.steps if step.name == "watch")

@@ -35,9 +35,15 @@ from agent.protocol import (
 )
 from agent.state import read_json
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
 from tests.support.datasets import write_prompts
-from tests.support.operations import events_of, jobs_now, jobs_where, observer_scans, text_appears
+from tests.support.operations import (
+    events_of,
+    jobs_now,
+    jobs_where,
+    local_link,
+    observer_scans,
+    text_appears,
+)
 
 PY = sys.executable
 FAST = {"restart": "on-failure", "restart_delay_s": 0.1, "restart_window_s": 600.0}
@@ -101,9 +107,8 @@ def pipeline(tmp_path: Path, backoff_restart: str = "on-failure") -> PipelineCon
 
 @pytest.fixture
 async def link(tmp_path: Path, state_dir: Path) -> AsyncIterator[AgentLink]:
-    agent = await open_local_link(state_dir, pipeline(tmp_path))
-    yield agent
-    await agent.close()
+    async with local_link(state_dir, pipeline(tmp_path)) as agent:
+        yield agent
 
 
 async def launch(link: AgentLink, name: str) -> JobInfo:
@@ -192,40 +197,31 @@ async def test_exit_5_waits_for_disk_space_before_it_restarts(
     roomier = PipelineConfig(
         datasets=DatasetsConfig(roomy.datasets.root, low_disk_floor_bytes=0), jobs=roomy.jobs
     )
-    other = await open_local_link(state_dir, roomier)  # "space is back": a floor of 0 bytes
-    try:
+    async with local_link(state_dir, roomier) as other:  # "space is back": a floor of 0 bytes
         assert await other.apply_pipeline(roomier) == (
             "datasets.low_disk_floor_bytes: 4,611,686,018,427,387,904 → 0",
         )
         await jobs_where(other, lambda js: any(j.restart_of == job.id for j in js))
-    finally:
-        await other.close()
 
 
 async def test_after_every_process_is_killed_the_agent_takes_the_run_up_again(
     tmp_path: Path, state_dir: Path
 ) -> None:
     config = pipeline(tmp_path)
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         watched = await launch(link, "sleeper")
         unwatched = await launch(link, "plain")
         await text_appears(Path(watched.log_path or ""), "up")
         await text_appears(Path(unwatched.log_path or ""), "up")
         jobs = await jobs_now(link)
-    finally:
-        await link.close()
     for job in jobs:  # the box goes down: the shims, the jobs and the daemon, all at once
         kill_group(job.pgid or 0, signal.SIGKILL)
     kill_process(int(read_json(state_dir / "daemon.json")["pid"]), signal.SIGKILL)
 
-    link = await open_local_link(state_dir, None)  # a console comes back; no new config
-    try:
+    async with local_link(state_dir, None) as link:  # a console comes back; no new config
         after = await jobs_where(link, lambda js: any(j.restart_of == watched.id for j in js))
         await observer_scans(link, 3)
         after = await jobs_now(link)
-    finally:
-        await link.close()
     states = {j.id: j.state for j in after}
     assert states[watched.id] == "lost"
     assert states[unwatched.id] == "lost"
@@ -302,13 +298,10 @@ async def test_apply_setting_restart_no_while_a_restart_waits_is_obeyed(
     link: AgentLink, tmp_path: Path, state_dir: Path
 ) -> None:
     waiting = await in_back_off(link)
-    other = await open_local_link(state_dir, pipeline(tmp_path, backoff_restart="no"))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path, backoff_restart="no")) as other:
         assert await other.apply_pipeline(pipeline(tmp_path, backoff_restart="no")) == (
             "job backoff: restart changed",
         )
-    finally:
-        await other.close()
     jobs = await past_the_back_off(link, waiting, POLICY_NOW_NO)
     assert [j.id for j in jobs] == [waiting.id]
 

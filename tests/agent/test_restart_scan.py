@@ -32,8 +32,8 @@ from agent.protocol import (
 from agent.state import StatePaths
 from agent.state.health import StateHealth
 from agent.watch.scan_store import ScanStore
-from console.link.local_link import open_local_link
 from tests.support.datasets import response_line, write_prompts
+from tests.support.operations import local_link
 
 TOKENS = 40
 LINES = 2000
@@ -215,11 +215,8 @@ async def test_the_daemon_keeps_its_scans_at_stop_and_resumes_them(
 
 async def daemon_life(state_dir: Path, config: PipelineConfig | None) -> DatasetProgress:
     """The daemon's first snapshot of the one dataset, then its stop."""
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
-    finally:
-        await link.close()
     assert await asyncio.to_thread(stop_daemon, StatePaths(state_dir))
     [progress] = snapshot.datasets
     return progress

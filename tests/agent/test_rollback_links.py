@@ -16,7 +16,7 @@ from agent.files import Roots, UnsafeBackupError, backup_path, rollback
 from agent.operations.staged_files import put_back
 from agent.protocol import FILES_ROLLBACK, PipelineConfig, RollbackParams
 from console.link.agent_link import AgentRequestError
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 
 CURRENT = b"print('current')\n"
 
@@ -71,11 +71,8 @@ async def test_files_rollback_over_the_wire_refuses_a_planted_link(
     state_dir: Path, planted: tuple[Path, Path]
 ) -> None:
     target, outside = planted
-    link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(target.parent),)))
-    try:
+    async with local_link(state_dir, PipelineConfig(deploy_roots=(str(target.parent),))) as link:
         with pytest.raises(AgentRequestError, match="symbolic link") as refused:
             await link.call(FILES_ROLLBACK, RollbackParams(str(target)), idempotency_key="r1")
-    finally:
-        await link.close()
     assert refused.value.code == "invalid_params"
     _left_alone(target, outside)

@@ -24,7 +24,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths
 from console.link.local_link import open_local_link
-from tests.support.operations import jobs_now, operation_ended, text_appears
+from tests.support.operations import jobs_now, local_link, operation_ended, text_appears
 
 PY = sys.executable
 HOLDER = (PY, "-c", "import time; print('holding', flush=True); time.sleep(600)")
@@ -47,12 +47,9 @@ async def test_a_hand_over_asked_once_ends_with_the_job_started_though_the_conso
     )
     await link.close()
 
-    again = await open_local_link(state_dir, PIPELINE)
-    try:
+    async with local_link(state_dir, PIPELINE) as again:
         done = await operation_ended(again, asked.id)
         jobs = {job.name: job for job in await jobs_now(again)}
-    finally:
-        await again.close()
     assert done.state == "done", done.outcome
     assert [(s.name, s.state) for s in done.steps] == [
         (f"1. stop {holder.id}", "done"), ("2. wait_gpus the GPUs", "done"),
@@ -65,16 +62,13 @@ async def test_a_hand_over_asked_once_ends_with_the_job_started_though_the_conso
 async def test_a_step_that_fails_ends_the_sequence_with_nothing_after_it_started(
     state_dir: Path,
 ) -> None:
-    link = await open_local_link(state_dir, PIPELINE)
-    try:
+    async with local_link(state_dir, PIPELINE) as link:
         steps = (SequenceStep("stop", job_id="no-such-job"), SequenceStep("start", job="train"))
         asked: OperationInfo = await link.call(
             OPERATIONS_SEQUENCE, SequenceParams("hand-over", steps), idempotency_key="h"
         )
         done = await operation_ended(link, asked.id)
         jobs = await jobs_now(link)
-    finally:
-        await link.close()
     assert done.state == "failed"
     assert done.outcome == "step 1 (1. stop no-such-job): no job 'no-such-job'"
     assert jobs == ()
@@ -86,24 +80,18 @@ async def test_a_key_retried_after_the_answer_was_lost_gets_the_operation_it_beg
     """The agent killed between an operation's record and the kept answer: the retry of the
     same key must not begin the operation a second time."""
     params = SequenceParams("start train once", (SequenceStep("start", job="train"),))
-    link = await open_local_link(state_dir, PIPELINE)
-    try:
+    async with local_link(state_dir, PIPELINE) as link:
         first: OperationInfo = await link.call(OPERATIONS_SEQUENCE, params, idempotency_key="once")
         await operation_ended(link, first.id)
-    finally:
-        await link.close()
     stop_daemon(StatePaths(state_dir))
     answers = state_dir / "idempotency.jsonl"
     kept = [line for line in answers.read_text().splitlines(keepends=True) if '"once"' not in line]
     answers.write_text("".join(kept))  # as if the daemon died before it kept the answer
 
-    again = await open_local_link(state_dir, PIPELINE)
-    try:
+    async with local_link(state_dir, PIPELINE) as again:
         retried: OperationInfo = await again.call(
             OPERATIONS_SEQUENCE, params, idempotency_key="once"
         )
         trains = [job for job in await jobs_now(again) if job.name == "train"]
-    finally:
-        await again.close()
     assert retried.id == first.id
     assert len(trains) == 1, "train was started once"

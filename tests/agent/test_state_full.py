@@ -39,6 +39,7 @@ from agent.state import StatePaths
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
 from tests.support.full_state import PAGE, job_processes, storage_refusal_problem
+from tests.support.operations import local_link
 from tests.support.simulator_process import agent_env
 from tests.support.small_fs import SmallFs, small_tmpfs
 
@@ -66,8 +67,7 @@ async def alerts_of(link: AgentLink) -> dict[str, str]:
 async def test_an_audit_log_that_cannot_be_written_loses_lines_not_answers(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    link = await open_local_link(state_dir, pipeline(tmp_path))
-    try:
+    async with local_link(state_dir, pipeline(tmp_path)) as link:
         (state_dir / "audit.jsonl").unlink(missing_ok=True)
         (state_dir / "audit.jsonl").mkdir()  # every append now fails, for any user
 
@@ -77,8 +77,6 @@ async def test_an_audit_log_that_cannot_be_written_loses_lines_not_answers(
         assert stopped.outcome == "stopped"
         assert "audit.jsonl" in (await alerts_of(link))["state_full"]
         await link.call(PING, PingParams())
-    finally:
-        await link.close()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from agent.host.signals import is_running
 from agent.protocol import TOKENIZER_CHECK, PipelineConfig, TokenizerCheck, TokenizerCheckParams
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 from tests.support.remote_code.folder import KimiLikeTokenizer, build_kimi_like_tokenizer
 
 HANGING_CODE = """
@@ -34,14 +34,13 @@ def kimi(tmp_path_factory: pytest.TempPathFactory) -> KimiLikeTokenizer:
 async def run_check(
     state_dir: Path, path: str | None, *, trust: bool, timeout_s: float = 60.0
 ) -> TokenizerCheck:
-    link = await open_local_link(state_dir, PipelineConfig(tokenizer=path, trust_remote_code=trust))
-    try:
+    async with local_link(
+        state_dir, PipelineConfig(tokenizer=path, trust_remote_code=trust)
+    ) as link:
         result: TokenizerCheck = await link.call(
             TOKENIZER_CHECK, TokenizerCheckParams(timeout_s), timeout_s=timeout_s + 30
         )
         return result
-    finally:
-        await link.close()
 
 
 @pytest.mark.slow

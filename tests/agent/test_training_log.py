@@ -20,8 +20,7 @@ from agent.protocol import (
     PipelineConfig,
     Snapshot,
 )
-from console.link.local_link import open_local_link
-from tests.support.operations import snapshot_where
+from tests.support.operations import local_link, snapshot_where
 
 SPECFORGE_OLD = (
     "Starting training from epoch:0 step:0\n"
@@ -152,8 +151,7 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
         ("{python}", "-m", "agent.simulator.train", "--steps", "60", "--step-s", "0.01", "--log-interval", "10"),
         kind="train", gpu=True,
     )  # fmt: skip
-    link = await open_local_link(state_dir, PipelineConfig(jobs={"train": trainer}))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs={"train": trainer})) as link:
         job = await link.call(JOBS_LAUNCH, LaunchParams("train"), idempotency_key="train-1")
 
         def done(snapshot: Snapshot) -> bool:
@@ -162,8 +160,6 @@ async def test_a_training_job_shows_its_progress_in_the_snapshot(state_dir: Path
 
         snapshot = await snapshot_where(link, done, 30)
         [progress] = [t for t in snapshot.training if t.job_id == job.id]
-    finally:
-        await link.close()
     # Overall, like the step: once "step 60/30", the step overall and the total per epoch.
     assert (progress.step, progress.total_steps, progress.epoch, progress.epochs) == (60, 60, 2, 2)
     assert progress.best_eval_step is not None

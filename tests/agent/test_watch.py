@@ -17,7 +17,7 @@ from agent.protocol import (
     WatchParams,
 )
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
+from tests.support.operations import local_link
 
 
 async def next_snapshot(link: AgentLink, timeout_s: float) -> Snapshot:
@@ -31,8 +31,7 @@ async def test_snapshots_arrive_on_the_interval_and_on_job_changes(state_dir: Pa
     config = PipelineConfig(
         jobs={"nap": JobSpec((sys.executable, "-c", "import time; time.sleep(30)"))}
     )
-    link = await open_local_link(state_dir, config)
-    try:
+    async with local_link(state_dir, config) as link:
         await link.call(SNAPSHOT_WATCH, WatchParams(interval_s=30.0))
         first = await next_snapshot(link, 10)
         started = time.monotonic()
@@ -41,8 +40,6 @@ async def test_snapshots_arrive_on_the_interval_and_on_job_changes(state_dir: Pa
         waited = time.monotonic() - started
         await link.call(SNAPSHOT_WATCH, WatchParams(interval_s=0.2))
         ticks = [await next_snapshot(link, 5) for _ in range(3)]
-    finally:
-        await link.close()
     assert first.jobs == ()
     assert [j.id for j in pushed.jobs] == [job.id]
     assert waited < 10, "the launch pushed a snapshot long before the 30 s interval"

@@ -13,7 +13,7 @@ from tests.support.runner_files import (
     status,
     write_id_prompts,
 )
-from tests.support.simulator_process import SimulatorProcess
+from tests.support.simulator_process import SimulatorProcess, running_simulator
 
 MAX_NEW = 400
 
@@ -57,51 +57,45 @@ def test_a_run_out_of_prompts_says_so_last(simulator: SimulatorProcess, tmp_path
     assert "ended: no prompt is left to answer; 5 response(s) written this run" in last
 
 
-def test_cancel_aborts_in_flight_work_and_reports_it(tmp_path: Path) -> None:
-    from tests.support.simulator_process import running_simulator
-
+@pytest.mark.parametrize(
+    ("prompts", "speed", "budget", "most", "runner_args"),
+    [
+        pytest.param(
+            500, ("--speed", "5", "--mean-tokens", "300", "--sd-tokens", "150"), 3000, 3000 + 1000,
+            ("--concurrency", "32", "--max-new-tokens", "1000"), id="in-flight-work-is-aborted",
+        ),
+        # A batch of equal answers ends together, as on a real vLLM: each one that came back after
+        # the budget was met was still written, so cancel overshot as much as finish; now the
+        # answers past the one that met the budget are cut.
+        pytest.param(
+            64, ("--speed", "20", "--mean-tokens", "100", "--sd-tokens", "0"), 150, 200,
+            ("--concurrency", "16"), id="answers-finishing-with-the-one-at-the-budget-are-cut",
+        ),
+    ],
+)  # fmt: skip
+def test_cancel_cuts_within_one_response_of_the_budget_and_reports_it(
+    tmp_path: Path,
+    prompts: int,
+    speed: tuple[str, ...],
+    budget: int,
+    most: int,
+    runner_args: tuple[str, ...],
+) -> None:
     folder = tmp_path / "B2"
-    write_id_prompts(folder, 500)
-    with running_simulator(
-        tmp_path / "sim", "--speed", "5", "--mean-tokens", "300", "--sd-tokens", "150"
-    ) as sim:
+    write_id_prompts(folder, prompts)
+    with running_simulator(tmp_path / "sim", *speed) as sim:
         result = run_runner(
-            folder, sim.url, "--token-budget", "3000", "--concurrency", "32", "--on-budget", "cancel",
-            "--max-new-tokens", "1000",
-        )  # fmt: skip
+            folder, sim.url, "--token-budget", str(budget), "--on-budget", "cancel", *runner_args
+        )
 
     assert result.returncode == 0, result.stderr
     final = status(folder)
     assert final["stop_reason"] == "budget"
-    assert 3000 <= final["tokens"] <= 3000 + 1000, "cut within one response of the budget"
+    assert budget <= final["tokens"] <= most, "cut within one response of the budget"
     assert final["tokens"] == response_tokens(folder)
     assert final["discarded_tokens"] + final["cancelled_requests"] > 0
     assert final["completed"] + final["errors"] < final["dispatched"]
     assert "cancelling" in result.stderr
-
-
-def test_cancel_cuts_the_answers_that_finish_with_the_one_that_meets_the_budget(
-    tmp_path: Path,
-) -> None:
-    """A batch of equal answers ends together, as on a real vLLM: each one that came back after
-    the budget was met was still written, so cancel overshot as much as finish."""
-    from tests.support.simulator_process import running_simulator
-
-    folder = tmp_path / "B2"
-    write_id_prompts(folder, 64)
-    with running_simulator(
-        tmp_path / "sim", "--speed", "20", "--mean-tokens", "100", "--sd-tokens", "0"
-    ) as sim:
-        result = run_runner(
-            folder, sim.url, "--token-budget", "150", "--concurrency", "16", "--on-budget", "cancel",
-        )  # fmt: skip
-
-    assert result.returncode == 0, result.stderr
-    final = status(folder)
-    assert final["stop_reason"] == "budget"
-    assert final["tokens"] == response_tokens(folder)
-    assert 150 <= final["tokens"] <= 200, "the answers past the one that met the budget are cut"
-    assert final["discarded_tokens"] + final["cancelled_requests"] > 0
 
 
 def test_without_budget_it_runs_the_sample_cap_and_stops_exhausted(

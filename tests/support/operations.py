@@ -11,7 +11,8 @@ import asyncio
 import hashlib
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from agent.protocol import (
@@ -28,15 +29,27 @@ from agent.protocol import (
     JobsParams,
     OperationInfo,
     OperationsParams,
+    PipelineConfig,
     Snapshot,
     SnapshotParams,
     StagedFile,
     WatchParams,
 )
 from console.link.agent_link import AgentLink
+from console.link.local_link import open_local_link
 from tests.support.waits import read_until, wait_until
 
 POLL_S = 0.05
+
+
+@asynccontextmanager
+async def local_link(state_dir: Path, pipeline: PipelineConfig | None) -> AsyncIterator[AgentLink]:
+    """A link to the agent of `state_dir` (started if none runs), closed when the block ends."""
+    link = await open_local_link(state_dir, pipeline)
+    try:
+        yield link
+    finally:
+        await link.close()
 
 
 def stage_upload(target: Path, content: bytes, mode: int = 0o644) -> StagedFile:

@@ -17,13 +17,13 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.support.json_http import health_ok
 from tests.support.ports import free_port
+from tests.support.simulator_process import LoopbackServer, stop_server
 from tests.support.waits import wait_until_blocking
 
 START_TIMEOUT_S = 60.0
@@ -49,18 +49,8 @@ def require_router() -> None:
         pytest.skip(reason)
 
 
-@dataclass
-class RouterProcess:
+class RouterProcess(LoopbackServer):
     """A running router and how to reach it."""
-
-    process: subprocess.Popen[bytes]
-    port: int
-    log_file: Path
-
-    @property
-    def url(self) -> str:
-        """The base URL to pass as --server."""
-        return f"http://127.0.0.1:{self.port}"
 
     def readiness(self) -> tuple[int, dict[str, object]]:
         """GET /readiness: its status and JSON body."""
@@ -118,9 +108,4 @@ def running_router(
             router.wait_ready(ready_workers)
         yield router
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process)

@@ -20,8 +20,8 @@ START_TIMEOUT_S = 30.0
 
 
 @dataclass
-class SimulatorProcess:
-    """A running simulator and how to reach it."""
+class LoopbackServer:
+    """A server running as a subprocess on a loopback port, and how to reach it."""
 
     process: subprocess.Popen[bytes]
     port: int
@@ -31,6 +31,20 @@ class SimulatorProcess:
     def url(self) -> str:
         """The base URL to pass as --server."""
         return f"http://127.0.0.1:{self.port}"
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, and SIGKILL if it has not exited 10 s later."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class SimulatorProcess(LoopbackServer):
+    """A running simulator and how to reach it."""
 
     def set_faults(self, **faults: float) -> dict[str, Any]:
         """Change faults through the simulator's admin endpoint."""
@@ -66,9 +80,4 @@ def running_simulator(folder: Path, *args: str) -> Iterator[SimulatorProcess]:
             raise RuntimeError(f"simulator did not start (exit {process.poll()})")
         yield SimulatorProcess(process, int(port_file.read_text()), log_file)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server(process)
