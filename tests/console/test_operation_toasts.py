@@ -29,6 +29,7 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.toasts import toasts
 
 STOPPED = OperationStep("stop", "done", "SIGINT → SIGTERM", NOW)
 STARTING = OperationInfo("redeploy-1", "redeploy", "inference (B3_math)", "running",
@@ -40,10 +41,6 @@ DONE = dataclasses.replace(
 )  # fmt: skip
 OLD = OperationInfo("redeploy-0", "redeploy", "inference (B1)", "failed", (), NOW - 600,
                     NOW - 500, outcome="could not start")  # fmt: skip
-
-
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 async def test_each_step_is_told_once_whichever_way_it_came() -> None:

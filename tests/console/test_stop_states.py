@@ -21,6 +21,7 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import JOBS, NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import scripted, stops
+from tests.support.toasts import toasts
 
 RUNNER = JOBS[0]
 ENDED = dataclasses.replace(RUNNER, state="failed", exit_code=3, ended_at=NOW - 120)
@@ -28,10 +29,6 @@ ENDED = dataclasses.replace(RUNNER, state="failed", exit_code=3, ended_at=NOW - 
 
 def with_runner(job: JobInfo, *alerts: Alert) -> Snapshot:
     return dataclasses.replace(SNAPSHOT, jobs=(job, *JOBS[1:]), alerts=alerts)
-
-
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 def test_an_ended_job_is_not_offered_a_stop_and_says_how_and_when_it_ended() -> None:

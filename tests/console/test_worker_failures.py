@@ -16,6 +16,7 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import JOBS, NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.toasts import toasts
 
 
 def scripted() -> ScriptedAgent:
@@ -25,10 +26,6 @@ def scripted() -> ScriptedAgent:
 
 class UnexpectedError(Exception):
     """Stands for any exception no one expected."""
-
-
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(notification.message) for notification in app._notifications]
 
 
 async def test_an_action_that_raises_shows_a_toast_and_logs_its_traceback(
