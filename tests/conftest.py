@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent.attach import stop_daemon
+from agent.protocol import DatasetsConfig, PipelineConfig
 from agent.state import StatePaths
+from tests.support.datasets import write_sample_root
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.shared_fixtures import shares_fixtures
 from tests.support.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
@@ -63,6 +65,19 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
     if path.exists():
         stop_daemon(StatePaths(path))
         kill_leftover_jobs(path)
+
+
+@pytest.fixture
+def sample_root(tmp_path: Path) -> Path:
+    """`tmp_path / "datasets"` holding the three sample datasets (`write_sample_root`)."""
+    write_sample_root(tmp_path / "datasets")
+    return tmp_path / "datasets"
+
+
+@pytest.fixture
+def sample_pipeline(sample_root: Path) -> PipelineConfig:
+    """A pipeline over `sample_root`, each dataset's budget 1,000 tokens."""
+    return PipelineConfig(datasets=DatasetsConfig(str(sample_root), budget=1000))
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from console.link.loopback_ssh import write_client_key
 from tests.support.cli_runs import CliResult, run_cli, write_config
-from tests.support.datasets import write_sample_root
+from tests.support.cli_success import run_cli_ok
 from tests.support.ssh_servers import SshEndpoint
 
 
@@ -21,10 +21,9 @@ def assert_one_clear_failure(result: CliResult, *fragments: str, code: int = 1) 
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "datasets"
-    write_sample_root(path)
-    return path
+def root(sample_root: Path) -> Path:
+    """The sample datasets, by the short name that keeps each `write_config` call on one line."""
+    return sample_root
 
 
 async def test_unknown_host_key_is_refused_with_its_fingerprint(
@@ -110,10 +109,8 @@ async def test_trust_pins_only_on_a_typed_yes(
     assert ssh_endpoint.host_key_fingerprint in declined.stdout
     assert not known.exists()
 
-    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
-    assert accepted.code == 0, accepted.stderr
-    status = await run_cli("status", "--json", "gpu", config=config)
-    assert status.code == 0, status.stderr
+    await run_cli_ok("trust", "gpu", config=config, stdin=b"yes\n")
+    await run_cli_ok("status", "--json", "gpu", config=config)
 
 
 async def test_a_host_given_by_name_is_refused_then_pinned_without_a_traceback(
@@ -126,11 +123,9 @@ async def test_a_host_given_by_name_is_refused_then_pinned_without_a_traceback(
     )
     refused = await run_cli("status", "gpu", config=config)
     assert_one_clear_failure(refused, "unknown host key", asyncssh_endpoint.host_key_fingerprint)
-    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
-    assert accepted.code == 0, accepted.stderr
+    await run_cli_ok("trust", "gpu", config=config, stdin=b"yes\n")
     assert known.read_text().startswith(f"[localhost]:{asyncssh_endpoint.port} ")
-    status = await run_cli("status", "--json", "gpu", config=config)
-    assert status.code == 0, status.stderr
+    await run_cli_ok("status", "--json", "gpu", config=config)
 
 
 @pytest.mark.parametrize("alias_line", ["", "HostKeyAlias gpu-box-key"])
@@ -151,13 +146,10 @@ async def test_a_host_given_by_an_ssh_config_alias_is_pinned_under_the_name_it_i
     looked_up_as = f"[{name}]:{ssh_endpoint.port}"
     refused = await run_cli("status", "gpu", config=config)
     assert_one_clear_failure(refused, "unknown host key", f"known_hosts names it {looked_up_as}")
-    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
-    assert accepted.code == 0, accepted.stderr
+    await run_cli_ok("trust", "gpu", config=config, stdin=b"yes\n")
     assert known.read_text().startswith(f"{looked_up_as} ")  # not `gpubox`: never looked up
-    status = await run_cli("status", "--json", "gpu", config=config)
-    assert status.code == 0, status.stderr
-    again = await run_cli("trust", "gpu", "--yes", config=config)
-    assert again.code == 0, again.stderr
+    await run_cli_ok("status", "--json", "gpu", config=config)
+    await run_cli_ok("trust", "gpu", "--yes", config=config)
 
 
 async def test_failed_authentication(
