@@ -26,7 +26,7 @@ from console.link.local_link import open_local_link
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.capture_jobs import capture_pipeline
 from tests.support.local_app import SIZE
-from tests.support.local_host_app import configured_app
+from tests.support.local_host_app import configured_app, local_link
 from tests.support.operations import jobs_where
 from tests.support.screen import wait_for
 
@@ -42,8 +42,7 @@ async def exported(link: AgentLink) -> None:
 async def test_the_agent_refuses_a_capture_that_will_not_fit_unless_forced(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    link = await open_local_link(state_dir, capture_pipeline(tmp_path))
-    try:
+    async with local_link(state_dir, capture_pipeline(tmp_path)) as link:
         await exported(link)
         with pytest.raises(AgentRequestError) as refused:
             await link.call(JOBS_LAUNCH, LaunchParams("hs"), idempotency_key="hs-1")
@@ -57,8 +56,6 @@ async def test_the_agent_refuses_a_capture_that_will_not_fit_unless_forced(
         )
         assert forced.name == "hs"
         await link.call(JOBS_STOP, StopParams(forced.id), idempotency_key="stop", timeout_s=60)
-    finally:
-        await link.close()
 
 
 async def test_t_shows_the_refusal_and_starts_the_capture_only_once_confirmed(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.protocol import JOBS_STOP, JobSpec, PipelineConfig, StopParams
+from agent.protocol import JobSpec, PipelineConfig
 from console.ui.app import ConsoleApp
 from console.ui.screens.export import ExportScreen
 from console.ui.widgets.drafter_panel import DrafterPanel
@@ -23,7 +23,7 @@ from tests.support.export_data import (
     write_jsonl,
 )
 from tests.support.local_app import SIZE
-from tests.support.local_host_app import configured_app
+from tests.support.local_host_app import configured_app, stop_live_jobs
 from tests.support.ports import free_port
 from tests.support.screen import wait_for
 from tests.support.toasts import record_toasts
@@ -41,16 +41,6 @@ def panel_text(app: ConsoleApp) -> str:
 def export_states(app: ConsoleApp) -> list[str]:
     snapshot = app.views["gpu"].snapshot
     return [j.state for j in snapshot.jobs if j.kind == "export"] if snapshot else []
-
-
-async def stop_all(app: ConsoleApp) -> None:
-    link = app.connections["gpu"].link
-    snapshot = app.views["gpu"].snapshot
-    assert link is not None
-    for job in snapshot.jobs if snapshot else ():
-        if job.state in ("starting", "running"):
-            await link.call(JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}",
-                               timeout_s=60)  # fmt: skip
 
 
 @pytest.mark.timeout(240)
@@ -92,7 +82,7 @@ async def test_after_training_b_serves_the_drafter_and_the_verdict_reaches_the_p
             assert app.screen.query_one(DrafterPanel).has_class("-shown")
             assert "c=1: " in panel_text(app)
         finally:
-            await stop_all(app)
+            await stop_live_jobs(app)
 
 
 @pytest.mark.slow

@@ -6,23 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.protocol import JOBS_STOP, DatasetsConfig, PipelineConfig, StopParams
-from console.ui.app import ConsoleApp
+from agent.protocol import DatasetsConfig, PipelineConfig
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.datasets import write_prompts
 from tests.support.local_app import RUNNER, SIZE, live_jobs
-from tests.support.local_host_app import configured_app
+from tests.support.local_host_app import configured_app, stop_live_jobs
 from tests.support.screen import wait_for
 from tests.support.toasts import record_toasts
-
-
-async def stop_all(app: ConsoleApp) -> None:
-    link = app.connections["gpu"].link
-    assert link is not None
-    for job in live_jobs(app):
-        await link.call(
-            JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
-        )
 
 
 @pytest.mark.slow
@@ -57,4 +47,4 @@ async def test_g_starts_the_selected_dataset_once_and_g_again_says_why_not(
             "B2_ultrachat",
             "B3_math",
         ]
-        await stop_all(app)
+        await stop_live_jobs(app)

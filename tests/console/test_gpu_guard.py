@@ -22,7 +22,7 @@ from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.local_app import SIZE
-from tests.support.local_host_app import configured_app
+from tests.support.local_host_app import configured_app, local_link
 from tests.support.screen import cell, wait_for
 from tests.support.toasts import record_toasts
 
@@ -35,8 +35,7 @@ JOBS = {
 
 
 async def test_a_gpu_job_is_refused_while_another_holds_the_gpus(state_dir: Path) -> None:
-    link = await open_local_link(state_dir, PipelineConfig(jobs=JOBS))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs=JOBS)) as link:
         server: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("sglang"), idempotency_key="s1")
         vocab: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("vocab"), idempotency_key="v1")
         with pytest.raises(AgentRequestError) as caught:
@@ -49,8 +48,6 @@ async def test_a_gpu_job_is_refused_while_another_holds_the_gpus(state_dir: Path
             await link.call(
                 JOBS_STOP, StopParams(job.id), idempotency_key=f"stop-{job.id}", timeout_s=60
             )
-    finally:
-        await link.close()
     assert train.name == "train"
 
 
