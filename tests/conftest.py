@@ -62,9 +62,23 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
     """A fresh agent state dir; its daemon is stopped after the test."""
     path = tmp_path / "state"
     yield path
-    if path.exists():
-        stop_daemon(StatePaths(path))
-        kill_leftover_jobs(path)
+    end_agent(path)
+
+
+@pytest.fixture
+def boxes(tmp_path: Path) -> Iterator[Path]:
+    """Where two local agents, boxes a and b, keep their state (`state-a`, `state-b`); their
+    daemons and jobs are ended after the test."""
+    yield tmp_path
+    for name in "ab":
+        end_agent(tmp_path / f"state-{name}")
+
+
+def end_agent(state_dir: Path) -> None:
+    """Stop the daemon of `state_dir` and whatever jobs it left, if it ever started."""
+    if state_dir.exists():
+        stop_daemon(StatePaths(state_dir))
+        kill_leftover_jobs(state_dir)
 
 
 @pytest.fixture

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,6 @@ from tests.support.demo_terminal import (
     TEARING_DOWN,
     TORN_DOWN,
     demo_processes,
-    kill_leftovers,
     start_demo,
 )
 from tests.support.terminal import PtyTerminal
@@ -35,14 +32,6 @@ demo's config). The goal itself, the terminal back within 3 s, is a speed goal a
 misses it by chance, so benchmarks/bench_demo_quit.py measures it; this bound tells a cancel from a
 wait."""
 HURRIED = rb"a signal cut the teardown short"
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "demo"
-    yield folder
-    kill_leftovers(folder)  # a failed test must not leave the demo's processes to the next
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def demo_on_screen(workspace: Path, *flags: str) -> PtyTerminal:

@@ -9,17 +9,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import tomllib
 
-from tests.support.demo_terminal import CONSOLE_UP, START_TIMEOUT_S, kill_leftovers, start_demo
+from tests.support.demo_terminal import CONSOLE_UP, START_TIMEOUT_S, start_demo
 from tests.support.json_http import health_ok
 from tests.support.waits import wait_until_blocking
 
@@ -28,14 +26,6 @@ CONFIG = "eagle-console.toml"
 COMMAND_TIMEOUT_S = 180
 SERVER_BACK_S = 120.0
 """The demo's server restarts within seconds of its kill; this bounds the wait for it."""
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "demo"
-    yield folder
-    kill_leftovers(folder)
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def tip_commands(config: Path) -> list[list[str]]:

@@ -14,11 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.attach import stop_daemon
-from agent.state import StatePaths
 from tests.support.cli_runs import run_cli
 from tests.support.cli_success import run_cli_ok
-from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.ports import free_port
 
 PY = sys.executable
@@ -45,16 +42,6 @@ def two_boxes(tmp_path: Path, mode: str) -> Path:
         )
     config.write_text(body)
     return config
-
-
-@pytest.fixture
-def boxes(tmp_path: Path):  # type: ignore[no-untyped-def]
-    yield tmp_path
-    for name in ("a", "b"):
-        state = tmp_path / f"state-{name}"
-        if state.exists():
-            stop_daemon(StatePaths(state))
-            kill_leftover_jobs(state)
 
 
 def seen(tmp_path: Path, box: str) -> dict[str, object]:
