@@ -31,6 +31,7 @@ from tests.support.local_host_app import configured_app
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
 from tests.support.toasts import toasts
 
 RUNNER = JobSpec(("python", "-m", "runner", "{dataset_dir}"), kind="inference", per_dataset=True)
@@ -48,9 +49,7 @@ async def test_a_launch_without_a_pid_yet_says_it_is_starting() -> None:
     config = HostConfig("gpu", SshTarget("local"), pipeline=pipeline)
     app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW, host_configs={"gpu": config})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, datasets=(PENDING,), jobs=())))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, dataclasses.replace(SNAPSHOT, datasets=(PENDING,), jobs=()))
         app.screen.query_one("#datasets").focus()
         await pilot.press("g")
         await wait_for(pilot, lambda: any(t.startswith("started inference") for t in toasts(app)))
@@ -71,9 +70,7 @@ async def test_many_runs_finishing_at_once_make_one_toast() -> None:
         for i in range(1, 7)
     )
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, alerts=())))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, dataclasses.replace(SNAPSHOT, alerts=()))
         app.clear_notifications()
         for batch in (finished[:2], finished):  # they end a snapshot or two apart
             agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, alerts=batch)))

@@ -13,7 +13,7 @@ import time
 import pytest
 from rich.console import Console
 
-from agent.protocol import Event, HelloResult, JobInfo, OperationInfo, RedeployParams
+from agent.protocol import HelloResult, JobInfo, OperationInfo, RedeployParams
 from console.cli.redeploy_command import redeploy_with_advice
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import LinkError
@@ -24,6 +24,7 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
 
 OVER = JobInfo("inference-B2-1", "inference", "inference", "running", ("python", "-m", "runner"),
                pid=5151, pgid=5150, dataset="B2_ultrachat", started_at=NOW - 100)  # fmt: skip
@@ -84,9 +85,7 @@ async def test_r_shows_the_same_projection_and_suggestion() -> None:
     agent = scripted_host()
     app = ConsoleApp({"gpu": agent.open}, host_configs={"gpu": HOST}, clock=lambda: NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, jobs=(OVER,))))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, dataclasses.replace(SNAPSHOT, jobs=(OVER,)))
         app.screen.query_one("#jobs").focus()
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, RedeployScreen))
