@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -77,8 +78,7 @@ def test_every_command_of_the_demo_tip_works_as_printed(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", path_without_the_venv())  # "command not found" before
-    terminal = start_demo(workspace)
-    try:
+    with closing(start_demo(workspace)) as terminal:
         terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)
         commands = tip_commands(workspace / CONFIG)
         names = [argv[3] for argv in commands]
@@ -95,5 +95,3 @@ def test_every_command_of_the_demo_tip_works_as_printed(
                 assert re.search(r"^ok +gpus +2 GPU\(s\)", result.stdout, re.M), said
         terminal.send(b"q")
         assert terminal.wait_exit(60) == 0
-    finally:
-        terminal.close()
