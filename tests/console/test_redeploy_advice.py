@@ -21,6 +21,7 @@ from console.model.budget_advice import budget_advice, with_token_budget
 from console.ui.app import ConsoleApp
 from console.ui.screens.redeploy import RedeployScreen
 from tests.support.fixed_app import SIZE
+from tests.support.local_host_app import closed_after
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
@@ -52,13 +53,10 @@ def launched_argv(agent: ScriptedAgent) -> tuple[str, ...] | None:
 
 async def redeploy_printing(agent: ScriptedAgent, token_budget: int | None) -> str:
     out = io.StringIO()
-    link = await agent.open()
-    try:
+    async with closed_after(await agent.open()) as link:
         await redeploy_with_advice(
             link, HOST, OVER.id, None, token_budget, Console(file=out, width=400)
         )
-    finally:
-        await link.close()
     return out.getvalue()
 
 
@@ -114,14 +112,11 @@ async def test_headless_redeploy_of_a_dataset_whose_run_ended_says_so_in_one_lin
     snapshot = dataclasses.replace(SNAPSHOT, jobs=(other, stopped, exited, *SNAPSHOT.jobs))
     agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {"snapshot": snapshot},
                           file_content=b"")  # fmt: skip
-    link = await agent.open()
-    try:
+    async with closed_after(await agent.open()) as link:
         with pytest.raises(LinkError) as caught:
             await redeploy_with_advice(
                 link, HOST, "B2_ultrachat", None, None, Console(file=io.StringIO())
             )
-    finally:
-        await link.close()
     said = str(caught.value)
     at = time.strftime("%H:%M", time.localtime(NOW - 60))
     assert "\n" not in said

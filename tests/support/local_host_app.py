@@ -19,7 +19,13 @@ from console.ui.app import ConsoleApp
 @asynccontextmanager
 async def local_link(state_dir: Path, pipeline: PipelineConfig | None) -> AsyncIterator[AgentLink]:
     """`open_local_link` to the agent of `state_dir`, closed when the block ends."""
-    link = await open_local_link(state_dir, pipeline)
+    async with closed_after(await open_local_link(state_dir, pipeline)) as link:
+        yield link
+
+
+@asynccontextmanager
+async def closed_after(link: AgentLink) -> AsyncIterator[AgentLink]:
+    """`link`, closed when the block ends."""
     try:
         yield link
     finally:
