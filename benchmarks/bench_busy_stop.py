@@ -30,7 +30,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths
 from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
+from tests.support.local_host_app import local_link
 
 RUNS = 8
 GRACE_S = 3.0
@@ -91,16 +91,13 @@ def figures(label: str, latencies: list[float]) -> float:
 
 
 async def measure(state_dir: Path) -> None:
-    link = await open_local_link(state_dir, pipeline())
-    try:
+    async with local_link(state_dir, pipeline()) as link:
         figures("idle agent", [await ping_ms(link) for _ in range(IDLE_PINGS)])
         jobs = await launch_ready(link)
         latencies, _ = await pings_while_stopping(link, jobs)
         p99 = figures(f"while stopping {RUNS} runs (grace {GRACE_S:.0f} s each)", latencies)
         verdict = "met" if p99 < GOAL_P99_MS else "MISSED"
         print(f"goal p99 < {GOAL_P99_MS:.0f} ms while stopping: {verdict}")
-    finally:
-        await link.close()
 
 
 def run() -> None:

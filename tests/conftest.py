@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent.attach import stop_daemon
+from agent.protocol import DatasetsConfig, PipelineConfig
 from agent.state import StatePaths
+from tests.support.datasets import write_sample_root
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.shared_fixtures import shares_fixtures
 from tests.support.ssh_servers import SshEndpoint, asyncssh_server, openssh_server, sshd_binary
@@ -60,9 +62,36 @@ def state_dir(tmp_path: Path) -> Iterator[Path]:
     """A fresh agent state dir; its daemon is stopped after the test."""
     path = tmp_path / "state"
     yield path
-    if path.exists():
-        stop_daemon(StatePaths(path))
-        kill_leftover_jobs(path)
+    end_agent(path)
+
+
+@pytest.fixture
+def boxes(tmp_path: Path) -> Iterator[Path]:
+    """Where two local agents, boxes a and b, keep their state (`state-a`, `state-b`); their
+    daemons and jobs are ended after the test."""
+    yield tmp_path
+    for name in "ab":
+        end_agent(tmp_path / f"state-{name}")
+
+
+def end_agent(state_dir: Path) -> None:
+    """Stop the daemon of `state_dir` and whatever jobs it left, if it ever started."""
+    if state_dir.exists():
+        stop_daemon(StatePaths(state_dir))
+        kill_leftover_jobs(state_dir)
+
+
+@pytest.fixture
+def sample_root(tmp_path: Path) -> Path:
+    """`tmp_path / "datasets"` holding the three sample datasets (`write_sample_root`)."""
+    write_sample_root(tmp_path / "datasets")
+    return tmp_path / "datasets"
+
+
+@pytest.fixture
+def sample_pipeline(sample_root: Path) -> PipelineConfig:
+    """A pipeline over `sample_root`, each dataset's budget 1,000 tokens."""
+    return PipelineConfig(datasets=DatasetsConfig(str(sample_root), budget=1000))
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ after a deploy, stayed "unchanged" after a rollback, and `b` again "rolled back"
 from __future__ import annotations
 
 import dataclasses
-import sys
 from pathlib import Path
 
 from textual.widgets import DataTable
@@ -24,22 +23,19 @@ from agent.protocol import (
     PipelineConfig,
 )
 from console.config import DeployMapping, HostConfig, SshTarget
-from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from console.ui.screens.deploy import DeployScreen
 from tests.support.fixed_app import SIZE
+from tests.support.local_host_app import configured_app
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
+from tests.support.toasts import toasts
 
 RUNNER = JobSpec(("python", "-m", "runner", "{dataset_dir}"), kind="inference", per_dataset=True)
 PENDING = DatasetProgress("B4_code", 30, 0, 0, 10_000, status="pending")
-
-
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 def agent_with(results: dict[str, object]) -> ScriptedAgent:
@@ -53,9 +49,7 @@ async def test_a_launch_without_a_pid_yet_says_it_is_starting() -> None:
     config = HostConfig("gpu", SshTarget("local"), pipeline=pipeline)
     app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW, host_configs={"gpu": config})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, datasets=(PENDING,), jobs=())))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, dataclasses.replace(SNAPSHOT, datasets=(PENDING,), jobs=()))
         app.screen.query_one("#datasets").focus()
         await pilot.press("g")
         await wait_for(pilot, lambda: any(t.startswith("started inference") for t in toasts(app)))
@@ -76,9 +70,7 @@ async def test_many_runs_finishing_at_once_make_one_toast() -> None:
         for i in range(1, 7)
     )
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, alerts=())))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, dataclasses.replace(SNAPSHOT, alerts=()))
         app.clear_notifications()
         for batch in (finished[:2], finished):  # they end a snapshot or two apart
             agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, alerts=batch)))
@@ -106,15 +98,7 @@ async def test_deploy_and_rollback_refresh_the_deploy_screen_and_an_identical_ro
     pipeline = PipelineConfig(
         datasets=DatasetsConfig(str(tmp_path / "datasets")), deploy_roots=(str(remote.parent),)
     )
-    config = HostConfig(
-        "gpu", SshTarget("local"), python=sys.executable, state_dir=str(state_dir),
-        pipeline=pipeline, deploy=(DeployMapping(local, str(remote)),),
-    )  # fmt: skip
-
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    app = ConsoleApp({"gpu": opener}, host_configs={"gpu": config})
+    app = configured_app(state_dir, pipeline, deploy=(DeployMapping(local, str(remote)),))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
         await pilot.press("d")

@@ -13,7 +13,6 @@ from textual.widgets import DataTable
 from agent.host.signals import kill_process
 from agent.protocol import (
     JOBS_LAUNCH,
-    DatasetsConfig,
     JobInfo,
     JobSpec,
     LaunchParams,
@@ -31,8 +30,9 @@ from console.ui.screens.dataset import DatasetScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
-from tests.support.datasets import response_line, write_sample_root
+from tests.support.datasets import response_line
 from tests.support.local_app import SIZE, make_app
+from tests.support.local_host_app import local_opener
 from tests.support.screen import cell, header, wait_for
 from tests.support.ssh_servers import asyncssh_server
 
@@ -61,11 +61,9 @@ async def app_factory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIt
 
 @pytest.mark.slow
 async def test_the_dashboard_shows_the_numbers_and_follows_appends(
-    tmp_path: Path, state_dir: Path, app_factory: MakeApp
+    state_dir: Path, app_factory: MakeApp, sample_root: Path, sample_pipeline: PipelineConfig
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
-    app = app_factory(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
+    app = app_factory(state_dir, sample_pipeline)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(  # over SSH: the handshake, the bundle's upload and the agent's start, on
             pilot,  # a machine running six test workers on two cores, took over 30 s once
@@ -77,7 +75,7 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
         await wait_for(pilot, lambda: cell(app, "datasets", "B1_sharegpt", "responses") == "3 / 5")
         assert cell(app, "datasets", "B1_sharegpt", "tokens") == "60 / 1K"
         assert cell(app, "datasets", "B2_ultrachat", "status") == "pending"
-        with (root / "B2_ultrachat" / "raw_responses.jsonl").open("a") as handle:
+        with (sample_root / "B2_ultrachat" / "raw_responses.jsonl").open("a") as handle:
             handle.write(response_line("p0", 1200))
         await wait_for(
             pilot, lambda: cell(app, "datasets", "B2_ultrachat", "tokens") == "1.2K / 1K"
@@ -113,11 +111,9 @@ async def test_the_dashboard_shows_the_numbers_and_follows_appends(
 
 @pytest.mark.slow
 async def test_a_lost_link_turns_stale_and_recovers_by_itself(
-    tmp_path: Path, state_dir: Path, app_factory: MakeApp
+    state_dir: Path, app_factory: MakeApp, sample_pipeline: PipelineConfig
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
-    app = app_factory(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
+    app = app_factory(state_dir, sample_pipeline)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: "link up" in header(app))
         kill_process(read_json(state_dir / "daemon.json")["pid"], signal.SIGKILL)
@@ -216,19 +212,13 @@ async def test_the_log_viewer_follows_pauses_searches_and_filters(
         assert isinstance(app.screen, DashboardScreen)
 
 
-async def test_an_unreachable_host_never_blocks_the_others(tmp_path: Path, state_dir: Path) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
-
-    async def good() -> AgentLink:
-        return await open_local_link(
-            state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000))
-        )
-
+async def test_an_unreachable_host_never_blocks_the_others(
+    state_dir: Path, sample_pipeline: PipelineConfig
+) -> None:
     async def bad() -> AgentLink:
         raise LinkError("box2: cannot reach root@10.9.9.9: No route to host")
 
-    app = ConsoleApp({"box2": bad, "gpu": good})
+    app = ConsoleApp({"box2": bad, "gpu": local_opener(state_dir, sample_pipeline)})
     async with app.run_test(size=SIZE) as pilot:
         assert app.current == "box2"
         await wait_for(

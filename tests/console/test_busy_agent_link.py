@@ -35,6 +35,7 @@ from console.link import host_connection
 from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection, LinkState
 from console.link.local_link import open_local_link
+from tests.support.local_host_app import local_link
 from tests.support.waits import until
 
 DEAF = (
@@ -65,8 +66,7 @@ def deaf_pipeline(grace_s: float) -> PipelineConfig:
 
 
 async def test_a_ping_is_answered_while_a_stop_waits_out_its_grace(state_dir: Path) -> None:
-    link = await open_local_link(state_dir, deaf_pipeline(grace_s=600.0))
-    try:
+    async with local_link(state_dir, deaf_pipeline(grace_s=600.0)) as link:
         job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("deaf"), idempotency_key="deaf-1")
         log = Path(job.log_path or "")
         await until(lambda: log.is_file() and "ready" in log.read_text())
@@ -80,8 +80,6 @@ async def test_a_ping_is_answered_while_a_stop_waits_out_its_grace(state_dir: Pa
         kill_group(job.pgid or 0, signal.SIGKILL)  # end the grace: the stop then reports the end
         result: StopResult = await stop
         assert result.outcome == "stopped"
-    finally:
-        await link.close()
 
 
 async def test_a_frozen_agent_keeps_its_link_and_says_it_is_silent(

@@ -21,13 +21,12 @@ from agent.protocol import (
     LaunchParams,
     StopParams,
 )
-from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink, AgentRequestError
 from console.link.local_link import open_local_link
-from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.capture_jobs import capture_pipeline
 from tests.support.local_app import SIZE
+from tests.support.local_host_app import configured_app, local_link
 from tests.support.operations import jobs_where
 from tests.support.screen import wait_for
 
@@ -43,8 +42,7 @@ async def exported(link: AgentLink) -> None:
 async def test_the_agent_refuses_a_capture_that_will_not_fit_unless_forced(
     tmp_path: Path, state_dir: Path
 ) -> None:
-    link = await open_local_link(state_dir, capture_pipeline(tmp_path))
-    try:
+    async with local_link(state_dir, capture_pipeline(tmp_path)) as link:
         await exported(link)
         with pytest.raises(AgentRequestError) as refused:
             await link.call(JOBS_LAUNCH, LaunchParams("hs"), idempotency_key="hs-1")
@@ -58,23 +56,16 @@ async def test_the_agent_refuses_a_capture_that_will_not_fit_unless_forced(
         )
         assert forced.name == "hs"
         await link.call(JOBS_STOP, StopParams(forced.id), idempotency_key="stop", timeout_s=60)
-    finally:
-        await link.close()
 
 
 async def test_t_shows_the_refusal_and_starts_the_capture_only_once_confirmed(
     tmp_path: Path, state_dir: Path
 ) -> None:
     pipeline = capture_pipeline(tmp_path)
-
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    setup = await opener()
+    setup = await open_local_link(state_dir, pipeline)
     await exported(setup)
     await setup.close()
-    host = HostConfig("gpu", SshTarget("local"), pipeline=pipeline)
-    app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
+    app = configured_app(state_dir, pipeline)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.connections["gpu"].link is not None)
         await pilot.press("t")

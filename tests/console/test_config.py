@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from console.config import ConfigError, SshTarget, load_config
+from tests.support.config_ranges import write_config
 
 GOOD = """
 [hosts.kimi]
@@ -49,14 +50,8 @@ ssh = "gpu-box"
 """
 
 
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "eagle-console.toml"
-    path.write_text(text)
-    return path
-
-
 def test_a_good_config_loads(tmp_path: Path) -> None:
-    config = load_config(write(tmp_path, GOOD))
+    config = load_config(write_config(tmp_path, GOOD))
     kimi = config.host("kimi")
     assert kimi.ssh == SshTarget("10.1.230.174", "root", None)
     assert kimi.python == "/opt/venv/bin/python3"
@@ -201,7 +196,7 @@ def test_a_good_config_loads(tmp_path: Path) -> None:
 def test_mistakes_name_file_key_and_expectation(
     tmp_path: Path, text: str, key: str, expected: str
 ) -> None:
-    path = write(tmp_path, text)
+    path = write_config(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     message = str(caught.value)
@@ -210,20 +205,20 @@ def test_mistakes_name_file_key_and_expectation(
 
 
 def test_ssh_local_means_this_machine_without_ssh(tmp_path: Path) -> None:
-    path = write(tmp_path, '[hosts.here]\nssh = "local"\n[hosts.box]\nssh = "local@box"\n')
+    path = write_config(tmp_path, '[hosts.here]\nssh = "local"\n[hosts.box]\nssh = "local@box"\n')
     config = load_config(path)
     assert config.host("here").is_local
     assert not config.host("box").is_local
 
 
 def test_toml_nested_too_deeply_is_a_config_error(tmp_path: Path) -> None:
-    path = write(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    path = write_config(tmp_path, "x = " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ConfigError, match="nested too deeply"):
         load_config(path)
 
 
 def test_invalid_toml_says_where(tmp_path: Path) -> None:
-    path = write(tmp_path, "[hosts.a\nssh = 1\n")
+    path = write_config(tmp_path, "[hosts.a\nssh = 1\n")
     with pytest.raises(ConfigError, match=r"not valid TOML.*line 1"):
         load_config(path)
 
@@ -231,7 +226,7 @@ def test_invalid_toml_says_where(tmp_path: Path) -> None:
 def test_missing_file_and_unknown_host(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="file not found"):
         load_config(tmp_path / "nope.toml")
-    config = load_config(write(tmp_path, GOOD))
+    config = load_config(write_config(tmp_path, GOOD))
     with pytest.raises(ConfigError, match=r"no host 'kimmi'.*alias, kimi"):
         config.host("kimmi")
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from agent.protocol import DatasetsConfig, Event, PipelineConfig, Snapshot
 from agent.state import StatePaths, read_json
-from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection, LinkState
 from console.link.local_link import open_local_link
 from console.model.config_drift import drift_text
@@ -21,6 +20,7 @@ from console.ui.app import ConsoleApp
 from console.ui.messages import LinkChanged
 from tests.support.datasets import write_prompts
 from tests.support.fixed_app import SIZE, never
+from tests.support.local_host_app import local_opener
 from tests.support.sample_snapshot import NOW
 from tests.support.screen import header, wait_for
 from tests.support.waits import until
@@ -50,9 +50,7 @@ async def test_a_dashboard_with_another_config_is_told_and_the_box_keeps_its_own
         if isinstance(event.data, Snapshot):
             snapshots.append(event.data)
 
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, PipelineConfig(DatasetsConfig(str(tmp_path / "b"))))
-
+    opener = local_opener(state_dir, PipelineConfig(DatasetsConfig(str(tmp_path / "b"))))
     states: list[LinkState] = []
     connection = HostConnection("gpu", opener, states.append, heard)
     runner = asyncio.create_task(connection.run())

@@ -14,7 +14,7 @@ from console.config import DeployMapping
 from console.link.agent_link import LinkError
 from console.link.deploy import deploy, plan_deploy
 from console.link.file_channel import LocalChannel
-from console.link.local_link import open_local_link
+from tests.support.local_host_app import local_link
 
 
 class CutChannel(LocalChannel):
@@ -38,8 +38,7 @@ async def test_a_cut_upload_leaves_targets_old_and_the_next_deploy_lands(
     for name in ("a.py", "b.py", "c.py"):
         (local / name).write_text(f"new {name}\n" * 500)
         (remote / name).write_text(f"old {name}\n" * 500)
-    link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(remote),)))
-    try:
+    async with local_link(state_dir, PipelineConfig(deploy_roots=(str(remote),))) as link:
         mapping = (DeployMapping(local, str(remote)),)
         plans = await plan_deploy(link, mapping)
         link.files = CutChannel(random.Random(seed).randrange(1, 4000))
@@ -52,8 +51,6 @@ async def test_a_cut_upload_leaves_targets_old_and_the_next_deploy_lands(
 
         link.files = LocalChannel()
         results = await deploy(link, await plan_deploy(link, mapping))
-    finally:
-        await link.close()
     assert all((remote / n).read_text() == f"new {n}\n" * 500 for n in ("a.py", "b.py", "c.py"))
     assert str(leftover) in {path for result in results for path in result.removed_leftovers}
     assert not list(remote.glob(".*eagle-upload-*"))
@@ -67,13 +64,10 @@ async def test_a_folder_swapped_for_a_symlink_after_the_plan_gets_no_byte_outsid
     (remote / "sub").mkdir(parents=True)
     outside.mkdir()
     (local / "sub" / "x.py").write_text("new\n")
-    link = await open_local_link(state_dir, PipelineConfig(deploy_roots=(str(remote),)))
-    try:
+    async with local_link(state_dir, PipelineConfig(deploy_roots=(str(remote),))) as link:
         plans = await plan_deploy(link, (DeployMapping(local, str(remote)),))
         (remote / "sub").rmdir()
         (remote / "sub").symlink_to(outside)  # swapped between the plan and the deploy
         with pytest.raises(LinkError, match="outside the deploy roots"):
             await deploy(link, plans)
-    finally:
-        await link.close()
     assert list(outside.iterdir()) == []

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from agent.protocol import JOBS_STOP, JobSpec, PipelineConfig, StopParams
-from console.config import HostConfig, SshTarget
-from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
+from agent.protocol import JobSpec, PipelineConfig
 from console.ui.app import ConsoleApp
 from console.ui.screens.export import ExportScreen
 from console.ui.widgets.drafter_panel import DrafterPanel
@@ -27,29 +23,14 @@ from tests.support.export_data import (
     write_jsonl,
 )
 from tests.support.local_app import SIZE
+from tests.support.local_host_app import configured_app, stop_live_jobs
 from tests.support.ports import free_port
 from tests.support.screen import wait_for
+from tests.support.toasts import record_toasts
 
 SIM = ("{python}", "-m", "agent.simulator", "--speed", "4", "--mean-tokens", "400",
        "--sd-tokens", "1", "--vocab-size", "1000")  # fmt: skip
 JOB_WAIT_S = 100.0
-
-
-def app_for(state_dir: Path, pipeline: PipelineConfig) -> tuple[ConsoleApp, list[str]]:
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    host = HostConfig("gpu", SshTarget("local"), pipeline=pipeline)
-    app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
-    said: list[str] = []
-    original = app.notify
-
-    def notify(message: str, **kwargs: Any) -> None:
-        said.append(message)
-        original(message, **kwargs)
-
-    app.notify = notify  # type: ignore[method-assign]
-    return app, said
 
 
 def panel_text(app: ConsoleApp) -> str:
@@ -60,16 +41,6 @@ def panel_text(app: ConsoleApp) -> str:
 def export_states(app: ConsoleApp) -> list[str]:
     snapshot = app.views["gpu"].snapshot
     return [j.state for j in snapshot.jobs if j.kind == "export"] if snapshot else []
-
-
-async def stop_all(app: ConsoleApp) -> None:
-    link = app.connections["gpu"].link
-    snapshot = app.views["gpu"].snapshot
-    assert link is not None
-    for job in snapshot.jobs if snapshot else ():
-        if job.state in ("starting", "running"):
-            await link.call(JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}",
-                               timeout_s=60)  # fmt: skip
 
 
 @pytest.mark.timeout(240)
@@ -91,7 +62,8 @@ async def test_after_training_b_serves_the_drafter_and_the_verdict_reaches_the_p
         "evaluate": JobSpec(evaluate, kind="evaluate"),
     }  # fmt: skip
     pipeline = PipelineConfig(sglang_url=f"http://127.0.0.1:{baseline}", jobs=jobs)
-    app, said = app_for(state_dir, pipeline)
+    app = configured_app(state_dir, pipeline)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
         assert not app.screen.query_one(DrafterPanel).has_class("-shown")
@@ -110,7 +82,7 @@ async def test_after_training_b_serves_the_drafter_and_the_verdict_reaches_the_p
             assert app.screen.query_one(DrafterPanel).has_class("-shown")
             assert "c=1: " in panel_text(app)
         finally:
-            await stop_all(app)
+            await stop_live_jobs(app)
 
 
 @pytest.mark.slow
@@ -128,7 +100,8 @@ async def test_x_exports_and_capital_x_shows_the_quality_report(
               "--tokenizer", str(tmp_path / "tok"), "--out", str(tmp_path / "out"),
               "--chat-template", "lfm")  # fmt: skip
     pipeline = PipelineConfig(jobs={"export": JobSpec(export, kind="export")})
-    app, said = app_for(state_dir, pipeline)
+    app = configured_app(state_dir, pipeline)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
         await pilot.press("X")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from agent.protocol import DatasetsConfig, PipelineConfig
+from agent.protocol import PipelineConfig
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.events import EventsScreen
-from tests.support.datasets import response_line, write_sample_root
+from tests.support.datasets import response_line
 from tests.support.local_app import SIZE, make_app
 from tests.support.screen import wait_for
 
@@ -23,14 +23,12 @@ def kinds_shown(screen: EventsScreen) -> list[str]:
 
 
 async def test_the_events_screen_shows_the_agent_start_and_a_budget_reached(
-    tmp_path: Path, state_dir: Path
+    tmp_path: Path, state_dir: Path, sample_root: Path, sample_pipeline: PipelineConfig
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
-    app = make_app(state_dir, PipelineConfig(datasets=DatasetsConfig(str(root), budget=1000)))
+    app = make_app(state_dir, sample_pipeline)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
-        with (root / "B2_ultrachat" / "raw_responses.jsonl").open("a") as handle:
+        with (sample_root / "B2_ultrachat" / "raw_responses.jsonl").open("a") as handle:
             handle.write(response_line("p0", 1200))
         deadline, kinds = time.monotonic() + DEADLINE_S, list[str]()
         while "budget_reached" not in kinds:  # recorded on the agent's own schedule

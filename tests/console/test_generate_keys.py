@@ -6,24 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.protocol import JOBS_STOP, DatasetsConfig, PipelineConfig, StopParams
-from console.config import HostConfig, SshTarget
-from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
-from console.ui.app import ConsoleApp
+from agent.protocol import DatasetsConfig, PipelineConfig
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.datasets import write_prompts
 from tests.support.local_app import RUNNER, SIZE, live_jobs
+from tests.support.local_host_app import configured_app, stop_live_jobs
 from tests.support.screen import wait_for
-
-
-async def stop_all(app: ConsoleApp) -> None:
-    link = app.connections["gpu"].link
-    assert link is not None
-    for job in live_jobs(app):
-        await link.call(
-            JOBS_STOP, StopParams(job.id), idempotency_key=f"end-{job.id}", timeout_s=60
-        )
+from tests.support.toasts import record_toasts
 
 
 @pytest.mark.slow
@@ -37,15 +26,8 @@ async def test_g_starts_the_selected_dataset_once_and_g_again_says_why_not(
         datasets=DatasetsConfig(str(root), budget=1000), jobs={"inference": RUNNER}
     )
 
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    app = ConsoleApp(
-        {"gpu": opener},
-        host_configs={"gpu": HostConfig("gpu", SshTarget("local"), pipeline=pipeline)},
-    )
-    said: list[str] = []
-    app.notify = lambda message, **kwargs: said.append(message)  # type: ignore[method-assign]
+    app = configured_app(state_dir, pipeline)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(
             pilot, lambda: bool(app.views["gpu"].snapshot and app.views["gpu"].snapshot.datasets)
@@ -65,4 +47,4 @@ async def test_g_starts_the_selected_dataset_once_and_g_again_says_why_not(
             "B2_ultrachat",
             "B3_math",
         ]
-        await stop_all(app)
+        await stop_live_jobs(app)

@@ -7,13 +7,11 @@ import sys
 from pathlib import Path
 
 from agent.protocol import DatasetsConfig, PipelineConfig
-from console.config import HostConfig, SshTarget
-from console.link.agent_link import AgentLink
-from console.link.local_link import open_local_link
-from console.ui.app import ConsoleApp
 from tests.support.datasets import write_prompts
 from tests.support.local_app import RUNNER, SIZE, live_jobs
+from tests.support.local_host_app import configured_app
 from tests.support.screen import wait_for
+from tests.support.toasts import record_toasts
 
 HOLD_OPEN = (
     "import sys, time; f = open(sys.argv[1], 'a'); print('open', flush=True); time.sleep(300)"
@@ -29,15 +27,8 @@ async def test_g_on_a_dataset_an_old_script_writes_names_that_script(
         datasets=DatasetsConfig(str(root), budget=1000), jobs={"inference": RUNNER}
     )
 
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    app = ConsoleApp(
-        {"gpu": opener},
-        host_configs={"gpu": HostConfig("gpu", SshTarget("local"), pipeline=pipeline)},
-    )
-    said: list[str] = []
-    app.notify = lambda message, **kwargs: said.append(message)  # type: ignore[method-assign]
+    app = configured_app(state_dir, pipeline)
+    said = record_toasts(app)
     script = subprocess.Popen(
         [sys.executable, "-c", HOLD_OPEN, str(root / "B1_sharegpt" / "raw_responses.jsonl")],
         stdout=subprocess.PIPE, text=True,

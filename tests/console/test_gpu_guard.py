@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,13 +17,14 @@ from agent.protocol import (
     PipelineConfig,
     StopParams,
 )
-from console.config import HostConfig, SshTarget
-from console.link.agent_link import AgentLink, AgentRequestError
+from console.link.agent_link import AgentRequestError
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.local_app import SIZE
+from tests.support.local_host_app import configured_app, local_link
 from tests.support.screen import cell, wait_for
+from tests.support.toasts import record_toasts
 
 NAP = (sys.executable, "-c", "import time; time.sleep(120)")
 JOBS = {
@@ -35,8 +35,7 @@ JOBS = {
 
 
 async def test_a_gpu_job_is_refused_while_another_holds_the_gpus(state_dir: Path) -> None:
-    link = await open_local_link(state_dir, PipelineConfig(jobs=JOBS))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs=JOBS)) as link:
         server: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("sglang"), idempotency_key="s1")
         vocab: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("vocab"), idempotency_key="v1")
         with pytest.raises(AgentRequestError) as caught:
@@ -49,22 +48,14 @@ async def test_a_gpu_job_is_refused_while_another_holds_the_gpus(state_dir: Path
             await link.call(
                 JOBS_STOP, StopParams(job.id), idempotency_key=f"stop-{job.id}", timeout_s=60
             )
-    finally:
-        await link.close()
     assert train.name == "train"
 
 
 async def test_t_offers_to_stop_the_server_first(state_dir: Path) -> None:
-    pipeline = PipelineConfig(jobs=JOBS)
-
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    launcher = await opener()
+    launcher = await open_local_link(state_dir, PipelineConfig(jobs=JOBS))
     server: JobInfo = await launcher.call(JOBS_LAUNCH, LaunchParams("sglang"), idempotency_key="s")
     await launcher.close()
-    host = HostConfig("gpu", SshTarget("local"), pipeline=pipeline)
-    app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
+    app = configured_app(state_dir, PipelineConfig(jobs=JOBS))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: cell(app, "jobs", server.id, "state") == "running")
         await pilot.press("t")
@@ -100,21 +91,8 @@ async def test_s_starts_the_server_says_when_it_is_ready_and_stops_it(state_dir:
     )  # fmt: skip
     pipeline = PipelineConfig(sglang_url=f"http://127.0.0.1:{port}", jobs={"sglang": simulator})
 
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    app = ConsoleApp(
-        {"gpu": opener},
-        host_configs={"gpu": HostConfig("gpu", SshTarget("local"), pipeline=pipeline)},
-    )
-    said: list[str] = []
-    original = app.notify
-
-    def notify(message: str, **kwargs: Any) -> None:
-        said.append(message)
-        original(message, **kwargs)
-
-    app.notify = notify  # type: ignore[method-assign]
+    app = configured_app(state_dir, pipeline)
+    said = record_toasts(app)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
         await pilot.press("s")

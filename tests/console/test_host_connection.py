@@ -18,8 +18,8 @@ from agent.state import read_json
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection, LinkState
-from console.link.local_link import open_local_link
 from console.link.ssh_link import open_ssh_link
+from tests.support.local_host_app import local_opener
 from tests.support.waits import until
 
 
@@ -38,10 +38,7 @@ async def test_the_link_recovers_after_the_agent_is_killed(tmp_path: Path, state
         elif isinstance(event.data, LogChunk):
             chunks.append(event.data)
 
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, config)
-
-    connection = HostConnection("gpu", opener, states.append, on_event)
+    connection = HostConnection("gpu", local_opener(state_dir, config), states.append, on_event)
     runner = asyncio.create_task(connection.run())
     try:
         await until(lambda: connection.state.status == "up" and snapshots)

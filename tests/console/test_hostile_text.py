@@ -62,6 +62,7 @@ from tests.support.hostile_text import (
 from tests.support.sample_snapshot import NOW
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
 
 SIZE = (200, 60)
 HOST = "gpu"
@@ -125,8 +126,7 @@ def check_screen(app: ConsoleApp, *labels: str) -> str:
     unsafe = [char for line in lines for char in unsafe_characters(line)]
     assert unsafe == [], f"{screen} renders control characters {unsafe[:10]}:\n{text}"
     for label in labels:  # "=text": a cut-short field (a sha256's first 12 characters)
-        shown = label[1:] if label.startswith("=") else f"{label}{SHOWN_MARKUP}"
-        assert shown in text, f"{screen} does not show {label} literally:\n{text}"
+        assert _shown_as(label) in text, f"{screen} does not show {label} literally:\n{text}"
     if any(not label.startswith("=") for label in labels):
         assert "␛]0;PWNED" in text, f"{screen} hides the escapes instead of showing them"
     return text
@@ -171,9 +171,7 @@ async def test_hostile_text_in_every_field_shows_literally_on_every_screen(tmp_p
         await wait_for(pilot, lambda: isinstance(app.screen, TrustScreen))
         check_screen(app, "ssh.host")
         await pilot.press("escape")
-        await wait_for(pilot, lambda: app.views[HOST].state.status == "up")
-        agent.push(Event("snapshot", snapshot))
-        await wait_for(pilot, lambda: app.views[HOST].snapshot is not None)
+        await up_with(pilot, agent, snapshot, HOST)
         await check_when_shown(pilot, app, "snap.datasets[0].name", "snap.jobs[0].name",
                                "snap.alerts[0].message", "snap.server.detail",
                                "snap.gpus[0].job_ids[0]", "hello.agent_version")  # fmt: skip

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.actions import parse
 from textual.dom import DOMNode
+from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable
 
@@ -25,9 +27,10 @@ from console.ui.screens.export import ExportScreen
 from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
-from tests.support.fixed_app import SIZE, fixed_app, show_fixed
+from tests.support.fixed_app import show_fixed
 from tests.support.sample_snapshot import SNAPSHOT
 from tests.support.screen import wait_for
+from tests.support.shown_app import shown_app
 
 DETAIL = DatasetDetail("B1", 3, (ResponseSummary("r1", 12, "stop", 0.5),), {"stop": 3},
                        (0, 64, 128), (2, 1), ())  # fmt: skip
@@ -58,26 +61,24 @@ def dead_footer_keys(app: ConsoleApp) -> list[str]:
     return dead
 
 
-def help_keys(app: ConsoleApp) -> set[str]:
-    """The keys the help table on top lists."""
+async def help_keys(app: ConsoleApp, pilot: Pilot[Any]) -> set[str]:
+    """The keys the help table lists, once `?` has opened it."""
+    await pilot.press("question_mark")
+    await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
     table = app.screen.query_one("#help-table", DataTable)
     return {str(table.get_row_at(index)[0]) for index in range(table.row_count)}
 
 
 @pytest.mark.parametrize("screen", list(SCREENS))
 async def test_every_key_a_screen_footer_lists_acts_on_that_screen(screen: str) -> None:
-    app = fixed_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await show_fixed(pilot)
+    async with shown_app() as (app, pilot):
         await app.push_screen(SCREENS[screen]())
         await pilot.pause()
         assert dead_footer_keys(app) == []
 
 
 async def test_every_key_the_dashboard_footer_lists_acts_on_the_dashboard() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await show_fixed(pilot)
+    async with shown_app() as (app, pilot):
         for table in ("#datasets", "#jobs"):
             app.screen.query_one(table).focus()
             await pilot.pause()
@@ -85,9 +86,7 @@ async def test_every_key_the_dashboard_footer_lists_acts_on_the_dashboard() -> N
 
 
 async def test_l_inside_a_log_view_opens_no_second_log_view() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await show_fixed(pilot)
+    async with shown_app() as (app, pilot):
         await app.push_screen(LogScreen("gpu", "sglang"))
         depth = len(app.screen_stack)
         await pilot.press("l")
@@ -97,24 +96,16 @@ async def test_l_inside_a_log_view_opens_no_second_log_view() -> None:
 
 
 async def test_help_on_the_dashboard_lists_its_keys_enter_o_and_tab_included() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await show_fixed(pilot)
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        listed = help_keys(app)
+    async with shown_app() as (app, pilot):
+        listed = await help_keys(app, pilot)
         assert {"enter", "o", "tab"} <= listed
         assert {key_label(c.key) for c in DASHBOARD_COMMANDS} <= listed
 
 
 async def test_help_on_the_log_view_lists_the_log_keys_and_none_of_the_dashboard() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await show_fixed(pilot)
+    async with shown_app() as (app, pilot):
         await app.push_screen(LogScreen("gpu", "sglang"))
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        listed = help_keys(app)
+        listed = await help_keys(app, pilot)
         assert {key_label(c.key) for c in LOG_COMMANDS} <= listed
         dashboard_only = {key_label(c.key) for c in DASHBOARD_COMMANDS} - {
             key_label(c.key) for c in (*LOG_COMMANDS, *APP_COMMANDS)
@@ -124,9 +115,7 @@ async def test_help_on_the_log_view_lists_the_log_keys_and_none_of_the_dashboard
 
 @pytest.mark.parametrize("screen", list(SCREENS))
 async def test_help_lists_every_key_the_footer_of_each_screen_shows(screen: str) -> None:
-    app = fixed_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await show_fixed(pilot)
+    async with shown_app() as (app, pilot):
         await app.push_screen(SCREENS[screen]())
         await pilot.pause()
         shown = {
@@ -134,19 +123,13 @@ async def test_help_lists_every_key_the_footer_of_each_screen_shows(screen: str)
             for active in app.screen.active_bindings.values()
             if active.binding.show
         }
-        await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        listed = {part for label in help_keys(app) for part in label.split(" / ")}
+        listed = {part for label in await help_keys(app, pilot) for part in label.split(" / ")}
         assert shown <= listed
 
 
 async def test_at_80x24_the_help_says_how_many_keys_are_below_the_view() -> None:
     """It hid its last seven keys, q among them, with no sign that it scrolls."""
-    from textual.widgets import DataTable
-
-    app = fixed_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await show_fixed(pilot)
+    async with shown_app(show_fixed, (80, 24)) as (app, pilot):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         table = app.screen.query_one("#help-table", DataTable)

@@ -23,6 +23,7 @@ from tests.support.fixed_app import SIZE, never
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent, scripted, stops
+from tests.support.shown_app import up_with
 
 
 def called(agent: ScriptedAgent, method: str) -> list[str]:
@@ -106,9 +107,7 @@ async def test_the_palette_asks_what_the_key_asks_on_the_screen_it_was_opened_ov
     agent = scripted("a")
     app = ConsoleApp({"a": agent.open}, clock=lambda: NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.views["a"].state.status == "up")
-        agent.push(Event("snapshot", SNAPSHOT))
-        await wait_for(pilot, lambda: app.views["a"].snapshot is not None)
+        await up_with(pilot, agent, SNAPSHOT, "a")
         app.screen.query_one("#jobs").focus()
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))

@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from tests.support.fixed_app import SIZES, fixed_app, show_crowded
 from tests.support.sample_snapshot import CROWDED
 from tests.support.screen import wait_for
+from tests.support.shown_app import shown_app
 
 MUST_SHOW = {"dataset", "tokens", "ETA", "status"}
 
@@ -27,9 +28,7 @@ def test_dashboard_at_size(snap_compare: Any, size: tuple[int, int]) -> None:
 
 
 async def test_at_80x24_every_dataset_is_reachable_with_its_key_columns() -> None:
-    app = fixed_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, (80, 24)) as (app, pilot):
         table = app.screen.query_one("#datasets", DataTable)
         await wait_for(pilot, lambda: table.row_count == len(CROWDED.datasets))
         assert {str(key.value) for key in table.columns} >= MUST_SHOW
@@ -46,9 +45,7 @@ async def test_at_80x24_every_dataset_is_reachable_with_its_key_columns() -> Non
 
 
 async def test_at_200x60_the_room_goes_to_the_training_panel_not_empty_dataset_rows() -> None:
-    app = fixed_app()
-    async with app.run_test(size=(200, 60)) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, (200, 60)) as (app, pilot):
         table = app.screen.query_one("#datasets", DataTable)
         await wait_for(pilot, lambda: table.row_count == len(CROWDED.datasets))
         empty_rows = table.scrollable_content_region.height - 1 - table.row_count  # 1: header

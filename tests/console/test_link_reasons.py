@@ -17,16 +17,13 @@ from console.ui.messages import LinkChanged, SnapshotReceived
 from tests.support.fixed_app import SIZE, never
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import header, wait_for
+from tests.support.toasts import toasts
 
 REFUSED = "box2: cannot reach root@10.9.9.9:22: Connect call failed ('10.9.9.9', 22)"
 
 
 async def refused() -> AgentLink:
     raise LinkError(REFUSED)
-
-
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 async def test_a_down_link_says_why_with_its_retry_and_r_says_it_reconnects() -> None:

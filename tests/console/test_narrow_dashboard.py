@@ -22,9 +22,10 @@ from console.ui.commands import DASHBOARD_COMMANDS, keys_of
 from console.ui.messages import LinkChanged, SnapshotReceived
 from console.ui.widgets.datasets_table import COLUMNS, DatasetsTable
 from console.ui.widgets.key_footer import KeyFooter
-from tests.support.fixed_app import fixed_app, never, show_crowded, show_fixed
+from tests.support.fixed_app import never, show_crowded, show_fixed
 from tests.support.sample_snapshot import CROWDED, NOW, ROWS, with_many_rows
 from tests.support.screen import wait_for
+from tests.support.shown_app import shown_app
 
 TABLE_CHROME = 2
 """The datasets table's border: the columns get the terminal's width less this."""
@@ -91,9 +92,7 @@ def test_keys_leave_a_narrow_footer_by_rank_and_the_room_left_goes_to_full_words
 
 
 async def footer_keys(size: tuple[int, int]) -> tuple[KeyFooter, dict[str, str]]:
-    app = fixed_app()
-    async with app.run_test(size=size) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, size) as (app, pilot):
         footer = app.screen.query_one(KeyFooter)
         await wait_for(pilot, lambda: bool(footer.query(FooterKey)))
         keys = {key.key_display: key.description for key in footer.query(FooterKey)}
@@ -114,9 +113,7 @@ async def test_with_room_the_footer_shows_every_key_in_full() -> None:
 
 
 async def test_at_80_columns_help_lists_every_key_in_full() -> None:
-    app = fixed_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await show_fixed(pilot)
+    async with shown_app(show_fixed, (80, 24)) as (app, pilot):
         dashboard = app.screen
         await pilot.press("question_mark")
         table = app.screen.query_one("#help-table", DataTable)
@@ -126,9 +123,7 @@ async def test_at_80_columns_help_lists_every_key_in_full() -> None:
 
 
 async def test_after_a_re_sort_the_selected_dataset_stays_selected_and_in_view() -> None:
-    app = fixed_app()
-    async with app.run_test(size=(80, 24)) as pilot:
-        await show_fixed(pilot)
+    async with shown_app(show_fixed, (80, 24)) as (app, pilot):
         app.post_message(SnapshotReceived("gpu", with_many_rows(NOW)))
         table = app.screen.query_one(DatasetsTable)
         await wait_for(pilot, lambda: table.row_count == ROWS)

@@ -14,6 +14,7 @@ import pytest
 from agent.protocol import JobInfo, JobState, NodePart
 from console.config import ConfigError, ConsoleConfig, load_config, node_spans
 from console.model.node_groups import node_groups, parts_to_stop, why_stopped
+from tests.support.config_ranges import write_config
 
 PY = "/usr/bin/python3"
 
@@ -27,9 +28,7 @@ def box(name: str, nodes: str = '["a", "b"]', extra: str = "") -> str:
 
 
 def load(tmp_path: Path, text: str) -> ConsoleConfig:
-    path = tmp_path / "eagle-console.toml"
-    path.write_text(text)
-    return load_config(path)
+    return load_config(write_config(tmp_path, text))
 
 
 def test_a_job_across_two_boxes_loads(tmp_path: Path) -> None:

@@ -8,21 +8,16 @@ makes the console stop the one still running.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from textual.pilot import Pilot
 
-from agent.attach import stop_daemon
 from agent.protocol import JobInfo, JobSpec, PipelineConfig
-from agent.state import StatePaths
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
-from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.local_app import SIZE
 from tests.support.screen import cell, wait_for
 
@@ -61,17 +56,6 @@ def parts(app: ConsoleApp) -> dict[str, JobInfo]:
 
 def states(app: ConsoleApp) -> dict[str, str]:
     return {host: job.state for host, job in parts(app).items()}
-
-
-@pytest.fixture
-def boxes(tmp_path: Path) -> Iterator[Path]:
-    """Where the two agents keep their state; their daemons and jobs are ended after the test."""
-    yield tmp_path
-    for name in "ab":
-        state = tmp_path / f"state-{name}"
-        if state.exists():
-            stop_daemon(StatePaths(state))
-            kill_leftover_jobs(state)
 
 
 async def press_t(pilot: Pilot[None], app: ConsoleApp) -> None:

@@ -29,6 +29,8 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
+from tests.support.toasts import toasts
 
 STOPPED = OperationStep("stop", "done", "SIGINT → SIGTERM", NOW)
 STARTING = OperationInfo("redeploy-1", "redeploy", "inference (B3_math)", "running",
@@ -42,17 +44,11 @@ OLD = OperationInfo("redeploy-0", "redeploy", "inference (B1)", "failed", (), NO
                     NOW - 500, outcome="could not start")  # fmt: skip
 
 
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
 async def test_each_step_is_told_once_whichever_way_it_came() -> None:
     agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {}, file_content=b"")
     app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, operations=(OLD,))))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, dataclasses.replace(SNAPSHOT, operations=(OLD,)))
         agent.push(Event("operation", STARTING))
         agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, operations=(OLD, STARTING))))
         agent.push(Event("operation", DONE))
@@ -113,9 +109,7 @@ async def test_after_training_the_toast_names_who_serves_the_drafter_next(
     agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {}, file_content=b"")
     app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW, host_configs={"gpu": config})
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", SNAPSHOT))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, SNAPSHOT)
         after = dataclasses.replace(SNAPSHOT, jobs=(trained,), alerts=(ended,), autopilot=autopilot)
         agent.push(Event("snapshot", after))
         await wait_for(pilot, lambda: any(said in t for t in toasts(app)))

@@ -13,7 +13,7 @@ import time
 import pytest
 from rich.console import Console
 
-from agent.protocol import Event, HelloResult, JobInfo, OperationInfo, RedeployParams
+from agent.protocol import HelloResult, JobInfo, OperationInfo, RedeployParams
 from console.cli.redeploy_command import redeploy_with_advice
 from console.config import HostConfig, SshTarget
 from console.link.agent_link import LinkError
@@ -21,9 +21,11 @@ from console.model.budget_advice import budget_advice, with_token_budget
 from console.ui.app import ConsoleApp
 from console.ui.screens.redeploy import RedeployScreen
 from tests.support.fixed_app import SIZE
+from tests.support.local_host_app import closed_after
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
 
 OVER = JobInfo("inference-B2-1", "inference", "inference", "running", ("python", "-m", "runner"),
                pid=5151, pgid=5150, dataset="B2_ultrachat", started_at=NOW - 100)  # fmt: skip
@@ -51,13 +53,10 @@ def launched_argv(agent: ScriptedAgent) -> tuple[str, ...] | None:
 
 async def redeploy_printing(agent: ScriptedAgent, token_budget: int | None) -> str:
     out = io.StringIO()
-    link = await agent.open()
-    try:
+    async with closed_after(await agent.open()) as link:
         await redeploy_with_advice(
             link, HOST, OVER.id, None, token_budget, Console(file=out, width=400)
         )
-    finally:
-        await link.close()
     return out.getvalue()
 
 
@@ -84,9 +83,7 @@ async def test_r_shows_the_same_projection_and_suggestion() -> None:
     agent = scripted_host()
     app = ConsoleApp({"gpu": agent.open}, host_configs={"gpu": HOST}, clock=lambda: NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", dataclasses.replace(SNAPSHOT, jobs=(OVER,))))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, dataclasses.replace(SNAPSHOT, jobs=(OVER,)))
         app.screen.query_one("#jobs").focus()
         await pilot.press("R")
         await wait_for(pilot, lambda: isinstance(app.screen, RedeployScreen))
@@ -115,14 +112,11 @@ async def test_headless_redeploy_of_a_dataset_whose_run_ended_says_so_in_one_lin
     snapshot = dataclasses.replace(SNAPSHOT, jobs=(other, stopped, exited, *SNAPSHOT.jobs))
     agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {"snapshot": snapshot},
                           file_content=b"")  # fmt: skip
-    link = await agent.open()
-    try:
+    async with closed_after(await agent.open()) as link:
         with pytest.raises(LinkError) as caught:
             await redeploy_with_advice(
                 link, HOST, "B2_ultrachat", None, None, Console(file=io.StringIO())
             )
-    finally:
-        await link.close()
     said = str(caught.value)
     at = time.strftime("%H:%M", time.localtime(NOW - 60))
     assert "\n" not in said

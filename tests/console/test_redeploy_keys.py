@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,14 @@ from agent.protocol import (
     PipelineConfig,
     StopParams,
 )
-from console.config import DeployMapping, HostConfig, SshTarget
-from console.link.agent_link import AgentLink
+from console.config import DeployMapping
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.deploy import DeployScreen, DiffScreen
 from console.ui.screens.redeploy import RedeployScreen
 from tests.support.local_app import SIZE
+from tests.support.local_host_app import configured_app
 from tests.support.repo import REPO, old_runner_copy
 from tests.support.runner_files import write_id_prompts
 from tests.support.screen import cell, wait_for
@@ -55,20 +54,15 @@ async def test_r_redeploys_the_selected_runner_onto_the_new_code(
                 env={"PYTHONPATH": str(app_dir)},
             )},
         )  # fmt: skip
-        host = HostConfig(
-            "gpu", SshTarget("local"), python=sys.executable, state_dir=str(state_dir), pipeline=pipeline,
-            deploy=(DeployMapping(REPO / "agent" / "pipeline" / "inference", str(app_dir / "agent" / "pipeline" / "inference")),),
-        )  # fmt: skip
-
-        async def opener() -> AgentLink:
-            return await open_local_link(state_dir, pipeline)
-
-        launcher = await opener()
+        launcher = await open_local_link(state_dir, pipeline)
         job = await launcher.call(
             JOBS_LAUNCH, LaunchParams("inference", "B1_sharegpt"), idempotency_key="old"
         )
         await launcher.close()
-        app = ConsoleApp({"gpu": opener}, host_configs={"gpu": host})
+        inference = Path("agent", "pipeline", "inference")
+        app = configured_app(
+            state_dir, pipeline, (DeployMapping(REPO / inference, str(app_dir / inference)),)
+        )
         async with app.run_test(size=SIZE) as pilot:
             await wait_for(pilot, lambda: cell(app, "jobs", job.id, "state").startswith("running"))
             await wait_for(pilot, lambda: "stale_code" in alert_kinds(app))

@@ -24,6 +24,7 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import eventually, wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
 
 BUDGET = 25_000
 ARGV = (
@@ -49,10 +50,6 @@ def host_with(b3: DatasetProgress) -> Snapshot:
     return dataclasses.replace(SNAPSHOT, datasets=datasets, jobs=(OLD_RUN,))
 
 
-def scripted_host() -> ScriptedAgent:
-    return ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {}, file_content=b"")
-
-
 def modal_text(app: ConsoleApp) -> str:
     return str(app.screen.query_one("#confirm-text").render())
 
@@ -68,7 +65,7 @@ def focused_id(app: ConsoleApp) -> str | None:
 
 
 def scripted_app() -> tuple[ConsoleApp, ScriptedAgent]:
-    agent = scripted_host()
+    agent = ScriptedAgent(HelloResult(1, "0.1.0", "", 1, "gpu", NOW), {}, file_content=b"")
     return ConsoleApp({"gpu": agent.open}, host_configs={"gpu": HOST}, clock=lambda: NOW), agent
 
 
@@ -76,9 +73,7 @@ async def press_r(pilot: Pilot[None], agent: ScriptedAgent, b3: DatasetProgress)
     """The host comes up with B3_math as given; R on its old run opens the modal."""
     app = pilot.app
     assert isinstance(app, ConsoleApp)
-    await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-    agent.push(Event("snapshot", host_with(b3)))
-    await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+    await up_with(pilot, agent, host_with(b3))
     app.screen.query_one("#jobs").focus()
     await pilot.press("R")
     await wait_for(pilot, lambda: isinstance(app.screen, RedeployScreen))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import pytest
@@ -42,9 +43,10 @@ from console.ui.screens.dataset import DatasetScreen
 from console.ui.screens.events import EventsScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.widgets.key_footer import KeyFooter
-from tests.support.fixed_app import fixed_app, show_crowded
+from tests.support.fixed_app import show_crowded
 from tests.support.sample_snapshot import CROWDED, NOW, SNAPSHOT
 from tests.support.screen import eventually, holds, wait_for
+from tests.support.shown_app import shown_app
 
 SMALL = (80, 24)
 LARGE = (200, 60)
@@ -99,20 +101,22 @@ def lines_of(app: ConsoleApp) -> list[str]:
     return [line.rstrip() for line in screen_text(app).splitlines()]
 
 
-async def show(pilot: Pilot[Any], **changes: Any) -> None:
-    """The crowded host (eight datasets, a training run), with `changes` to its snapshot."""
-    await show_crowded(pilot)
-    shown = dataclasses.replace(CROWDED, **changes)
-    pilot.app.post_message(SnapshotReceived("gpu", shown))
-    app = cast(ConsoleApp, pilot.app)
-    await wait_for(pilot, lambda: app.views["gpu"].snapshot == shown)
+def crowded_with(**changes: Any) -> Callable[[Pilot[Any]], Awaitable[None]]:
+    """Shows the crowded host (eight datasets, a training run), with `changes` to its snapshot."""
+
+    async def show(pilot: Pilot[Any]) -> None:
+        await show_crowded(pilot)
+        shown = dataclasses.replace(CROWDED, **changes)
+        pilot.app.post_message(SnapshotReceived("gpu", shown))
+        app = cast(ConsoleApp, pilot.app)
+        await wait_for(pilot, lambda: app.views["gpu"].snapshot == shown)
+
+    return show
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "200x60"])
 async def test_the_events_say_what_happened_in_full(size: tuple[int, int]) -> None:
-    app = fixed_app()
-    async with app.run_test(size=size) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, size) as (app, pilot):
         await app.push_screen(EventsScreen("gpu", cast(AgentLink, TimelineLink())))
         table = app.screen.query_one("#events-table", DataTable)
         await wait_for(pilot, lambda: table.row_count == 2)
@@ -131,9 +135,7 @@ async def test_the_events_say_what_happened_in_full(size: tuple[int, int]) -> No
 
 
 async def test_at_80x24_the_dataset_detail_keeps_its_title_responses_and_errors() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, SMALL) as (app, pilot):
         await app.push_screen(DatasetScreen("gpu", DETAIL, CROWDED.datasets[2]))
 
         def detail_kept() -> None:
@@ -150,10 +152,8 @@ async def test_at_80x24_the_dataset_detail_keeps_its_title_responses_and_errors(
 
 
 async def test_at_80x24_the_log_status_line_shows_the_whole_search_and_filter() -> None:
-    app = fixed_app()
     search, needle = r"gen throughput \(token/s\): 7[0-9]{3}\.[0-9]+", "Decode batch|Prefill batch"
-    async with app.run_test(size=SMALL) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, SMALL) as (app, pilot):
         await app.push_screen(LogScreen("gpu", "sglang"))
         text = "[TP0] Decode batch, #running-req: 64, gen throughput (token/s): 7400.00\n" * 3
         screen = app.screen
@@ -181,9 +181,7 @@ def footer_keys(app: ConsoleApp) -> dict[str, str]:
 
 
 async def test_with_room_the_footer_shows_export_report_bench_and_events() -> None:
-    app = fixed_app()
-    async with app.run_test(size=LARGE) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, LARGE) as (app, pilot):
 
         def roomy_footer() -> None:
             keys = footer_keys(app)
@@ -195,9 +193,7 @@ async def test_with_room_the_footer_shows_export_report_bench_and_events() -> No
 
 
 async def test_at_80x24_the_training_and_drafter_panels_are_a_key_away() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await show(pilot, evaluation=EVALUATION)
+    async with shown_app(crowded_with(evaluation=EVALUATION), SMALL) as (app, pilot):
         await eventually(pilot, lambda: holds("] Panels" in lines_of(app)[-1]))
         assert "step 600/900" not in screen_text(app)
         await pilot.press("right_square_bracket")
@@ -225,9 +221,7 @@ async def test_at_80x24_the_training_and_drafter_panels_are_a_key_away() -> None
 
 
 async def test_at_200x60_every_panel_is_on_screen_and_the_footer_needs_no_page_key() -> None:
-    app = fixed_app()
-    async with app.run_test(size=LARGE) as pilot:
-        await show(pilot, evaluation=EVALUATION)
+    async with shown_app(crowded_with(evaluation=EVALUATION), LARGE) as (app, pilot):
 
         def all_on_screen() -> None:
             lines = lines_of(app)
@@ -242,9 +236,7 @@ async def test_at_200x60_every_panel_is_on_screen_and_the_footer_needs_no_page_k
 
 
 async def test_at_80x24_the_jobs_table_says_how_many_jobs_are_out_of_view() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await show(pilot, jobs=MANY_JOBS)
+    async with shown_app(crowded_with(jobs=MANY_JOBS), SMALL) as (app, pilot):
         table = app.screen.query_one("#jobs", DataTable)
         await wait_for(pilot, lambda: table.row_count == len(MANY_JOBS))
         in_view = table.scrollable_content_region.height - table.header_height
@@ -259,9 +251,7 @@ async def test_at_80x24_the_jobs_table_says_how_many_jobs_are_out_of_view() -> N
 
 
 async def test_at_80x24_a_toast_over_a_modal_leaves_its_buttons_uncovered() -> None:
-    app = fixed_app()
-    async with app.run_test(size=SMALL, notifications=True) as pilot:
-        await show_crowded(pilot)
+    async with shown_app(show_crowded, SMALL, notifications=True) as (app, pilot):
         spec = JobSpec(("python",), stop_signal="SIGINT", grace_s=60)
         consequences = stop_consequences("gpu", SNAPSHOT, "inference-B3_math-1", spec)
         await app.push_screen(ConfirmScreen("Stop inference?", consequences, "Stop"))
@@ -289,9 +279,7 @@ async def test_at_80x24_the_drafter_page_shows_every_level_the_slow_one_too() ->
         EVALUATION.levels[0], EvalLevel(8, 1501.2, 1199.0, 1.25, 2.8, 0.4, 0.45, 2.9, 0.5),
         EVALUATION.levels[1],
     ))  # fmt: skip
-    app = fixed_app()
-    async with app.run_test(size=SMALL) as pilot:
-        await show(pilot, evaluation=three)
+    async with shown_app(crowded_with(evaluation=three), SMALL) as (app, pilot):
         await eventually(pilot, lambda: holds("] Panels" in lines_of(app)[-1]))
         await pilot.press("right_square_bracket", "right_square_bracket")
 

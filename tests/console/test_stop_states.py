@@ -21,6 +21,8 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import JOBS, NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import scripted, stops
+from tests.support.shown_app import up_with
+from tests.support.toasts import toasts
 
 RUNNER = JOBS[0]
 ENDED = dataclasses.replace(RUNNER, state="failed", exit_code=3, ended_at=NOW - 120)
@@ -28,10 +30,6 @@ ENDED = dataclasses.replace(RUNNER, state="failed", exit_code=3, ended_at=NOW - 
 
 def with_runner(job: JobInfo, *alerts: Alert) -> Snapshot:
     return dataclasses.replace(SNAPSHOT, jobs=(job, *JOBS[1:]), alerts=alerts)
-
-
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 def test_an_ended_job_is_not_offered_a_stop_and_says_how_and_when_it_ended() -> None:
@@ -52,9 +50,7 @@ async def test_k_on_an_ended_job_opens_no_stop_modal_and_says_there_is_nothing_t
     agent = scripted("a")
     app = ConsoleApp({"a": agent.open}, clock=lambda: NOW)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["a"].state.status == "up")
-        agent.push(Event("snapshot", with_runner(ENDED)))
-        await wait_for(pilot, lambda: app.views["a"].snapshot is not None)
+        await up_with(pilot, agent, with_runner(ENDED), "a")
         app.screen.query_one("#jobs").focus()
         await pilot.press("k")
         await wait_for(pilot, lambda: any("nothing to stop" in t for t in toasts(app)))
@@ -66,9 +62,7 @@ async def test_a_stop_the_user_asked_for_shows_stopping_then_stopped_and_no_fail
     agent = scripted("a")
     app = ConsoleApp({"a": agent.open}, clock=lambda: NOW)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["a"].state.status == "up")
-        agent.push(Event("snapshot", with_runner(RUNNER)))
-        await wait_for(pilot, lambda: app.views["a"].snapshot is not None)
+        await up_with(pilot, agent, with_runner(RUNNER), "a")
         table = app.screen.query_one(JobsTable)
         table.focus()
         await pilot.press("k")

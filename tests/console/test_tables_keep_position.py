@@ -10,17 +10,16 @@ import pytest
 from textual.widgets import DataTable
 
 from console.ui.messages import SnapshotReceived
-from tests.support.fixed_app import fixed_app, show_fixed
+from tests.support.fixed_app import show_fixed
 from tests.support.sample_snapshot import NOW, ROWS, with_many_rows
 from tests.support.screen import wait_for
+from tests.support.shown_app import shown_app
 
 
 @pytest.mark.parametrize("table_id", ["#jobs", "#datasets"])
 @pytest.mark.slow
 async def test_a_refresh_keeps_the_cursor_and_the_scroll_of_the_table(table_id: str) -> None:
-    app = fixed_app()
-    async with app.run_test(size=(150, 42)) as pilot:
-        await show_fixed(pilot)
+    async with shown_app(show_fixed, (150, 42)) as (app, pilot):
         app.post_message(SnapshotReceived("gpu", with_many_rows(NOW)))
         table = app.screen.query_one(table_id, DataTable)
         await wait_for(pilot, lambda: table.row_count == ROWS)

@@ -7,14 +7,13 @@ from pathlib import Path
 import pytest
 
 from console.config import ConfigError, load_config
+from tests.support.config_ranges import write_config
 
 HOST = '[hosts.kimi]\nssh = "root@10.1.230.174"\n'
 
 
 def load(tmp_path: Path, text: str) -> tuple[str | None, bool]:
-    path = tmp_path / "eagle-console.toml"
-    path.write_text(HOST + text)
-    pipeline = load_config(path).host("kimi").pipeline
+    pipeline = load_config(write_config(tmp_path, HOST + text)).host("kimi").pipeline
     return pipeline.tokenizer, pipeline.trust_remote_code
 
 

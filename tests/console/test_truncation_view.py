@@ -3,7 +3,6 @@ agent warns of it, and the count, share and cap in the dataset's detail."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from textual.widgets import Static
 from agent.protocol import Alert, DatasetDetail, DatasetProgress, Snapshot
 from console.cli.status import HostStatus
 from console.config import ConfigError, load_config
-from console.link.agent_link import AgentLink
 from console.link.host_connection import LinkState
 from console.model.truncation_view import cut_text, truncation_line
 from console.ui.app import ConsoleApp
@@ -23,6 +21,7 @@ from console.ui.messages import LinkChanged, SnapshotReceived
 from console.ui.screens.dataset import DatasetScreen
 from console.ui.widgets.datasets_table import DatasetsTable
 from tests.support.config_ranges import write_config
+from tests.support.fixed_app import never
 from tests.support.screen import eventually, holds
 
 NOW = 1_795_960_000.0
@@ -53,11 +52,6 @@ def test_the_detail_line_gives_count_share_and_cap() -> None:
     assert truncation_line(unknown_cap) == "truncated: 123 of 1,000 (12.3 %) at max_new_tokens"
     assert truncation_line(WHOLE) is None
     assert truncation_line(None) is None
-
-
-async def never() -> AgentLink:
-    await asyncio.Event().wait()
-    raise AssertionError("unreachable")
 
 
 def snapshot() -> Snapshot:

@@ -8,29 +8,22 @@ from pathlib import Path
 from agent.protocol import DatasetsConfig, PipelineConfig, TimelineEvent
 from agent.state import StatePaths
 from agent.watch.history import History
-from console.link.agent_link import AgentLink
 from console.link.last_seen import LastSeen
-from console.link.local_link import open_local_link
 from console.model.away import away_summary
 from console.ui.app import ConsoleApp
 from tests.support.datasets import response_line, write_sample_root
 from tests.support.local_app import SIZE
+from tests.support.local_host_app import local_opener
 from tests.support.screen import wait_for
+from tests.support.toasts import toasts
 from tests.support.waits import until
 
 DEADLINE_S = 30.0
 AWAY = "while you were away"
 
 
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(notification.message) for notification in app._notifications]
-
-
 def console_for(state_dir: Path, pipeline: PipelineConfig, console_dir: Path) -> ConsoleApp:
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    return ConsoleApp({"gpu": opener}, state_dir=console_dir)
+    return ConsoleApp({"gpu": local_opener(state_dir, pipeline)}, state_dir=console_dir)
 
 
 async def recorded_kinds(state_dir: Path) -> list[str]:

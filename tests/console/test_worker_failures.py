@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button
 
-from agent.protocol import Event, HelloResult, StopResult
+from agent.protocol import HelloResult, StopResult
 from console.config import console_log_path
 from console.link.agent_link import AgentLink
 from console.ui.app import ConsoleApp
@@ -16,6 +16,8 @@ from tests.support.fixed_app import SIZE
 from tests.support.sample_snapshot import JOBS, NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent
+from tests.support.shown_app import up_with
+from tests.support.toasts import toasts
 
 
 def scripted() -> ScriptedAgent:
@@ -27,19 +29,13 @@ class UnexpectedError(Exception):
     """Stands for any exception no one expected."""
 
 
-def toasts(app: ConsoleApp) -> list[str]:
-    return [str(notification.message) for notification in app._notifications]
-
-
 async def test_an_action_that_raises_shows_a_toast_and_logs_its_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent, log_path = scripted(), tmp_path / "state" / "console.log"
     app = ConsoleApp({"gpu": agent.open}, clock=lambda: NOW, log_path=log_path)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await wait_for(pilot, lambda: app.views["gpu"].state.status == "up")
-        agent.push(Event("snapshot", SNAPSHOT))
-        await wait_for(pilot, lambda: app.views["gpu"].snapshot is not None)
+        await up_with(pilot, agent, SNAPSHOT)
         link = app.connections["gpu"].link
         assert link is not None
 

@@ -15,6 +15,7 @@ import pytest
 from console.config import HostConfig, SshTarget
 from console.link.bundle import demo_bundle, local_bundle
 from console.link.ssh_link import open_ssh_link
+from tests.support.local_host_app import closed_after
 from tests.support.ssh_servers import SshEndpoint
 
 
@@ -29,11 +30,9 @@ async def test_an_agent_package_in_the_remote_working_dir_does_not_shadow_the_bu
     (decoy / "__init__.py").write_text("")
     (decoy / "__main__.py").write_text(f"open({str(canary)!r}, 'w').close()\n")
     monkeypatch.chdir(decoy.parent)
-    link = await open_ssh_link(_host(tmp_path, state_dir, asyncssh_endpoint))
-    try:
+    host = _host(tmp_path, state_dir, asyncssh_endpoint)
+    async with closed_after(await open_ssh_link(host)) as link:
         assert link.hello_result is not None
-    finally:
-        await link.close()
     assert not canary.exists()
 
 
@@ -52,12 +51,10 @@ async def test_a_box_gets_the_bundle_without_the_simulator(
 async def test_the_demo_box_gets_the_simulator_with_the_same_bundle_digest(
     tmp_path: Path, state_dir: Path, asyncssh_endpoint: SshEndpoint
 ) -> None:
-    link = await open_ssh_link(_host(tmp_path, state_dir, asyncssh_endpoint), demo_bundle())
-    try:
+    host = _host(tmp_path, state_dir, asyncssh_endpoint)
+    async with closed_after(await open_ssh_link(host, demo_bundle())) as link:
         assert link.hello_result is not None
         assert link.hello_result.bundle_sha256 == local_bundle().sha256
-    finally:
-        await link.close()
 
     [folder] = (state_dir / "bundles").iterdir()
     assert folder.name == demo_bundle().folder != local_bundle().folder

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.capture_jobs import capture_pipeline
 from tests.support.cli_runs import run_cli
+from tests.support.cli_success import run_cli_ok
 from tests.support.datasets import response_line
 from tests.support.ssh_servers import SshEndpoint
 
@@ -51,14 +52,12 @@ async def test_start_list_and_stop_a_job_from_a_script(
     body = ssh_endpoint.config_toml("gpu", python=PY, state_dir=state_dir, datasets_root=root)
     config.write_text(body + jobs_toml("gpu"))
 
-    started = await run_cli("start", "gpu", "ticker", "--json", config=config)
-    assert started.code == 0, started.stderr
+    started = await run_cli_ok("start", "gpu", "ticker", "--json", config=config)
     job = json.loads(started.stdout)
     assert job["name"] == "ticker"
     assert job["state"] in ("starting", "running")
 
-    listed = await run_cli("jobs", "gpu", config=config)
-    assert listed.code == 0, listed.stderr
+    listed = await run_cli_ok("jobs", "gpu", config=config)
     header, row = listed.stdout.splitlines()[:2]
     assert header.split() == ["ID", "NAME", "DATASET", "STATE", "PID", "EXIT", "RESTARTS", "NOTE"]
     assert row.split()[:4] == [job["id"], "ticker", "-", "running"]
@@ -68,8 +67,7 @@ async def test_start_list_and_stop_a_job_from_a_script(
     assert json.loads(one)["host"] == "gpu"
     assert [j["id"] for j in json.loads(one)["jobs"]] == [job["id"]]
 
-    stopped = await run_cli("stop", "gpu", "ticker", config=config)
-    assert stopped.code == 0, stopped.stderr
+    stopped = await run_cli_ok("stop", "gpu", "ticker", config=config)
     assert "Its process group will get SIGTERM, then SIGKILL after 5 s" in stopped.stdout
     assert f"ticker ({job['id']}): stopped (SIGTERM)" in stopped.stdout
 
@@ -78,8 +76,7 @@ async def test_start_list_and_stop_a_job_from_a_script(
     assert "no job 'nothing-such' on the box; its jobs: ticker (" in unknown.stderr
     assert "redeploy" not in unknown.stderr
 
-    again = await run_cli("stop", "gpu", "ticker", "--json", config=config)
-    assert again.code == 0, again.stderr
+    again = await run_cli_ok("stop", "gpu", "ticker", "--json", config=config)
     assert json.loads(again.stdout)["outcome"] == "not_running", "said, even with nothing to stop"
 
     refused = await run_cli("start", "gpu", "nothing-such", config=config)
@@ -91,12 +88,10 @@ async def test_the_autopilot_is_started_seen_and_paused_from_a_script(
     tmp_path: Path, state_dir: Path
 ) -> None:
     config = local_config(tmp_path, state_dir)
-    off = await run_cli("autopilot", "box", config=config)
-    assert off.code == 0, off.stderr
+    off = await run_cli_ok("autopilot", "box", config=config)
     assert "autopilot off" in off.stdout
 
-    started = await run_cli("autopilot", "box", "start", config=config)
-    assert started.code == 0, started.stderr
+    started = await run_cli_ok("autopilot", "box", "start", config=config)
     assert "generate every dataset to its budget" in started.stdout, "the plan is shown first"
     assert "autopilot running" in started.stdout
 
@@ -105,8 +100,7 @@ async def test_the_autopilot_is_started_seen_and_paused_from_a_script(
     assert state["state"] == "running"
     assert [s["name"] for s in state["stages"]][:2] == ["generate", "export"]
 
-    paused = await run_cli("autopilot", "box", "pause", config=config)
-    assert paused.code == 0
+    paused = await run_cli_ok("autopilot", "box", "pause", config=config)
     assert "autopilot PAUSED" in paused.stdout
     resumed = await run_cli("autopilot", "box", "resume", "--json", config=config)
     assert json.loads(resumed.stdout)["state"] == "running"
@@ -117,8 +111,7 @@ async def test_autostart_shows_the_boot_line_and_installs_it_only_where_cron_is(
     tmp_path: Path, state_dir: Path
 ) -> None:
     config = local_config(tmp_path, state_dir)
-    status = await run_cli("autostart", "box", config=config)
-    assert status.code == 0, status.stderr
+    status = await run_cli_ok("autostart", "box", config=config)
     assert f"-m agent start --state-dir {state_dir}" in status.stdout
     if shutil.which("crontab") is None:
         refused = await run_cli("autostart", "box", "--install", config=config)
@@ -162,8 +155,7 @@ async def test_start_refuses_a_capture_that_will_not_fit_and_force_overrules(
             handle.write(f"[hosts.box.jobs.{name}]\nargv = {json.dumps(list(spec.argv))}\n"
                          f'kind = "{spec.kind}"\ngrace_s = 5\n')  # fmt: skip
         handle.write("output_quota_gib = 0.0009765625\n")  # 1 MiB, on the last table: hs
-    exported_run = await run_cli("start", "box", "export", "--json", config=config)
-    assert exported_run.code == 0, exported_run.stderr
+    exported_run = await run_cli_ok("start", "box", "export", "--json", config=config)
     export_id = json.loads(exported_run.stdout)["id"]
     for _ in range(300):  # until the export job has ended (its report was written before)
         listed = await run_cli("jobs", "box", "--json", config=config)
@@ -179,11 +171,9 @@ async def test_start_refuses_a_capture_that_will_not_fit_and_force_overrules(
     assert "`start --force`" in refused.stderr
     assert refused.stdout == ""
 
-    forced = await run_cli("start", "box", "hs", "--force", config=config)
-    assert forced.code == 0, forced.stderr
+    forced = await run_cli_ok("start", "box", "hs", "--force", config=config)
     assert forced.stdout.startswith("started hs as ")
-    stopped = await run_cli("stop", "box", "hs", config=config)
-    assert stopped.code == 0, stopped.stderr
+    await run_cli_ok("stop", "box", "hs", config=config)
 
 
 async def test_start_asks_what_g_asks_before_it_starts_a_run(
@@ -241,8 +231,7 @@ async def test_start_wait_stays_to_the_end_and_says_how_it_ended(
         f'[hosts.box.jobs.quick]\nargv = ["{PY}", "-c", "print(1)"]\n'
         f'[hosts.box.jobs.bad]\nargv = ["{PY}", "-c", "import sys; sys.exit(\'no data\')"]\n'
     )
-    done = await run_cli("start", "box", "quick", "--wait", config=config)
-    assert done.code == 0, done.stdout + done.stderr
+    done = await run_cli_ok("start", "box", "quick", "--wait", config=config)
     assert done.stdout.splitlines()[-1].startswith("quick (quick-")
     assert " exited: 0" in done.stdout
     failed = await run_cli("start", "box", "bad", "--wait", config=config)

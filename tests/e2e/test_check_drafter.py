@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_runs import run_cli
+from tests.support.cli_success import run_cli_ok
 from tests.support.drafters import build_drafters
 from tests.support.ports import free_port
 
@@ -56,15 +57,13 @@ async def test_check_drafter_says_each_field_and_start_needs_force(
     )
     assert "ok     d2t/t2d: d2t[64], t2d[256]" in checked.stdout
 
-    good = await run_cli("check-drafter", "box", str(built["specforge"]), "--json", config=path)
-    assert good.code == 0, good.stdout
+    good = await run_cli_ok("check-drafter", "box", str(built["specforge"]), "--json", config=path)
     answer = json.loads(good.stdout)
     assert (answer["host"], answer["ok"], answer["layout"]) == ("box", True, "specforge")
 
     refused = await run_cli("start", "box", "drafter", config=path)
     assert refused.code == 1
     assert "failed its check: architecture" in refused.stderr
-    forced = await run_cli("start", "box", "drafter", "--force", "--json", config=path)
-    assert forced.code == 0, forced.stderr
+    forced = await run_cli_ok("start", "box", "drafter", "--force", "--json", config=path)
     assert json.loads(forced.stdout)["name"] == "drafter"
     await run_cli("stop", "box", "drafter", config=path)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agent.state import StatePaths, read_json
 from tests.support.cli_runs import CliResult, run_cli
+from tests.support.cli_success import run_cli_ok
 from tests.support.datasets import write_prompts
 from tests.support.ssh_servers import SshEndpoint
 
@@ -48,12 +49,10 @@ async def test_status_with_another_config_changes_nothing_and_says_how_it_differ
     tmp_path: Path, state_dir: Path
 ) -> None:
     mine, other = local_config(tmp_path, "a", state_dir), local_config(tmp_path, "b", state_dir)
-    first = await run_cli("status", "box", config=mine)
-    assert first.code == 0, first.stderr
+    first = await run_cli_ok("status", "box", config=mine)
     assert "config differs" not in first.stdout
 
-    looked = await run_cli("status", "box", config=other)
-    assert looked.code == 0, looked.stderr
+    looked = await run_cli_ok("status", "box", config=other)
     assert f"datasets.root: {tmp_path / 'a'} → {tmp_path / 'b'}" in looked.stdout
     assert "eagle-console apply box" in looked.stdout
     assert "does not exist" not in looked.stdout + looked.stderr
@@ -71,8 +70,7 @@ async def test_verbs_that_start_jobs_refuse_until_the_config_is_applied(
     assert refused.code == 1
     assert "nothing started" in refused.stderr
     assert "eagle-console apply box" in refused.stderr
-    listed = await run_cli("jobs", "box", config=other)
-    assert listed.code == 0
+    listed = await run_cli_ok("jobs", "box", config=other)
     assert "no jobs" in listed.stdout
     assert "config differs" in listed.stderr
     assert kept_root(state_dir) == str(tmp_path / "a")
@@ -85,20 +83,17 @@ async def test_apply_says_what_changes_asks_for_yes_and_applies(
     assert (await run_cli("status", "box", config=mine)).code == 0
     change = f"datasets.root: {tmp_path / 'a'} → {tmp_path / 'b'}"
 
-    dry = await run_cli("apply", "box", "--dry-run", config=other)
-    assert dry.code == 0, dry.stderr
+    dry = await run_cli_ok("apply", "box", "--dry-run", config=other)
     assert change in dry.stdout
     unasked = await run_cli("apply", "box", config=other)
     assert unasked.code == 2
     assert "pass --yes" in unasked.stderr
     assert kept_root(state_dir) == str(tmp_path / "a")
 
-    applied = await run_cli("apply", "box", "--yes", "--json", config=other)
-    assert applied.code == 0, applied.stderr
+    applied = await run_cli_ok("apply", "box", "--yes", "--json", config=other)
     assert json.loads(applied.stdout) == {"host": "box", "differences": [change], "applied": True}
     assert kept_root(state_dir) == str(tmp_path / "b")
-    started = await run_cli("start", "box", "sleeper", config=other)
-    assert started.code == 0, started.stderr
+    await run_cli_ok("start", "box", "sleeper", config=other)
     again = await run_cli("apply", "box", "--yes", config=other)
     assert "already runs this config" in again.stdout
     back = await run_cli("status", "box", config=mine)
@@ -118,8 +113,7 @@ async def test_a_look_over_ssh_with_another_config_leaves_the_agents_alone(
         configs[-1].write_text(body)
 
     assert (await run_cli("status", "gpu", config=configs[0])).code == 0
-    looked = await run_cli("status", "gpu", "--json", config=configs[1])
-    assert looked.code == 0, looked.stderr
+    looked = await run_cli_ok("status", "gpu", "--json", config=configs[1])
     assert_a_kept_and_b_named(looked, tmp_path, state_dir)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from console.link.loopback_ssh import write_client_key
 from tests.support.cli_runs import CliResult, run_cli, write_config
-from tests.support.datasets import write_sample_root
+from tests.support.cli_success import run_cli_ok
 from tests.support.ssh_servers import SshEndpoint
 
 
@@ -20,11 +20,19 @@ def assert_one_clear_failure(result: CliResult, *fragments: str, code: int = 1) 
         assert fragment in result.stderr, result.stderr
 
 
+async def status_fails_clearly(
+    config: Path, *fragments: str, code: int = 1, json: bool = False
+) -> CliResult:
+    """`status gpu` (`--json` if asked) on `config` fails as `assert_one_clear_failure` asks."""
+    result = await run_cli("status", *(["--json"] if json else []), "gpu", config=config)
+    assert_one_clear_failure(result, *fragments, code=code)
+    return result
+
+
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "datasets"
-    write_sample_root(path)
-    return path
+def root(sample_root: Path) -> Path:
+    """The sample datasets, by the short name that keeps each `write_config` call on one line."""
+    return sample_root
 
 
 async def test_unknown_host_key_is_refused_with_its_fingerprint(
@@ -34,10 +42,8 @@ async def test_unknown_host_key_is_refused_with_its_fingerprint(
     empty.write_text("")
     config = write_config(tmp_path, ssh_endpoint, state_dir, root, known_hosts=str(empty))
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(
-        result, "unknown host key", ssh_endpoint.host_key_fingerprint, "eagle-console trust gpu"
+    await status_fails_clearly(
+        config, "unknown host key", ssh_endpoint.host_key_fingerprint, "eagle-console trust gpu"
     )
     assert not state_dir.exists(), "nothing may run on a host whose key is not trusted"
 
@@ -51,10 +57,8 @@ async def test_changed_host_key_is_refused_loudly_naming_both_keys(
     pinned.write_text(f"[127.0.0.1]:{asyncssh_endpoint.port} {algorithm} {blob}\n")
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, known_hosts=str(pinned))
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(
-        result,
+    result = await status_fails_clearly(
+        config,
         "HOST KEY CHANGED",
         asyncssh_endpoint.host_key_fingerprint,
         impostor.get_fingerprint("sha256"),
@@ -73,15 +77,12 @@ async def test_a_revoked_host_key_is_refused_as_revoked_and_cannot_be_pinned(
     known.write_text(f"@revoked {' '.join(real)}\n")
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, known_hosts=str(known))
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "REVOKED host key", asyncssh_endpoint.host_key_fingerprint)
+    await status_fails_clearly(config, "REVOKED host key", asyncssh_endpoint.host_key_fingerprint)
     trust = await run_cli("trust", "gpu", "--yes", config=config)
     assert_one_clear_failure(trust, "REVOKED host key")
     assert known.read_text().count("\n") == 1
     known.write_text(f"{known.read_text()}{' '.join(real)}\n")  # pinned by hand, and revoked
-    pinned_and_revoked = await run_cli("status", "gpu", config=config)
-    assert_one_clear_failure(pinned_and_revoked, "REVOKED host key")
+    await status_fails_clearly(config, "REVOKED host key")
     assert not state_dir.exists(), "nothing may run on a host whose key is revoked"
 
 
@@ -94,9 +95,7 @@ async def test_ssh_config_cannot_turn_host_key_checking_off(
     (ssh_dir / "config").write_text("Host *\n  UserKnownHostsFile none\n  ForwardAgent yes\n")
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, known_hosts="")
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "unknown host key", asyncssh_endpoint.host_key_fingerprint)
+    await status_fails_clearly(config, "unknown host key", asyncssh_endpoint.host_key_fingerprint)
 
 
 async def test_trust_pins_only_on_a_typed_yes(
@@ -110,10 +109,8 @@ async def test_trust_pins_only_on_a_typed_yes(
     assert ssh_endpoint.host_key_fingerprint in declined.stdout
     assert not known.exists()
 
-    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
-    assert accepted.code == 0, accepted.stderr
-    status = await run_cli("status", "--json", "gpu", config=config)
-    assert status.code == 0, status.stderr
+    await run_cli_ok("trust", "gpu", config=config, stdin=b"yes\n")
+    await run_cli_ok("status", "--json", "gpu", config=config)
 
 
 async def test_a_host_given_by_name_is_refused_then_pinned_without_a_traceback(
@@ -124,13 +121,10 @@ async def test_a_host_given_by_name_is_refused_then_pinned_without_a_traceback(
     config = write_config(
         tmp_path, asyncssh_endpoint, state_dir, root, known_hosts=str(known), ssh=by_name
     )
-    refused = await run_cli("status", "gpu", config=config)
-    assert_one_clear_failure(refused, "unknown host key", asyncssh_endpoint.host_key_fingerprint)
-    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
-    assert accepted.code == 0, accepted.stderr
+    await status_fails_clearly(config, "unknown host key", asyncssh_endpoint.host_key_fingerprint)
+    await run_cli_ok("trust", "gpu", config=config, stdin=b"yes\n")
     assert known.read_text().startswith(f"[localhost]:{asyncssh_endpoint.port} ")
-    status = await run_cli("status", "--json", "gpu", config=config)
-    assert status.code == 0, status.stderr
+    await run_cli_ok("status", "--json", "gpu", config=config)
 
 
 @pytest.mark.parametrize("alias_line", ["", "HostKeyAlias gpu-box-key"])
@@ -149,15 +143,11 @@ async def test_a_host_given_by_an_ssh_config_alias_is_pinned_under_the_name_it_i
     )  # fmt: skip
     name = "gpu-box-key" if alias_line else ssh_endpoint.host  # asyncssh keeps the port either way
     looked_up_as = f"[{name}]:{ssh_endpoint.port}"
-    refused = await run_cli("status", "gpu", config=config)
-    assert_one_clear_failure(refused, "unknown host key", f"known_hosts names it {looked_up_as}")
-    accepted = await run_cli("trust", "gpu", config=config, stdin=b"yes\n")
-    assert accepted.code == 0, accepted.stderr
+    await status_fails_clearly(config, "unknown host key", f"known_hosts names it {looked_up_as}")
+    await run_cli_ok("trust", "gpu", config=config, stdin=b"yes\n")
     assert known.read_text().startswith(f"{looked_up_as} ")  # not `gpubox`: never looked up
-    status = await run_cli("status", "--json", "gpu", config=config)
-    assert status.code == 0, status.stderr
-    again = await run_cli("trust", "gpu", "--yes", config=config)
-    assert again.code == 0, again.stderr
+    await run_cli_ok("status", "--json", "gpu", config=config)
+    await run_cli_ok("trust", "gpu", "--yes", config=config)
 
 
 async def test_failed_authentication(
@@ -167,9 +157,7 @@ async def test_failed_authentication(
     asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(stranger))
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, identity=str(stranger))
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "authentication failed", "hosts.gpu.identity")
+    await status_fails_clearly(config, "authentication failed", "hosts.gpu.identity")
 
 
 async def test_unreachable_host(tmp_path: Path, state_dir: Path, root: Path) -> None:
@@ -177,9 +165,7 @@ async def test_unreachable_host(tmp_path: Path, state_dir: Path, root: Path) -> 
     closed = SshEndpoint("127.0.0.1", 1, "nobody", identity, tmp_path / "kh", "")
     config = write_config(tmp_path, closed, state_dir, root)
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "cannot reach", "127.0.0.1:1")
+    await status_fails_clearly(config, "cannot reach", "127.0.0.1:1")
 
 
 async def test_missing_python_on_the_host(
@@ -187,9 +173,7 @@ async def test_missing_python_on_the_host(
 ) -> None:
     config = write_config(tmp_path, ssh_endpoint, state_dir, root, python="/no/such/python3")
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "cannot run Python '/no/such/python3'", "hosts.gpu.python")
+    await status_fails_clearly(config, "cannot run Python '/no/such/python3'", "hosts.gpu.python")
 
 
 async def test_too_old_python_on_the_host(
@@ -200,9 +184,7 @@ async def test_too_old_python_on_the_host(
     old.chmod(0o755)
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, python=str(old))
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "Python 3.8.10", "needs 3.10 or newer")
+    await status_fails_clearly(config, "Python 3.8.10", "needs 3.10 or newer")
 
 
 async def test_missing_datasets_root(
@@ -210,9 +192,7 @@ async def test_missing_datasets_root(
 ) -> None:
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, tmp_path / "nowhere")
 
-    result = await run_cli("status", "--json", "gpu", config=config)
-
-    assert_one_clear_failure(result, "does not exist", str(tmp_path / "nowhere"))
+    await status_fails_clearly(config, "does not exist", str(tmp_path / "nowhere"), json=True)
 
 
 async def test_datasets_root_that_is_not_a_folder(
@@ -222,18 +202,14 @@ async def test_datasets_root_that_is_not_a_folder(
     not_a_folder.write_text("")
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, not_a_folder)
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "is not a directory", str(not_a_folder))
+    await status_fails_clearly(config, "is not a directory", str(not_a_folder))
 
 
 async def test_malformed_config_names_file_key_and_expectation(tmp_path: Path) -> None:
     config = tmp_path / "eagle-console.toml"
     config.write_text('[hosts.gpu]\nssh = "root@box"\nread_only = "yes"\n')
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, str(config), "hosts.gpu.read_only", "true or false", code=2)
+    await status_fails_clearly(config, str(config), "hosts.gpu.read_only", "true or false", code=2)
 
 
 async def test_identity_that_is_not_a_key(
@@ -243,6 +219,4 @@ async def test_identity_that_is_not_a_key(
     garbage.write_text("not a key\n")
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, identity=str(garbage))
 
-    result = await run_cli("status", "gpu", config=config)
-
-    assert_one_clear_failure(result, "cannot load hosts.gpu.identity", str(garbage))
+    await status_fails_clearly(config, "cannot load hosts.gpu.identity", str(garbage))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,6 @@ from tests.support.demo_terminal import (
     TEARING_DOWN,
     TORN_DOWN,
     demo_processes,
-    kill_leftovers,
     start_demo,
 )
 from tests.support.terminal import PtyTerminal
@@ -37,25 +36,18 @@ wait."""
 HURRIED = rb"a signal cut the teardown short"
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "demo"
-    yield folder
-    kill_leftovers(folder)  # a failed test must not leave the demo's processes to the next
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def demo_on_screen(workspace: Path, *flags: str) -> PtyTerminal:
-    terminal = start_demo(workspace, *flags)
-    terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)
-    return terminal
+@contextmanager
+def demo_on_screen(workspace: Path, *flags: str) -> Iterator[PtyTerminal]:
+    """The demo run with `flags` in `workspace`, once its console is up; its terminal closed after."""
+    with closing(start_demo(workspace, *flags)) as terminal:
+        terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)
+        yield terminal
 
 
 @pytest.mark.timeout(400)
 @pytest.mark.slow
 def test_q_gives_the_terminal_back_without_draining_and_leaves_nothing(workspace: Path) -> None:
-    terminal = demo_on_screen(workspace)
-    try:
+    with demo_on_screen(workspace) as terminal:
         quit_at = time.monotonic()
         terminal.send(b"q")
         code = terminal.wait_exit(60)
@@ -64,15 +56,12 @@ def test_q_gives_the_terminal_back_without_draining_and_leaves_nothing(workspace
         assert took_s < QUIT_NEVER_WAITS_S, f"q took {took_s:.2f} s: it waited for the runs"
         assert demo_processes(workspace) == []
         assert TORN_DOWN.decode() in terminal.text()
-    finally:
-        terminal.close()
 
 
 @pytest.mark.timeout(400)
 @pytest.mark.slow
 def test_ctrl_c_twice_during_the_teardown_finishes_it(workspace: Path) -> None:
-    terminal = demo_on_screen(workspace, "--keep")
-    try:
+    with demo_on_screen(workspace, "--keep") as terminal:
         quit_from = len(terminal.output)
         terminal.send(b"q")
         terminal.wait_for(TEARING_DOWN, 60, after=quit_from)
@@ -85,15 +74,12 @@ def test_ctrl_c_twice_during_the_teardown_finishes_it(workspace: Path) -> None:
         hurried, done = output.find(HURRIED), output.find(TORN_DOWN)
         assert 0 <= hurried < done, "the signals did not land in the teardown, or it was abandoned"
         assert (workspace / "agent-state").is_dir()  # --keep kept it: the teardown went on to it
-    finally:
-        terminal.close()
 
 
 @pytest.mark.timeout(400)
 @pytest.mark.slow
 def test_sigterm_while_the_console_runs_puts_the_terminal_back_first(workspace: Path) -> None:
-    terminal = demo_on_screen(workspace)
-    try:
+    with demo_on_screen(workspace) as terminal:
         assert ALTERNATE_SCREEN in terminal.output
         shown_from = len(terminal.output)
         terminal.process.terminate()
@@ -103,8 +89,6 @@ def test_sigterm_while_the_console_runs_puts_the_terminal_back_first(workspace: 
         assert b"\x1b[?1049l" in after.split(TEARING_DOWN)[0]  # the alternate screen was left
         assert TORN_DOWN in after
         assert demo_processes(workspace) == []
-    finally:
-        terminal.close()
 
 
 @pytest.mark.timeout(120)
@@ -112,10 +96,9 @@ def test_the_console_itself_ends_when_its_terminal_is_closed(tmp_path: Path) -> 
     config = tmp_path / "eagle-console.toml"
     config.write_text('[hosts.gpu]\nssh = "nobody@127.0.0.1:1"\n[hosts.gpu.datasets]\nroot = "/"\n')
     console = Path(sys.executable).parent / "eagle-console"
-    terminal = PtyTerminal([str(console), "--config", str(config), "gpu"], dict(os.environ))
-    try:
+    with closing(
+        PtyTerminal([str(console), "--config", str(config), "gpu"], dict(os.environ))
+    ) as terminal:
         terminal.wait_for(re.escape(ALTERNATE_SCREEN), 60)  # up, reconnecting to nowhere
         terminal.hang_up()
         assert terminal.wait_exit(10) is not None, "the console outlived its terminal"
-    finally:
-        terminal.close()

@@ -9,17 +9,16 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 import tomllib
 
-from tests.support.demo_terminal import CONSOLE_UP, START_TIMEOUT_S, kill_leftovers, start_demo
+from tests.support.demo_terminal import CONSOLE_UP, START_TIMEOUT_S, start_demo
 from tests.support.json_http import health_ok
 from tests.support.waits import wait_until_blocking
 
@@ -28,14 +27,6 @@ CONFIG = "eagle-console.toml"
 COMMAND_TIMEOUT_S = 180
 SERVER_BACK_S = 120.0
 """The demo's server restarts within seconds of its kill; this bounds the wait for it."""
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "demo"
-    yield folder
-    kill_leftovers(folder)
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def tip_commands(config: Path) -> list[list[str]]:
@@ -87,8 +78,7 @@ def test_every_command_of_the_demo_tip_works_as_printed(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", path_without_the_venv())  # "command not found" before
-    terminal = start_demo(workspace)
-    try:
+    with closing(start_demo(workspace)) as terminal:
         terminal.wait_for(CONSOLE_UP, START_TIMEOUT_S)
         commands = tip_commands(workspace / CONFIG)
         names = [argv[3] for argv in commands]
@@ -105,5 +95,3 @@ def test_every_command_of_the_demo_tip_works_as_printed(
                 assert re.search(r"^ok +gpus +2 GPU\(s\)", result.stdout, re.M), said
         terminal.send(b"q")
         assert terminal.wait_exit(60) == 0
-    finally:
-        terminal.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_runs import run_cli
+from tests.support.cli_success import run_cli_ok
 from tests.support.ssh_servers import SshEndpoint
 
 
@@ -39,13 +40,11 @@ async def test_deploy_shows_drift_swaps_atomically_and_rolls_back(
 ) -> None:
     config, local, remote = setup(tmp_path, asyncssh_endpoint, state_dir)
 
-    dry = await run_cli("deploy", "gpu", "--dry-run", config=config)
-    assert dry.code == 0, dry.stderr
+    dry = await run_cli_ok("deploy", "gpu", "--dry-run", config=config)
     assert dry.stdout.count("new") >= 2
     assert not remote.exists(), "a dry run changes nothing"
 
-    first = await run_cli("deploy", "gpu", config=config)
-    assert first.code == 0, first.stderr
+    await run_cli_ok("deploy", "gpu", config=config)
     script = remote / "datasets" / "run_inference.py"
     assert script.read_text() == "print('old runner')\n"
     assert script.stat().st_mode & 0o777 == 0o750
@@ -57,14 +56,12 @@ async def test_deploy_shows_drift_swaps_atomically_and_rolls_back(
     assert "-print('old runner')" in drift.stdout
     assert "+print('fixed runner')" in drift.stdout
 
-    second = await run_cli("deploy", "gpu", config=config)
-    assert second.code == 0, second.stderr
+    await run_cli_ok("deploy", "gpu", config=config)
     assert script.read_text() == "print('fixed runner')\n"
     assert (script.parent / "run_inference.py.eagle-backup").read_text() == "print('old runner')\n"
     assert not list(script.parent.glob(".*eagle-upload*"))
 
-    back = await run_cli("deploy", "gpu", "--rollback", str(script), config=config)
-    assert back.code == 0, back.stderr
+    await run_cli_ok("deploy", "gpu", "--rollback", str(script), config=config)
     assert script.read_text() == "print('old runner')\n"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_runs import run_cli
-from tests.support.datasets import write_sample_root
+from tests.support.cli_success import run_cli_ok
 from tests.support.simulator_process import running_simulator
 from tests.support.ssh_servers import SshEndpoint
 
@@ -26,12 +26,10 @@ def config_with_sglang(
 
 @pytest.mark.slow
 async def test_doctor_checks_every_precondition(
-    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, sample_root: Path
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
     with running_simulator(tmp_path / "sim", "--model-path", "org/target") as sim:
-        config = config_with_sglang(tmp_path, asyncssh_endpoint, state_dir, root, sim.url)
+        config = config_with_sglang(tmp_path, asyncssh_endpoint, state_dir, sample_root, sim.url)
         result = await run_cli("doctor", "gpu", config=config)
     lines = {line.split()[1]: line for line in result.stdout.splitlines() if line.strip()}
     for name in ("ssh", "python", "aiohttp", "agent", "datasets", "sglang"):
@@ -46,10 +44,8 @@ async def test_doctor_checks_every_precondition(
 
 
 async def test_doctor_names_the_first_broken_thing(
-    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, sample_root: Path
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
     config = config_with_sglang(
         tmp_path, asyncssh_endpoint, state_dir, tmp_path / "nowhere", "http://127.0.0.1:1"
     )
@@ -61,13 +57,12 @@ async def test_doctor_names_the_first_broken_thing(
 
 
 async def test_report_is_markdown_with_the_numbers(
-    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, sample_root: Path
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
-    config = config_with_sglang(tmp_path, asyncssh_endpoint, state_dir, root, "http://127.0.0.1:1")
-    result = await run_cli("report", "gpu", config=config)
-    assert result.code == 0, result.stderr
+    config = config_with_sglang(
+        tmp_path, asyncssh_endpoint, state_dir, sample_root, "http://127.0.0.1:1"
+    )
+    result = await run_cli_ok("report", "gpu", config=config)
     assert result.stdout.startswith("# Run report: gpu")
     assert "| B1_sharegpt | 3 / 5 | 60 / 1K |" in result.stdout
     assert "## Alerts" in result.stdout

@@ -14,10 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.attach import stop_daemon
-from agent.state import StatePaths
 from tests.support.cli_runs import run_cli
-from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.cli_success import run_cli_ok
 from tests.support.ports import free_port
 
 PY = sys.executable
@@ -46,16 +44,6 @@ def two_boxes(tmp_path: Path, mode: str) -> Path:
     return config
 
 
-@pytest.fixture
-def boxes(tmp_path: Path):  # type: ignore[no-untyped-def]
-    yield tmp_path
-    for name in ("a", "b"):
-        state = tmp_path / f"state-{name}"
-        if state.exists():
-            stop_daemon(StatePaths(state))
-            kill_leftover_jobs(state)
-
-
 def seen(tmp_path: Path, box: str) -> dict[str, object]:
     [found] = (tmp_path / f"out-{box}").glob("rank*.json")
     return dict(json.loads(found.read_text()))
@@ -63,8 +51,7 @@ def seen(tmp_path: Path, box: str) -> dict[str, object]:
 
 async def test_both_parts_join_one_rendezvous_and_finish(boxes: Path) -> None:
     config = two_boxes(boxes, "finish")
-    started = await run_cli("start", "a", "train", "--wait", config=config)
-    assert started.code == 0, started.stdout + started.stderr
+    started = await run_cli_ok("start", "a", "train", "--wait", config=config)
     lines = started.stdout.splitlines()
     assert [line.split(" as ")[0] for line in lines[:2]] == [
         "started train on a",
@@ -101,10 +88,8 @@ async def test_a_failed_part_stops_the_other_box(boxes: Path) -> None:
 
 async def test_stop_on_one_box_stops_every_part(boxes: Path) -> None:
     config = two_boxes(boxes, "sleep")
-    started = await run_cli("start", "b", "train", config=config)
-    assert started.code == 0, started.stderr
-    stopped = await run_cli("stop", "b", "train", config=config)
-    assert stopped.code == 0, stopped.stdout + stopped.stderr
+    await run_cli_ok("start", "b", "train", config=config)
+    stopped = await run_cli_ok("stop", "b", "train", config=config)
     assert "stopping every box's part: train across 2 boxes" in stopped.stdout
     for box in ("a", "b"):
         listed = await run_cli("jobs", box, "--json", config=config)

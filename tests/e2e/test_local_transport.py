@@ -18,6 +18,7 @@ from console.config import load_config
 from console.demo.config_file import write_demo_config
 from console.demo.workspace import DATASETS, Workspace, prepare_scripts, write_datasets
 from tests.support.cli_runs import run_cli
+from tests.support.cli_success import run_cli_ok
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.ports import free_port
 from tests.support.repo import REPO
@@ -47,8 +48,7 @@ def test_the_plain_demo_config_names_a_local_host(demo_space: Workspace) -> None
 
 
 async def test_status_answers_from_the_local_agent(demo_space: Workspace) -> None:
-    result = await run_cli("status", "demo", "--json", config=demo_space.config)
-    assert result.code == 0, result.stderr
+    result = await run_cli_ok("status", "demo", "--json", config=demo_space.config)
     [report] = [json.loads(line) for line in result.stdout.splitlines()]
     assert report["link"] == "up"
     assert {d["name"] for d in report["datasets"]} == set(DATASETS)
@@ -75,22 +75,18 @@ def guide_doctor_sample() -> list[str]:
 
 
 async def test_events_and_report_answer_from_the_local_agent(demo_space: Workspace) -> None:
-    events = await run_cli("events", "demo", "--json", config=demo_space.config)
-    assert events.code == 0, events.stderr
+    events = await run_cli_ok("events", "demo", "--json", config=demo_space.config)
     kinds = [json.loads(line)["kind"] for line in events.stdout.splitlines()]
     assert "agent_started" in kinds
-    report = await run_cli("report", "demo", config=demo_space.config)
-    assert report.code == 0, report.stderr
+    report = await run_cli_ok("report", "demo", config=demo_space.config)
     assert report.stdout.startswith("# Run report: demo")
 
 
 async def test_deploy_copies_locally_confined_to_the_roots(demo_space: Workspace) -> None:
-    dry = await run_cli("deploy", "demo", "--dry-run", config=demo_space.config)
-    assert dry.code == 0, dry.stderr
+    dry = await run_cli_ok("deploy", "demo", "--dry-run", config=demo_space.config)
     assert "changed" in dry.stdout
     assert demo_space.remote_script.read_text().startswith('"""The old runner')
-    done = await run_cli("deploy", "demo", config=demo_space.config)
-    assert done.code == 0, done.stderr
+    await run_cli_ok("deploy", "demo", config=demo_space.config)
     assert demo_space.remote_script.read_bytes() == demo_space.local_script.read_bytes()
     outside = demo_space.root / "outside.py"
     text = demo_space.config.read_text()
@@ -111,8 +107,7 @@ async def test_a_piped_dry_run_prints_long_paths_whole(demo_space: Workspace) ->
     deep = demo_space.remote_script.parent / ("a" * 90) / ("b" * 90) / ("c" * 90) / "run.py"
     text = demo_space.config.read_text()
     demo_space.config.write_text(text.replace(str(demo_space.remote_script), str(deep)))
-    result = await run_cli("deploy", "demo", "--dry-run", config=demo_space.config)
-    assert result.code == 0, result.stderr
+    result = await run_cli_ok("deploy", "demo", "--dry-run", config=demo_space.config)
     assert len(str(deep)) > 300  # past $COLUMNS (run_cli sets 200) and Rich's default 80
     assert str(deep) in result.stdout
     assert "…" not in result.stdout

@@ -4,6 +4,7 @@ its last words (CI once reported only "never saw b'stop server'" for a console t
 from __future__ import annotations
 
 import sys
+from contextlib import closing
 
 import pytest
 
@@ -17,11 +18,8 @@ CRASH = (
 
 def test_a_program_that_ends_first_is_named_with_its_exit_and_last_words() -> None:
     terminal = PtyTerminal([sys.executable, "-c", CRASH], {})
-    try:
-        with pytest.raises(MarkerNotSeenError) as raised:
-            terminal.wait_for(rb"stop server", timeout_s=600)
-    finally:
-        terminal.close()
+    with closing(terminal), pytest.raises(MarkerNotSeenError) as raised:
+        terminal.wait_for(rb"stop server", timeout_s=600)
     message = str(raised.value)
     assert message.startswith("the program closed the terminal (exit code 1) before writing")
     assert "RuntimeError: no nodes match #redeploy-facts" in message.splitlines()[0]

@@ -35,10 +35,10 @@ from agent.protocol import (
     PipelineConfig,
     StopParams,
 )
-from console.link.local_link import open_local_link
 from console.model.formatting import server_text
 from tests.support.export_data import write_jsonl
 from tests.support.json_http import health_ok, post
+from tests.support.local_host_app import local_link
 from tests.support.operations import jobs_where
 from tests.support.ports import free_port
 from tests.support.real_vllm import (
@@ -221,8 +221,7 @@ async def test_a_killed_vllm_server_job_leaves_no_engine_and_comes_back(
             "--max-model-len", "512", "--dtype", "float32", "--enforce-eager")  # fmt: skip
     spec = JobSpec(argv, kind="server", restart="on-failure", restart_delay_s=0.0, grace_s=20,
                    env=VLLM_ENV)  # fmt: skip
-    link = await open_local_link(state_dir, PipelineConfig(jobs={"vllm": spec}))
-    try:
+    async with local_link(state_dir, PipelineConfig(jobs={"vllm": spec})) as link:
         first = await link.call(JOBS_LAUNCH, LaunchParams("vllm"), idempotency_key="vllm-1")
         await asyncio.to_thread(wait_healthy, f"http://127.0.0.1:{port}")
         assert first.pgid is not None
@@ -241,5 +240,3 @@ async def test_a_killed_vllm_server_job_leaves_no_engine_and_comes_back(
         await link.call(JOBS_STOP, StopParams(again.id), idempotency_key="stop-vllm", timeout_s=120)
         assert again.pgid is not None
         assert group_members(again.pgid) == [], "a stop ends the whole server, engines included"
-    finally:
-        await link.close()

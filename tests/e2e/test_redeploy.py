@@ -11,6 +11,7 @@ from agent.protocol import JOBS_LAUNCH, SNAPSHOT, LaunchParams, Snapshot, Snapsh
 from console.config import load_config
 from console.link.local_link import open_local_link
 from tests.support.cli_runs import run_cli
+from tests.support.local_host_app import local_link
 from tests.support.repo import REPO, old_runner_copy
 from tests.support.runner_files import response_ids, write_id_prompts
 from tests.support.simulator_process import running_simulator
@@ -50,12 +51,9 @@ def write_config(
 
 
 async def dataset_state(state_dir: Path, config: Path) -> Snapshot:
-    link = await open_local_link(state_dir, load_config(config).host("gpu").pipeline)
-    try:
+    async with local_link(state_dir, load_config(config).host("gpu").pipeline) as link:
         snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         return snapshot
-    finally:
-        await link.close()
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_runs import run_cli, write_config
+from tests.support.cli_success import run_cli_ok
 from tests.support.datasets import write_sample_root
 from tests.support.ssh_servers import SshEndpoint
 
@@ -22,9 +23,8 @@ async def test_status_json_counts_datasets_over_ssh(
     expected = write_sample_root(root)
     config = write_config(tmp_path, ssh_endpoint, state_dir, root)
 
-    result = await run_cli("status", "--json", "gpu", config=config)
+    result = await run_cli_ok("status", "--json", "gpu", config=config)
 
-    assert result.code == 0, result.stderr
     [report] = [json.loads(line) for line in result.stdout.splitlines()]
     assert report["host"] == "gpu"
     assert report["link"] == "up"
@@ -34,11 +34,9 @@ async def test_status_json_counts_datasets_over_ssh(
 
 
 async def test_second_status_reuses_the_uploaded_bundle_and_daemon(
-    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, sample_root: Path
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
-    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root)
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, sample_root)
 
     first = await run_cli("status", "--json", config=config)
     daemon_before = json.loads((state_dir / "daemon.json").read_text())["pid"]
@@ -51,15 +49,12 @@ async def test_second_status_reuses_the_uploaded_bundle_and_daemon(
 
 
 async def test_status_table_for_people(
-    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, sample_root: Path
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
-    config = write_config(tmp_path, asyncssh_endpoint, state_dir, root)
+    config = write_config(tmp_path, asyncssh_endpoint, state_dir, sample_root)
 
-    result = await run_cli("status", config=config)
+    result = await run_cli_ok("status", config=config)
 
-    assert result.code == 0, result.stderr
     row = next(line for line in result.stdout.splitlines() if "B1_sharegpt" in line)
     cells = [cell.strip() for cell in row.split("│")[1:-1]]
     assert cells == ["B1_sharegpt", "3", "5", "60", "1,000", "idle"]
@@ -90,9 +85,8 @@ async def test_the_agent_runs_on_the_oldest_supported_python(
     expected = write_sample_root(root)
     config = write_config(tmp_path, asyncssh_endpoint, state_dir, root, python=str(python_310()))
 
-    result = await run_cli("status", "--json", "gpu", config=config)
+    result = await run_cli_ok("status", "--json", "gpu", config=config)
 
-    assert result.code == 0, result.stderr
     report = json.loads(result.stdout)
     assert {d["name"]: d["tokens"] for d in report["datasets"]} == {
         n: e.tokens for n, e in expected.items()

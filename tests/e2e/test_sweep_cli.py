@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli_runs import run_cli
+from tests.support.cli_success import run_cli_ok
 from tests.support.export_data import write_jsonl
 from tests.support.ports import free_port
 
@@ -41,8 +42,7 @@ async def test_the_sweep_is_followed_to_its_best_setting(tmp_path: Path, state_d
     assert "give the values to sweep: --steps, --topk, --draft-tokens (SGLang) or --tokens" in (
         bare.stderr
     )
-    swept = await run_cli("sweep", "box", "--draft-tokens", "2,6", config=path)
-    assert swept.code == 0, swept.stdout + swept.stderr
+    swept = await run_cli_ok("sweep", "box", "--draft-tokens", "2,6", config=path)
     assert "the agent carries the sweep as sweep-" in swept.stdout
     assert "drafter at 2 draft setting(s)" in swept.stdout
     assert "best at c=1: draft tokens " in swept.stdout

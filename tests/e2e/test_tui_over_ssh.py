@@ -13,21 +13,18 @@ from console.link.ssh_link import open_ssh_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.dashboard import DashboardScreen
 from console.ui.screens.trust import TrustScreen
-from tests.support.datasets import write_sample_root
 from tests.support.screen import wait_for
 from tests.support.ssh_servers import SshEndpoint
 
 
 async def test_unknown_key_is_refused_then_pinned_with_a_typed_yes(
-    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path
+    asyncssh_endpoint: SshEndpoint, tmp_path: Path, state_dir: Path, sample_root: Path
 ) -> None:
-    root = tmp_path / "datasets"
-    write_sample_root(root)
     known = tmp_path / "fresh_known_hosts"
     config_path = tmp_path / "eagle-console.toml"
     config_path.write_text(
         asyncssh_endpoint.config_toml("gpu", python=sys.executable, state_dir=state_dir,
-                                      datasets_root=root, known_hosts=str(known))
+                                      datasets_root=sample_root, known_hosts=str(known))
     )  # fmt: skip
     host = load_config(config_path).host("gpu")
 

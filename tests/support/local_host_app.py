@@ -1,0 +1,67 @@
+"""A real agent on this machine: a link to it closed after use, and the console app over it with
+its host configured (`ssh = "local"`), as the keys that act on the host's config need."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from agent.protocol import JOBS_STOP, PipelineConfig, StopParams
+from console.config import DeployMapping, HostConfig, SshTarget
+from console.link.agent_link import AgentLink
+from console.link.host_connection import Opener
+from console.link.local_link import open_local_link
+from console.ui.app import ConsoleApp
+
+
+@asynccontextmanager
+async def local_link(state_dir: Path, pipeline: PipelineConfig | None) -> AsyncIterator[AgentLink]:
+    """`open_local_link` to the agent of `state_dir`, closed when the block ends."""
+    async with closed_after(await open_local_link(state_dir, pipeline)) as link:
+        yield link
+
+
+@asynccontextmanager
+async def closed_after(link: AgentLink) -> AsyncIterator[AgentLink]:
+    """`link`, closed when the block ends."""
+    try:
+        yield link
+    finally:
+        await link.close()
+
+
+def local_opener(state_dir: Path, pipeline: PipelineConfig | None) -> Opener:
+    """Opens a link to the agent of `state_dir`, started with `pipeline` if none runs."""
+
+    async def opener() -> AgentLink:
+        return await open_local_link(state_dir, pipeline)
+
+    return opener
+
+
+def configured_app(
+    state_dir: Path, pipeline: PipelineConfig, deploy: tuple[DeployMapping, ...] = ()
+) -> ConsoleApp:
+    """The app with one host, `gpu`: the agent of `state_dir`, configured with `pipeline`."""
+    host = HostConfig(
+        "gpu",
+        SshTarget("local"),
+        python=sys.executable,
+        state_dir=str(state_dir),
+        pipeline=pipeline,
+        deploy=deploy,
+    )
+    return ConsoleApp({"gpu": local_opener(state_dir, pipeline)}, host_configs={"gpu": host})
+
+
+async def stop_live_jobs(app: ConsoleApp) -> None:
+    """Stop every job of `gpu` the app last heard starting or running, over the app's own link."""
+    link = app.connections["gpu"].link
+    snapshot = app.views["gpu"].snapshot
+    assert link is not None
+    for job in snapshot.jobs if snapshot else ():
+        if job.state in ("starting", "running"):
+            stop = StopParams(job.id)
+            await link.call(JOBS_STOP, stop, idempotency_key=f"end-{job.id}", timeout_s=60)
