@@ -67,11 +67,6 @@ class Speculation:
         latency_bound = per_request_cap / (1 + self.step_overhead)
         return min(compute_bound, latency_bound)
 
-    @property
-    def accept_rate(self) -> float:
-        """Accepted drafts per proposed draft (the bonus token not counted)."""
-        return (self.accept_length - 1) / (self.num_draft_tokens - 1)
-
     def meta_info(self, completion_tokens: int, verify_steps: float = 0.0) -> dict[str, Any]:
         """The spec_* fields of a finished request's meta_info ({} when no verify step ran).
 

@@ -19,8 +19,6 @@ from agent.pipeline.inference.answer_checks import usable_answer
 from agent.pipeline.inference.backends.base import Backend, PromptRequest
 from agent.pipeline.inference.client import RejectedError, Server, TransientError
 
-CANARY_IDS = [0]
-
 
 class RequestRejectedError(Exception):
     """The server refuses every request of this run: stop at once and mark nothing."""
