@@ -101,6 +101,7 @@ def route(method: Method[P, R], handler: Callable[[Request[P]], Awaitable[R]]) -
 
 def routes(agent: AgentMethods, session: Session) -> tuple[Route, ...]:
     """Every method the agent serves, with its handler, for one session."""
+    operations = agent.parts.operations
     return (
         route(HELLO, agent.hello),
         route(PING, agent.ping),
@@ -122,31 +123,15 @@ def routes(agent: AgentMethods, session: Session) -> tuple[Route, ...]:
         route(DRAFTER_CHECK, agent.drafter_check),
         route(EVENTS_LIST, agent.records.events_list),
         route(NOTIFY_STATUS, agent.notify_status),
-        route(
-            OPERATIONS_REDEPLOY,
-            with_config(agent, session, asked_by(session, agent.parts.operations.redeploy)),
-        ),
-        route(
-            OPERATIONS_GENERATE,
-            with_config(agent, session, asked_by(session, agent.parts.operations.generate)),
-        ),
-        route(
-            OPERATIONS_SEQUENCE,
-            with_config(
-                agent, session, asked_by(session, agent.parts.operations.sequence), _sequence_starts
-            ),
-        ),
-        route(
-            OPERATIONS_SWEEP,
-            with_config(agent, session, asked_by(session, agent.parts.operations.sweep)),
-        ),
-        route(OPERATIONS_LIST, agent.parts.operations.listing),
+        route(OPERATIONS_REDEPLOY, started(agent, session, operations.redeploy)),
+        route(OPERATIONS_GENERATE, started(agent, session, operations.generate)),
+        route(OPERATIONS_SEQUENCE, started(agent, session, operations.sequence, _sequence_starts)),
+        route(OPERATIONS_SWEEP, started(agent, session, operations.sweep)),
+        route(OPERATIONS_LIST, operations.listing),
         route(AUTOPILOT_STATUS, agent.autopilot_status),
         route(
             AUTOPILOT_CONTROL,
-            with_config(
-                agent, session, asked_by(session, agent.parts.autopilot.control), _autopilot_starts
-            ),
+            started(agent, session, agent.parts.autopilot.control, _autopilot_starts),
         ),
         route(AUTOSTART_STATUS, autostart.handle_status(agent.parts.paths.root)),
         route(AUTOSTART_SET, autostart.handle_set(agent.parts.paths.root)),
@@ -163,6 +148,16 @@ def asked_by(
         return await handler(request, session.client)
 
     return handle
+
+
+def started(
+    agent: AgentMethods,
+    session: Session,
+    handler: Callable[[Request[P], str], Awaitable[R]],
+    starts: Callable[[P], bool] = lambda params: True,
+) -> Callable[[Request[P]], Awaitable[R]]:
+    """An operation's `handler`: told which console asked, and refused as `with_config` says."""
+    return with_config(agent, session, asked_by(session, handler), starts)
 
 
 def with_config(
