@@ -103,12 +103,13 @@ class FailedPromptIds(LineFollower):
     def take_lines(self, block: bytes, block_offset: int) -> None:
         """Note the id of each line with `"permanent": true`."""
         for line in block.split(b"\n"):
-            record = _json_object(line) if b'"permanent"' in line else None
+            record = json_object(line) if b'"permanent"' in line else None
             if record is not None and record.get("permanent") and "id" in record:
                 self.ids.add(str(record["id"]))
 
 
-def _json_object(line: bytes) -> dict[str, object] | None:
+def json_object(line: bytes) -> dict[str, object] | None:
+    """The JSON object on `line`, or None where it holds no JSON or JSON of another kind."""
     try:
         record = json.loads(line)
     except ValueError:

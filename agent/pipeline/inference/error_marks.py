@@ -8,12 +8,13 @@ prompt's), the user clears it with a flag instead of editing the file. The clear
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
 from pathlib import Path
 from typing import Any
+
+from agent.datasets.line_follower import json_object
 
 KINDS = ("too_long", "empty", "tokenize", "truncated", "rejected")
 """Why a prompt failed for good, as errors.jsonl records it and --retry-errors names it."""
@@ -97,7 +98,7 @@ def clear_permanent_marks(path: Path, kinds: tuple[str, ...]) -> int:
     kept: list[bytes] = []
     cleared: list[bytes] = []
     for line in path.read_bytes().splitlines(keepends=True):
-        record = _record(line)
+        record = json_object(line)
         matches = record is not None and record.get("permanent") and record_kind(record) in kinds
         (cleared if matches else kept).append(line if line.endswith(b"\n") else line + b"\n")
     if cleared:
@@ -111,11 +112,3 @@ def clear_permanent_marks(path: Path, kinds: tuple[str, ...]) -> int:
             os.fsync(handle.fileno())
         tmp.replace(path)
     return len(cleared)
-
-
-def _record(line: bytes) -> dict[str, Any] | None:
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
