@@ -16,9 +16,9 @@ from console.config import ConfigError, HostConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.deploy import FilePlan, deploy, plan_deploy, rollback, unified_diff
 from console.link.host_link import open_host_link
+from console.model.roles import DEPLOY_ROLES
 from console.model.safe_text import literal, sanitise, sanitise_lines
-
-STATUS_STYLE = {"changed": "yellow", "new": "cyan", "missing-locally": "red", "unchanged": "dim"}
+from console.ui.themes import in_role
 
 
 async def run_deploy(host: HostConfig, *, dry_run: bool, rollback_path: str | None) -> int:
@@ -59,7 +59,7 @@ def drift_table(host: str, plans: list[FilePlan]) -> Table:
         table.add_column(column)
     for plan in plans:
         table.add_row(
-            Text(plan.status, style=STATUS_STYLE[plan.status]), literal(plan.remote),
+            in_role(plan.status, DEPLOY_ROLES[plan.status]), literal(plan.remote),
             literal(str(plan.local or "—")), literal((plan.remote_sha256 or "—")[:12]),
             (plan.local_sha256 or "—")[:12],
         )  # fmt: skip
