@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,6 @@ async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> Tokeniz
     if path is None:
         return TokenizerCheck(path, trust, False, "no path under [tokenizer] in this host's config")
     timeout_s = min(max(timeout_s, 1.0), MAX_TIMEOUT_S)
-    started = time.monotonic()
     answer = await run_bounded(
         (sys.executable, "-m", "agent.pipeline.tokenizer", path, "--json",
          *([TRUST_FLAG] if trust else [])),
@@ -53,11 +51,11 @@ async def check_tokenizer(pipeline: PipelineConfig, timeout_s: float) -> Tokeniz
             path, trust, False, f"loading {path} printed over {MAX_OUTPUT_BYTES:,} bytes; stopped"
         )
     out, err = answer.out, answer.err
-    checked = _result(path, trust, out, err, time.monotonic() - started)
+    checked = _result(path, trust, out, err)
     return replace(checked, ships_code=await asyncio.to_thread(ships_code_at, path))
 
 
-def _result(path: str, trust: bool, out: bytes, err: bytes, elapsed_s: float) -> TokenizerCheck:
+def _result(path: str, trust: bool, out: bytes, err: bytes) -> TokenizerCheck:
     record = _last_json_object(out)
     if record is None:
         said = err.decode(errors="replace").strip().splitlines()

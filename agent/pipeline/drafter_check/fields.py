@@ -62,7 +62,7 @@ def check_fields(draft: DraftFacts, sources: Sources) -> list[Field]:
     A comparison that raises on a value nobody foresaw is a note on its field, never the end of
     the check: a crashed check would say nothing and hold nothing back.
     """
-    loadable = _loadable(draft, sources.expected.server)
+    loadable = _loadable(draft)
     if draft.unreadable:
         return [loadable]
     checks: list[Callable[[DraftFacts, Sources], list[Field]]] = (
@@ -93,7 +93,7 @@ def as_report(draft: DraftFacts, sources: Sources, fields: list[Field]) -> dict[
     }  # fmt: skip
 
 
-def _loadable(draft: DraftFacts, server: str) -> Field:
+def _loadable(draft: DraftFacts) -> Field:
     where = f"{draft.folder}"
     if draft.unreadable:
         return Field("loads", False, draft.unreadable, "a drafter folder: config.json and weights",
