@@ -30,7 +30,7 @@ from agent.protocol import (
 )
 from agent.state import StatePaths
 from console.link.agent_link import AgentLink
-from tests.support.local_host_app import local_link
+from tests.support.operations import local_link
 
 RUNS = 8
 GRACE_S = 3.0

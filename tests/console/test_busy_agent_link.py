@@ -35,7 +35,7 @@ from console.link import host_connection
 from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection, LinkState
 from console.link.local_link import open_local_link
-from tests.support.local_host_app import local_link
+from tests.support.operations import local_link
 from tests.support.waits import until
 
 DEAF = (

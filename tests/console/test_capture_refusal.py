@@ -26,8 +26,8 @@ from console.link.local_link import open_local_link
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.capture_jobs import capture_pipeline
 from tests.support.local_app import SIZE
-from tests.support.local_host_app import configured_app, local_link
-from tests.support.operations import jobs_where
+from tests.support.local_host_app import configured_app
+from tests.support.operations import jobs_where, local_link
 from tests.support.screen import wait_for
 
 

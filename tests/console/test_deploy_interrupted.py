@@ -14,7 +14,7 @@ from console.config import DeployMapping
 from console.link.agent_link import LinkError
 from console.link.deploy import deploy, plan_deploy
 from console.link.file_channel import LocalChannel
-from tests.support.local_host_app import local_link
+from tests.support.operations import local_link
 
 
 class CutChannel(LocalChannel):

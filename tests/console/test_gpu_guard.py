@@ -22,7 +22,8 @@ from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 from console.ui.screens.confirm import ConfirmScreen
 from tests.support.local_app import SIZE
-from tests.support.local_host_app import configured_app, local_link
+from tests.support.local_host_app import configured_app
+from tests.support.operations import local_link
 from tests.support.screen import cell, wait_for
 from tests.support.toasts import record_toasts
 

@@ -21,7 +21,7 @@ from console.model.budget_advice import budget_advice, with_token_budget
 from console.ui.app import ConsoleApp
 from console.ui.screens.redeploy import RedeployScreen
 from tests.support.fixed_app import SIZE
-from tests.support.local_host_app import closed_after
+from tests.support.operations import closed_after
 from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent

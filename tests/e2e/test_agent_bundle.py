@@ -15,7 +15,7 @@ import pytest
 from console.config import HostConfig, SshTarget
 from console.link.bundle import demo_bundle, local_bundle
 from console.link.ssh_link import open_ssh_link
-from tests.support.local_host_app import closed_after
+from tests.support.operations import closed_after
 from tests.support.ssh_servers import SshEndpoint
 
 

@@ -38,8 +38,7 @@ from agent.protocol import (
 from console.model.formatting import server_text
 from tests.support.export_data import write_jsonl
 from tests.support.json_http import health_ok, post
-from tests.support.local_host_app import local_link
-from tests.support.operations import jobs_where
+from tests.support.operations import jobs_where, local_link
 from tests.support.ports import free_port
 from tests.support.real_vllm import (
     DRAFT_TOKENS,

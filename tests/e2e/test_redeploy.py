@@ -11,7 +11,7 @@ from agent.protocol import JOBS_LAUNCH, SNAPSHOT, LaunchParams, Snapshot, Snapsh
 from console.config import load_config
 from console.link.local_link import open_local_link
 from tests.support.cli_runs import run_cli
-from tests.support.local_host_app import local_link
+from tests.support.operations import local_link
 from tests.support.repo import REPO, old_runner_copy
 from tests.support.runner_files import response_ids, write_id_prompts
 from tests.support.simulator_process import running_simulator

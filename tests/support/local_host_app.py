@@ -1,11 +1,9 @@
-"""A real agent on this machine: a link to it closed after use, and the console app over it with
-its host configured (`ssh = "local"`), as the keys that act on the host's config need."""
+"""The console app over a real agent on this machine, its host configured (`ssh = "local"`), as
+the keys that act on the host's config need."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 from agent.protocol import JOBS_STOP, PipelineConfig, StopParams
@@ -14,22 +12,6 @@ from console.link.agent_link import AgentLink
 from console.link.host_connection import Opener
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
-
-
-@asynccontextmanager
-async def local_link(state_dir: Path, pipeline: PipelineConfig | None) -> AsyncIterator[AgentLink]:
-    """`open_local_link` to the agent of `state_dir`, closed when the block ends."""
-    async with closed_after(await open_local_link(state_dir, pipeline)) as link:
-        yield link
-
-
-@asynccontextmanager
-async def closed_after(link: AgentLink) -> AsyncIterator[AgentLink]:
-    """`link`, closed when the block ends."""
-    try:
-        yield link
-    finally:
-        await link.close()
 
 
 def local_opener(state_dir: Path, pipeline: PipelineConfig | None) -> Opener:

@@ -45,7 +45,13 @@ POLL_S = 0.05
 @asynccontextmanager
 async def local_link(state_dir: Path, pipeline: PipelineConfig | None) -> AsyncIterator[AgentLink]:
     """A link to the agent of `state_dir` (started if none runs), closed when the block ends."""
-    link = await open_local_link(state_dir, pipeline)
+    async with closed_after(await open_local_link(state_dir, pipeline)) as link:
+        yield link
+
+
+@asynccontextmanager
+async def closed_after(link: AgentLink) -> AsyncIterator[AgentLink]:
+    """`link`, closed when the block ends."""
     try:
         yield link
     finally:
