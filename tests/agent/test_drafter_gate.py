@@ -25,7 +25,7 @@ from agent.protocol import (
     PipelineConfig,
 )
 from console.link.agent_link import AgentRequestError
-from tests.support.drafters import build_drafters
+from tests.support.drafters import shared_drafters
 from tests.support.operations import local_link, snapshot_where, text_appears
 from tests.support.ports import free_port
 
@@ -37,7 +37,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return build_drafters(tmp_path_factory.mktemp("drafters"))
+    return shared_drafters(tmp_path_factory, tmp_path_factory.mktemp("drafters") / "built")
 
 
 def pipeline(built: dict[str, Path], checkpoint: str) -> PipelineConfig:

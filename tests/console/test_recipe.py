@@ -99,7 +99,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A target, an export and a vocab job's outputs, made by our own jobs; trainer checkpoints."""
     from agent.pipeline.export.__main__ import main as export_main
     from agent.pipeline.vocab.__main__ import main as vocab_main
-    from tests.support.drafters import build_drafters
+    from tests.support.drafters import shared_drafters
     from tests.support.export_data import (
         KEEPS_TURNS,
         build_think_tokenizer,
@@ -109,7 +109,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     )
 
     root = tmp_path_factory.mktemp("box")
-    built = build_drafters(root / "drafters")
+    built = shared_drafters(tmp_path_factory, root / "drafters")
     vocab = build_think_tokenizer(root / "tok", KEEPS_TURNS)
     chat = [{"role": "user", "content": "why is the sum"}]
     write_jsonl(

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.cli_runs import run_cli
 from tests.support.cli_success import run_cli_ok
-from tests.support.drafters import build_drafters
+from tests.support.drafters import shared_drafters
 from tests.support.ports import free_port
 
 pytestmark = [
@@ -43,9 +43,9 @@ def config(tmp_path: Path, state_dir: Path, built: dict[str, Path]) -> Path:
 
 
 async def test_check_drafter_says_each_field_and_start_needs_force(
-    tmp_path: Path, state_dir: Path
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, state_dir: Path
 ) -> None:
-    built = build_drafters(tmp_path / "drafters")
+    built = shared_drafters(tmp_path_factory, tmp_path / "drafters")
     path = config(tmp_path, state_dir, built)
 
     checked = await run_cli("check-drafter", "box", config=path)

@@ -18,10 +18,10 @@ import pytest
 
 from agent.pipeline.drafter_check.__main__ import main
 from tests.support.drafters import (
-    build_drafters,
     drop_tensors,
     edit_json,
     replace_tensor,
+    shared_drafters,
     specforge_export,
     trainers_importing,
     vocab_files,
@@ -36,7 +36,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One target, the vocab job's files, and a checkpoint of each trainer, built once."""
-    return build_drafters(tmp_path_factory.mktemp("drafters"))
+    return shared_drafters(tmp_path_factory, tmp_path_factory.mktemp("drafters") / "built")
 
 
 @pytest.fixture

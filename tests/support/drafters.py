@@ -12,8 +12,11 @@ every third target id, as `agent.pipeline.vocab` writes them (d2t[i] = target id
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -22,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 LAYERS, VOCAB, HIDDEN, DRAFT = 8, 256, 64, 64
 IMPORT_WARNINGS = (
@@ -163,6 +168,32 @@ def build_drafters(root: Path) -> dict[str, Path]:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return {name: Path(path) for name, path in json.loads(done.stdout.splitlines()[-1]).items()}
+
+
+def shared_drafters(tmp_path_factory: pytest.TempPathFactory, into: Path) -> dict[str, Path]:
+    """`build_drafters`' folders, built once a session and copied into `into` for one module.
+
+    Four modules read them, and each build is a child process that imports both trainers and
+    runs `specforge export` twice. The workers of one pytest-xdist session share the parent of
+    their temp folders: the first to take the lock builds there, the others wait and copy. The
+    copy is the module's own to change; the paths the trainers wrote into its JSON files
+    (speculators keeps its verifier's) are moved with it.
+    """
+    session = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        session = session.parent
+    source = session / "drafters-once"
+    with (session / "drafters-once.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (source / "built.json").exists():
+            built = build_drafters(source / "tree")
+            found = {name: str(path.relative_to(source / "tree")) for name, path in built.items()}
+            (source / "built.json").write_text(json.dumps(found))
+    shutil.copytree(source / "tree", into)
+    for written in into.rglob("*.json"):
+        written.write_text(written.read_text().replace(str(source / "tree"), str(into)))
+    found = json.loads((source / "built.json").read_text())
+    return {name: into / path for name, path in found.items()}
 
 
 def _build_here(root: Path) -> dict[str, Path]:
