@@ -80,19 +80,27 @@ async def _fits(link: AgentLink) -> bool:
 
 
 async def _until(opener: Opener, holds: Callable[[AgentLink], Awaitable[bool]]) -> bool:
-    """Look every second until `holds`; False when it never did (the demo ended first)."""
-    for _ in range(MAX_LOOKS):
-        link = await _open(opener)
+    """Look every second until `holds`; False when it never did (the demo ended first).
+
+    Over one link, opened again only after it fails: a link a look started an `agent attach`
+    (over SSH, a connection), some 200 times in a demo left alone.
+    """
+    link: AgentLink | None = None
+    try:
+        for _ in range(MAX_LOOKS):
+            link = link or await _open(opener)
+            if link is not None:
+                try:
+                    if await holds(link):
+                        return True
+                except LinkError:
+                    await link.close()
+                    link = None
+            await asyncio.sleep(LOOK_EVERY_S)
+        return False
+    finally:
         if link is not None:
-            try:
-                if await holds(link):
-                    return True
-            except LinkError:
-                pass
-            finally:
-                await link.close()
-        await asyncio.sleep(LOOK_EVERY_S)
-    return False
+            await link.close()
 
 
 async def _open(opener: Opener) -> AgentLink | None:
