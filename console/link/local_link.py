@@ -40,12 +40,15 @@ async def open_local_link(
     assert process.stdin is not None
     assert process.stdout is not None
 
+    said: list[bytes] = []
+
     async def close() -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), EXIT_WAIT_S)
         if process.returncode is None:
             process.kill()
             await process.wait()
+        said.append(await _drained(process))
 
     link = AgentLink(process.stdout, process.stdin, close, f"local agent in {state_dir}")
     link.files = LocalChannel()
@@ -53,9 +56,7 @@ async def open_local_link(
         await link.hello(pipeline, local_bundle().sha256)
     except LinkError as exc:
         await link.close()
-        stderr = (
-            (await process.stderr.read()).decode(errors="replace").strip() if process.stderr else ""
-        )
+        stderr = b"".join(said).decode(errors="replace").strip()
         raise LinkError(f"{exc}{'; agent said: ' + stderr if stderr else ''}") from None
     except BaseException:  # cancelled mid-hello (the app quitting): leave no attach process behind
         with contextlib.suppress(ProcessLookupError):
@@ -63,6 +64,24 @@ async def open_local_link(
         await link.close()
         raise
     return link
+
+
+async def _drained(process: asyncio.subprocess.Process) -> bytes:
+    """Read the ended attach's pipes to their end, and return what it said on stderr.
+
+    Only then are they closed: asyncio's wait() returns before (Python 3.11), and an event loop
+    that ends first leaves them open, for the garbage collector to warn of in whatever runs next.
+    """
+    assert process.stdout is not None
+    assert process.stderr is not None
+    try:
+        _, stderr = await asyncio.wait_for(
+            asyncio.gather(process.stdout.read(), process.stderr.read()), EXIT_WAIT_S
+        )
+    except TimeoutError:  # a child of the attach holds them: nothing more to wait for
+        return b""
+    await asyncio.sleep(0)  # the pipes' connection_lost, queued behind their end of file
+    return stderr
 
 
 async def run_local_python(python: str, code: str, timeout_s: float) -> tuple[int | None, str, str]:
