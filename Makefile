@@ -30,7 +30,8 @@ PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 # rewritten test modules). A shell that sets PYTHONDONTWRITEBYTECODE would switch that off.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-fast lint typecheck bench faults install system-tools lock upgrade clean vllm-env
+.PHONY: demo test test-fast lint typecheck bench faults install system-tools lock upgrade clean vllm-env \
+  bytecode
 
 # pip (the venv's own) installs only uv, from the lock's entry and hashes; uv installs the rest:
 # `sync` makes the venv exactly the two locks, removing whatever they do not name.
@@ -63,6 +64,22 @@ $(VLLM_STAMP): $(VLLM_LOCK) $(STAMP)
 	touch $(VLLM_STAMP)
 
 vllm-env: $(VLLM_STAMP)
+
+# The bytecode of what the tests' processes import, written once (beside lint and typecheck): a
+# fresh environment has none, and six test workers and the processes they start would each
+# compile torch's, transformers', the trainers' and vLLM's at once (some 10 s of CPU for each
+# process that imports them before the bytecode is written).
+BYTECODE_STAMP := $(VENV)/.bytecode
+WARM_IMPORTS := specforge.modeling.draft, specforge.cli, speculators.train.cli, transformers, \
+  textual.app, asyncssh, aiohttp
+WARM_VLLM_IMPORTS := vllm.entrypoints.openai.api_server, vllm.v1.engine.core, \
+  vllm.v1.worker.cpu_worker, vllm.model_executor.models.llama, vllm.model_executor.models.llama_eagle3
+$(BYTECODE_STAMP): $(STAMP) $(VLLM_STAMP)
+	$(BIN)/python -W ignore -c "import $(WARM_IMPORTS)"
+	env PYTHONPATH= VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/python -W ignore -c "import $(WARM_VLLM_IMPORTS)"
+	touch $(BYTECODE_STAMP)
+
+bytecode: $(BYTECODE_STAMP)
 
 # Compile the locks from pyproject's ranges, keeping every pin they still allow; UPGRADE=--upgrade
 # moves each to its newest release (`make upgrade` does, and keeps it only if the tests pass). The
@@ -102,7 +119,8 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install vllm-env system-tools lint typecheck
+test: install vllm-env system-tools
+	$(MAKE) --no-print-directory -j 3 --output-sync=target lint typecheck bytecode
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 # The inner loop: lint, types and the tests not marked slow, sshd or tmux (what CI runs is `test`).
