@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -29,9 +28,9 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink, LinkError
-from console.link.local_link import open_local_link
 from faults.result import ScenarioResult
 from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.operations import local_link
 from tests.support.raw_wire import RawWire, hello
 from tests.support.waits import wait_until_blocking
 
@@ -74,24 +73,9 @@ async def agent_cleanup(state_dir: Path) -> AsyncIterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def attached(
-    state_dir: Path, pipeline: PipelineConfig | None, python: str = sys.executable
-) -> AsyncIterator[AgentLink]:
-    """A console's link to the agent of `state_dir` (started if none runs), closed after.
-
-    The agent itself is left running: a scenario attaches again and again to the one daemon.
-    """
-    link = await open_local_link(state_dir, pipeline, python)
-    try:
-        yield link
-    finally:
-        await link.close()
-
-
-@contextlib.asynccontextmanager
 async def local_agent(state_dir: Path, pipeline: PipelineConfig) -> AsyncIterator[AgentLink]:
     """A real agent daemon for `state_dir` behind `attach`; stopped, jobs and all, afterwards."""
-    async with agent_cleanup(state_dir), attached(state_dir, pipeline) as link:
+    async with agent_cleanup(state_dir), local_link(state_dir, pipeline) as link:
         yield link
 
 

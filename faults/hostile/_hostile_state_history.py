@@ -35,8 +35,9 @@ from agent.protocol import (
 )
 from agent.watch.history import FILE_NAME
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
-from faults.harness.agents import attached, daemon_pid, local_agent, log_tracebacks, shut_down_agent
+from faults.harness.agents import daemon_pid, local_agent, log_tracebacks, shut_down_agent
 from faults.harness.memory import resident_mb
+from tests.support.operations import local_link
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
 from tests.support.sqlite_lock import locked_by_another_process
@@ -79,7 +80,7 @@ async def watch(state_dir: Path, root: Path, looks: int, python: str | None = No
     seen = Seen()
     started = time.monotonic()
     config = PipelineConfig(datasets=DatasetsConfig(str(root)))
-    async with attached(state_dir, config, python or sys.executable) as link:
+    async with local_link(state_dir, config, python or sys.executable) as link:
         for number in range(looks):
             before = time.monotonic()
             taken: Snapshot = await link.call(SNAPSHOT, SnapshotParams())

@@ -37,11 +37,12 @@ from agent.protocol import (
     WatchParams,
 )
 from console.link.agent_link import AgentLink
-from faults.harness.agents import attached, daemon_pid, log_tracebacks, shut_down_agent
+from faults.harness.agents import daemon_pid, log_tracebacks, shut_down_agent
 from faults.harness.memory import resident_mb
 from faults.hostile._hostile_files_root import LIVE, SWAPPED, HostileRoot, expected_lines
 from faults.result import Scale, ScenarioResult
 from tests.support.hostile_files import HOSTILE_LINES, no_dac_prefix
+from tests.support.operations import local_link
 from tests.support.process_checks import alive
 from tests.support.simulator_process import agent_env
 
@@ -62,7 +63,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     state_dir = workdir / "state"
     writer = root.start_live_writer()
     try:
-        async with attached(state_dir, _pipeline(root.path), _python(workdir)) as link:
+        async with local_link(state_dir, _pipeline(root.path), _python(workdir)) as link:
             await _watch(link, root, scale, result)
     finally:
         writer.stop()

@@ -35,10 +35,11 @@ from agent.protocol import (
     SnapshotParams,
 )
 from console.link.agent_link import AgentLink, LinkError
-from faults.harness.agents import agent_cleanup, attached, daemon_pid
+from faults.harness.agents import agent_cleanup, daemon_pid
 from faults.harness.memory import resident_mb
 from faults.hostile._hostile_server_peers import Peers, hostile_peers
 from faults.result import Scale, ScenarioResult
+from tests.support.operations import local_link
 from tests.support.ports import free_port
 from tests.support.simulator_process import agent_env
 from tests.support.tls_hooks import tls_drip_hook
@@ -84,7 +85,7 @@ async def _linked(
 
     With `apply` False the caller applies it when it is ready. Each part runs its own config on the one daemon: a hello only compares it.
     """
-    async with attached(state, pipeline) as link:
+    async with local_link(state, pipeline) as link:
         if apply:
             await link.apply_pipeline(pipeline)
         yield link

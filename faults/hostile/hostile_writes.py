@@ -31,7 +31,7 @@ from agent.protocol import (
 from console.config import ConfigError, load_config
 from console.link.agent_link import AgentLink, AgentRequestError, LinkError
 from console.link.local_link import open_local_link
-from faults.harness.agents import agent_cleanup, attached, daemon_pid
+from faults.harness.agents import agent_cleanup, daemon_pid
 from faults.harness.memory import resident_mb
 from faults.hostile._hostile_writes_race import (
     REPAIRS_PER_TRIAL,
@@ -42,6 +42,7 @@ from faults.hostile._hostile_writes_race import (
 )
 from faults.result import Scale, ScenarioResult
 from tests.support.config_ranges import OUT_OF_RANGE, edge_config
+from tests.support.operations import local_link
 
 TITLE = "Hostile writes: a lock-less writer racing a repair, 7 MB keys, backup links, bad config"
 HUGE_KEY = "k" * (7 << 20)
@@ -58,7 +59,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
     root = workdir / "deploy"
     root.mkdir(parents=True)
     async with agent_cleanup(state_dir):
-        async with attached(state_dir, PipelineConfig(deploy_roots=(str(root),))) as link:
+        async with local_link(state_dir, PipelineConfig(deploy_roots=(str(root),))) as link:
             await _huge_keys(link, state_dir, scale.pick(60, 10), result)
             await _backup_links(link, root, workdir / "outside", result)
         await _config(workdir / "config", state_dir, result)

@@ -33,8 +33,9 @@ from agent.protocol import (
     Snapshot,
     SnapshotParams,
 )
-from faults.harness.agents import attached, local_agent
+from faults.harness.agents import local_agent
 from faults.result import Scale, ScenarioResult
+from tests.support.operations import local_link
 from tests.support.runner_files import response_tokens, start_runner, write_id_prompts
 from tests.support.simulator_process import running_simulator
 
@@ -136,7 +137,7 @@ def _exit_code(runner: subprocess.Popen[str]) -> int | None:
 
 
 async def _snapshot(folder: Path, pipeline: PipelineConfig) -> tuple[Snapshot, float]:
-    async with attached(folder / "state", pipeline) as link:
+    async with local_link(folder / "state", pipeline) as link:
         started = time.monotonic()
         snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
         return snapshot, time.monotonic() - started

@@ -42,9 +42,9 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink
-from faults.harness.agents import attached, local_agent
+from faults.harness.agents import local_agent
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import jobs_now, operation_ended
+from tests.support.operations import jobs_now, local_link, operation_ended
 
 TITLE = "Operations across crashes: a retried key, a record of another shape, 700 records"
 
@@ -143,7 +143,7 @@ async def _flood(state: Path, result: ScenarioResult) -> None:
     result.faults += 1
     result.attempted += 1
     try:
-        async with attached(state, PIPELINE) as link:
+        async with local_link(state, PIPELINE) as link:
             snapshot: Snapshot = await link.call(SNAPSHOT, SnapshotParams())
             params = SequenceParams("one more", (SequenceStep("start", job="train"),))
             await link.call(OPERATIONS_SEQUENCE, params, idempotency_key="more")

@@ -32,7 +32,7 @@ from agent.host.signals import kill_process
 from agent.protocol import JobInfo, PipelineConfig
 from agent.state import read_json
 from console.link.agent_link import AgentLink
-from faults.harness.agents import agent_cleanup, attached, daemon_pid
+from faults.harness.agents import agent_cleanup, daemon_pid
 from faults.harness.box_runs import (
     LOOK_S,
     RUNNER,
@@ -51,7 +51,7 @@ from faults.harness.box_runs import (
     served_box,
 )
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import events_of, jobs_now
+from tests.support.operations import events_of, jobs_now, local_link
 from tests.support.waits import wait_until
 
 TITLE = "A reboot: every process of the box killed, the agent started with no console"
@@ -98,7 +98,7 @@ class _Drill:
 
     async def play(self, pipeline: PipelineConfig, reboots: int) -> None:
         """Start the box, cut its power `reboots` times, let the runs finish, check the lines."""
-        async with attached(self.state, pipeline) as link:
+        async with local_link(self.state, pipeline) as link:
             await launch_box(link, DATASETS)
         cut_at = 0.0
         for number in range(reboots):
@@ -170,7 +170,7 @@ class _Drill:
 
     async def _check_with_a_console(self) -> None:
         """A console comes back (no new config) once the runs went on by themselves."""
-        async with attached(self.state, None) as link:
+        async with local_link(self.state, None) as link:
             if await runs_ended(link, self.watches, FINISH_TIMEOUT_S, self.result):
                 await self._check_lines(link)
 

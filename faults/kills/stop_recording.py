@@ -36,10 +36,10 @@ from agent.protocol import (
     StopParams,
 )
 from console.link.agent_link import LinkError
-from faults.harness.agents import agent_cleanup, attached, catch_stop_recording, daemon_pid
+from faults.harness.agents import agent_cleanup, catch_stop_recording, daemon_pid
 from faults.harness.box_runs import live, quiet_line
 from faults.result import Scale, ScenarioResult
-from tests.support.operations import events_of, operation_ended, text_appears
+from tests.support.operations import events_of, local_link, operation_ended, text_appears
 from tests.support.runner_files import write_id_prompts
 
 TITLE = "The agent killed between a stop's SIGTERM and its record"
@@ -94,7 +94,7 @@ class _Drill:
     async def stop_trial(self, index: int) -> None:
         """`k` on the runner-like job, the agent killed before the stop is recorded."""
         job = await self._running(RUNNER, DATASET, f"k-{index}")
-        async with attached(self.state, self.config) as link:
+        async with local_link(self.state, self.config) as link:
             asked = asyncio.ensure_future(
                 link.call(JOBS_STOP, StopParams(job.id), idempotency_key=f"stop-{index}")
             )
@@ -107,12 +107,12 @@ class _Drill:
     async def redeploy_trial(self, index: int) -> None:
         """`R` on the server-like job, the agent killed before its stop is recorded."""
         job = await self._running(SERVER, None, f"r-{index}")
-        async with attached(self.state, self.config) as link:
+        async with local_link(self.state, self.config) as link:
             asked = await link.call(
                 OPERATIONS_REDEPLOY, RedeployParams(job.id), idempotency_key=f"redeploy-{index}"
             )
             await self._kill_in_the_window(job)
-        async with attached(self.state, self.config) as link:
+        async with local_link(self.state, self.config) as link:
             ended = await operation_ended(link, asked.id)
         if ended.state != "done":
             self.result.violate(f"R {index + 1}: the redeploy ended {ended.state}: {ended.outcome}")
@@ -120,7 +120,7 @@ class _Drill:
         self._check_not_undone(f"R {index + 1}", job, line, live_wanted=1)
 
     async def _running(self, name: str, dataset: str | None, key: str) -> JobInfo:
-        async with attached(self.state, self.config) as link:
+        async with local_link(self.state, self.config) as link:
             running = live(await quiet_line(link, name, dataset))
             if running:
                 return running[0]
@@ -148,7 +148,7 @@ class _Drill:
             self.result.notes.append(f"a kill missed the window: {window or 'no end seen'}")
 
     async def _quiet(self, name: str, dataset: str | None) -> list[JobInfo]:
-        async with attached(self.state, self.config) as link:
+        async with local_link(self.state, self.config) as link:
             return await quiet_line(link, name, dataset)
 
     def _check_not_undone(
@@ -174,7 +174,7 @@ class _Drill:
 
     async def count_attempts(self) -> None:
         """Restarts the policy attempted and was refused are attempts to undo a stop too."""
-        async with attached(self.state, self.config) as link:
+        async with local_link(self.state, self.config) as link:
             refused = await events_of(link, "restart_refused")
         if refused:
             self.result.violate(f"{len(refused)} restart(s) of a stopped job refused: {refused[0]}")

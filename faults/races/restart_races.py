@@ -31,10 +31,10 @@ from agent.protocol import (
     StopParams,
 )
 from console.link.agent_link import AgentLink
-from faults.harness.agents import attached, local_agent
+from faults.harness.agents import local_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.datasets import write_prompts
-from tests.support.operations import events_of, jobs_now, jobs_where, observer_scans
+from tests.support.operations import events_of, jobs_now, jobs_where, local_link, observer_scans
 
 TITLE = "A stop, a start by hand or an apply while a restart waits: the person wins"
 
@@ -109,7 +109,7 @@ async def _act(link: AgentLink, race: str, folder: Path, waiting: JobInfo) -> Jo
     if race == "start by hand":
         mine: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("job"), idempotency_key="mine")
         return mine
-    async with attached(folder / "state", pipeline(folder, restart="no")) as other:
+    async with local_link(folder / "state", pipeline(folder, restart="no")) as other:
         await other.apply_pipeline(pipeline(folder, restart="no"))
     return None
 

@@ -30,9 +30,10 @@ from agent.protocol import (
 )
 from agent.state import StatePaths, read_json
 from console.link.agent_link import AgentLink
-from faults.harness.agents import attached, shut_down_agent
+from faults.harness.agents import shut_down_agent
 from faults.result import Scale, ScenarioResult
 from tests.support.clocks import live_run_problem
+from tests.support.operations import local_link
 from tests.support.runner_files import write_id_prompts
 from tests.support.simulator_process import agent_env, running_simulator
 from tests.support.waits import wait_until
@@ -67,7 +68,7 @@ async def run(scale: Scale, workdir: Path, seed: int) -> ScenarioResult:
                 result.violate("the stepped daemon did not start")
                 return result
             pipeline = PipelineConfig(DatasetsConfig(str(folder.parent)))
-            async with attached(state_dir, pipeline) as link:
+            async with local_link(state_dir, pipeline) as link:
                 await _play(link, offset, folder, scale, result)
         finally:
             runner.send_signal(signal.SIGINT)

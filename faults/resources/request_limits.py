@@ -24,15 +24,10 @@ from agent.attach import stop_daemon
 from agent.protocol import FILES_INSTALL, InstallParams, InstallResult, PipelineConfig
 from agent.state import StatePaths
 from console.link.agent_link import AgentRequestError, LinkError
-from faults.harness.agents import (
-    agent_cleanup,
-    attached,
-    daemon_pid,
-    greeted_wire,
-    log_tracebacks,
-)
+from faults.harness.agents import agent_cleanup, daemon_pid, greeted_wire, log_tracebacks
 from faults.harness.memory import resident_mb
 from faults.result import Scale, ScenarioResult
+from tests.support.operations import local_link
 from tests.support.process_checks import alive
 from tests.support.raw_wire import refusal_problem, request_line
 
@@ -106,14 +101,14 @@ async def _keys_across_restart(
     root.mkdir()
     pipeline = PipelineConfig(deploy_roots=(str(root),))
     installs = [_install(root, n) for n in range(count)]
-    async with attached(state_dir, pipeline) as link:
+    async with local_link(state_dir, pipeline) as link:
         first = [
             await link.call(FILES_INSTALL, p, idempotency_key=f"key-{n}")
             for n, p in enumerate(installs)
         ]
     started = time.monotonic()
     await asyncio.to_thread(stop_daemon, StatePaths(state_dir))
-    async with attached(state_dir, pipeline) as link:
+    async with local_link(state_dir, pipeline) as link:
         result.faults += 1
         result.recovery_s.append(time.monotonic() - started)
         for number, params in enumerate(installs):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import secrets
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -43,9 +44,12 @@ POLL_S = 0.05
 
 
 @asynccontextmanager
-async def local_link(state_dir: Path, pipeline: PipelineConfig | None) -> AsyncIterator[AgentLink]:
-    """A link to the agent of `state_dir` (started if none runs), closed when the block ends."""
-    async with closed_after(await open_local_link(state_dir, pipeline)) as link:
+async def local_link(
+    state_dir: Path, pipeline: PipelineConfig | None, python: str = sys.executable
+) -> AsyncIterator[AgentLink]:
+    """A link to the agent of `state_dir` (started if none runs), closed when the block ends;
+    the agent itself goes on running."""
+    async with closed_after(await open_local_link(state_dir, pipeline, python)) as link:
         yield link
 
 
