@@ -102,6 +102,9 @@ def _connection(
         return connection
     connection = http.client.HTTPSConnection(host, parts.port, timeout=timeout_s)
     try:
+        # ssl leaves the socket it made unclosed when the connection is gone before it wraps
+        # (its not-connected path raises past its own cleanup): fail here first, closing ours
+        tcp.getpeername()
         connection.sock = ssl.create_default_context().wrap_socket(tcp, server_hostname=host)
     except BaseException:
         tcp.close()
@@ -282,11 +285,16 @@ class Notifier:
         try:
             await asyncio.wait_for(asyncio.shield(posting), POST_DEADLINE_S)
         except TimeoutError:
-            self._abort()
+            self._abort_leaving(posting)
             raise WebhookDeadlineError(f"no answer within {POST_DEADLINE_S:g} s") from None
         except asyncio.CancelledError:  # the agent stops: its thread must not hold it up
-            self._abort()
+            self._abort_leaving(posting)
             raise
+
+    def _abort_leaving(self, posting: asyncio.Future[None]) -> None:
+        """Abort the POST; its thread ends on its own, with an error nobody needs to hear."""
+        self._abort()
+        posting.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
 
     def _abort(self) -> None:
         abort = getattr(self._post, "abort", None)

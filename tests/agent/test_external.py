@@ -64,7 +64,7 @@ def test_a_server_started_through_a_shell_is_the_server_not_the_shell() -> None:
     """`bash -c "python … sglang …"`: the pattern matched the shell too, and the job showed and
     signalled the shell's pid. The shell's child that serves is the job."""
 
-    from agent.host.procfs import descendants
+    from agent.host.procfs import command_line, descendants
     from agent.host.signals import kill_group
     from agent.jobs.external import find_external
 
@@ -72,7 +72,13 @@ def test_a_server_started_through_a_shell_is_the_server_not_the_shell() -> None:
     script = f"{sys.executable} -c 'import time  # {marker}\ntime.sleep(300)'; true"
     shell = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True)
     try:
-        assert wait_until_blocking(lambda: descendants(shell.pid), 10), "the shell started no child"
+        # a child forked by the shell reads as the shell until it execs python: wait for that
+        assert wait_until_blocking(
+            lambda: [
+                c for c in descendants(shell.pid) if command_line(c.pid)[:1] == [sys.executable]
+            ],
+            10,
+        ), "the shell started no python"
         [child] = descendants(shell.pid)
         [found] = find_external({"server": marker}, set())
         assert found.pid == child.pid != shell.pid
