@@ -31,10 +31,10 @@ from console.ui.screens.help import HelpScreen
 from console.ui.screens.logs import LogScreen
 from console.ui.screens.pipeline import PipelineScreen
 from tests.support.datasets import response_line
-from tests.support.local_app import SIZE, make_app
-from tests.support.local_host_app import local_opener
+from tests.support.local_app import SIZE, local_opener, make_app
 from tests.support.screen import cell, header, wait_for
 from tests.support.ssh_servers import asyncssh_server
+from tests.support.toasts import toasts
 
 MakeApp = Callable[[Path, PipelineConfig], ConsoleApp]
 
@@ -245,4 +245,4 @@ async def test_ctrl_c_quits_as_q_does_even_while_the_host_is_still_unreachable()
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.return_code == 0
-        assert not any("[b]" in str(n.message) for n in app._notifications), "no raw markup"
+        assert not any("[b]" in m for m in toasts(app)), "no raw markup"

@@ -20,7 +20,7 @@ from console.ui.app import ConsoleApp
 from console.ui.messages import LinkChanged
 from tests.support.datasets import write_prompts
 from tests.support.fixed_app import SIZE, never
-from tests.support.local_host_app import local_opener
+from tests.support.local_app import local_opener
 from tests.support.sample_snapshot import NOW
 from tests.support.screen import header, wait_for
 from tests.support.waits import until

@@ -19,7 +19,7 @@ from console.config import HostConfig, SshTarget
 from console.link.agent_link import AgentLink
 from console.link.host_connection import HostConnection, LinkState
 from console.link.ssh_link import open_ssh_link
-from tests.support.local_host_app import local_opener
+from tests.support.local_app import local_opener
 from tests.support.waits import until
 
 

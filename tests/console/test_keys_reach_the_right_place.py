@@ -24,6 +24,7 @@ from tests.support.sample_snapshot import NOW, SNAPSHOT
 from tests.support.screen import wait_for
 from tests.support.scripted_agent import ScriptedAgent, scripted, stops
 from tests.support.shown_app import up_with
+from tests.support.toasts import toasts
 
 
 def called(agent: ScriptedAgent, method: str) -> list[str]:
@@ -132,7 +133,5 @@ async def test_a_key_on_a_host_with_no_data_yet_acts_on_nothing_left_from_the_la
         app.show_host("b")
         await wait_for(pilot, lambda: dashboard.host == "b")
         await pilot.press("k")
-        await wait_for(
-            pilot, lambda: any("select a job first" in str(n.message) for n in app._notifications)
-        )
+        await wait_for(pilot, lambda: any("select a job first" in m for m in toasts(app)))
         assert app.screen is dashboard

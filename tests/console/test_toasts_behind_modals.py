@@ -8,6 +8,7 @@ from textual.screen import ModalScreen
 from agent.protocol import Alert
 from console.ui.alert_toasts import AlertToasts
 from tests.support.screen import wait_for
+from tests.support.toasts import toasts as shown_toasts
 
 
 class Host(App[None]):
@@ -22,13 +23,11 @@ async def test_a_warning_waits_for_the_modal_and_an_error_does_not() -> None:
         toasts.heard("gpu", [Alert("projected_overrun", "warning", "B3 heads past", "B3"),
                              Alert("over_budget", "error", "B3 is past", "B3")])  # fmt: skip
         await pilot.pause(0.3)
-        shown = [str(n.message) for n in app._notifications]
+        shown = shown_toasts(app)
         assert any("B3 is past" in m for m in shown)
         assert not any("B3 heads past" in m for m in shown), "held while the modal is open"
         await app.pop_screen()
-        await wait_for(
-            pilot, lambda: any("B3 heads past" in str(n.message) for n in app._notifications), 10
-        )
+        await wait_for(pilot, lambda: any("B3 heads past" in m for m in shown_toasts(app)), 10)
 
 
 def test_an_app_with_no_screen_has_no_modal_open() -> None:

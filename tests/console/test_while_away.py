@@ -12,8 +12,7 @@ from console.link.last_seen import LastSeen
 from console.model.away import away_summary
 from console.ui.app import ConsoleApp
 from tests.support.datasets import response_line, write_sample_root
-from tests.support.local_app import SIZE
-from tests.support.local_host_app import local_opener
+from tests.support.local_app import SIZE, local_opener
 from tests.support.screen import wait_for
 from tests.support.toasts import toasts
 from tests.support.waits import until

@@ -8,19 +8,25 @@ from pathlib import Path
 
 from agent.protocol import JobInfo, JobSpec, PipelineConfig
 from console.link.agent_link import AgentLink
+from console.link.host_connection import Opener
 from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
 
 SIZE = (170, 50)
 
 
-def make_app(state_dir: Path, config: PipelineConfig) -> ConsoleApp:
-    """The app with one host, `gpu`: the agent of `state_dir`, started if none runs."""
+def local_opener(state_dir: Path, pipeline: PipelineConfig | None) -> Opener:
+    """Opens a link to the agent of `state_dir`, started with `pipeline` if none runs."""
 
     async def opener() -> AgentLink:
-        return await open_local_link(state_dir, config)
+        return await open_local_link(state_dir, pipeline)
 
-    return ConsoleApp({"gpu": opener})
+    return opener
+
+
+def make_app(state_dir: Path, config: PipelineConfig) -> ConsoleApp:
+    """The app with one host, `gpu`: the agent of `state_dir`, started if none runs."""
+    return ConsoleApp({"gpu": local_opener(state_dir, config)})
 
 
 RUNNER = JobSpec(

@@ -8,19 +8,8 @@ from pathlib import Path
 
 from agent.protocol import JOBS_STOP, PipelineConfig, StopParams
 from console.config import DeployMapping, HostConfig, SshTarget
-from console.link.agent_link import AgentLink
-from console.link.host_connection import Opener
-from console.link.local_link import open_local_link
 from console.ui.app import ConsoleApp
-
-
-def local_opener(state_dir: Path, pipeline: PipelineConfig | None) -> Opener:
-    """Opens a link to the agent of `state_dir`, started with `pipeline` if none runs."""
-
-    async def opener() -> AgentLink:
-        return await open_local_link(state_dir, pipeline)
-
-    return opener
+from tests.support.local_app import local_opener
 
 
 def configured_app(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.app import App
+
 from console.ui.app import ConsoleApp
 
 
-def toasts(app: ConsoleApp) -> list[str]:
-    """The toasts `app` shows now, oldest first."""
+def toasts(app: App[Any]) -> list[str]:
+    """The toasts `app` (any Textual app) shows now, oldest first."""
     return [str(notification.message) for notification in app._notifications]
 
 
