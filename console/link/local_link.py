@@ -19,6 +19,8 @@ from console.link.bundle import local_bundle
 from console.link.file_channel import LocalChannel
 
 EXIT_WAIT_S = 10.0
+STDERR_KEPT_BYTES = 64 * 1024
+"""What a link that failed keeps of the attach's stderr, to say why."""
 
 
 async def open_local_link(
@@ -39,8 +41,9 @@ async def open_local_link(
         raise LinkError(f"cannot run {python}: {exc.strerror}") from None
     assert process.stdin is not None
     assert process.stdout is not None
-
-    said: list[bytes] = []
+    assert process.stderr is not None
+    # read all along: an attach that wrote more than a pipe holds would block before its hello
+    said = asyncio.create_task(_to_end(process.stderr, STDERR_KEPT_BYTES))
 
     async def close() -> None:
         with contextlib.suppress(TimeoutError):
@@ -48,7 +51,7 @@ async def open_local_link(
         if process.returncode is None:
             process.kill()
             await process.wait()
-        said.append(await _drained(process))
+        await _drained(process, said)
 
     link = AgentLink(process.stdout, process.stdin, close, f"local agent in {state_dir}")
     link.files = LocalChannel()
@@ -56,7 +59,7 @@ async def open_local_link(
         await link.hello(pipeline, local_bundle().sha256)
     except LinkError as exc:
         await link.close()
-        stderr = b"".join(said).decode(errors="replace").strip()
+        stderr = _kept(said).decode(errors="replace").strip()
         raise LinkError(f"{exc}{'; agent said: ' + stderr if stderr else ''}") from None
     except BaseException:  # cancelled mid-hello (the app quitting): leave no attach process behind
         with contextlib.suppress(ProcessLookupError):
@@ -66,22 +69,33 @@ async def open_local_link(
     return link
 
 
-async def _drained(process: asyncio.subprocess.Process) -> bytes:
-    """Read the ended attach's pipes to their end, and return what it said on stderr.
+async def _drained(process: asyncio.subprocess.Process, said: asyncio.Task[bytes]) -> None:
+    """Read the ended attach's pipes to their end (`said` reads its stderr).
 
     Only then are they closed: asyncio's wait() returns before (Python 3.11), and an event loop
     that ends first leaves them open, for the garbage collector to warn of in whatever runs next.
     """
     assert process.stdout is not None
-    assert process.stderr is not None
-    try:
-        _, stderr = await asyncio.wait_for(
-            asyncio.gather(process.stdout.read(), process.stderr.read()), EXIT_WAIT_S
-        )
-    except TimeoutError:  # a child of the attach holds them: nothing more to wait for
-        return b""
+    try:  # on a timeout (a child of the attach holds them) gather cancels both readers
+        await asyncio.wait_for(asyncio.gather(_to_end(process.stdout, 0), said), EXIT_WAIT_S)
+    except TimeoutError:
+        return
     await asyncio.sleep(0)  # the pipes' connection_lost, queued behind their end of file
-    return stderr
+
+
+def _kept(said: asyncio.Task[bytes]) -> bytes:
+    """What the stderr reader kept, or nothing where it did not finish."""
+    if not said.done() or said.cancelled() or said.exception() is not None:
+        return b""
+    return said.result()
+
+
+async def _to_end(stream: asyncio.StreamReader, keep: int) -> bytes:
+    """Read `stream` to its end, keeping at most its first `keep` bytes."""
+    kept = bytearray()
+    while chunk := await stream.read(64 * 1024):
+        kept += chunk[: max(0, keep - len(kept))]
+    return bytes(kept)
 
 
 async def run_local_python(python: str, code: str, timeout_s: float) -> tuple[int | None, str, str]:

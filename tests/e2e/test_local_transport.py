@@ -17,6 +17,8 @@ from agent.state import StatePaths
 from console.config import load_config
 from console.demo.config_file import write_demo_config
 from console.demo.workspace import DATASETS, Workspace, prepare_scripts, write_datasets
+from console.link.agent_link import LinkError
+from console.link.local_link import STDERR_KEPT_BYTES, open_local_link
 from tests.support.cli_runs import run_cli
 from tests.support.cli_success import run_cli_ok
 from tests.support.leftover_jobs import kill_leftover_jobs
@@ -111,3 +113,23 @@ async def test_a_piped_dry_run_prints_long_paths_whole(demo_space: Workspace) ->
     assert len(str(deep)) > 300  # past $COLUMNS (run_cli sets 200) and Rich's default 80
     assert str(deep) in result.stdout
     assert "…" not in result.stdout
+
+
+@pytest.mark.parametrize("said_bytes", [40, 1_000_000])
+async def test_an_agent_that_dies_before_hello_is_quoted_from_its_stderr_within_a_bound(
+    tmp_path: Path, said_bytes: int
+) -> None:
+    """The link's error quotes what the attach said before it died, at most STDERR_KEPT_BYTES of
+    it however much it wrote, and the closed link leaves no pipe open (no ResourceWarning)."""
+    dying = tmp_path / "python"
+    dying.write_text(
+        "#!/bin/sh\nhead -c "
+        f"{said_bytes} /dev/zero | tr '\\0' x >&2\necho ' no agent here' >&2\nexit 3\n"
+    )
+    dying.chmod(0o755)
+    with pytest.raises(LinkError) as refused:
+        await open_local_link(tmp_path / "state", None, python=str(dying))
+    said = str(refused.value).split("; agent said: ", 1)[1]
+    assert said.startswith("x")
+    assert len(said) <= STDERR_KEPT_BYTES
+    assert said.endswith("no agent here") == (said_bytes < STDERR_KEPT_BYTES)
