@@ -11,6 +11,8 @@ names and reasons from a host.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -79,6 +81,8 @@ TOAST_LEVELS: dict[str, SeverityLevel] = {
 }  # fmt: skip
 LINK_WORKER = "link "
 """The name of a host's link worker is this and the host's name."""
+LINKS_END_S = 15.0
+"""How long quitting waits for the links still opening to end their attach or SSH connection."""
 
 log = logging.getLogger(__name__)
 
@@ -216,9 +220,15 @@ class ConsoleApp(App[None]):
         self._publish_host_shown()
 
     async def on_unmount(self) -> None:
-        """Close every link so no agent bridge is left behind."""
+        """Close every link, and end those still opening, so no agent bridge is left behind."""
         for connection in self.connections.values():
             await connection.close()
+        # Textual cancels workers on exit without waiting: a link cancelled mid-hello would kill
+        # its attach (or SSH connection) after the event loop ended, or never
+        opening = self.workers.cancel_group(self, "links")
+        ended = asyncio.gather(*(worker.wait() for worker in opening), return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ended, LINKS_END_S)
         if self._log_handler is not None:
             detach_log_file(self._log_handler)
 

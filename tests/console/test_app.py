@@ -246,3 +246,18 @@ async def test_ctrl_c_quits_as_q_does_even_while_the_host_is_still_unreachable()
         await pilot.pause()
         assert app.return_code == 0
         assert not any("[b]" in m for m in toasts(app)), "no raw markup"
+
+
+async def test_quitting_while_a_link_is_still_opening_ends_its_attach(tmp_path: Path) -> None:
+    """Textual cancels workers on its way out without waiting for them: the link worker stopped
+    mid-hello must still kill and reap the attach it started before the console is gone."""
+    started = tmp_path / "attach.pid"
+    silent = tmp_path / "python"  # an attach that never says hello
+    silent.write_text(f"#!/bin/sh\necho $$ > {started}\nexec sleep 120\n")
+    silent.chmod(0o755)
+    app = ConsoleApp({"gpu": lambda: open_local_link(tmp_path / "state", None, str(silent))})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: started.exists() and started.read_text().endswith("\n"))
+        assert app.connections["gpu"].state.status == "connecting"
+    pid = int(started.read_text())
+    assert not Path(f"/proc/{pid}").exists(), "the attach outlived the console (or was not reaped)"
