@@ -27,7 +27,7 @@ from agent.protocol import JOBS_LAUNCH, JobInfo, LaunchParams
 from console.config import load_config
 from console.link.ssh_link import open_ssh_link
 from faults.harness.agents import agent_cleanup, private_home
-from faults.hostile._terminal_text_box import Counts, HostileBox, count
+from faults.hostile._terminal_text_box import SHOWN, Counts, HostileBox, count
 from faults.result import Scale, ScenarioResult
 from tests.support.simulator_process import running_simulator
 from tests.support.ssh_servers import asyncssh_server
@@ -142,6 +142,8 @@ def drive_console(config: Path, result: ScenarioResult) -> list[Surface]:
             if keys:
                 terminal.send(keys)
             terminal.wait_for(_marker(shown, footer_style), STEP_TIMEOUT_S, after=sent_at)
+            if f"console: {name}" in SHOWING_STEPS:  # its marker may be drawn a frame before
+                terminal.wait_for(SHOWN.pattern, STEP_TIMEOUT_S, after=start)  # the host text
             footer_style = footer_style or _footer_style(terminal)
             surfaces.append(Surface(f"console: {name}", bytes(terminal.output[start:]), True))
             start = len(terminal.output)
