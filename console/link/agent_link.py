@@ -93,6 +93,7 @@ class AgentLink:
         self.closed = asyncio.Event()
         """Set once the agent side is gone; pending requests have failed by then."""
         self._receiver = asyncio.create_task(self._receive(), name=f"receive {description}")
+        self._closing: asyncio.Future[None] | None = None
 
     async def hello(self, pipeline: PipelineConfig | None, bundle_sha256: str) -> HelloResult:
         """The first exchange; fails with both versions named unless the agent runs our bundle."""
@@ -164,7 +165,16 @@ class AgentLink:
         return getter.result() if getter.done() and not getter.cancelled() else None
 
     async def close(self) -> None:
-        """End the conversation and release the channel."""
+        """End the conversation and release the channel, once and to its end.
+
+        The console's quit and the link's own worker both ask, and a caller that is cancelled
+        meanwhile does not stop the closing half-way (with the attach's pipes left open).
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_once())
+        await asyncio.shield(self._closing)
+
+    async def _close_once(self) -> None:
         with contextlib.suppress(Exception):
             self._writer.write_eof()
         self._receiver.cancel()

@@ -17,6 +17,7 @@ from agent.protocol import PipelineConfig
 from console.link.agent_link import AgentLink, LinkError
 from console.link.bundle import local_bundle
 from console.link.file_channel import LocalChannel
+from console.link.pipes import read_out, to_end
 
 EXIT_WAIT_S = 10.0
 STDERR_KEPT_BYTES = 64 * 1024
@@ -42,8 +43,9 @@ async def open_local_link(
     assert process.stdin is not None
     assert process.stdout is not None
     assert process.stderr is not None
+    stdout = process.stdout
     # read all along: an attach that wrote more than a pipe holds would block before its hello
-    said = asyncio.create_task(_to_end(process.stderr, STDERR_KEPT_BYTES))
+    said = asyncio.create_task(to_end(process.stderr, STDERR_KEPT_BYTES))
 
     async def close() -> None:
         with contextlib.suppress(TimeoutError):
@@ -51,9 +53,9 @@ async def open_local_link(
         if process.returncode is None:
             process.kill()
             await process.wait()
-        await _drained(process, said)
+        await read_out(to_end(stdout), said)
 
-    link = AgentLink(process.stdout, process.stdin, close, f"local agent in {state_dir}")
+    link = AgentLink(stdout, process.stdin, close, f"local agent in {state_dir}")
     link.files = LocalChannel()
     try:
         await link.hello(pipeline, local_bundle().sha256)
@@ -69,33 +71,11 @@ async def open_local_link(
     return link
 
 
-async def _drained(process: asyncio.subprocess.Process, said: asyncio.Task[bytes]) -> None:
-    """Read the ended attach's pipes to their end (`said` reads its stderr).
-
-    Only then are they closed: asyncio's wait() returns before (Python 3.11), and an event loop
-    that ends first leaves them open, for the garbage collector to warn of in whatever runs next.
-    """
-    assert process.stdout is not None
-    try:  # on a timeout (a child of the attach holds them) gather cancels both readers
-        await asyncio.wait_for(asyncio.gather(_to_end(process.stdout, 0), said), EXIT_WAIT_S)
-    except TimeoutError:
-        return
-    await asyncio.sleep(0)  # the pipes' connection_lost, queued behind their end of file
-
-
 def _kept(said: asyncio.Task[bytes]) -> bytes:
     """What the stderr reader kept, or nothing where it did not finish."""
     if not said.done() or said.cancelled() or said.exception() is not None:
         return b""
     return said.result()
-
-
-async def _to_end(stream: asyncio.StreamReader, keep: int) -> bytes:
-    """Read `stream` to its end, keeping at most its first `keep` bytes."""
-    kept = bytearray()
-    while chunk := await stream.read(64 * 1024):
-        kept += chunk[: max(0, keep - len(kept))]
-    return bytes(kept)
 
 
 async def run_local_python(python: str, code: str, timeout_s: float) -> tuple[int | None, str, str]:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import asyncssh
 
+from console.link.pipes import read_out, to_end
+
 
 @dataclass(frozen=True, slots=True)
 class LoopbackServer:
@@ -103,6 +105,7 @@ async def _run_as_subprocess(process: asyncssh.SSHServerProcess[bytes]) -> None:
         if local.returncode is None:  # the client went away first: end the command as sshd would
             local.kill()
             await local.wait()
+        await read_out(to_end(local.stdout), to_end(local.stderr))
 
 
 async def _feed_stdin(source: asyncssh.SSHReader[bytes], sink: asyncio.StreamWriter) -> None:

@@ -6,6 +6,8 @@ with "cannot reach localhost:22": the plain demo's host was only reachable from 
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,3 +135,21 @@ async def test_an_agent_that_dies_before_hello_is_quoted_from_its_stderr_within_
     assert said.startswith("x")
     assert len(said) <= STDERR_KEPT_BYTES
     assert said.endswith("no agent here") == (said_bytes < STDERR_KEPT_BYTES)
+
+
+async def test_a_link_closed_twice_at_once_and_cancelled_once_still_ends_its_attach(
+    tmp_path: Path,
+) -> None:
+    """The console's quit and the link's own worker both close a link, and Textual cancels the
+    worker: the attach is still reaped and its pipes closed (no ResourceWarning on collection)."""
+    state = tmp_path / "state"
+    link = await open_local_link(state, None)
+    try:
+        first, second = asyncio.create_task(link.close()), asyncio.create_task(link.close())
+        await asyncio.sleep(0)
+        first.cancel()
+        await second
+        assert first.cancelled()
+        gc.collect()  # an open pipe's transport warns here, and the warning fails the test
+    finally:
+        stop_daemon(StatePaths(state))
