@@ -1,5 +1,5 @@
 """Hidden-states plan: 8 datasets x 10M tokens of exported records, with the capture half written.
-Goal (issue #38): < 1 s a plan.
+Goal: < 1 s a plan.
 
 What a snapshot does for the plan, with the agent's own parts: the export's report read (8
 datasets, 80M sequence tokens, 40,000 records), the target's config.json, the output folder's

@@ -1,5 +1,5 @@
 """Restart scan: the tracker's first full update after an agent restart, on 8 x 1 MB and 8 x 1 GB
-of raw_responses.jsonl (every id distinct), against the cold scan. Goal (issue #31): < 1 s, flat
+of raw_responses.jsonl (every id distinct), against the cold scan. Goal: < 1 s, flat
 in the data's size.
 
 Each size is two lives of the agent's real parts: a tracker with its keeper and store scans cold

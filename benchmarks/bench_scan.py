@@ -1,6 +1,6 @@
 """Dataset scanner: a cold scan of 200 MB of responses against the seeds' one-liner; an append.
 
-A cold scan of a 200 MB raw_responses.jsonl, and one appended 25 KB line on a 1 GB file. Goals (issue #31): a cold scan >= 15x the anchor measured in the same run (the seeds' one-liner:
+A cold scan of a 200 MB raw_responses.jsonl, and one appended 25 KB line on a 1 GB file. Goals: a cold scan >= 15x the anchor measured in the same run (the seeds' one-liner:
 json.loads each line and sum len(output_ids), in this process, over the same file); an append
 < 1 ms. Both scans read a file the page cache holds (each is run once before it is timed).
 """

@@ -3,7 +3,7 @@
 Both are timed as processes on the same responses file, imports included: ours is
 `python -m agent.pipeline.vocab`; the anchor is SpecForge's way in a script of its own (import
 torch, json.loads each line and update a collections.Counter with its output_ids, take the K
-most common, build d2t and t2d with torch, torch.save them). Goal (issue #31): >= 10x the
+most common, build d2t and t2d with torch, torch.save them). Goal: >= 10x the
 anchor's tokens/s. The file is read once before either is timed, so both read it from the page
 cache; each runs ROUNDS times, interleaved, and the best of each is compared.
 """

@@ -1,6 +1,6 @@
 """The evaluation measures as SGLang's bench_serving does: per level, warm-up on prompts it does not
 measure, a flush, the measured prompts, the server's own count; a flush that fails marks the level
-as run on a warm cache instead of mixing earlier requests into its figures (issue #27).
+as run on a warm cache instead of mixing earlier requests into its figures.
 
 The server is a stand-in written here, so each answer and its order can be set and seen.
 """

@@ -184,7 +184,7 @@ def kept(folder: Path) -> list[dict[str, Any]]:
 def test_the_openai_apis_through_a_router_are_refused_with_the_way_to_exact_ids(
     tmp_path: Path, tokenizer: Path
 ) -> None:
-    """sglang-router 0.3.2 drops return_token_ids/sglext and refuses id prompts (issue #29)."""
+    """sglang-router 0.3.2 drops return_token_ids/sglext and refuses id prompts."""
     think = tmp_path / "think"
     build_think_tokenizer(think)
     chat, completions = tmp_path / "chat", tmp_path / "completions"

@@ -1,5 +1,5 @@
 """The runner against each server as it really is: vLLM 0.34 with its dev mode and its context
-refusals, and a text-only API that must be asked to re-encode (issue #29).
+refusals, and a text-only API that must be asked to re-encode.
 
 Each runs the real runner against the simulator flavour that copies the server (see
 tests/simulator/test_vllm_facts.py for the simulator's side of each fact); the router cases are
