@@ -92,16 +92,20 @@ async def _run_as_subprocess(process: asyncssh.SSHServerProcess[bytes]) -> None:
     assert local.stdout is not None
     assert local.stderr is not None
     feed = asyncio.create_task(_feed_stdin(process.stdin, local.stdin))
+    forwards = (
+        asyncio.create_task(_forward(local.stdout, process.stdout)),
+        asyncio.create_task(_forward(local.stderr, process.stderr)),
+    )
     try:
         # All output is forwarded before the exit status, as sshd does, so no byte is lost.
-        await asyncio.gather(
-            _forward(local.stdout, process.stdout), _forward(local.stderr, process.stderr)
-        )
+        await asyncio.gather(*forwards)
         status = await local.wait()
         process.exit(status)
         await process.wait_closed()
     finally:
-        feed.cancel()
+        for task in (feed, *forwards):
+            task.cancel()
+        await asyncio.gather(*forwards, return_exceptions=True)  # no other reader of the pipes
         if local.returncode is None:  # the client went away first: end the command as sshd would
             local.kill()
             await local.wait()
