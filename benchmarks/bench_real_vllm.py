@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks.bench_runner import run_measured
 from tests.support.export_data import write_jsonl
 from tests.support.ports import free_port
-from tests.support.real_vllm import VLLM_PYTHON, RealVllm, missing_reason, running_vllm
+from tests.support.real_vllm import VLLM_PYTHON, RealVllm, missing_reason, vllm_job
 
 PROMPTS, INPUT_TOKENS, OUTPUT_TOKENS, CONCURRENCY = 256, 32, 64, 16
 VLLM_BENCH = """
@@ -79,7 +79,7 @@ def run() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         started = time.perf_counter()
-        with running_vllm(root, free_port(), drafter=False) as server:
+        with vllm_job(root, free_port(), drafter=False) as server:
             print(f"vLLM up in {time.perf_counter() - started:.0f} s (tiny random Llama, CPU)")
             vllm_bench(server, root / "warm-up", prompts=CONCURRENCY)  # a cold server's first batch
             before = vllm_bench(server, root / "bench-1")

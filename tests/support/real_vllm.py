@@ -116,13 +116,15 @@ def _build_here(root: Path) -> dict[str, object]:
 
 
 @contextmanager
-def vllm_job(root: Path, port: int) -> Iterator[RealVllm]:
-    """vLLM serving the tiny model and its drafter on 127.0.0.1:`port`, as the job `vllm` of a
+def vllm_job(root: Path, port: int, drafter: bool = True) -> Iterator[RealVllm]:
+    """vLLM serving the tiny model (and its drafter) on 127.0.0.1:`port`, as the job `vllm` of a
     local agent (restarted on failure, as a user's would be), until the block ends."""
     model = build_tiny_model(root / "model")
-    spec = {"model": str(model.drafter), "num_speculative_tokens": DRAFT_TOKENS, "method": "eagle3"}
-    argv = (*vllm_argv(model.target, port), "--max-num-seqs", "16",
-            "--speculative-config", json.dumps(spec))  # fmt: skip
+    argv = (*vllm_argv(model.target, port), "--max-num-seqs", "16")
+    if drafter:
+        spec = {"model": str(model.drafter), "num_speculative_tokens": DRAFT_TOKENS,
+                "method": "eagle3"}  # fmt: skip
+        argv += ("--speculative-config", json.dumps(spec))
     job_spec = JobSpec(argv, kind="server", restart="on-failure", restart_delay_s=0.0,
                        grace_s=20, env=VLLM_ENV)  # fmt: skip
     state, pipeline = root / "agent-state", PipelineConfig(jobs={"vllm": job_spec})
